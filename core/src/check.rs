@@ -1,0 +1,76 @@
+//! The report of `keyless-host check --json`, built once here so the CLI, the overlay and the
+//! playground show the same verdict.
+
+use crate::config::Settings;
+use crate::message::correction;
+use crate::parse::parse;
+use crate::plan::plan;
+use crate::reply::Control;
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckDiagnostic {
+    pub code: String,
+    pub line: Option<u32>,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckCommand {
+    pub number: u32,
+    pub command: String,
+    pub argument: Option<String>,
+    pub line: u32,
+    pub run: bool,
+    pub skip_reason: Option<String>,
+}
+
+/// `{"ok","diagnostics","commands","control","correction"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    pub ok: bool,
+    pub diagnostics: Vec<CheckDiagnostic>,
+    pub commands: Vec<CheckCommand>,
+    pub control: Option<Control>,
+    pub correction: Option<String>,
+}
+
+/// Parses and plans a reply under the settings.
+#[must_use]
+pub fn check(text: &str, settings: &Settings) -> CheckReport {
+    let out = parse(text, &settings.limits);
+    let ok = out.ok();
+    let diagnostics = out
+        .diagnostics
+        .iter()
+        .map(|d| CheckDiagnostic {
+            code: d.code.as_str().to_string(),
+            line: d.line,
+            message: d.message.clone(),
+        })
+        .collect();
+    let planned = ok.then(|| plan(&out.reply, settings));
+    let commands = out
+        .reply
+        .commands
+        .iter()
+        .map(|c| {
+            let entry = planned.as_ref().and_then(|p| p.entry(c.number));
+            CheckCommand {
+                number: c.number,
+                command: c.kind.name().to_string(),
+                argument: c.argument.clone(),
+                line: c.line,
+                run: entry.is_some_and(|e| e.run),
+                skip_reason: entry.and_then(|e| e.skip).map(|s| s.to_string()),
+            }
+        })
+        .collect();
+    CheckReport {
+        ok,
+        diagnostics,
+        commands,
+        control: planned.map(|p| p.control),
+        correction: (!ok).then(|| correction(&out.diagnostics, out.suppressed, out.truncated)),
+    }
+}

@@ -1,0 +1,159 @@
+//! Stable error codes (the seed's catalog) and diagnostics: code + 1-based line + message + help.
+
+use serde::{Serialize, Serializer};
+use std::fmt;
+
+macro_rules! codes {
+    ($($variant:ident => $text:literal, $meaning:literal;)*) => {
+        /// Every failure keyless reports carries one of these stable codes.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code {
+            $(#[doc = $meaning] $variant,)*
+        }
+
+        impl Code {
+            /// Every code, in catalog order.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The `KA_…` spelling.
+            #[must_use]
+            pub const fn as_str(self) -> &'static str {
+                match self { $(Code::$variant => $text,)* }
+            }
+
+            /// The catalog's one-line meaning.
+            #[must_use]
+            pub const fn meaning(self) -> &'static str {
+                match self { $(Code::$variant => $meaning,)* }
+            }
+
+            /// Looks a code up by its `KA_…` spelling.
+            #[must_use]
+            pub fn from_name(name: &str) -> Option<Code> {
+                match name { $($text => Some(Code::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+codes! {
+    ParseUnknownCommand => "KA_PARSE_UNKNOWN_COMMAND", "@@ keyword is not a known command";
+    ParseStrayText => "KA_PARSE_STRAY_TEXT", "non-whitespace text outside blocks (or inside a block, outside a payload)";
+    ParseMissingEof => "KA_PARSE_MISSING_EOF", "reply does not end with @@eof";
+    ParseTextAfterEof => "KA_PARSE_TEXT_AFTER_EOF", "non-whitespace text after @@eof";
+    ParseUnterminatedBlock => "KA_PARSE_UNTERMINATED_BLOCK", "block opened without @@end";
+    ParseMissingPayload => "KA_PARSE_MISSING_PAYLOAD", "required section (MSG/CONTENT/FIND/REPLACE/CMD) missing";
+    ParseUnexpectedPayload => "KA_PARSE_UNEXPECTED_PAYLOAD", "section given to a command that does not take one";
+    ParseMissingArgument => "KA_PARSE_MISSING_ARGUMENT", "path missing on a command that needs one";
+    ParseBadMarker => "KA_PARSE_BAD_MARKER", "malformed <<< marker or unknown section name";
+    ParseBadPath => "KA_PARSE_BAD_PATH", "path absolute, contains ../., or uses backslashes";
+    ReplyEmpty => "KA_REPLY_EMPTY", "reply is empty";
+    LimitResponseChars => "KA_LIMIT_RESPONSE_CHARS", "reply exceeds MaxResponseChars";
+    LimitFileContentChars => "KA_LIMIT_FILE_CONTENT_CHARS", "one payload exceeds MaxFileContentChars";
+    Timeout => "KA_TIMEOUT", "process exceeded its timeout";
+    PathOutside => "KA_PATH_OUTSIDE", "resolved path escapes the workspace, or is inside .git/.agent";
+    FileNotFound => "KA_FILE_NOT_FOUND", "target file does not exist";
+    FileAlreadyExists => "KA_FILE_ALREADY_EXISTS", "newfile target exists";
+    FindNotUnique => "KA_FIND_NOT_UNIQUE", "editfile FIND matched a number of times other than one";
+    FileIo => "KA_FILE_IO", "file/backup I/O failure";
+    CommandDenied => "KA_COMMAND_DENIED", "blocked by the command policy";
+    CommandDeclined => "KA_COMMAND_DECLINED", "the user declined a confirmation";
+    CommandFailed => "KA_COMMAND_FAILED", "command ran but exited non-zero";
+    CommandNotFound => "KA_COMMAND_NOT_FOUND", "the program of a command does not exist on this machine";
+    Cancelled => "KA_CANCELLED", "the command was cancelled by the user; partial output is kept";
+    ParseBadOption => "KA_PARSE_BAD_OPTION", "unknown command option or option value";
+    ParseConflictingControl => "KA_PARSE_CONFLICTING_CONTROL", "both @@next and @@done in one reply";
+    ParseSayOnly => "KA_PARSE_SAY_ONLY", "reply contains only @@say and no control directive";
+    BranchProtected => "KA_BRANCH_PROTECTED", "current branch matches a protected pattern";
+    NotAGitRepository => "KA_NOT_A_GIT_REPOSITORY", "workspace is not a git repo";
+    GitFailure => "KA_GIT_FAILURE", "a git command failed";
+    GitNotInstalled => "KA_GIT_NOT_INSTALLED", "git is not installed";
+    GitInitFailed => "KA_GIT_INIT_FAILED", "automatic repository initialization failed";
+    BrowserConnectionFailed => "KA_BROWSER_CONNECTION_FAILED", "cannot attach to / launch Chrome";
+    SelectorNotFound => "KA_SELECTOR_NOT_FOUND", "a required selector did not match";
+    ReplyTimeout => "KA_REPLY_TIMEOUT", "no complete reply within the timeout";
+    ReplyTruncated => "KA_REPLY_TRUNCATED", "reply stayed truncated longer than Browser.TruncationBudgetSeconds";
+    SendNotConfirmed => "KA_SEND_NOT_CONFIRMED", "the message could not be sent (not confirmed in the DOM)";
+    AttachmentUploadFailed => "KA_ATTACHMENT_UPLOAD_FAILED", "file upload failed (falls back to pasting)";
+    NetworkOffline => "KA_NETWORK_OFFLINE", "the machine is offline; nothing was uploaded or sent";
+    ToolMissing => "KA_TOOL_MISSING", "a runcommand tool is listed as Missing in the environment";
+    ComposerNotClean => "KA_COMPOSER_NOT_CLEAN", "the composer still holds stale text or attachment chips";
+    ChatExhausted => "KA_CHAT_EXHAUSTED", "chat hit its length limit";
+    ConfigInvalid => "KA_CONFIG_INVALID", "keyless.json/selectors.json is not valid JSON";
+    ConfigValidation => "KA_CONFIG_VALIDATION", "a configuration value is out of range";
+    SnapshotMissing => "KA_SNAPSHOT_MISSING", "a snapshot script or its output is missing";
+    SnapshotRunFailed => "KA_SNAPSHOT_RUN_FAILED", "a snapshot script run failed";
+    SessionNotFound => "KA_SESSION_NOT_FOUND", "no saved session (expected on first run)";
+    Internal => "KA_INTERNAL", "unexpected internal failure (bug guard)";
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// One problem found in a reply: a code, the 1-based line of the reply as received (when the
+/// problem has one), a message for the model, and an optional hint on how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub line: Option<u32>,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    #[must_use]
+    pub fn new(code: Code, line: Option<u32>, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            line,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    #[must_use]
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "line {line}: {} {}", self.code, self.message)?,
+            None => write!(f, "{} {}", self.code, self.message)?,
+        }
+        if let Some(help) = &self.help {
+            write!(f, " (help: {help})")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_round_trips_and_is_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for code in Code::ALL {
+            assert!(code.as_str().starts_with("KA_"));
+            assert!(seen.insert(code.as_str()), "duplicate {code}");
+            assert_eq!(Code::from_name(code.as_str()), Some(*code));
+            assert!(!code.meaning().is_empty());
+        }
+        assert_eq!(Code::from_name("KA_NOPE"), None);
+    }
+}

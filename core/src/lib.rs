@@ -1,0 +1,28 @@
+//! keyless-core: everything that decides, in one pure library that builds for native and wasm32.
+//!
+//! - [`parse`]: the AgentScript v1 reply parser (full and streaming-partial);
+//! - [`config`]: limits, pace and modes, validated;
+//! - [`plan`]: which commands of a batch run, which are skipped and why;
+//! - [`message`]: the correction, results and system-prompt texts, and the verified line;
+//! - [`policy`]: command-line segmentation, risk tiers and run/confirm/deny decisions;
+//! - [`path`]: the workspace path rules;
+//! - [`check`]: the `keyless-host check` report, shared by the CLI and the wasm build.
+//!
+//! No I/O, no clock, no randomness.
+
+pub mod check;
+pub mod config;
+pub mod diag;
+pub mod message;
+pub mod parse;
+pub mod path;
+pub mod plan;
+pub mod policy;
+pub mod render;
+pub mod reply;
+pub mod text;
+
+pub use config::{BatchFailureMode, ConfigError, Limits, Mode, Pace, Settings};
+pub use diag::{Code, Diagnostic};
+pub use parse::{parse, parse_partial, ParseOutput, PartialOutput};
+pub use reply::{Command, CommandKind, Control, Reply, Section, SectionName};

@@ -1,0 +1,431 @@
+//! Every text keyless sends to the model: the format correction, the results message, the verified
+//! line and the system prompt. Results come in as data; rendering lives here.
+
+use crate::config::{Mode, Pace, Settings};
+use crate::diag::{Code, Diagnostic};
+use crate::plan::SkipReason;
+use crate::reply::{Command, CommandKind};
+use crate::text::escape_snippet;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
+
+/// At most this many problems are listed in one correction.
+pub const MAX_LISTED_PROBLEMS: usize = 20;
+
+/// The correction sent for a rejected reply. Nothing was executed.
+#[must_use]
+pub fn correction(diagnostics: &[Diagnostic], suppressed: usize, truncated: bool) -> String {
+    let mut out = String::from(
+        "[KEYLESSAGENT FORMAT ERROR]\nYour last response was rejected. Nothing was executed.\nProblems:\n",
+    );
+    for d in diagnostics.iter().take(MAX_LISTED_PROBLEMS) {
+        out.push_str("- ");
+        if let Some(line) = d.line {
+            let _ = write!(out, "line {line}: ");
+        }
+        out.push_str(&d.message);
+        if let Some(help) = &d.help {
+            out.push(' ');
+            out.push_str(help);
+        }
+        out.push('\n');
+    }
+    let more = diagnostics.len().saturating_sub(MAX_LISTED_PROBLEMS) + suppressed;
+    if more > 0 {
+        let _ = writeln!(out, "- … and {more} more problem(s).");
+    }
+    if truncated {
+        out.push_str(
+            "Your response looks truncated. Resend it in SMALLER pieces (fewer commands per response).\n",
+        );
+    }
+    if diagnostics
+        .iter()
+        .any(|d| d.code == Code::LimitResponseChars)
+    {
+        out.push_str("Your response is too long. Resend it in SMALLER pieces (fewer commands per response).\n");
+    }
+    out.push_str(
+        "Resend your COMPLETE response using only AgentScript v1. Do not apologize or explain. Do not add text outside blocks.",
+    );
+    out
+}
+
+/// The outcome of one command, as the executor reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    Ok {
+        exit_code: Option<i32>,
+        duration_ms: Option<u64>,
+        verified: Option<String>,
+        output: Option<String>,
+    },
+    Error {
+        code: Code,
+        reason: String,
+        exit_code: Option<i32>,
+        duration_ms: Option<u64>,
+        output: Option<String>,
+    },
+    Skipped {
+        reason: SkipReason,
+    },
+}
+
+/// One command's entry in the results message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CommandResult {
+    pub number: u32,
+    pub kind: CommandKind,
+    pub target: String,
+    pub outcome: Outcome,
+}
+
+impl CommandResult {
+    #[must_use]
+    pub fn new(command: &Command, outcome: Outcome) -> Self {
+        Self {
+            number: command.number,
+            kind: command.kind,
+            target: command.target(),
+            outcome,
+        }
+    }
+}
+
+fn duration(ms: u64) -> String {
+    let tenths = (ms + 50) / 100;
+    format!("{}.{}s", tenths / 10, tenths % 10)
+}
+
+fn status_details(exit_code: Option<i32>, duration_ms: Option<u64>) -> String {
+    let mut s = String::new();
+    if let Some(code) = exit_code {
+        let _ = write!(s, " | exit code: {code}");
+    }
+    if let Some(ms) = duration_ms {
+        let _ = write!(s, " | duration: {}", duration(ms));
+    }
+    s
+}
+
+/// Writes an output payload, choosing a nonce when the text itself holds the closing marker.
+fn output_block(out: &mut String, text: &str) {
+    let mut closer = String::from("OUTPUT");
+    let mut n = 0u32;
+    while text.lines().any(|l| l.trim() == format!("{closer}>>>")) {
+        n += 1;
+        closer = format!("OUTPUT:k{n}");
+    }
+    let _ = writeln!(out, "<<<{closer}");
+    out.push_str(text);
+    if !text.is_empty() && !text.ends_with('\n') {
+        out.push('\n');
+    }
+    let _ = writeln!(out, "{closer}>>>");
+}
+
+/// Header of a results message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BatchRef {
+    pub turn: u32,
+    pub batch: u32,
+}
+
+/// The results message for one executed batch: every non-say command mapped to its result.
+#[must_use]
+pub fn results(batch: BatchRef, entries: &[CommandResult], pace: Pace) -> String {
+    let listed: Vec<&CommandResult> = entries
+        .iter()
+        .filter(|e| !matches!(&e.outcome, Outcome::Skipped { reason } if reason.is_limit()))
+        .collect();
+    let limit_skips: Vec<&CommandResult> = entries
+        .iter()
+        .filter(|e| matches!(&e.outcome, Outcome::Skipped { reason } if reason.is_limit()))
+        .collect();
+    let total = entries.len();
+    let mut out = format!(
+        "[KEYLESSAGENT RESULTS] turn={} batch={}\n",
+        batch.turn, batch.batch
+    );
+    for (i, e) in listed.iter().enumerate() {
+        let _ = write!(
+            out,
+            "--- result {}/{total} | #{} {}",
+            i + 1,
+            e.number,
+            e.kind
+        );
+        if !e.target.is_empty() {
+            let _ = write!(out, " | {}", e.target);
+        }
+        out.push_str(" ---\n");
+        match &e.outcome {
+            Outcome::Ok {
+                exit_code,
+                duration_ms,
+                verified,
+                output,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "status: ok{}",
+                    status_details(*exit_code, *duration_ms)
+                );
+                if let Some(v) = verified {
+                    let _ = writeln!(out, "{v}");
+                }
+                if let Some(o) = output {
+                    output_block(&mut out, o);
+                }
+            }
+            Outcome::Error {
+                code,
+                reason,
+                exit_code,
+                duration_ms,
+                output,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "status: error | code: {code}{}",
+                    status_details(*exit_code, *duration_ms)
+                );
+                let _ = writeln!(out, "reason: {reason}");
+                if let Some(o) = output {
+                    output_block(&mut out, o);
+                }
+            }
+            Outcome::Skipped { reason } => {
+                let _ = writeln!(out, "status: skipped\nreason: {reason}");
+            }
+        }
+    }
+    if let Some(first) = limit_skips.first() {
+        if let Outcome::Skipped { reason } = &first.outcome {
+            let _ = writeln!(
+                out,
+                "--- skipped {} commands: {reason} ---",
+                limit_skips.len()
+            );
+        }
+    }
+    out.push_str("[END RESULTS]\n");
+    if pace == Pace::Step {
+        out.push_str(STEP_RULE);
+        out.push('\n');
+    }
+    out.push_str(
+        "Continue with the next commands, or finish with @@done. Reply in AgentScript v1 only.",
+    );
+    out
+}
+
+/// The Step-mode rule, in the system prompt and in every results message.
+pub const STEP_RULE: &str =
+    "Pace is Step: send ONE command, then @@next. Verify its result before you send the next one.";
+
+/// The verified line for a file's bytes on disk.
+#[must_use]
+pub fn verified_line(path: &str, bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let sha: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let lines = count_lines(text);
+    let first: String = text.chars().take(60).collect();
+    let total = text.chars().count();
+    let last: String = text.chars().skip(total.saturating_sub(60)).collect();
+    let line = format!(
+        "verified: path={} bytes={} lines={lines} sha={sha} first=\"{}\" last=\"{}\"",
+        escape_snippet(path),
+        bytes.len(),
+        escape_snippet(&first),
+        escape_snippet(&last)
+    );
+    cap_line(line, 300)
+}
+
+/// The verified line for a folder.
+pub const VERIFIED_DIR: &str = "verified: dir exists";
+
+/// Lines after CRLF/LF normalisation: "a\nb" and "a\nb\n" are both 2 lines; "" is 0.
+#[must_use]
+pub fn count_lines(text: &str) -> usize {
+    if text.is_empty() {
+        return 0;
+    }
+    let normalized_newlines =
+        text.matches('\n').count() + text.matches('\r').count() - text.matches("\r\n").count();
+    let ends_with_newline = text.ends_with('\n') || text.ends_with('\r');
+    normalized_newlines + usize::from(!ends_with_newline)
+}
+
+fn cap_line(line: String, max: usize) -> String {
+    if line.chars().count() <= max {
+        return line;
+    }
+    let mut out: String = line.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+/// Caps command output at `max` characters, keeping head and tail and marking the cut with the
+/// number of characters left out.
+#[must_use]
+pub fn cap_output(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_string();
+    }
+    let head_len = max / 2;
+    let tail_len = max - head_len;
+    let head: String = text.chars().take(head_len).collect();
+    let tail: String = text.chars().skip(total - tail_len).collect();
+    format!(
+        "{head}\n[… {} characters omitted …]\n{tail}",
+        total - head_len - tail_len
+    )
+}
+
+/// What the system prompt is told about the environment (from the host's snapshot).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PromptContext {
+    pub mode: Mode,
+    /// Free text: OS, shell, tool versions.
+    pub environment: Option<String>,
+}
+
+/// The system prompt that teaches a chat model AgentScript v1, with the effective limits.
+#[must_use]
+pub fn system_prompt(settings: &Settings, ctx: &PromptContext) -> String {
+    let l = &settings.limits;
+    let limit = settings.effective_command_limit();
+    let mut p = String::new();
+    let _ = write!(
+        p,
+        "You are a coding agent working in the user's workspace through keyless. You act ONLY by replying in AgentScript v1. Nothing else you write is executed.
+
+# Reply format
+Put your WHOLE reply in ONE fenced block that starts with the line ~~~~agentscript and ends with the line ~~~~. Inside it, write blocks, then a final line @@eof:
+
+~~~~agentscript
+@@say
+<<<MSG
+One short sentence about what you are doing.
+MSG>>>
+@@end
+@@newfile src/greeting.txt
+<<<CONTENT
+Hello!
+CONTENT>>>
+@@end
+@@runcommand
+<<<CMD
+cat src/greeting.txt
+CMD>>>
+@@end
+@@next
+@@end
+@@eof
+~~~~
+
+Rules:
+- A block is a line @@command [argument], then its sections, then a line @@end.
+- A section is a line <<<NAME, its lines, then a line NAME>>>. Markers count only as whole lines.
+- If a file must contain a line equal to a marker, add a nonce: <<<CONTENT:x7 … CONTENT:x7>>>.
+- File content must never contain a line that starts with four tildes (~~~~).
+- Paths are relative to the workspace root and use /. Never absolute, never .., never inside .git or .agent.
+- No text outside blocks. Talk to the user only with @@say. Write in English, except file content.
+- The last line inside the fence is @@eof.
+
+# Commands
+- @@say + MSG: tell the user something.
+- @@newfile PATH + CONTENT: create a file (fails if it exists; parent folders are created).
+- @@updatefile PATH + CONTENT: replace a whole existing file.
+- @@editfile PATH + FIND + REPLACE: replace the one place where FIND's lines occur (FIND must match exactly once).
+- @@deletefile PATH: delete a file (it is backed up).
+- @@movefile PATH + TO: move or rename a file; TO holds the destination path.
+- @@readfile PATH: read a file; its content comes back in the results.
+- @@mkdir PATH: create a folder.
+- @@runcommand + CMD: run one command line. Options: on_error=continue|stop, timeout=<seconds>.
+- @@ask + MSG: ask the user a question; the answer comes back in the results.
+- @@commit + MSG: git add -A, commit with MSG, push.
+- @@next (+ optional MSG): run this batch and wait for its results.
+- @@done (+ optional MSG): the task is finished. Commands after @@done are not executed.
+
+# Limits
+- At most {limit} command(s) per response (not counting say, next and done). Extra commands are skipped.
+- A response has at most {} characters; one section at most {} characters. Split bigger work across responses.
+- Command output is cut to {} characters (head and tail kept).
+- After each batch you get a message [KEYLESSAGENT RESULTS]. Read it before you continue: a failed command stops the batch, and you must fix it before @@done.
+- If your reply breaks the format you get [KEYLESSAGENT FORMAT ERROR]: resend the complete, corrected reply.
+",
+        l.max_response_chars, l.max_file_content_chars, l.max_command_output_chars
+    );
+    if settings.pace == Pace::Step {
+        let _ = writeln!(p, "- {STEP_RULE}");
+    }
+    let mode_text = match ctx.mode {
+        Mode::Ask => "Ask: read-only and build commands run at once; others wait for the user's approval.",
+        Mode::AutoSafe => "AutoSafe: read-only, build and allow-listed commands run at once; risky ones wait for approval.",
+        Mode::Auto => "Auto: every command that is not denied runs at once.",
+    };
+    let _ = writeln!(p, "- Command mode is {mode_text} Denied commands (force-push, shutdown, curl | sh, …) never run.");
+    if let Some(env) = &ctx.environment {
+        let _ = write!(p, "\n# Environment\n{}\n", env.trim_end());
+    }
+    p.push_str("\nWait for the user's task, then reply in AgentScript v1 only.");
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_counts() {
+        assert_eq!(count_lines(""), 0);
+        assert_eq!(count_lines("a"), 1);
+        assert_eq!(count_lines("a\n"), 1);
+        assert_eq!(count_lines("a\r\nb\r\n"), 2);
+        assert_eq!(count_lines("a\nb"), 2);
+        assert_eq!(count_lines("a\rb\r"), 2);
+    }
+
+    #[test]
+    fn duration_rounds_to_tenths() {
+        assert_eq!(duration(4_200), "4.2s");
+        assert_eq!(duration(49), "0.0s");
+        assert_eq!(duration(1_950), "2.0s");
+    }
+
+    #[test]
+    fn output_cap_keeps_head_and_tail() {
+        let text: String = (0..1000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let capped = cap_output(&text, 100);
+        assert!(capped.starts_with(&text[..50]));
+        assert!(capped.ends_with(&text[950..]));
+        assert!(capped.contains("[… 900 characters omitted …]"));
+        assert_eq!(cap_output("short", 100), "short");
+    }
+
+    #[test]
+    fn verified_line_is_capped_and_escaped() {
+        let v = verified_line("a.txt", b"\xef\xbb\xbfhello \"x\"\r\nworld\r\n");
+        assert!(
+            v.starts_with("verified: path=a.txt bytes=22 lines=2 sha="),
+            "{v}"
+        );
+        assert!(
+            v.contains("first=\"hello \\\"x\\\"\\r\\nworld\\r\\n\""),
+            "{v}"
+        );
+        let long = verified_line(&"p/".repeat(200), b"x");
+        assert_eq!(long.chars().count(), 300);
+    }
+}

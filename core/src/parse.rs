@@ -1,0 +1,1217 @@
+//! The AgentScript v1 reply parser.
+//!
+//! One line-oriented state machine serves the full parse (the final verdict on a reply) and the
+//! streaming partial parse (what is already certain while a reply still arrives). It never
+//! panics, runs in time linear in the input (one bounded rescan at most), and recovers after every
+//! problem so that one correction lists all of them.
+
+use crate::config::Limits;
+use crate::diag::{Code, Diagnostic};
+use crate::path;
+use crate::reply::{
+    Command, CommandKind, Control, DoneStatus, Need, OnError, Options, Reply, Section, SectionName,
+};
+use crate::text::{chars_over, edit_distance, quote, truncate_chars};
+use serde::Serialize;
+
+/// At most this many diagnostics are kept; the rest are counted.
+pub const MAX_DIAGNOSTICS: usize = 100;
+/// Upper bound for `timeout=` on runcommand (one day).
+pub const MAX_TIMEOUT_SECONDS: u32 = 86_400;
+
+/// The outcome of a full parse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ParseOutput {
+    pub reply: Reply,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Diagnostics found beyond [`MAX_DIAGNOSTICS`].
+    pub suppressed: usize,
+    /// The reply ended inside a block or a payload: it looks cut off.
+    pub truncated: bool,
+}
+
+impl ParseOutput {
+    /// True when the reply may execute.
+    #[must_use]
+    pub fn ok(&self) -> bool {
+        self.diagnostics.is_empty()
+    }
+}
+
+/// Where a streaming reply currently stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StreamState {
+    /// Between blocks (or before the first one).
+    Outside,
+    /// Inside a block opened at `line`.
+    InBlock {
+        command: Option<CommandKind>,
+        line: u32,
+    },
+    /// Inside a payload section opened at `line`.
+    InPayload {
+        command: Option<CommandKind>,
+        section: String,
+        line: u32,
+    },
+    /// `@@eof` has been seen.
+    AfterEof,
+}
+
+/// The outcome of a partial parse: only what more text cannot change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartialOutput {
+    /// Blocks already closed with `@@end`.
+    pub reply: Reply,
+    /// Problems that more text cannot fix.
+    pub diagnostics: Vec<Diagnostic>,
+    pub suppressed: usize,
+    pub state: StreamState,
+    /// Number of complete lines that were examined.
+    pub complete_lines: u32,
+}
+
+/// Parses a complete reply.
+#[must_use]
+pub fn parse(text: &str, limits: &Limits) -> ParseOutput {
+    if let Some(early) = precheck(text, limits) {
+        return early;
+    }
+    let mut p = Parser::new(text, limits, false);
+    p.run();
+    p.finish_full()
+}
+
+/// Parses a reply that may still be streaming. Only complete lines (ending in `\n`) are examined,
+/// and problems that more text could fix (a missing `@@eof`, an open block) are not reported.
+#[must_use]
+pub fn parse_partial(text: &str, limits: &Limits) -> PartialOutput {
+    let complete = match text.rfind('\n') {
+        Some(idx) => &text[..idx],
+        None => "",
+    };
+    let mut diagnostics = Vec::new();
+    if let Some(n) = chars_over(text, limits.max_response_chars as usize) {
+        diagnostics.push(response_too_long(n, limits));
+        return PartialOutput {
+            reply: Reply::default(),
+            diagnostics,
+            suppressed: 0,
+            state: StreamState::Outside,
+            complete_lines: 0,
+        };
+    }
+    if complete.is_empty() && !text.contains('\n') {
+        return PartialOutput {
+            reply: Reply::default(),
+            diagnostics,
+            suppressed: 0,
+            state: StreamState::Outside,
+            complete_lines: 0,
+        };
+    }
+    let mut p = Parser::new(complete, limits, true);
+    p.run();
+    p.finish_partial()
+}
+
+fn response_too_long(n: usize, limits: &Limits) -> Diagnostic {
+    Diagnostic::new(
+        Code::LimitResponseChars,
+        None,
+        format!(
+            "The response has {n} characters; the limit is {}.",
+            limits.max_response_chars
+        ),
+    )
+    .with_help("Split the work across several smaller responses.")
+}
+
+fn precheck(text: &str, limits: &Limits) -> Option<ParseOutput> {
+    let diag = if text.trim().is_empty() {
+        Diagnostic::new(Code::ReplyEmpty, None, "The response is empty.")
+            .with_help("Reply with AgentScript v1 blocks ending in @@eof.")
+    } else if let Some(n) = chars_over(text, limits.max_response_chars as usize) {
+        response_too_long(n, limits)
+    } else {
+        return None;
+    };
+    Some(ParseOutput {
+        reply: Reply::default(),
+        diagnostics: vec![diag],
+        suppressed: 0,
+        truncated: false,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug)]
+struct OpenBlock {
+    /// `None` for an unknown command: its body is swallowed without further errors.
+    kind: Option<CommandKind>,
+    number: u32,
+    line: u32,
+    argument: Option<String>,
+    options: Options,
+    sections: Vec<Section>,
+}
+
+#[derive(Debug)]
+struct OpenSection {
+    name: Option<SectionName>,
+    /// The name the closing marker must carry (compared case-insensitively).
+    closer: String,
+    nonce: Option<String>,
+    line: u32,
+    /// Index of the first content line.
+    start: usize,
+    /// Keep the section (false for unknown, unexpected or duplicate sections).
+    keep: bool,
+    /// First whole-line `@@end` inside the payload: where to resume if the payload never closes.
+    first_end: Option<usize>,
+    /// First line that looks like a misspelt closing marker.
+    near_miss: Option<(u32, String)>,
+}
+
+#[derive(Debug)]
+enum State {
+    Outside,
+    Block(OpenBlock),
+    Payload(OpenBlock, OpenSection),
+    AfterEof,
+}
+
+#[derive(Debug)]
+struct Stray {
+    code: Code,
+    line: u32,
+    text: String,
+    count: u32,
+    inside: Option<CommandKind>,
+}
+
+struct Parser<'a> {
+    src: &'a str,
+    lines: Vec<&'a str>,
+    /// Byte offset of each line's start in `src`.
+    starts: Vec<usize>,
+    limits: &'a Limits,
+    partial: bool,
+    diags: Vec<Diagnostic>,
+    suppressed: usize,
+    commands: Vec<Command>,
+    next_number: u32,
+    state: State,
+    fence_open: Option<(u8, usize)>,
+    fence_close_used: bool,
+    seen_block: bool,
+    eof_seen: bool,
+    stray: Option<Stray>,
+    last_nonblank: Option<usize>,
+    rescued: bool,
+}
+
+impl std::fmt::Debug for Parser<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parser")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+fn strip_cr(line: &str) -> &str {
+    line.strip_suffix('\r').unwrap_or(line)
+}
+
+fn valid_nonce(nonce: &str) -> bool {
+    (1..=32).contains(&nonce.len())
+        && nonce
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// `(fence char, run length, rest)` when the trimmed line starts with a run of 3+ backticks/tildes.
+fn fence_parts(trimmed: &str) -> Option<(u8, usize, &str)> {
+    let first = *trimmed.as_bytes().first()?;
+    if first != b'`' && first != b'~' {
+        return None;
+    }
+    let run = trimmed.bytes().take_while(|b| *b == first).count();
+    if run < 3 {
+        return None;
+    }
+    Some((first, run, trimmed[run..].trim()))
+}
+
+fn is_fence_open(trimmed: &str) -> Option<(u8, usize)> {
+    let (ch, run, info) = fence_parts(trimmed)?;
+    if ch == b'`' && info.contains('`') {
+        return None;
+    }
+    if info.contains(char::is_whitespace) && !info.is_empty() {
+        // An info string is a single word (a language tag) for our purposes.
+        let word = info.split_whitespace().next().unwrap_or("");
+        if word.len() != info.len() {
+            return None;
+        }
+    }
+    Some((ch, run))
+}
+
+fn is_fence_close(trimmed: &str, open: Option<(u8, usize)>) -> bool {
+    match fence_parts(trimmed) {
+        Some((ch, run, rest)) if rest.is_empty() => match open {
+            Some((och, orun)) => ch == och && run >= orun,
+            None => true,
+        },
+        _ => false,
+    }
+}
+
+/// Splits an `@@name rest` line.
+fn split_directive(trimmed: &str) -> (&str, &str) {
+    let body = &trimmed[2..];
+    match body.find(char::is_whitespace) {
+        Some(idx) => (&body[..idx], body[idx..].trim()),
+        None => (body, ""),
+    }
+}
+
+const ALIASES: &[(&str, CommandKind)] = &[
+    ("createfile", CommandKind::NewFile),
+    ("create", CommandKind::NewFile),
+    ("writefile", CommandKind::NewFile),
+    ("write", CommandKind::NewFile),
+    ("addfile", CommandKind::NewFile),
+    ("file", CommandKind::NewFile),
+    ("update", CommandKind::UpdateFile),
+    ("overwrite", CommandKind::UpdateFile),
+    ("replacefile", CommandKind::UpdateFile),
+    ("edit", CommandKind::EditFile),
+    ("patch", CommandKind::EditFile),
+    ("replace", CommandKind::EditFile),
+    ("modify", CommandKind::EditFile),
+    ("delete", CommandKind::DeleteFile),
+    ("remove", CommandKind::DeleteFile),
+    ("rm", CommandKind::DeleteFile),
+    ("move", CommandKind::MoveFile),
+    ("mv", CommandKind::MoveFile),
+    ("rename", CommandKind::MoveFile),
+    ("renamefile", CommandKind::MoveFile),
+    ("read", CommandKind::ReadFile),
+    ("cat", CommandKind::ReadFile),
+    ("open", CommandKind::ReadFile),
+    ("view", CommandKind::ReadFile),
+    ("makedir", CommandKind::Mkdir),
+    ("mkdirs", CommandKind::Mkdir),
+    ("createdir", CommandKind::Mkdir),
+    ("folder", CommandKind::Mkdir),
+    ("run", CommandKind::RunCommand),
+    ("exec", CommandKind::RunCommand),
+    ("shell", CommandKind::RunCommand),
+    ("bash", CommandKind::RunCommand),
+    ("sh", CommandKind::RunCommand),
+    ("cmd", CommandKind::RunCommand),
+    ("command", CommandKind::RunCommand),
+    ("execute", CommandKind::RunCommand),
+    ("message", CommandKind::Say),
+    ("print", CommandKind::Say),
+    ("echo", CommandKind::Say),
+    ("note", CommandKind::Say),
+    ("reply", CommandKind::Say),
+    ("question", CommandKind::Ask),
+    ("git", CommandKind::Commit),
+    ("push", CommandKind::Commit),
+    ("finish", CommandKind::Done),
+    ("complete", CommandKind::Done),
+    ("end_turn", CommandKind::Done),
+    ("stop", CommandKind::Done),
+    ("continue", CommandKind::Next),
+];
+
+fn suggest_command(name: &str) -> Option<&'static str> {
+    let lower = name.to_ascii_lowercase();
+    let lower = lower.trim_end_matches([':', '.', ',']);
+    if let Some(k) = CommandKind::from_name(lower) {
+        return Some(k.name());
+    }
+    if let Some((_, k)) = ALIASES.iter().find(|(a, _)| *a == lower) {
+        return Some(k.name());
+    }
+    CommandKind::ALL
+        .into_iter()
+        .map(|k| (edit_distance(lower, k.name()), k.name()))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+const COMMAND_LIST: &str =
+    "say, newfile, updatefile, editfile, deletefile, movefile, readfile, mkdir, runcommand, ask, commit, next, done";
+const SECTION_HELP: &str =
+    "Sections are <<<MSG, <<<CONTENT, <<<FIND, <<<REPLACE, <<<CMD or <<<TO on a line of their own, optionally with a nonce such as <<<CONTENT:x7, and close with MSG>>> (or CONTENT:x7>>>).";
+
+impl<'a> Parser<'a> {
+    fn new(src: &'a str, limits: &'a Limits, partial: bool) -> Self {
+        let mut lines = Vec::new();
+        let mut starts = Vec::new();
+        let mut offset = 0;
+        for line in src.split('\n') {
+            starts.push(offset);
+            offset += line.len() + 1;
+            lines.push(line);
+        }
+        let last_nonblank = lines.iter().rposition(|l| !l.trim().is_empty());
+        Self {
+            src,
+            lines,
+            starts,
+            limits,
+            partial,
+            diags: Vec::new(),
+            suppressed: 0,
+            commands: Vec::new(),
+            next_number: 1,
+            state: State::Outside,
+            fence_open: None,
+            fence_close_used: false,
+            seen_block: false,
+            eof_seen: false,
+            stray: None,
+            last_nonblank,
+            rescued: false,
+        }
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        if self.diags.len() < MAX_DIAGNOSTICS {
+            self.diags.push(d);
+        } else {
+            self.suppressed += 1;
+        }
+    }
+
+    fn run(&mut self) {
+        let mut i = 0;
+        loop {
+            while i < self.lines.len() {
+                i = self.step(i);
+            }
+            // A payload that never closes swallows the rest of the reply. Report it, then resume
+            // once after its first whole-line @@end so the remaining blocks are still checked.
+            if self.partial || self.rescued {
+                break;
+            }
+            let resume = match &self.state {
+                State::Payload(_, sec) => sec.first_end,
+                _ => None,
+            };
+            let Some(end_idx) = resume else { break };
+            self.rescued = true;
+            let state = std::mem::replace(&mut self.state, State::Outside);
+            if let State::Payload(block, sec) = state {
+                self.report_unclosed_section(&block, &sec);
+            }
+            i = end_idx + 1;
+        }
+    }
+
+    /// Handles line `i` and returns the index of the next line to handle.
+    fn step(&mut self, i: usize) -> usize {
+        let raw = strip_cr(self.lines[i]);
+        let trimmed = raw.trim();
+        #[allow(clippy::cast_possible_truncation)]
+        let lineno = (i + 1) as u32;
+        let state = std::mem::replace(&mut self.state, State::Outside);
+        match state {
+            State::Payload(block, mut sec) => {
+                if self.is_closer(trimmed, &sec) {
+                    let block = self.close_section(block, sec, i);
+                    self.state = State::Block(block);
+                } else {
+                    if sec.first_end.is_none() && trimmed.eq_ignore_ascii_case("@@end") {
+                        sec.first_end = Some(i);
+                    }
+                    if sec.near_miss.is_none() && looks_like_closer(trimmed, &sec.closer) {
+                        sec.near_miss = Some((lineno, trimmed.to_string()));
+                    }
+                    self.state = State::Payload(block, sec);
+                }
+                i + 1
+            }
+            State::AfterEof => {
+                if !trimmed.is_empty() && !self.try_close_fence(trimmed, i, true) {
+                    self.stray_line(Code::ParseTextAfterEof, lineno, trimmed, None);
+                }
+                self.state = State::AfterEof;
+                i + 1
+            }
+            State::Outside => {
+                if trimmed.is_empty() {
+                    return i + 1;
+                }
+                if !self.seen_block
+                    && !self.eof_seen
+                    && self.fence_open.is_none()
+                    && !self.fence_close_used
+                {
+                    if let Some(open) = is_fence_open(trimmed) {
+                        self.fence_open = Some(open);
+                        self.flush_stray();
+                        return i + 1;
+                    }
+                }
+                if self.try_close_fence(trimmed, i, false) {
+                    return i + 1;
+                }
+                if trimmed.starts_with("@@") {
+                    self.flush_stray();
+                    self.directive(trimmed, lineno);
+                } else if let Some(rest) = trimmed.strip_prefix("<<<") {
+                    self.flush_stray();
+                    self.push(
+                        Diagnostic::new(
+                            Code::ParseStrayText,
+                            Some(lineno),
+                            format!("Section marker {} outside a block.", quote(trimmed)),
+                        )
+                        .with_help("Open a block first, for example @@newfile path, then its sections, then @@end."),
+                    );
+                    let orphan = OpenBlock {
+                        kind: None,
+                        number: 0,
+                        line: lineno,
+                        argument: None,
+                        options: Options::default(),
+                        sections: Vec::new(),
+                    };
+                    let sec = self.open_section_raw(rest, lineno, i, false);
+                    self.state = State::Payload(orphan, sec);
+                } else {
+                    self.stray_line(Code::ParseStrayText, lineno, trimmed, None);
+                }
+                i + 1
+            }
+            State::Block(block) => {
+                if trimmed.is_empty() {
+                    self.state = State::Block(block);
+                    return i + 1;
+                }
+                if trimmed.eq_ignore_ascii_case("@@end") {
+                    self.flush_stray();
+                    self.close_block(block);
+                    self.state = State::Outside;
+                    return i + 1;
+                }
+                if trimmed.starts_with("@@") {
+                    // A new block starts before this one ended: report, then reread the line
+                    // outside any block.
+                    self.flush_stray();
+                    self.unterminated_block(&block, Some(lineno));
+                    self.state = State::Outside;
+                    return i;
+                }
+                if let Some(rest) = trimmed.strip_prefix("<<<") {
+                    self.flush_stray();
+                    let sec = self.open_section(&block, rest, lineno, i);
+                    self.state = State::Payload(block, sec);
+                    return i + 1;
+                }
+                if self.try_close_fence(trimmed, i, false) {
+                    self.state = State::Block(block);
+                    return i + 1;
+                }
+                if trimmed.ends_with(">>>") {
+                    self.flush_stray();
+                    self.push(
+                        Diagnostic::new(
+                            Code::ParseBadMarker,
+                            Some(lineno),
+                            format!(
+                                "Closing marker {} without a matching opening marker.",
+                                quote(trimmed)
+                            ),
+                        )
+                        .with_help(SECTION_HELP),
+                    );
+                } else if block.kind.is_some() {
+                    self.stray_line(Code::ParseStrayText, lineno, trimmed, block.kind);
+                }
+                self.state = State::Block(block);
+                i + 1
+            }
+        }
+    }
+
+    fn try_close_fence(&mut self, trimmed: &str, i: usize, after_eof: bool) -> bool {
+        if self.fence_close_used || !is_fence_close(trimmed, self.fence_open) {
+            return false;
+        }
+        if after_eof || Some(i) == self.last_nonblank {
+            self.fence_close_used = true;
+            self.flush_stray();
+            return true;
+        }
+        false
+    }
+
+    fn stray_line(&mut self, code: Code, lineno: u32, trimmed: &str, inside: Option<CommandKind>) {
+        if let Some(s) = &mut self.stray {
+            if s.code == code && s.inside == inside {
+                s.count += 1;
+                return;
+            }
+        }
+        self.flush_stray();
+        self.stray = Some(Stray {
+            code,
+            line: lineno,
+            text: trimmed.to_string(),
+            count: 1,
+            inside,
+        });
+    }
+
+    fn flush_stray(&mut self) {
+        let Some(s) = self.stray.take() else { return };
+        let more = if s.count > 1 {
+            format!(
+                " (and {} more line{})",
+                s.count - 1,
+                if s.count == 2 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        };
+        let d = match (s.code, s.inside) {
+            (Code::ParseTextAfterEof, _) => Diagnostic::new(
+                s.code,
+                Some(s.line),
+                format!("Text after \"@@eof\": {}{more}.", quote(&s.text)),
+            )
+            .with_help("@@eof must be the last line of the response."),
+            (_, Some(kind)) => {
+                let help = match kind.sections().first() {
+                    Some((name, _)) => format!(
+                        "Put it between <<<{name} and {name}>>>, each on a line of its own."
+                    ),
+                    None => format!("@@{kind} takes no sections; close it with @@end."),
+                };
+                Diagnostic::new(
+                    s.code,
+                    Some(s.line),
+                    format!(
+                        "Text inside the @@{kind} block but outside a section: {}{more}.",
+                        quote(&s.text)
+                    ),
+                )
+                .with_help(help)
+            }
+            (_, None) => Diagnostic::new(
+                s.code,
+                Some(s.line),
+                format!("Text outside blocks: {}{more}.", quote(&s.text)),
+            )
+            .with_help("Write everything inside blocks; talk to the user only with @@say."),
+        };
+        self.push(d);
+    }
+
+    fn directive(&mut self, trimmed: &str, lineno: u32) {
+        let (name, rest) = split_directive(trimmed);
+        if name.eq_ignore_ascii_case("eof") {
+            if !rest.is_empty() {
+                self.push(
+                    Diagnostic::new(
+                        Code::ParseTextAfterEof,
+                        Some(lineno),
+                        format!("Text after \"@@eof\" on the same line: {}.", quote(rest)),
+                    )
+                    .with_help("@@eof stands alone on the last line."),
+                );
+            }
+            self.eof_seen = true;
+            self.state = State::AfterEof;
+            return;
+        }
+        if name.eq_ignore_ascii_case("end") {
+            self.push(
+                Diagnostic::new(
+                    Code::ParseStrayText,
+                    Some(lineno),
+                    "\"@@end\" without an open block.",
+                )
+                .with_help(
+                    "Every @@end closes the block opened just before it; remove the extra one.",
+                ),
+            );
+            return;
+        }
+        self.seen_block = true;
+        let Some(kind) = CommandKind::from_name(name) else {
+            let shown = truncate_chars(name, 40);
+            let mut d = Diagnostic::new(
+                Code::ParseUnknownCommand,
+                Some(lineno),
+                format!("Unknown command \"@@{shown}\"."),
+            );
+            d = match suggest_command(name) {
+                Some(s) => {
+                    d.with_help(format!("Did you mean \"@@{s}\"? Commands: {COMMAND_LIST}."))
+                }
+                None => d.with_help(format!("Commands: {COMMAND_LIST}.")),
+            };
+            self.push(d);
+            self.state = State::Block(OpenBlock {
+                kind: None,
+                number: 0,
+                line: lineno,
+                argument: None,
+                options: Options::default(),
+                sections: Vec::new(),
+            });
+            return;
+        };
+        let number = self.next_number;
+        self.next_number += 1;
+        let (argument, options) = self.header(kind, rest, lineno);
+        self.state = State::Block(OpenBlock {
+            kind: Some(kind),
+            number,
+            line: lineno,
+            argument,
+            options,
+            sections: Vec::new(),
+        });
+    }
+
+    /// Parses the rest of a command's `@@` line: a path, or `key=value` options.
+    fn header(&mut self, kind: CommandKind, rest: &str, lineno: u32) -> (Option<String>, Options) {
+        if kind.takes_path() {
+            if rest.is_empty() {
+                self.push(
+                    Diagnostic::new(
+                        Code::ParseMissingArgument,
+                        Some(lineno),
+                        format!("\"@@{kind}\" needs a path."),
+                    )
+                    .with_help(format!(
+                        "Write the path on the same line: @@{kind} src/example.txt"
+                    )),
+                );
+                return (None, Options::default());
+            }
+            return match path::normalize(rest) {
+                Ok(p) => (Some(p), Options::default()),
+                Err(problem) => {
+                    self.push(bad_path(lineno, rest, &problem.to_string()));
+                    (Some(rest.to_string()), Options::default())
+                }
+            };
+        }
+        let mut options = Options::default();
+        let mut seen: Vec<String> = Vec::new();
+        for token in rest.split_whitespace() {
+            let problem = match token.split_once('=') {
+                None => Some(format!(
+                    "\"{}\" is not a key=value option",
+                    truncate_chars(token, 40)
+                )),
+                Some((key, value)) => {
+                    let key = key.to_ascii_lowercase();
+                    if seen.contains(&key) {
+                        Some(format!("option \"{key}\" is given twice"))
+                    } else {
+                        seen.push(key.clone());
+                        set_option(kind, &key, value, &mut options).err()
+                    }
+                }
+            };
+            if let Some(problem) = problem {
+                self.push(
+                    Diagnostic::new(
+                        Code::ParseBadOption,
+                        Some(lineno),
+                        format!("Bad option on \"@@{kind}\": {problem}."),
+                    )
+                    .with_help(format!("{}.", kind.option_help())),
+                );
+            }
+        }
+        if options.next.is_some() && options.status == Some(DoneStatus::Aborted) {
+            self.push(
+                Diagnostic::new(
+                    Code::ParseBadOption,
+                    Some(lineno),
+                    "Bad option on \"@@done\": next=<movement> cannot be combined with status=aborted.",
+                )
+                .with_help("Use either @@done next=<movement> or @@done status=aborted."),
+            );
+        }
+        (None, options)
+    }
+
+    fn open_section(
+        &mut self,
+        block: &OpenBlock,
+        rest: &str,
+        lineno: u32,
+        i: usize,
+    ) -> OpenSection {
+        let mut sec = self.open_section_raw(rest, lineno, i, true);
+        let (Some(kind), Some(name)) = (block.kind, sec.name) else {
+            return sec;
+        };
+        if !kind.sections().iter().any(|(n, _)| *n == name) {
+            let takes = match kind.sections() {
+                [] => format!("@@{kind} takes no sections."),
+                list => format!(
+                    "@@{kind} takes {}.",
+                    list.iter()
+                        .map(|(n, _)| format!("<<<{n}"))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ),
+            };
+            self.push(
+                Diagnostic::new(
+                    Code::ParseUnexpectedPayload,
+                    Some(lineno),
+                    format!("\"@@{kind}\" does not take a <<<{name} section."),
+                )
+                .with_help(takes),
+            );
+            sec.keep = false;
+        } else if block.sections.iter().any(|s| s.name == name) {
+            self.push(
+                Diagnostic::new(
+                    Code::ParseUnexpectedPayload,
+                    Some(lineno),
+                    format!("\"@@{kind}\" has a second <<<{name} section."),
+                )
+                .with_help("Give each section once per block."),
+            );
+            sec.keep = false;
+        }
+        sec
+    }
+
+    /// Reads a `<<<NAME[:nonce]` marker. Reports malformed markers; always returns a section so the
+    /// payload is skipped up to its closing marker.
+    fn open_section_raw(&mut self, rest: &str, lineno: u32, i: usize, report: bool) -> OpenSection {
+        let (name_raw, nonce_raw) = match rest.split_once(':') {
+            Some((n, k)) => (n, Some(k)),
+            None => (rest, None),
+        };
+        let closer = name_raw.split_whitespace().next().unwrap_or("").to_string();
+        let name = SectionName::from_name(name_raw);
+        let nonce_ok = nonce_raw.is_none_or(valid_nonce);
+        let problem = if name_raw.is_empty() {
+            Some("the section name is missing".to_string())
+        } else if name.is_none() {
+            let known = SectionName::ALL
+                .into_iter()
+                .map(|s| (edit_distance(&name_raw.to_ascii_uppercase(), s.as_str()), s))
+                .filter(|(d, _)| *d <= 2)
+                .min_by_key(|(d, _)| *d);
+            Some(match known {
+                Some((_, s)) => format!("unknown section name (did you mean <<<{s}?)"),
+                None => "unknown section name".to_string(),
+            })
+        } else if !nonce_ok {
+            Some("a nonce is 1 to 32 letters, digits, '_' or '-'".to_string())
+        } else {
+            None
+        };
+        if let (Some(problem), true) = (&problem, report) {
+            self.push(
+                Diagnostic::new(
+                    Code::ParseBadMarker,
+                    Some(lineno),
+                    format!(
+                        "Malformed section marker {}: {problem}.",
+                        quote(&format!("<<<{rest}"))
+                    ),
+                )
+                .with_help(SECTION_HELP),
+            );
+        }
+        OpenSection {
+            name: if problem.is_none() { name } else { None },
+            closer,
+            nonce: nonce_raw.map(str::to_string),
+            line: lineno,
+            start: i + 1,
+            keep: problem.is_none(),
+            first_end: None,
+            near_miss: None,
+        }
+    }
+
+    fn is_closer(&self, trimmed: &str, sec: &OpenSection) -> bool {
+        let Some(body) = trimmed.strip_suffix(">>>") else {
+            return false;
+        };
+        let (name, nonce) = match body.split_once(':') {
+            Some((n, k)) => (n, Some(k)),
+            None => (body, None),
+        };
+        name.eq_ignore_ascii_case(&sec.closer) && nonce == sec.nonce.as_deref()
+    }
+
+    fn close_section(
+        &mut self,
+        mut block: OpenBlock,
+        sec: OpenSection,
+        close_idx: usize,
+    ) -> OpenBlock {
+        let (Some(name), true) = (sec.name, sec.keep) else {
+            return block;
+        };
+        let text = self.payload_text(sec.start, close_idx);
+        if let Some(n) = chars_over(&text, self.limits.max_file_content_chars as usize) {
+            let kind = block
+                .kind
+                .map_or_else(String::new, |k| format!(" of \"@@{k}\""));
+            self.push(
+                Diagnostic::new(
+                    Code::LimitFileContentChars,
+                    Some(sec.line),
+                    format!(
+                        "The {name} section{kind} has {n} characters; the limit is {}.",
+                        self.limits.max_file_content_chars
+                    ),
+                )
+                .with_help("Write the file in parts: @@newfile with the first part, then @@editfile to add the rest in later responses."),
+            );
+        }
+        block.sections.push(Section {
+            name,
+            nonce: sec.nonce,
+            text,
+            line: sec.line,
+        });
+        block
+    }
+
+    /// The text of lines `start..end` joined with `\n`, without a final newline, CRLF folded to LF.
+    fn payload_text(&self, start: usize, end: usize) -> String {
+        if start >= end {
+            return String::new();
+        }
+        let from = self.starts[start];
+        let to = self.starts[end] - 1; // the '\n' ending line end-1
+        let slice = &self.src[from..to];
+        let slice = slice.strip_suffix('\r').unwrap_or(slice);
+        if slice.contains('\r') {
+            slice.replace("\r\n", "\n")
+        } else {
+            slice.to_string()
+        }
+    }
+
+    fn close_block(&mut self, block: OpenBlock) {
+        let Some(kind) = block.kind else { return };
+        let mut errors = Vec::new();
+        for (name, need) in kind.sections() {
+            let section = block.sections.iter().find(|s| s.name == *name);
+            match (section, need) {
+                (None, Need::Required) => errors.push(
+                    Diagnostic::new(
+                        Code::ParseMissingPayload,
+                        Some(block.line),
+                        format!("\"@@{kind}\" needs a <<<{name} section."),
+                    )
+                    .with_help(format!("Add <<<{name} … {name}>>> before @@end.")),
+                ),
+                (Some(s), Need::Required)
+                    if s.text.trim().is_empty()
+                        && matches!(
+                            name,
+                            SectionName::Cmd
+                                | SectionName::Find
+                                | SectionName::Msg
+                                | SectionName::To
+                        ) =>
+                {
+                    errors.push(
+                        Diagnostic::new(
+                            Code::ParseMissingPayload,
+                            Some(s.line),
+                            format!("The <<<{name} section of \"@@{kind}\" is empty."),
+                        )
+                        .with_help(match name {
+                            SectionName::Find => "FIND must hold the exact lines to replace.",
+                            SectionName::Cmd => "CMD must hold the command line to run.",
+                            SectionName::To => "TO must hold the destination path.",
+                            _ => "Write the message inside the section.",
+                        }),
+                    );
+                }
+                _ => {}
+            }
+        }
+        let mut sections = block.sections;
+        if kind == CommandKind::MoveFile {
+            if let Some(to) = sections.iter_mut().find(|s| s.name == SectionName::To) {
+                let lines: Vec<&str> = to
+                    .text
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                match lines.as_slice() {
+                    [] => {}
+                    [one] => match path::normalize(one) {
+                        Ok(p) => to.text = p,
+                        Err(problem) => errors.push(bad_path(to.line, one, &problem.to_string())),
+                    },
+                    _ => errors.push(bad_path(to.line, &to.text, "TO must hold exactly one path")),
+                }
+            }
+        }
+        for e in errors {
+            self.push(e);
+        }
+        // Canonical section order, whatever order the model wrote them in.
+        sections.sort_by_key(|s| kind.sections().iter().position(|(n, _)| *n == s.name));
+        self.commands.push(Command {
+            number: block.number,
+            kind,
+            argument: block.argument,
+            options: block.options,
+            sections,
+            line: block.line,
+        });
+    }
+
+    fn unterminated_block(&mut self, block: &OpenBlock, next_block: Option<u32>) {
+        let name = block
+            .kind
+            .map_or_else(|| "unknown".to_string(), |k| format!("@@{k}"));
+        let mut msg = format!(
+            "The \"{name}\" block opened at line {} has no \"@@end\"",
+            block.line
+        );
+        if let Some(next) = next_block {
+            msg.push_str(&format!(" before line {next}"));
+        }
+        msg.push('.');
+        if block.kind.is_none() {
+            // The unknown command was already reported; one problem per block is enough.
+            return;
+        }
+        self.push(
+            Diagnostic::new(Code::ParseUnterminatedBlock, Some(block.line), msg)
+                .with_help("Close every block with a line @@end."),
+        );
+    }
+
+    fn report_unclosed_section(&mut self, block: &OpenBlock, sec: &OpenSection) {
+        let nonce = sec
+            .nonce
+            .as_deref()
+            .map(|n| format!(":{n}"))
+            .unwrap_or_default();
+        let expected = format!("{}{nonce}>>>", sec.closer);
+        let mut d = Diagnostic::new(
+            Code::ParseUnterminatedBlock,
+            Some(sec.line),
+            format!(
+                "The section \"<<<{}{nonce}\" opened at line {} is never closed with \"{expected}\".",
+                sec.closer, sec.line
+            ),
+        );
+        d = match &sec.near_miss {
+            Some((line, text)) => d.with_help(format!(
+                "Line {line} ({}) is not the closing marker; write exactly {expected} on a line of its own.",
+                quote(text)
+            )),
+            None => d.with_help(format!("Close the section with {expected} on a line of its own.")),
+        };
+        let _ = block;
+        self.push(d);
+    }
+
+    fn end_of_input(&mut self) -> bool {
+        self.flush_stray();
+        let state = std::mem::replace(&mut self.state, State::Outside);
+        match state {
+            State::Payload(block, sec) => {
+                self.report_unclosed_section(&block, &sec);
+                true
+            }
+            State::Block(block) => {
+                self.unterminated_block(&block, None);
+                true
+            }
+            State::Outside | State::AfterEof => false,
+        }
+    }
+
+    fn control_checks(&mut self) {
+        let next = self
+            .commands
+            .iter()
+            .find(|c| c.kind == CommandKind::Next)
+            .map(|c| c.line);
+        let done = self
+            .commands
+            .iter()
+            .find(|c| c.kind == CommandKind::Done)
+            .map(|c| c.line);
+        if let (Some(n), Some(d)) = (next, done) {
+            self.push(
+                Diagnostic::new(
+                    Code::ParseConflictingControl,
+                    Some(n.max(d)),
+                    format!("Both \"@@next\" (line {n}) and \"@@done\" (line {d}) in one response."),
+                )
+                .with_help("End with exactly one control directive: @@next to continue, or @@done to finish."),
+            );
+        }
+    }
+
+    fn sort_diags(&mut self) {
+        self.diags.sort_by_key(|d| (d.line.is_none(), d.line));
+    }
+
+    fn finish_full(mut self) -> ParseOutput {
+        let truncated = self.end_of_input();
+        self.control_checks();
+        if !self.eof_seen {
+            let d = if truncated {
+                Diagnostic::new(
+                    Code::ParseMissingEof,
+                    None,
+                    "Missing \"@@eof\" at the end (the response looks truncated).",
+                )
+            } else {
+                Diagnostic::new(Code::ParseMissingEof, None, "Missing \"@@eof\" at the end.")
+                    .with_help("End every response with a line @@eof.")
+            };
+            self.sort_diags();
+            self.push(d);
+        } else {
+            self.sort_diags();
+        }
+        if self.diags.is_empty()
+            && !self
+                .commands
+                .iter()
+                .any(|c| c.kind.counts_toward_limit() || c.kind.is_control())
+        {
+            self.push(
+                Diagnostic::new(
+                    Code::ParseSayOnly,
+                    None,
+                    "The response has no command and no control directive (only @@say or nothing).",
+                )
+                .with_help(
+                    "Add the commands to run, and end with @@next to continue or @@done to finish.",
+                ),
+            );
+        }
+        ParseOutput {
+            reply: Reply {
+                commands: self.commands,
+            },
+            diagnostics: self.diags,
+            suppressed: self.suppressed,
+            truncated,
+        }
+    }
+
+    fn finish_partial(mut self) -> PartialOutput {
+        self.flush_stray();
+        self.control_checks();
+        self.sort_diags();
+        let state = match &self.state {
+            State::Outside => StreamState::Outside,
+            State::AfterEof => StreamState::AfterEof,
+            State::Block(b) => StreamState::InBlock {
+                command: b.kind,
+                line: b.line,
+            },
+            State::Payload(b, s) => StreamState::InPayload {
+                command: b.kind,
+                section: s.closer.to_ascii_uppercase(),
+                line: s.line,
+            },
+        };
+        #[allow(clippy::cast_possible_truncation)]
+        let complete_lines = self.lines.len() as u32;
+        PartialOutput {
+            reply: Reply {
+                commands: self.commands,
+            },
+            diagnostics: self.diags,
+            suppressed: self.suppressed,
+            state,
+            complete_lines,
+        }
+    }
+}
+
+fn looks_like_closer(trimmed: &str, closer: &str) -> bool {
+    if closer.is_empty() {
+        return false;
+    }
+    let upper_closer = closer.to_ascii_uppercase();
+    let t = trimmed.to_ascii_uppercase();
+    (t.ends_with(">>>") || t.ends_with(">>") || t.ends_with('>'))
+        && (t.starts_with(&upper_closer) || t.contains(&format!("{upper_closer}>")))
+}
+
+fn bad_path(line: u32, path: &str, problem: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::ParseBadPath,
+        Some(line),
+        format!("Bad path {}: {problem}.", quote(path)),
+    )
+    .with_help("Paths are relative to the workspace root, use /, and stay out of .git and .agent.")
+}
+
+fn set_option(kind: CommandKind, key: &str, value: &str, o: &mut Options) -> Result<(), String> {
+    let bad_value = |expected: &str| Err(format!("{key}={value} is not valid ({expected})"));
+    match (kind, key) {
+        (CommandKind::RunCommand, "on_error") => match value.to_ascii_lowercase().as_str() {
+            "continue" => o.on_error = Some(OnError::Continue),
+            "stop" => o.on_error = Some(OnError::Stop),
+            _ => return bad_value("continue or stop"),
+        },
+        (CommandKind::RunCommand, "timeout") => {
+            let digits = value.strip_suffix('s').unwrap_or(value);
+            match digits.parse::<u32>() {
+                Ok(n) if (1..=MAX_TIMEOUT_SECONDS).contains(&n) => o.timeout_seconds = Some(n),
+                _ => return bad_value(&format!("whole seconds from 1 to {MAX_TIMEOUT_SECONDS}")),
+            }
+        }
+        (CommandKind::Done, "next") => {
+            if value.is_empty()
+                || value.len() > 64
+                || !value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            {
+                return bad_value("a movement name");
+            }
+            o.next = Some(value.to_string());
+        }
+        (CommandKind::Done, "status") => match value.to_ascii_lowercase().as_str() {
+            "success" => o.status = Some(DoneStatus::Success),
+            "aborted" => o.status = Some(DoneStatus::Aborted),
+            _ => return bad_value("success or aborted"),
+        },
+        _ => return Err(format!("unknown option \"{}\"", truncate_chars(key, 40))),
+    }
+    Ok(())
+}
+
+/// The reply's control directive after a successful parse.
+#[must_use]
+pub fn control_of(reply: &Reply) -> Option<Control> {
+    reply.control()
+}

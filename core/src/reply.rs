@@ -1,0 +1,321 @@
+//! The parsed form of an AgentScript v1 reply.
+
+use serde::Serialize;
+use std::fmt;
+
+/// Every command and control directive of AgentScript v1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CommandKind {
+    Say,
+    NewFile,
+    UpdateFile,
+    EditFile,
+    DeleteFile,
+    MoveFile,
+    ReadFile,
+    Mkdir,
+    RunCommand,
+    Ask,
+    Commit,
+    Next,
+    Done,
+}
+
+/// Section (payload) names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SectionName {
+    Msg,
+    Content,
+    Find,
+    Replace,
+    Cmd,
+    To,
+}
+
+/// Whether a section is required, optional or refused for a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    Required,
+    Optional,
+}
+
+impl CommandKind {
+    pub const ALL: [CommandKind; 13] = [
+        CommandKind::Say,
+        CommandKind::NewFile,
+        CommandKind::UpdateFile,
+        CommandKind::EditFile,
+        CommandKind::DeleteFile,
+        CommandKind::MoveFile,
+        CommandKind::ReadFile,
+        CommandKind::Mkdir,
+        CommandKind::RunCommand,
+        CommandKind::Ask,
+        CommandKind::Commit,
+        CommandKind::Next,
+        CommandKind::Done,
+    ];
+
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            CommandKind::Say => "say",
+            CommandKind::NewFile => "newfile",
+            CommandKind::UpdateFile => "updatefile",
+            CommandKind::EditFile => "editfile",
+            CommandKind::DeleteFile => "deletefile",
+            CommandKind::MoveFile => "movefile",
+            CommandKind::ReadFile => "readfile",
+            CommandKind::Mkdir => "mkdir",
+            CommandKind::RunCommand => "runcommand",
+            CommandKind::Ask => "ask",
+            CommandKind::Commit => "commit",
+            CommandKind::Next => "next",
+            CommandKind::Done => "done",
+        }
+    }
+
+    /// Case-insensitive lookup of a command name (without `@@`).
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<CommandKind> {
+        CommandKind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Commands whose argument is a workspace path.
+    #[must_use]
+    pub const fn takes_path(self) -> bool {
+        matches!(
+            self,
+            CommandKind::NewFile
+                | CommandKind::UpdateFile
+                | CommandKind::EditFile
+                | CommandKind::DeleteFile
+                | CommandKind::MoveFile
+                | CommandKind::ReadFile
+                | CommandKind::Mkdir
+        )
+    }
+
+    /// `next` and `done` are control directives, not commands.
+    #[must_use]
+    pub const fn is_control(self) -> bool {
+        matches!(self, CommandKind::Next | CommandKind::Done)
+    }
+
+    /// Whether the command counts toward the pace limit (say, next and done do not).
+    #[must_use]
+    pub const fn counts_toward_limit(self) -> bool {
+        !matches!(
+            self,
+            CommandKind::Say | CommandKind::Next | CommandKind::Done
+        )
+    }
+
+    /// Commands that change the workspace.
+    #[must_use]
+    pub const fn is_file_mutation(self) -> bool {
+        matches!(
+            self,
+            CommandKind::NewFile
+                | CommandKind::UpdateFile
+                | CommandKind::EditFile
+                | CommandKind::DeleteFile
+                | CommandKind::MoveFile
+                | CommandKind::Mkdir
+        )
+    }
+
+    /// The sections this command accepts, in canonical order.
+    #[must_use]
+    pub const fn sections(self) -> &'static [(SectionName, Need)] {
+        use Need::{Optional, Required};
+        use SectionName::{Cmd, Content, Find, Msg, Replace, To};
+        match self {
+            CommandKind::Say | CommandKind::Ask | CommandKind::Commit => &[(Msg, Required)],
+            CommandKind::NewFile | CommandKind::UpdateFile => &[(Content, Required)],
+            CommandKind::EditFile => &[(Find, Required), (Replace, Required)],
+            CommandKind::MoveFile => &[(To, Required)],
+            CommandKind::RunCommand => &[(Cmd, Required)],
+            CommandKind::Next | CommandKind::Done => &[(Msg, Optional)],
+            CommandKind::DeleteFile | CommandKind::ReadFile | CommandKind::Mkdir => &[],
+        }
+    }
+
+    /// Options the command accepts on its `@@` line.
+    #[must_use]
+    pub const fn option_help(self) -> &'static str {
+        match self {
+            CommandKind::RunCommand => {
+                "@@runcommand takes on_error=continue|stop and timeout=<seconds>"
+            }
+            CommandKind::Done => "@@done takes next=<movement> and status=success|aborted",
+            _ => "this command takes no options",
+        }
+    }
+}
+
+impl fmt::Display for CommandKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl SectionName {
+    pub const ALL: [SectionName; 6] = [
+        SectionName::Msg,
+        SectionName::Content,
+        SectionName::Find,
+        SectionName::Replace,
+        SectionName::Cmd,
+        SectionName::To,
+    ];
+
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SectionName::Msg => "MSG",
+            SectionName::Content => "CONTENT",
+            SectionName::Find => "FIND",
+            SectionName::Replace => "REPLACE",
+            SectionName::Cmd => "CMD",
+            SectionName::To => "TO",
+        }
+    }
+
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<SectionName> {
+        SectionName::ALL
+            .into_iter()
+            .find(|s| s.as_str().eq_ignore_ascii_case(name))
+    }
+}
+
+impl fmt::Display for SectionName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// runcommand's `on_error=` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    Continue,
+    Stop,
+}
+
+/// done's `status=` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DoneStatus {
+    Success,
+    Aborted,
+}
+
+/// Options given on a command's `@@` line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Options {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_error: Option<OnError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<DoneStatus>,
+}
+
+impl Options {
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == Options::default()
+    }
+}
+
+/// One payload section. `text` is its lines joined with `\n`, without a final newline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Section {
+    pub name: SectionName,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
+    pub text: String,
+    pub line: u32,
+}
+
+/// One block of the reply, numbered by its order in the reply (#1, #2, …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Command {
+    pub number: u32,
+    pub kind: CommandKind,
+    /// The normalised path for path commands.
+    pub argument: Option<String>,
+    pub options: Options,
+    pub sections: Vec<Section>,
+    pub line: u32,
+}
+
+impl Command {
+    #[must_use]
+    pub fn section(&self, name: SectionName) -> Option<&Section> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+
+    #[must_use]
+    pub fn section_text(&self, name: SectionName) -> Option<&str> {
+        self.section(name).map(|s| s.text.as_str())
+    }
+
+    /// A short description for a results header: the path, the command line, or the message.
+    #[must_use]
+    pub fn target(&self) -> String {
+        let first_line = |name| {
+            self.section_text(name)
+                .and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
+                .map(|l| crate::text::truncate_chars(l, 80))
+                .unwrap_or_default()
+        };
+        match self.kind {
+            CommandKind::MoveFile => format!(
+                "{} -> {}",
+                self.argument.as_deref().unwrap_or(""),
+                first_line(SectionName::To)
+            ),
+            k if k.takes_path() => self.argument.clone().unwrap_or_default(),
+            CommandKind::RunCommand => first_line(SectionName::Cmd),
+            _ => first_line(SectionName::Msg),
+        }
+    }
+}
+
+/// The control directive of a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Control {
+    Next,
+    Done,
+}
+
+/// A parsed reply: its blocks in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Reply {
+    pub commands: Vec<Command>,
+}
+
+impl Reply {
+    /// The reply's control directive: `done` when a done block is present, else `next` when a next
+    /// block is, else none (the host treats a reply with commands and no directive as `next`).
+    #[must_use]
+    pub fn control(&self) -> Option<Control> {
+        if self.commands.iter().any(|c| c.kind == CommandKind::Done) {
+            Some(Control::Done)
+        } else if self.commands.iter().any(|c| c.kind == CommandKind::Next) {
+            Some(Control::Next)
+        } else {
+            None
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Small text helpers shared by the parser and the message renderers.
+
+/// The first `max` characters of `s`, with `…` appended when something was cut.
+#[must_use]
+pub fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((idx, _)) => format!("{}…", &s[..idx]),
+    }
+}
+
+/// Number of Unicode scalar values, counted only when the byte length could exceed `limit`.
+#[must_use]
+pub fn chars_over(s: &str, limit: usize) -> Option<usize> {
+    if s.len() <= limit {
+        return None;
+    }
+    let n = s.chars().count();
+    (n > limit).then_some(n)
+}
+
+/// Escapes a snippet for a one-line, double-quoted display.
+#[must_use]
+pub fn escape_snippet(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Quotes a line of the reply for a diagnostic: trimmed, escaped, at most 60 characters.
+#[must_use]
+pub fn quote(line: &str) -> String {
+    format!("\"{}\"", escape_snippet(&truncate_chars(line.trim(), 60)))
+}
+
+/// Levenshtein distance, bounded to short words (names), for "did you mean" hints.
+#[must_use]
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().take(64).collect();
+    let b: Vec<char> = b.chars().take(64).collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers() {
+        assert_eq!(truncate_chars("abcdef", 3), "abc…");
+        assert_eq!(truncate_chars("abc", 3), "abc");
+        assert_eq!(truncate_chars("ééé", 2), "éé…");
+        assert_eq!(chars_over("ééé", 3), None);
+        assert_eq!(chars_over("éééé", 3), Some(4));
+        assert_eq!(
+            escape_snippet("a\"b\\c\n\t\u{1}"),
+            "a\\\"b\\\\c\\n\\t\\u{1}"
+        );
+        assert_eq!(edit_distance("newfle", "newfile"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+}

@@ -1,0 +1,403 @@
+//! Command-line interface: `check`, `policy` and `prompt`.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use keyless_core::check::{check, CheckReport};
+use keyless_core::message::{system_prompt, PromptContext};
+use keyless_core::policy::decide;
+use keyless_core::{parse, Code, ConfigError, Diagnostic, Limits, Mode, Pace, Settings};
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Errors of the host's CLI layer. Each carries a KA_ code where one applies.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("{path}: {source}")]
+    Read { path: String, source: io::Error },
+    #[error("{path}: the reply is not valid UTF-8 (first bad byte at offset {offset})")]
+    NotUtf8 { path: String, offset: usize },
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot write the output: {0}")]
+    Write(io::Error),
+    #[error("cannot encode JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl HostError {
+    /// The KA_ code of this error.
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            HostError::Read { .. } | HostError::NotUtf8 { .. } => Code::FileIo,
+            HostError::Config(e) => e.code(),
+            HostError::Usage(_) => Code::ConfigValidation,
+            HostError::Write(_) | HostError::Json(_) => Code::Internal,
+        }
+    }
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "keyless-host",
+    version,
+    about = "The keyless native host: validate AgentScript v1 replies, classify commands, print the system prompt."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Validate an AgentScript v1 reply and show what would run.
+    Check(CheckArgs),
+    /// Classify a command line and decide run/confirm/deny for a mode.
+    Policy(PolicyArgs),
+    /// Print the system prompt that teaches a chat model AgentScript v1.
+    Prompt(PromptArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum PaceArg {
+    Step,
+    Balanced,
+    Batch,
+}
+
+impl From<PaceArg> for Pace {
+    fn from(p: PaceArg) -> Self {
+        match p {
+            PaceArg::Step => Pace::Step,
+            PaceArg::Balanced => Pace::Balanced,
+            PaceArg::Batch => Pace::Batch,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ModeArg {
+    Ask,
+    Autosafe,
+    Auto,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Ask => Mode::Ask,
+            ModeArg::Autosafe => Mode::AutoSafe,
+            ModeArg::Auto => Mode::Auto,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct LimitArgs {
+    /// Agent.Pace: how many non-say commands one reply may carry.
+    #[arg(long, value_enum, default_value = "balanced")]
+    pace: PaceArg,
+    /// Limits.MaxCommandsPerResponse.
+    #[arg(long, value_name = "N")]
+    max_commands: Option<u32>,
+    /// Limits.MaxResponseChars.
+    #[arg(long, value_name = "N")]
+    max_response_chars: Option<u32>,
+    /// Limits.MaxFileContentChars.
+    #[arg(long, value_name = "N")]
+    max_file_content_chars: Option<u32>,
+}
+
+impl LimitArgs {
+    fn settings(&self) -> Result<Settings, HostError> {
+        let d = Limits::default();
+        let limits = Limits {
+            max_commands_per_response: self.max_commands.unwrap_or(d.max_commands_per_response),
+            max_response_chars: self.max_response_chars.unwrap_or(d.max_response_chars),
+            max_file_content_chars: self
+                .max_file_content_chars
+                .unwrap_or(d.max_file_content_chars)
+                .min(self.max_response_chars.unwrap_or(u32::MAX)),
+            ..d
+        };
+        let settings = Settings {
+            limits,
+            pace: self.pace.into(),
+        };
+        settings.validate()?;
+        Ok(settings)
+    }
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// The reply file, or - for standard input.
+    #[arg(default_value = "-")]
+    file: String,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+#[derive(Debug, Args)]
+struct PolicyArgs {
+    /// Commands.Mode.
+    #[arg(long, value_enum, default_value = "ask")]
+    mode: ModeArg,
+    /// Commands.AllowList pattern (repeatable), e.g. 'npm run test *'.
+    #[arg(long = "allow", value_name = "PATTERN")]
+    allow: Vec<String>,
+    /// Print the verdict as JSON.
+    #[arg(long)]
+    json: bool,
+    /// The command line (after --).
+    #[arg(last = true, required = true, value_name = "COMMAND_LINE")]
+    command_line: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct PromptArgs {
+    #[command(flatten)]
+    limits: LimitArgs,
+    /// Commands.Mode the prompt describes.
+    #[arg(long, value_enum, default_value = "ask")]
+    mode: ModeArg,
+}
+
+/// Exit status: 0 valid, 1 rejected, 2 usage or I/O error.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        Cmd::Check(a) => run_check(&a),
+        Cmd::Policy(a) => run_policy(&a),
+        Cmd::Prompt(a) => run_prompt(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("keyless-host: {} {e}", e.code());
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Reads at most enough bytes to know whether the reply is over the limit.
+fn read_reply(file: &str, limits: &Limits) -> Result<(String, Option<usize>), HostError> {
+    // Four bytes per character at most: anything longer is over the limit for sure.
+    let cap = u64::from(limits.max_response_chars) * 4 + 1;
+    let mut buf = Vec::new();
+    let name = if file == "-" {
+        "<stdin>".to_string()
+    } else {
+        file.to_string()
+    };
+    let read = |r: &mut dyn Read, buf: &mut Vec<u8>| r.take(cap).read_to_end(buf);
+    let res = if file == "-" {
+        read(&mut io::stdin().lock(), &mut buf)
+    } else {
+        std::fs::File::open(PathBuf::from(file)).and_then(|mut f| read(&mut f, &mut buf))
+    };
+    res.map_err(|source| HostError::Read {
+        path: name.clone(),
+        source,
+    })?;
+    if buf.len() as u64 == cap {
+        // Over the limit whatever the rest holds; report without reading it.
+        return Ok((String::new(), Some(buf.len())));
+    }
+    match String::from_utf8(buf) {
+        Ok(s) => Ok((s, None)),
+        Err(e) => Err(HostError::NotUtf8 {
+            path: name,
+            offset: e.utf8_error().valid_up_to(),
+        }),
+    }
+}
+
+fn over_limit_report(bytes: usize, limits: &Limits) -> CheckReport {
+    let d = Diagnostic::new(
+        Code::LimitResponseChars,
+        None,
+        format!(
+            "The response has more than {} characters (over {bytes} bytes); the limit is {}.",
+            limits.max_response_chars, limits.max_response_chars
+        ),
+    )
+    .with_help("Split the work across several smaller responses.");
+    CheckReport {
+        ok: false,
+        diagnostics: vec![keyless_core::check::CheckDiagnostic {
+            code: d.code.as_str().into(),
+            line: None,
+            message: d.message.clone(),
+        }],
+        commands: vec![],
+        control: None,
+        correction: Some(keyless_core::message::correction(&[d], 0, false)),
+    }
+}
+
+fn run_check(a: &CheckArgs) -> Result<ExitCode, HostError> {
+    let settings = a.limits.settings()?;
+    let (text, over) = read_reply(&a.file, &settings.limits)?;
+    let name = if a.file == "-" {
+        "<stdin>"
+    } else {
+        a.file.as_str()
+    };
+    let report = match over {
+        Some(bytes) => over_limit_report(bytes, &settings.limits),
+        None => check(&text, &settings),
+    };
+    let mut out = io::stdout().lock();
+    if a.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out).map_err(HostError::Write)?;
+    } else {
+        // The text form shows help too, so parse once more for the full diagnostics.
+        let full = parse(&text, &settings.limits);
+        let diags: Vec<Diagnostic> = if over.is_some() {
+            vec![Diagnostic::new(
+                Code::LimitResponseChars,
+                None,
+                report
+                    .diagnostics
+                    .first()
+                    .map(|d| d.message.clone())
+                    .unwrap_or_default(),
+            )]
+        } else {
+            full.diagnostics
+        };
+        let targets: Vec<String> = full
+            .reply
+            .commands
+            .iter()
+            .map(keyless_core::Command::target)
+            .collect();
+        write_text_report(&mut out, name, &text, &diags, &report, &targets)
+            .map_err(HostError::Write)?;
+    }
+    Ok(if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn write_text_report(
+    out: &mut impl Write,
+    name: &str,
+    text: &str,
+    diags: &[Diagnostic],
+    report: &CheckReport,
+    targets: &[String],
+) -> io::Result<()> {
+    let lines: Vec<&str> = text.split('\n').collect();
+    for d in diags {
+        match d.line {
+            Some(line) => {
+                writeln!(out, "{name}:{line}: {} {}", d.code, d.message)?;
+                if let Some(src) = lines.get(line as usize - 1) {
+                    let src = src.trim_end_matches('\r');
+                    let shown: String = src.chars().take(120).collect();
+                    writeln!(out, "{line:>6} | {shown}")?;
+                }
+            }
+            None => writeln!(out, "{name}: {} {}", d.code, d.message)?,
+        }
+        if let Some(help) = &d.help {
+            writeln!(out, "       = help: {help}")?;
+        }
+    }
+    if report.ok {
+        let control = report.control.map_or("next", |c| match c {
+            keyless_core::Control::Next => "next",
+            keyless_core::Control::Done => "done",
+        });
+        writeln!(
+            out,
+            "{name}: ok: {} block(s), control: {control}",
+            report.commands.len()
+        )?;
+        for (c, target) in report.commands.iter().zip(targets) {
+            let status = if c.run {
+                "run".to_string()
+            } else {
+                format!("skip: {}", c.skip_reason.as_deref().unwrap_or(""))
+            };
+            let arg = target.as_str();
+            writeln!(
+                out,
+                "  #{:<3} {:<11} {:<40} line {:<5} {status}",
+                c.number, c.command, arg, c.line
+            )?;
+        }
+    } else {
+        writeln!(
+            out,
+            "{name}: rejected: {} problem(s); nothing would run",
+            diags.len()
+        )?;
+    }
+    Ok(())
+}
+
+fn run_policy(a: &PolicyArgs) -> Result<ExitCode, HostError> {
+    let line = a.command_line.join(" ");
+    if line.trim().is_empty() {
+        return Err(HostError::Usage("the command line is empty".into()));
+    }
+    let verdict = decide(&line, a.mode.into(), &a.allow);
+    let mut out = io::stdout().lock();
+    if a.json {
+        serde_json::to_writer(&mut out, &verdict)?;
+        writeln!(out).map_err(HostError::Write)?;
+    } else {
+        let w = |out: &mut io::StdoutLock<'_>| -> io::Result<()> {
+            writeln!(
+                out,
+                "tier: {}  decision: {}  ({})",
+                verdict.tier, verdict.decision, verdict.reason
+            )?;
+            for (i, s) in verdict.segments.iter().enumerate() {
+                writeln!(
+                    out,
+                    "  segment {}: {:<9} {}  — {}",
+                    i + 1,
+                    s.tier.as_str(),
+                    s.text,
+                    s.reason
+                )?;
+            }
+            Ok(())
+        };
+        w(&mut out).map_err(HostError::Write)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_prompt(a: &PromptArgs) -> Result<ExitCode, HostError> {
+    let settings = a.limits.settings()?;
+    let ctx = PromptContext {
+        mode: a.mode.into(),
+        environment: None,
+    };
+    let mut out = io::stdout().lock();
+    writeln!(out, "{}", system_prompt(&settings, &ctx)).map_err(HostError::Write)?;
+    Ok(ExitCode::SUCCESS)
+}

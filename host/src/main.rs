@@ -1,0 +1,9 @@
+//! `keyless-host`: the keyless native host.
+
+mod cli;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    cli::main()
+}
