@@ -418,7 +418,7 @@ mod tests {
     fn verified_line_is_capped_and_escaped() {
         let v = verified_line("a.txt", b"\xef\xbb\xbfhello \"x\"\r\nworld\r\n");
         assert!(
-            v.starts_with("verified: path=a.txt bytes=22 lines=2 sha="),
+            v.starts_with("verified: path=a.txt bytes=21 lines=2 sha="),
             "{v}"
         );
         assert!(

@@ -156,6 +156,9 @@ struct OpenBlock {
     argument: Option<String>,
     options: Options,
     sections: Vec<Section>,
+    /// A malformed section marker was reported in this block: do not also report its section as
+    /// missing.
+    bad_section: bool,
 }
 
 #[derive(Debug)]
@@ -411,8 +414,8 @@ impl<'a> Parser<'a> {
             let Some(end_idx) = resume else { break };
             self.rescued = true;
             let state = std::mem::replace(&mut self.state, State::Outside);
-            if let State::Payload(block, sec) = state {
-                self.report_unclosed_section(&block, &sec);
+            if let State::Payload(_, sec) = state {
+                self.report_unclosed_section(&sec);
             }
             i = end_idx + 1;
         }
@@ -486,6 +489,7 @@ impl<'a> Parser<'a> {
                         argument: None,
                         options: Options::default(),
                         sections: Vec::new(),
+                        bad_section: false,
                     };
                     let sec = self.open_section_raw(rest, lineno, i, false);
                     self.state = State::Payload(orphan, sec);
@@ -515,7 +519,11 @@ impl<'a> Parser<'a> {
                 }
                 if let Some(rest) = trimmed.strip_prefix("<<<") {
                     self.flush_stray();
+                    let mut block = block;
                     let sec = self.open_section(&block, rest, lineno, i);
+                    if sec.name.is_none() {
+                        block.bad_section = true;
+                    }
                     self.state = State::Payload(block, sec);
                     return i + 1;
                 }
@@ -671,6 +679,7 @@ impl<'a> Parser<'a> {
                 argument: None,
                 options: Options::default(),
                 sections: Vec::new(),
+                bad_section: false,
             });
             return;
         };
@@ -684,6 +693,7 @@ impl<'a> Parser<'a> {
             argument,
             options,
             sections: Vec::new(),
+            bad_section: false,
         });
     }
 
@@ -918,7 +928,7 @@ impl<'a> Parser<'a> {
         for (name, need) in kind.sections() {
             let section = block.sections.iter().find(|s| s.name == *name);
             match (section, need) {
-                (None, Need::Required) => errors.push(
+                (None, Need::Required) if !block.bad_section => errors.push(
                     Diagnostic::new(
                         Code::ParseMissingPayload,
                         Some(block.line),
@@ -1009,7 +1019,7 @@ impl<'a> Parser<'a> {
         );
     }
 
-    fn report_unclosed_section(&mut self, block: &OpenBlock, sec: &OpenSection) {
+    fn report_unclosed_section(&mut self, sec: &OpenSection) {
         let nonce = sec
             .nonce
             .as_deref()
@@ -1031,7 +1041,6 @@ impl<'a> Parser<'a> {
             )),
             None => d.with_help(format!("Close the section with {expected} on a line of its own.")),
         };
-        let _ = block;
         self.push(d);
     }
 
@@ -1039,8 +1048,8 @@ impl<'a> Parser<'a> {
         self.flush_stray();
         let state = std::mem::replace(&mut self.state, State::Outside);
         match state {
-            State::Payload(block, sec) => {
-                self.report_unclosed_section(&block, &sec);
+            State::Payload(_, sec) => {
+                self.report_unclosed_section(&sec);
                 true
             }
             State::Block(block) => {

@@ -2078,9 +2078,11 @@ fn classify_at(line: &str, depth: u32) -> Classification {
     let ctx = Ctx { depth };
     let mut segments: Vec<SegmentVerdict> = Vec::with_capacity(raw.len());
     let mut pipeline_has_downloader = false;
+    let mut pipeline_heredoc: Option<&str> = None;
     for seg in &raw {
         if !seg.piped {
             pipeline_has_downloader = false;
+            pipeline_heredoc = None;
         }
         let (mut tier, mut reason) = classify_segment(seg, &ctx);
         let prog = seg
@@ -2093,8 +2095,21 @@ fn classify_at(line: &str, depth: u32) -> Classification {
             tier = Tier::Denied;
             reason = format!("pipes a download into {prog} (curl | sh)");
         }
+        if let (true, Some(body)) = (
+            seg.piped && PIPE_EXECUTORS.contains(&prog.as_str()),
+            pipeline_heredoc,
+        ) {
+            let inner = classify_line(body, depth + 1);
+            if inner.0 == Tier::Denied {
+                tier = Tier::Denied;
+                reason = format!("pipes a here-document into {prog} that runs: {}", inner.1);
+            }
+        }
         if DOWNLOADERS.contains(&prog.as_str()) {
             pipeline_has_downloader = true;
+        }
+        if let Some(body) = &seg.heredoc {
+            pipeline_heredoc = Some(body);
         }
         segments.push(SegmentVerdict {
             text: seg.text.clone(),

@@ -1,1 +1,113 @@
+//! The conformance corpus: `tests/corpus/NAME.txt` is a reply, `NAME.json` the expected
+//! `keyless-host check --json` report beside it, and an optional `NAME.args` the CLI flags
+//! (`--pace`, `--max-commands`, `--max-response-chars`, `--max-file-content-chars`).
+//!
+//! Set `KEYLESS_BLESS=1` to rewrite the expected files after an intended change, then review the
+//! diff.
 
+use keyless_core::{Limits, Pace, Settings};
+use std::path::{Path, PathBuf};
+
+/// One corpus entry.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: String,
+    pub reply: PathBuf,
+    pub expected: PathBuf,
+    pub args: Vec<String>,
+}
+
+/// The corpus folder.
+#[must_use]
+pub fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus")
+}
+
+/// Every corpus case, sorted by name.
+///
+/// # Panics
+/// When the corpus folder cannot be read (a broken checkout).
+#[must_use]
+pub fn cases() -> Vec<Case> {
+    let dir = corpus_dir();
+    let mut out: Vec<Case> = std::fs::read_dir(&dir)
+        .expect("corpus folder")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .map(|reply| {
+            let name = reply
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let args = std::fs::read_to_string(reply.with_extension("args"))
+                .map(|s| s.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default();
+            Case {
+                expected: reply.with_extension("json"),
+                reply,
+                name,
+                args,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// The settings a case's flags select, as `keyless-host check` reads them.
+///
+/// # Panics
+/// On a malformed `.args` file.
+#[must_use]
+pub fn settings_for(args: &[String]) -> Settings {
+    let mut s = Settings::default();
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let value = it.next().expect("flag value");
+        match flag.as_str() {
+            "--pace" => s.pace = value.parse::<Pace>().expect("pace"),
+            "--max-commands" => s.limits.max_commands_per_response = value.parse().expect("number"),
+            "--max-response-chars" => {
+                s.limits.max_response_chars = value.parse().expect("number");
+                s.limits.max_file_content_chars = s
+                    .limits
+                    .max_file_content_chars
+                    .min(s.limits.max_response_chars);
+            }
+            "--max-file-content-chars" => {
+                s.limits.max_file_content_chars = value.parse().expect("number")
+            }
+            other => panic!("unknown corpus flag {other}"),
+        }
+    }
+    let _ = Limits::default();
+    s
+}
+
+/// Compares `actual` with the expected file, or rewrites it under `KEYLESS_BLESS=1`.
+/// Returns a description of the mismatch.
+#[must_use]
+pub fn compare_or_bless(expected: &Path, actual: &serde_json::Value) -> Option<String> {
+    let pretty = serde_json::to_string_pretty(actual).unwrap_or_default() + "\n";
+    if std::env::var_os("KEYLESS_BLESS").is_some() {
+        std::fs::write(expected, &pretty).expect("write expected file");
+        return None;
+    }
+    let Ok(text) = std::fs::read_to_string(expected) else {
+        return Some(format!(
+            "{} is missing (run with KEYLESS_BLESS=1)",
+            expected.display()
+        ));
+    };
+    let want: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => return Some(format!("{}: {e}", expected.display())),
+    };
+    (want != *actual).then(|| {
+        format!(
+            "{}\n--- expected\n{text}\n--- actual\n{pretty}",
+            expected.display()
+        )
+    })
+}

@@ -1,0 +1,113 @@
+//! The policy table: every line of `policy_table.txt` classified, and decided in every mode.
+
+use keyless_core::policy::{decide, Decision, Tier};
+use keyless_core::Mode;
+
+const ALLOW: &[&str] = &["npm test", "npm run test *", "cargo test *", "pytest *"];
+
+fn tier(name: &str) -> Tier {
+    match name {
+        "ReadOnly" => Tier::ReadOnly,
+        "Build" => Tier::Build,
+        "Execute" => Tier::Execute,
+        "Risky" => Tier::Risky,
+        "Denied" => Tier::Denied,
+        other => panic!("unknown tier {other}"),
+    }
+}
+
+fn expected_decision(t: Tier, mode: Mode, pinned: Option<&str>) -> Decision {
+    match (t, mode) {
+        (Tier::Denied, _) => Decision::Deny,
+        (_, Mode::Auto) | (Tier::ReadOnly | Tier::Build, _) => Decision::Run,
+        (Tier::Execute, Mode::AutoSafe) => match pinned {
+            Some("run") => Decision::Run,
+            _ => Decision::Confirm,
+        },
+        _ => Decision::Confirm,
+    }
+}
+
+#[test]
+fn policy_table() {
+    let table = include_str!("policy_table.txt");
+    let allow: Vec<String> = ALLOW.iter().map(ToString::to_string).collect();
+    let mut rows = 0;
+    let mut failures = Vec::new();
+    let mut per_tier = std::collections::BTreeMap::new();
+    for line in table
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let (tier_name, rest) = line.split_once(" | ").expect("tier | command");
+        let (command, pinned) = match rest.rsplit_once("  => ") {
+            Some((c, p)) => (c.trim(), Some(p.trim())),
+            None => (rest.trim(), None),
+        };
+        let want_tier = tier(tier_name.trim());
+        *per_tier.entry(want_tier).or_insert(0) += 1;
+        rows += 1;
+        for mode in [Mode::Ask, Mode::AutoSafe, Mode::Auto] {
+            let v = decide(command, mode, &allow);
+            let want = expected_decision(want_tier, mode, pinned);
+            if v.tier != want_tier || v.decision != want {
+                failures.push(format!(
+                    "{command:?} in {mode}: got {} / {} ({}), want {want_tier} / {want}",
+                    v.tier, v.decision, v.reason
+                ));
+            }
+        }
+    }
+    assert!(rows >= 150, "only {rows} rows");
+    assert!(
+        per_tier.len() == 5 && per_tier.values().all(|n| *n >= 10),
+        "{per_tier:?}"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn reasons_name_the_segment() {
+    let v = decide("git status && echo hi > out.txt", Mode::Ask, &[]);
+    assert_eq!(v.reason, "segment 2: redirection writes a file (out.txt)");
+    assert_eq!(v.segments.len(), 2);
+    assert_eq!(v.segments[0].text, "git status");
+    let v = decide("npm run build", Mode::AutoSafe, &["npm test".into()]);
+    assert_eq!(
+        v.reason,
+        "segment 1: npm run runs the project's scripts and is not in Commands.AllowList"
+    );
+}
+
+#[test]
+fn quoted_operators_do_not_split() {
+    let v = decide("echo 'a && b; c | d > e'", Mode::Ask, &[]);
+    assert_eq!(v.segments.len(), 1);
+    assert_eq!(v.tier, Tier::ReadOnly);
+    let v = decide("grep -E \"x|y\" file", Mode::Ask, &[]);
+    assert_eq!(v.segments.len(), 1);
+}
+
+#[test]
+fn newlines_and_heredocs() {
+    let v = decide("cargo build\ncargo test\n", Mode::Ask, &[]);
+    assert_eq!(v.segments.len(), 2);
+    let v = decide(
+        "cat <<EOF\nrm -rf /\nshutdown now\nEOF\necho done",
+        Mode::Ask,
+        &[],
+    );
+    assert_eq!(v.tier, Tier::ReadOnly, "{v:?}");
+    assert_eq!(v.segments.len(), 2);
+    let v = decide("cat <<EOF | bash\nshutdown now\nEOF", Mode::Auto, &[]);
+    assert_eq!(v.tier, Tier::Denied, "{v:?}");
+    let v = decide("bash <<'EOF'\ngit push --force\nEOF", Mode::Auto, &[]);
+    assert_eq!(v.tier, Tier::Denied, "{v:?}");
+    let v = decide("python3 <<EOF\nprint(1)\nEOF", Mode::Ask, &[]);
+    assert_eq!(v.decision, Decision::Confirm, "{v:?}");
+}

@@ -1,0 +1,316 @@
+//! Property tests: the parser never panics, rendering round-trips, and the streaming partial parse
+//! never reports anything the final parse will not (so the overlay never flickers).
+
+use keyless_core::policy::{classify, decide};
+use keyless_core::render::render_reply;
+use keyless_core::reply::{DoneStatus, OnError, Options};
+use keyless_core::{parse, parse_partial, Command, CommandKind, Limits, Mode, Reply, Section};
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+
+/// Lines that exercise every branch of the state machine.
+fn vocab_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("@@say".to_string()),
+        Just("@@newfile src/a.rs".to_string()),
+        Just("@@editfile a.txt".to_string()),
+        Just("@@runcommand on_error=continue".to_string()),
+        Just("@@movefile a.txt".to_string()),
+        Just("@@deletefile ../x".to_string()),
+        Just("@@readfile".to_string()),
+        Just("@@done next=x".to_string()),
+        Just("@@next".to_string()),
+        Just("@@NEXT".to_string()),
+        Just("@@end".to_string()),
+        Just("@@eof".to_string()),
+        Just("@@bogus".to_string()),
+        Just("<<<MSG".to_string()),
+        Just("MSG>>>".to_string()),
+        Just("<<<CONTENT".to_string()),
+        Just("CONTENT>>>".to_string()),
+        Just("<<<CONTENT:n1".to_string()),
+        Just("CONTENT:n1>>>".to_string()),
+        Just("<<<FIND".to_string()),
+        Just("FIND>>>".to_string()),
+        Just("<<<REPLACE".to_string()),
+        Just("REPLACE>>>".to_string()),
+        Just("<<<CMD".to_string()),
+        Just("CMD>>>".to_string()),
+        Just("<<<TO".to_string()),
+        Just("TO>>>".to_string()),
+        Just("<<<".to_string()),
+        Just("~~~~agentscript".to_string()),
+        Just("~~~~".to_string()),
+        Just("```".to_string()),
+        Just(String::new()),
+        Just("   ".to_string()),
+        "[ -~]{0,20}",
+        "\\PC{0,8}",
+    ]
+}
+
+fn vocab_text() -> impl Strategy<Value = String> {
+    (
+        prop::collection::vec(vocab_line(), 0..40),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(lines, crlf, trailing)| {
+            let sep = if crlf { "\r\n" } else { "\n" };
+            let mut t = lines.join(sep);
+            if trailing {
+                t.push_str(sep);
+            }
+            t
+        })
+}
+
+fn key(d: &keyless_core::Diagnostic) -> (String, Option<u32>) {
+    (d.code.as_str().to_string(), d.line)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2_000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn never_panics_on_arbitrary_text(text in "\\PC{0,400}") {
+        let limits = Limits::default();
+        let out = parse(&text, &limits);
+        prop_assert_eq!(out.ok(), out.diagnostics.is_empty());
+        let _ = parse_partial(&text, &limits);
+    }
+
+    #[test]
+    fn never_panics_on_marker_soup(text in vocab_text()) {
+        let limits = Limits::default();
+        let out = parse(&text, &limits);
+        let n_lines = u32::try_from(text.split('\n').count()).unwrap_or(u32::MAX);
+        for d in &out.diagnostics {
+            if let Some(line) = d.line {
+                prop_assert!(line >= 1 && line <= n_lines, "line {} of {}", line, n_lines);
+            }
+        }
+        // Diagnostics come sorted by line, line-less ones last.
+        let order: Vec<(bool, Option<u32>)> = out.diagnostics.iter().map(|d| (d.line.is_none(), d.line)).collect();
+        let mut sorted = order.clone();
+        sorted.sort();
+        prop_assert_eq!(order, sorted);
+    }
+
+    /// What a partial parse reports stays reported as more text arrives, and the final parse
+    /// reports it too.
+    #[test]
+    fn partial_parse_is_monotonic_and_certain(text in vocab_text()) {
+        let limits = Limits::default();
+        let full = parse(&text, &limits);
+        prop_assume!(full.suppressed == 0);
+        let full_keys: BTreeSet<_> = full.diagnostics.iter().map(key).collect();
+        let mut previous: BTreeSet<(String, Option<u32>)> = BTreeSet::new();
+        for (idx, _) in text.match_indices('\n') {
+            let partial = parse_partial(&text[..=idx], &limits);
+            let keys: BTreeSet<_> = partial.diagnostics.iter().map(key).collect();
+            prop_assert!(previous.is_subset(&keys), "retracted {:?} at byte {}", previous.difference(&keys).collect::<Vec<_>>(), idx);
+            prop_assert!(keys.is_subset(&full_keys), "partial reported {:?} that the final parse does not", keys.difference(&full_keys).collect::<Vec<_>>());
+            previous = keys;
+        }
+    }
+
+    #[test]
+    fn render_then_parse_round_trips(reply in reply_strategy()) {
+        let text = render_reply(&reply);
+        let out = parse(&text, &Limits::default());
+        prop_assert!(out.ok(), "{:?}\n{}", out.diagnostics, text);
+        prop_assert_eq!(strip(&out.reply), strip(&reply));
+        // And a streaming parse of the whole text sees the same blocks.
+        let partial = parse_partial(&text, &Limits::default());
+        prop_assert_eq!(strip(&partial.reply), strip(&reply));
+    }
+
+    #[test]
+    fn policy_never_panics(line in "\\PC{0,200}") {
+        let c = classify(&line);
+        prop_assert_eq!(c.tier, c.segments.iter().map(|s| s.tier).max().unwrap_or(keyless_core::policy::Tier::ReadOnly));
+        let _ = decide(&line, Mode::AutoSafe, &["npm run test *".to_string()]);
+    }
+
+    #[test]
+    fn policy_never_panics_on_shell_soup(parts in prop::collection::vec(prop_oneof![
+        Just("git"), Just("push"), Just("-f"), Just("rm"), Just("-rf"), Just("/"), Just("|"), Just("&&"), Just(";"),
+        Just("&"), Just(">"), Just(">>"), Just("2>&1"), Just("<<EOF"), Just("EOF"), Just("\n"), Just("$("), Just(")"),
+        Just("`"), Just("'"), Just("\""), Just("\\"), Just("sh"), Just("-c"), Just("curl"), Just("x"), Just("sudo"),
+        Just("find"), Just("-exec"), Just(";"), Just("sed"), Just("-i"), Just("s/a/b/e"), Just("("), Just("<("),
+        Just("FOO=1"), Just("env"), Just("xargs"), Just("*"), Just("~"), Just("#"),
+    ], 0..30)) {
+        let line = parts.join(" ");
+        let _ = decide(&line, Mode::Ask, &[]);
+    }
+}
+
+/// A reply without line numbers and nonces, for comparison.
+fn strip(reply: &Reply) -> Vec<(CommandKind, Option<String>, Options, Vec<(String, String)>)> {
+    reply
+        .commands
+        .iter()
+        .map(|c| {
+            (
+                c.kind,
+                c.argument.clone(),
+                c.options.clone(),
+                c.sections
+                    .iter()
+                    .map(|s| (s.name.as_str().to_string(), s.text.clone()))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn path_strategy() -> impl Strategy<Value = String> {
+    prop::collection::vec("[a-z0-9_][a-z0-9_.-]{0,7}", 1..4)
+        .prop_map(|segs| segs.join("/"))
+        .prop_filter("no reserved or dot-only segments", |p| {
+            p.split('/').all(|s| {
+                let bare = s.trim_end_matches('.');
+                !bare.is_empty()
+                    && !bare.eq_ignore_ascii_case(".git")
+                    && !bare.eq_ignore_ascii_case(".agent")
+            })
+        })
+}
+
+fn payload_strategy(non_blank: bool) -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            "[ -~]{0,30}",
+            Just("CONTENT>>>".to_string()),
+            Just("MSG>>>".to_string()),
+            Just("CMD>>>".to_string()),
+            Just("@@end".to_string()),
+            Just("@@eof".to_string()),
+            Just("<<<CONTENT".to_string()),
+            Just("  indented".to_string()),
+            Just(String::new()),
+            "\\PC{0,10}".prop_map(|s| s.replace(['\r', '\n'], "")),
+        ],
+        usize::from(non_blank)..6,
+    )
+    .prop_map(|lines| lines.join("\n"))
+    .prop_filter("required payloads are not blank", move |t| {
+        !non_blank || !t.trim().is_empty()
+    })
+}
+
+fn command_strategy() -> impl Strategy<Value = Command> {
+    let kinds = prop::sample::select(vec![
+        CommandKind::Say,
+        CommandKind::NewFile,
+        CommandKind::UpdateFile,
+        CommandKind::EditFile,
+        CommandKind::DeleteFile,
+        CommandKind::MoveFile,
+        CommandKind::ReadFile,
+        CommandKind::Mkdir,
+        CommandKind::RunCommand,
+        CommandKind::Ask,
+        CommandKind::Commit,
+    ]);
+    (
+        kinds,
+        path_strategy(),
+        path_strategy(),
+        payload_strategy(true),
+        payload_strategy(false),
+        any::<u8>(),
+        1u32..1000,
+    )
+        .prop_map(|(kind, path, to, required, free, flags, timeout)| {
+            let mut options = Options::default();
+            let sections: Vec<Section> =
+                kind.sections()
+                    .iter()
+                    .map(|(name, _)| {
+                        let text = match name {
+                            keyless_core::SectionName::To => to.clone(),
+                            keyless_core::SectionName::Content
+                            | keyless_core::SectionName::Replace => free.clone(),
+                            _ => required.clone(),
+                        };
+                        Section {
+                            name: *name,
+                            nonce: None,
+                            text,
+                            line: 0,
+                        }
+                    })
+                    .collect();
+            if kind == CommandKind::RunCommand {
+                if flags & 1 == 1 {
+                    options.on_error = Some(if flags & 2 == 2 {
+                        OnError::Continue
+                    } else {
+                        OnError::Stop
+                    });
+                }
+                if flags & 4 == 4 {
+                    options.timeout_seconds = Some(timeout);
+                }
+            }
+            Command {
+                number: 0,
+                kind,
+                argument: kind.takes_path().then_some(path),
+                options,
+                sections,
+                line: 0,
+            }
+        })
+}
+
+fn reply_strategy() -> impl Strategy<Value = Reply> {
+    (
+        prop::collection::vec(command_strategy(), 0..8),
+        0u8..4,
+        payload_strategy(false),
+    )
+        .prop_map(|(mut commands, control, msg)| {
+            let control_cmd = |kind: CommandKind, options: Options| Command {
+                number: 0,
+                kind,
+                argument: None,
+                options,
+                sections: if msg.is_empty() {
+                    vec![]
+                } else {
+                    vec![Section {
+                        name: keyless_core::SectionName::Msg,
+                        nonce: None,
+                        text: msg.clone(),
+                        line: 0,
+                    }]
+                },
+                line: 0,
+            };
+            match control {
+                0 => commands.push(control_cmd(CommandKind::Next, Options::default())),
+                1 => commands.push(control_cmd(CommandKind::Done, Options::default())),
+                2 => commands.push(control_cmd(
+                    CommandKind::Done,
+                    Options {
+                        next: Some("review".into()),
+                        ..Options::default()
+                    },
+                )),
+                _ => commands.push(control_cmd(
+                    CommandKind::Done,
+                    Options {
+                        status: Some(DoneStatus::Aborted),
+                        ..Options::default()
+                    },
+                )),
+            }
+            for (i, c) in commands.iter_mut().enumerate() {
+                c.number = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            }
+            Reply { commands }
+        })
+}
