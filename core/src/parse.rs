@@ -172,10 +172,6 @@ struct OpenSection {
     start: usize,
     /// Keep the section (false for unknown, unexpected or duplicate sections).
     keep: bool,
-    /// First whole-line `@@end` inside the payload: where to resume if the payload never closes.
-    first_end: Option<usize>,
-    /// First line that looks like a misspelt closing marker.
-    near_miss: Option<(u32, String)>,
 }
 
 #[derive(Debug)]
@@ -197,9 +193,9 @@ struct Stray {
 
 struct Parser<'a> {
     src: &'a str,
-    lines: Vec<&'a str>,
-    /// Byte offset of each line's start in `src`.
+    /// Byte offset of each line's start in `src`; line `i` runs to `starts[i + 1] - 1`.
     starts: Vec<usize>,
+    closer_finder: memchr::memmem::Finder<'static>,
     limits: &'a Limits,
     partial: bool,
     diags: Vec<Diagnostic>,
@@ -222,6 +218,36 @@ impl std::fmt::Debug for Parser<'_> {
             .field("state", &self.state)
             .finish_non_exhaustive()
     }
+}
+
+/// Byte offsets where lines start: 0, then one past each `\n`. Scans eight bytes at a time.
+fn line_starts(bytes: &[u8]) -> Vec<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const NEWLINES: u64 = ONES * b'\n' as u64;
+    let mut starts = Vec::with_capacity(bytes.len() / 32 + 2);
+    starts.push(0);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ NEWLINES;
+        // Exact zero-byte test: high bit set in each byte of x that was zero.
+        let mut zeros = !(((x & !HIGHS) + !HIGHS) | x) & HIGHS;
+        while zeros != 0 {
+            let byte = (zeros.trailing_zeros() / 8) as usize;
+            starts.push(base + byte + 1);
+            zeros &= zeros - 1;
+        }
+        base += 8;
+    }
+    for (i, b) in chunks.remainder().iter().enumerate() {
+        if *b == b'\n' {
+            starts.push(base + i + 1);
+        }
+    }
+    starts
 }
 
 fn strip_cr(line: &str) -> &str {
@@ -358,19 +384,17 @@ const SECTION_HELP: &str =
 
 impl<'a> Parser<'a> {
     fn new(src: &'a str, limits: &'a Limits, partial: bool) -> Self {
-        let mut lines = Vec::new();
-        let mut starts = Vec::new();
-        let mut offset = 0;
-        for line in src.split('\n') {
-            starts.push(offset);
-            offset += line.len() + 1;
-            lines.push(line);
-        }
-        let last_nonblank = lines.iter().rposition(|l| !l.trim().is_empty());
+        let starts = line_starts(src.as_bytes());
+        let n = starts.len();
+        let line_at = |i: usize| {
+            let end = starts.get(i + 1).map_or(src.len(), |e| e - 1);
+            src.get(starts[i]..end).unwrap_or("")
+        };
+        let last_nonblank = (0..n).rev().find(|i| !line_at(*i).trim().is_empty());
         Self {
             src,
-            lines,
             starts,
+            closer_finder: memchr::memmem::Finder::new(">>>"),
             limits,
             partial,
             diags: Vec::new(),
@@ -388,6 +412,16 @@ impl<'a> Parser<'a> {
         }
     }
 
+    fn line_count(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Line `i` without its `\n`.
+    fn line(&self, i: usize) -> &'a str {
+        let end = self.starts.get(i + 1).map_or(self.src.len(), |e| e - 1);
+        self.src.get(self.starts[i]..end).unwrap_or("")
+    }
+
     fn push(&mut self, d: Diagnostic) {
         if self.diags.len() < MAX_DIAGNOSTICS {
             self.diags.push(d);
@@ -399,7 +433,7 @@ impl<'a> Parser<'a> {
     fn run(&mut self) {
         let mut i = 0;
         loop {
-            while i < self.lines.len() {
+            while i < self.line_count() {
                 i = self.step(i);
             }
             // A payload that never closes swallows the rest of the reply. Report it, then resume
@@ -408,7 +442,7 @@ impl<'a> Parser<'a> {
                 break;
             }
             let resume = match &self.state {
-                State::Payload(_, sec) => sec.first_end,
+                State::Payload(_, sec) => self.unclosed_details(sec).0,
                 _ => None,
             };
             let Some(end_idx) = resume else { break };
@@ -423,26 +457,21 @@ impl<'a> Parser<'a> {
 
     /// Handles line `i` and returns the index of the next line to handle.
     fn step(&mut self, i: usize) -> usize {
-        let raw = strip_cr(self.lines[i]);
+        let raw = strip_cr(self.line(i));
         let trimmed = raw.trim();
         #[allow(clippy::cast_possible_truncation)]
         let lineno = (i + 1) as u32;
         let state = std::mem::replace(&mut self.state, State::Outside);
         match state {
-            State::Payload(block, mut sec) => {
-                if self.is_closer(trimmed, &sec) {
-                    let block = self.close_section(block, sec, i);
+            State::Payload(block, sec) => {
+                let end = self.scan_payload(&sec, i);
+                if end < self.line_count() {
+                    let block = self.close_section(block, sec, end);
                     self.state = State::Block(block);
                 } else {
-                    if sec.first_end.is_none() && trimmed.eq_ignore_ascii_case("@@end") {
-                        sec.first_end = Some(i);
-                    }
-                    if sec.near_miss.is_none() && looks_like_closer(trimmed, &sec.closer) {
-                        sec.near_miss = Some((lineno, trimmed.to_string()));
-                    }
                     self.state = State::Payload(block, sec);
                 }
-                i + 1
+                end + 1
             }
             State::AfterEof => {
                 if !trimmed.is_empty() && !self.try_close_fence(trimmed, i, true) {
@@ -855,9 +884,53 @@ impl<'a> Parser<'a> {
             line: lineno,
             start: i + 1,
             keep: problem.is_none(),
-            first_end: None,
-            near_miss: None,
         }
+    }
+
+    /// Returns the index of the line that closes the payload opened before line `i`, or the
+    /// number of lines when it never closes. Only lines holding `>>>` can close a payload, so the
+    /// scan jumps from one `>>>` to the next.
+    fn scan_payload(&self, sec: &OpenSection, i: usize) -> usize {
+        if i >= self.line_count() {
+            return self.line_count();
+        }
+        let mut from = self.starts[i];
+        while let Some(hit) = self.closer_finder.find(&self.src.as_bytes()[from..]) {
+            let pos = from + hit;
+            // The line holding `pos`: the last line starting at or before it.
+            let idx = self.starts.partition_point(|s| *s <= pos) - 1;
+            let trimmed = strip_cr(self.line(idx)).trim();
+            if self.is_closer(trimmed, sec) {
+                return idx;
+            }
+            match self.starts.get(idx + 1) {
+                Some(next) => from = *next,
+                None => break,
+            }
+        }
+        self.line_count()
+    }
+
+    /// For a payload that never closed: its first whole-line `@@end` (where to resume) and the
+    /// first line that looks like a misspelt closing marker.
+    fn unclosed_details(&self, sec: &OpenSection) -> (Option<usize>, Option<(u32, String)>) {
+        let mut first_end = None;
+        let mut near_miss = None;
+        for i in sec.start..self.line_count() {
+            let trimmed = strip_cr(self.line(i)).trim();
+            if first_end.is_none() && trimmed.eq_ignore_ascii_case("@@end") {
+                first_end = Some(i);
+            }
+            if near_miss.is_none() && looks_like_closer(trimmed, &sec.closer) {
+                #[allow(clippy::cast_possible_truncation)]
+                let lineno = (i + 1) as u32;
+                near_miss = Some((lineno, trimmed.to_string()));
+            }
+            if first_end.is_some() && near_miss.is_some() {
+                break;
+            }
+        }
+        (first_end, near_miss)
     }
 
     fn is_closer(&self, trimmed: &str, sec: &OpenSection) -> bool {
@@ -1034,7 +1107,7 @@ impl<'a> Parser<'a> {
                 sec.closer, sec.line
             ),
         );
-        d = match &sec.near_miss {
+        d = match &self.unclosed_details(sec).1 {
             Some((line, text)) => d.with_help(format!(
                 "Line {line} ({}) is not the closing marker; write exactly {expected} on a line of its own.",
                 quote(text)
@@ -1151,7 +1224,7 @@ impl<'a> Parser<'a> {
             },
         };
         #[allow(clippy::cast_possible_truncation)]
-        let complete_lines = self.lines.len() as u32;
+        let complete_lines = self.line_count() as u32;
         PartialOutput {
             reply: Reply {
                 commands: self.commands,
@@ -1164,14 +1237,13 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// A line ending in `>` that starts with the section name, e.g. `CONTENT>>` or `CONTENT:x8>>>`.
 fn looks_like_closer(trimmed: &str, closer: &str) -> bool {
-    if closer.is_empty() {
-        return false;
-    }
-    let upper_closer = closer.to_ascii_uppercase();
-    let t = trimmed.to_ascii_uppercase();
-    (t.ends_with(">>>") || t.ends_with(">>") || t.ends_with('>'))
-        && (t.starts_with(&upper_closer) || t.contains(&format!("{upper_closer}>")))
+    !closer.is_empty()
+        && trimmed.ends_with('>')
+        && trimmed.len() >= closer.len()
+        && trimmed.is_char_boundary(closer.len())
+        && trimmed[..closer.len()].eq_ignore_ascii_case(closer)
 }
 
 fn bad_path(line: u32, path: &str, problem: &str) -> Diagnostic {
@@ -1223,4 +1295,29 @@ fn set_option(kind: CommandKind, key: &str, value: &str, o: &mut Options) -> Res
 #[must_use]
 pub fn control_of(reply: &Reply) -> Option<Control> {
     reply.control()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line_starts;
+
+    #[test]
+    fn line_starts_match_a_plain_split() {
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "\n\n\n",
+            "12345678\n",
+            "1234567\n8\n",
+            "é\nü\r\n€\n",
+            &"ab\ncd\n".repeat(37),
+        ] {
+            let mut want = vec![0];
+            want.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+            assert_eq!(line_starts(text.as_bytes()), want, "{text:?}");
+        }
+    }
 }

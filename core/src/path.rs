@@ -58,6 +58,24 @@ fn reserved_segment(segment: &str) -> Option<&'static str> {
 /// # Errors
 /// The first rule the path breaks.
 pub fn normalize(path: &str) -> Result<String, PathProblem> {
+    // Fast path: plain ASCII names with no `.`-only, empty or reserved segments need no work.
+    let plain = !path.is_empty()
+        && path.len() <= MAX_PATH_CHARS
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'/' | b'.' | b' '))
+        && !path.starts_with('/')
+        && !path.ends_with('/')
+        && path.split('/').all(|seg| {
+            !seg.is_empty()
+                && !seg.bytes().all(|b| b == b'.')
+                && reserved_segment(seg).is_none()
+                && !seg.ends_with(' ')
+                && !seg.starts_with(' ')
+        });
+    if plain {
+        return Ok(path.to_string());
+    }
     if path.is_empty() {
         return Err(PathProblem::Empty);
     }

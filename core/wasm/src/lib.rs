@@ -1,1 +1,87 @@
+//! keyless-wasm: a thin wasm-bindgen adapter over keyless-core. It converts between JS values and
+//! core types and does no logic of its own.
 
+use keyless_core::check::check as core_check;
+use keyless_core::message::{system_prompt as core_prompt, PromptContext};
+use keyless_core::policy::decide;
+use keyless_core::{parse_partial, Limits, Mode, Pace, Settings};
+use serde::Deserialize;
+use wasm_bindgen::prelude::*;
+
+/// Settings as JS passes them: `{ pace?: "Step"|"Balanced"|"Batch", limits?: {...} }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct SettingsDto {
+    pace: Option<String>,
+    mode: Option<String>,
+    limits: Option<Limits>,
+    allow: Vec<String>,
+}
+
+/// The one error shim: every failure becomes a `js_sys::Error`-like `JsError` with its KA_ code.
+fn into_error(code: keyless_core::Code, message: impl std::fmt::Display) -> JsError {
+    JsError::new(&format!("{code} {message}"))
+}
+
+fn settings(value: JsValue) -> Result<(Settings, Mode, Vec<String>), JsError> {
+    let dto: SettingsDto = if value.is_undefined() || value.is_null() {
+        SettingsDto::default()
+    } else {
+        serde_wasm_bindgen::from_value(value)
+            .map_err(|e| into_error(keyless_core::Code::ConfigInvalid, e))?
+    };
+    let pace = match dto.pace.as_deref() {
+        Some(p) => p.parse::<Pace>().map_err(|e| into_error(e.code(), e))?,
+        None => Pace::default(),
+    };
+    let mode = match dto.mode.as_deref() {
+        Some(m) => m.parse::<Mode>().map_err(|e| into_error(e.code(), e))?,
+        None => Mode::default(),
+    };
+    let s = Settings {
+        limits: dto.limits.unwrap_or_default(),
+        pace,
+    };
+    s.validate().map_err(|e| into_error(e.code(), e))?;
+    Ok((s, mode, dto.allow))
+}
+
+fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsError> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| into_error(keyless_core::Code::Internal, e))
+}
+
+/// The `keyless-host check --json` report for a complete reply.
+#[wasm_bindgen(js_name = checkReply)]
+pub fn check_reply(text: &str, settings_js: JsValue) -> Result<JsValue, JsError> {
+    let (s, _, _) = settings(settings_js)?;
+    to_js(&core_check(text, &s))
+}
+
+/// What is already certain about a reply that is still streaming.
+#[wasm_bindgen(js_name = parsePartial)]
+pub fn parse_partial_reply(text: &str, settings_js: JsValue) -> Result<JsValue, JsError> {
+    let (s, _, _) = settings(settings_js)?;
+    to_js(&parse_partial(text, &s.limits))
+}
+
+/// Tier and run/confirm/deny decision for a command line.
+#[wasm_bindgen(js_name = classifyCommand)]
+pub fn classify_command(line: &str, settings_js: JsValue) -> Result<JsValue, JsError> {
+    let (_, mode, allow) = settings(settings_js)?;
+    to_js(&decide(line, mode, &allow))
+}
+
+/// The system prompt for the settings.
+#[wasm_bindgen(js_name = systemPrompt)]
+pub fn system_prompt(settings_js: JsValue) -> Result<String, JsError> {
+    let (s, mode, _) = settings(settings_js)?;
+    Ok(core_prompt(
+        &s,
+        &PromptContext {
+            mode,
+            environment: None,
+        },
+    ))
+}
