@@ -113,10 +113,10 @@ impl Limits {
 }
 
 macro_rules! keyword_enum {
-    ($(#[$meta:meta])* $name:ident, $setting:literal, $expected:literal { $($variant:ident => $text:literal $(| $alias:literal)*),* $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident, $setting:literal, $expected:literal { $($(#[$vmeta:meta])* $variant:ident => $text:literal $(| $alias:literal)*),* $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        pub enum $name { $($variant),* }
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+        pub enum $name { $($(#[$vmeta])* $variant),* }
 
         impl $name {
             #[must_use]
@@ -144,6 +144,7 @@ keyword_enum! {
     /// Agent.Pace: how many non-say commands one reply may carry.
     Pace, "Agent.Pace", "Step, Balanced, Batch" {
         Step => "Step",
+        #[default]
         Balanced => "Balanced",
         Batch => "Batch",
     }
@@ -152,6 +153,7 @@ keyword_enum! {
 keyword_enum! {
     /// Commands.Mode: what runs without asking.
     Mode, "Commands.Mode", "Ask, AutoSafe, Auto" {
+        #[default]
         Ask => "Ask",
         AutoSafe => "AutoSafe" | "auto-safe" | "auto_safe",
         Auto => "Auto",
@@ -161,27 +163,10 @@ keyword_enum! {
 keyword_enum! {
     /// Commands.BatchFailureMode: what a failed command does to the rest of the batch.
     BatchFailureMode, "Commands.BatchFailureMode", "StopOnMutationFailure, StopOnAnyFailure, Continue" {
+        #[default]
         StopOnMutationFailure => "StopOnMutationFailure",
         StopOnAnyFailure => "StopOnAnyFailure",
         Continue => "Continue",
-    }
-}
-
-impl Default for Pace {
-    fn default() -> Self {
-        Pace::Balanced
-    }
-}
-
-impl Default for Mode {
-    fn default() -> Self {
-        Mode::Ask
-    }
-}
-
-impl Default for BatchFailureMode {
-    fn default() -> Self {
-        BatchFailureMode::StopOnMutationFailure
     }
 }
 

@@ -291,7 +291,7 @@ fn is_fence_open(trimmed: &str) -> Option<(u8, usize)> {
 
 fn is_fence_close(trimmed: &str, open: Option<(u8, usize)>) -> bool {
     match fence_parts(trimmed) {
-        Some((ch, run, rest)) if rest.is_empty() => match open {
+        Some((ch, run, "")) => match open {
             Some((och, orun)) => ch == och && run >= orun,
             None => true,
         },

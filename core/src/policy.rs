@@ -1178,14 +1178,14 @@ fn classify_words(texts: &[&str], words: &[&Word], ctx: &Ctx) -> Verdict1 {
             }
         }
         "cmake" => {
-            if args.first() == Some(&"-P") || args.iter().any(|a| *a == "-E") {
+            if args.first() == Some(&"-P") || args.contains(&"-E") {
                 v(Tier::Risky, "cmake -P/-E runs a script or command")
             } else {
                 v(Tier::Build, "cmake configures or builds")
             }
         }
         "ninja" | "meson" | "msbuild" | "xcodebuild" | "bazel" | "buck" | "scons" => {
-            if args.iter().any(|a| *a == "test") {
+            if args.contains(&"test") {
                 v(Tier::Execute, format!("{prog} test runs tests"))
             } else {
                 v(Tier::Build, format!("{prog} builds"))
@@ -1544,20 +1544,20 @@ fn classify_rm(prog: &str, args: &[&str], words: &[&Word]) -> Verdict1 {
         "rm" => has_flag(args, 'r', &["--recursive"]) || has_flag(args, 'R', &[]),
         "rmdir" => false,
         "remove-item" | "ri" => l.iter().any(|a| a.starts_with("-r")),
-        _ => l.iter().any(|a| *a == "/s"),
+        _ => l.contains(&"/s"),
     };
     let force = match prog {
         "rm" => has_flag(args, 'f', &["--force"]),
         "remove-item" | "ri" => l.iter().any(|a| a.starts_with("-fo")),
-        _ => l.iter().any(|a| *a == "/q"),
+        _ => l.contains(&"/q"),
     };
-    if args.iter().any(|a| *a == "--no-preserve-root") {
+    if args.contains(&"--no-preserve-root") {
         return v(Tier::Denied, "rm --no-preserve-root");
     }
     let targets: Vec<&str> = args
         .iter()
         .copied()
-        .filter(|a| !a.starts_with('-') && !(a.starts_with('/') && a.len() == 2 && prog != "rm"))
+        .filter(|a| !a.starts_with('-') && (!a.starts_with('/') || a.len() != 2 || prog == "rm"))
         .collect();
     let glob_target = words
         .iter()
@@ -1793,7 +1793,7 @@ fn classify_js_pm(prog: &str, args: &[&str]) -> Verdict1 {
                 sub.unwrap_or("")
             ),
         ),
-        Some("audit") if args.iter().any(|a| *a == "fix") => {
+        Some("audit") if args.contains(&"fix") => {
             v(Tier::Risky, format!("{prog} audit fix changes packages"))
         }
         Some(
@@ -1959,16 +1959,16 @@ fn classify_cargo(args: &[&str]) -> Verdict1 {
     match sub {
         "build" | "b" | "check" | "c" | "clippy" | "doc" | "d" | "clean" | "fetch"
         | "generate-lockfile" | "package" => {
-            if sub == "clippy" && rest.iter().any(|a| *a == "--fix") {
+            if sub == "clippy" && rest.contains(&"--fix") {
                 v(Tier::Execute, "cargo clippy --fix rewrites sources")
-            } else if sub == "doc" && rest.iter().any(|a| *a == "--open") {
+            } else if sub == "doc" && rest.contains(&"--open") {
                 v(Tier::Risky, "cargo doc --open starts a browser")
             } else {
                 v(Tier::Build, format!("cargo {sub} builds"))
             }
         }
         "fmt" => {
-            if rest.iter().any(|a| *a == "--check") {
+            if rest.contains(&"--check") {
                 v(Tier::Build, "cargo fmt --check only checks")
             } else {
                 v(Tier::Execute, "cargo fmt rewrites sources")
@@ -2143,7 +2143,7 @@ pub fn pattern_matches(pattern: &str, command: &str) -> bool {
 fn match_words(pat: &[&str], words: &[&str]) -> bool {
     match (pat.split_first(), words.split_first()) {
         (None, None) => true,
-        (Some((&"*", rest)), _) if rest.is_empty() => true,
+        (Some((&"*", [])), _) => true,
         (Some((p, prest)), Some((w, wrest))) => glob(p, w) && match_words(prest, wrest),
         _ => false,
     }

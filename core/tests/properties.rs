@@ -146,8 +146,11 @@ proptest! {
     }
 }
 
+/// One command without its line number and nonces: kind, argument, options, (section, text).
+type Stripped = (CommandKind, Option<String>, Options, Vec<(String, String)>);
+
 /// A reply without line numbers and nonces, for comparison.
-fn strip(reply: &Reply) -> Vec<(CommandKind, Option<String>, Options, Vec<(String, String)>)> {
+fn strip(reply: &Reply) -> Vec<Stripped> {
     reply
         .commands
         .iter()

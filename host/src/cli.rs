@@ -20,6 +20,10 @@ pub enum HostError {
     Config(#[from] ConfigError),
     #[error("{0}")]
     Usage(String),
+    #[error(
+        "cannot serve on 127.0.0.1:{port}: {source} (is another keyless-host running? try --port)"
+    )]
+    Bind { port: u16, source: io::Error },
     #[error("cannot write the output: {0}")]
     Write(io::Error),
     #[error("cannot encode JSON: {0}")]
@@ -33,7 +37,7 @@ impl HostError {
         match self {
             HostError::Read { .. } | HostError::NotUtf8 { .. } => Code::FileIo,
             HostError::Config(e) => e.code(),
-            HostError::Usage(_) => Code::ConfigValidation,
+            HostError::Usage(_) | HostError::Bind { .. } => Code::ConfigValidation,
             HostError::Write(_) | HostError::Json(_) => Code::Internal,
         }
     }
@@ -58,6 +62,15 @@ enum Cmd {
     Policy(PolicyArgs),
     /// Print the system prompt that teaches a chat model AgentScript v1.
     Prompt(PromptArgs),
+    /// Serve the localhost API on 127.0.0.1.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = crate::serve::DEFAULT_PORT)]
+    port: u16,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -185,6 +198,12 @@ pub fn main() -> ExitCode {
         Cmd::Check(a) => run_check(&a),
         Cmd::Policy(a) => run_policy(&a),
         Cmd::Prompt(a) => run_prompt(&a),
+        Cmd::Serve(a) => crate::serve::serve(a.port)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(|source| HostError::Bind {
+                port: a.port,
+                source,
+            }),
     };
     match result {
         Ok(code) => code,

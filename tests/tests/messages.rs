@@ -1,4 +1,5 @@
 //! insta snapshots of every text keyless sends to a model.
+#![allow(clippy::expect_used)] // helpers outside #[test] fns build fixtures
 
 use keyless_core::check::check;
 use keyless_core::message::{
