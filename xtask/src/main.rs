@@ -118,17 +118,23 @@ fn ensure_wasm_bindgen() -> Result<PathBuf> {
     if have.split_whitespace().nth(1) == Some(version.as_str()) {
         return Ok(bin);
     }
-    run(cargo()
-        .args([
-            "install",
-            "--locked",
-            "--quiet",
-            "wasm-bindgen-cli",
-            "--version",
-        ])
-        .arg(format!("={version}"))
-        .arg("--root")
-        .arg(tools_dir()))?;
+    let install = |locked: bool| {
+        let mut c = cargo();
+        c.args(["install", "--quiet", "wasm-bindgen-cli", "--version"])
+            .arg(format!("={version}"))
+            .arg("--root")
+            .arg(tools_dir());
+        if locked {
+            c.arg("--locked");
+        }
+        run(&mut c)
+    };
+    // The CLI's own lockfile can pin a dependency the registry has since yanked; the CLI version
+    // itself stays exact either way.
+    if let Err(e) = install(true) {
+        println!("wasm-bindgen-cli --locked failed ({e}); installing without --locked");
+        install(false)?;
+    }
     Ok(bin)
 }
 
