@@ -85,6 +85,18 @@ codes! {
     SnapshotRunFailed => "KA_SNAPSHOT_RUN_FAILED", "a snapshot script run failed";
     SessionNotFound => "KA_SESSION_NOT_FOUND", "no saved session (expected on first run)";
     Internal => "KA_INTERNAL", "unexpected internal failure (bug guard)";
+    PieceYaml => "KA_PIECE_YAML", "a piece file is not valid YAML, or too large, too deep, or several documents";
+    PieceMissingField => "KA_PIECE_MISSING_FIELD", "a required piece field is missing";
+    PieceType => "KA_PIECE_TYPE", "a piece field has the wrong type";
+    PieceFormat => "KA_PIECE_FORMAT", "a piece value has the wrong format (name, slug, connection id, positive integer)";
+    PieceUnknownKey => "KA_PIECE_UNKNOWN_KEY", "a piece has a key the schema does not know";
+    PieceReference => "KA_PIECE_REFERENCE", "initial_movement, rules[].next or default_next names no movement";
+    PieceDuplicate => "KA_PIECE_DUPLICATE", "a movement name or a mapping key is given twice";
+    PieceSentinel => "KA_PIECE_SENTINEL", "a terminal sentinel (COMPLETE/ABORT/ASK) where it is not allowed";
+    PieceSsh => "KA_PIECE_SSH", "SSH tools without allowed_ssh_connections";
+    PieceUnknownTool => "KA_PIECE_UNKNOWN_TOOL", "a tool name that is dropped (unknown, or removed by edit: false)";
+    PieceUnreachable => "KA_PIECE_UNREACHABLE", "a movement no rule leads to";
+    PieceTransition => "KA_PIECE_TRANSITION", "a directive the current movement's rules do not allow";
 }
 
 impl fmt::Display for Code {

@@ -6,7 +6,8 @@
 //! - [`message`]: the correction, results and system-prompt texts, and the verified line;
 //! - [`policy`]: command-line segmentation, risk tiers and run/confirm/deny decisions;
 //! - [`path`]: the workspace path rules;
-//! - [`check`]: the `keyless-host check` report, shared by the CLI and the wasm build.
+//! - [`check`]: the `keyless-host check` report, shared by the CLI and the wasm build;
+//! - [`piece`]: the piece YAML schema (strict and lenient), effective tools, the run state machine.
 //!
 //! No I/O, no clock, no randomness.
 
@@ -16,6 +17,7 @@ pub mod diag;
 pub mod message;
 pub mod parse;
 pub mod path;
+pub mod piece;
 pub mod plan;
 pub mod policy;
 pub mod render;

@@ -24,6 +24,8 @@ pub enum HostError {
         "cannot serve on 127.0.0.1:{port}: {source} (is another keyless-host running? try --port)"
     )]
     Bind { port: u16, source: io::Error },
+    #[error("{0}: the piece is not valid UTF-8")]
+    PieceNotUtf8(String),
     #[error("cannot write the output: {0}")]
     Write(io::Error),
     #[error("cannot encode JSON: {0}")]
@@ -35,7 +37,9 @@ impl HostError {
     #[must_use]
     pub fn code(&self) -> Code {
         match self {
-            HostError::Read { .. } | HostError::NotUtf8 { .. } => Code::FileIo,
+            HostError::Read { .. } | HostError::NotUtf8 { .. } | HostError::PieceNotUtf8(_) => {
+                Code::FileIo
+            }
             HostError::Config(e) => e.code(),
             HostError::Usage(_) | HostError::Bind { .. } => Code::ConfigValidation,
             HostError::Write(_) | HostError::Json(_) => Code::Internal,
@@ -64,6 +68,40 @@ enum Cmd {
     Prompt(PromptArgs),
     /// Serve the localhost API on 127.0.0.1.
     Serve(ServeArgs),
+    /// Validate pieces (YAML workflows), show their tools, draw their graph.
+    #[command(subcommand)]
+    Piece(PieceCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PieceCmd {
+    /// Validate a piece file: every problem with its path and line.
+    Validate {
+        file: String,
+        /// Load leniently (as a file-backed piece): bad shared_tools/required_mcp entries are dropped.
+        #[arg(long)]
+        lenient: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show each movement's effective tools and the AgentScript commands they allow.
+    Tools {
+        file: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Draw the movements and rules.
+    Graph {
+        file: String,
+        #[arg(long, value_enum, default_value = "mermaid")]
+        format: GraphFormat,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum GraphFormat {
+    Mermaid,
+    Dot,
 }
 
 #[derive(Debug, Args)]
@@ -198,6 +236,7 @@ pub fn main() -> ExitCode {
         Cmd::Check(a) => run_check(&a),
         Cmd::Policy(a) => run_policy(&a),
         Cmd::Prompt(a) => run_prompt(&a),
+        Cmd::Piece(p) => crate::piece_cli::run(p),
         Cmd::Serve(a) => crate::serve::serve(a.port)
             .map(|()| ExitCode::SUCCESS)
             .map_err(|source| HostError::Bind {

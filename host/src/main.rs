@@ -1,6 +1,7 @@
 //! `keyless-host`: the keyless native host.
 
 mod cli;
+mod piece_cli;
 mod serve;
 
 use std::process::ExitCode;

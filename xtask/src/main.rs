@@ -258,7 +258,8 @@ fn test() -> Result {
 }
 
 fn bench() -> Result {
-    run(cargo().args(["bench", "-p", "keyless-core", "--bench", "parse"]))
+    run(cargo().args(["bench", "-p", "keyless-core", "--bench", "parse"]))?;
+    run(cargo().args(["bench", "-p", "keyless-core", "--bench", "piece"]))
 }
 
 fn serve(extra: &[String]) -> Result {

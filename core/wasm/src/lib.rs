@@ -3,6 +3,8 @@
 
 use keyless_core::check::check as core_check;
 use keyless_core::message::{system_prompt as core_prompt, PromptContext};
+use keyless_core::piece::tools::effective;
+use keyless_core::piece::{graph, validate, Strictness};
 use keyless_core::policy::decide;
 use keyless_core::{parse_partial, Limits, Mode, Pace, Settings};
 use serde::Deserialize;
@@ -84,4 +86,53 @@ pub fn system_prompt(settings_js: JsValue) -> Result<String, JsError> {
             environment: None,
         },
     ))
+}
+
+/// Validates a piece: `{ piece, errors, warnings }` (strict unless `lenient`).
+#[wasm_bindgen(js_name = validatePiece)]
+pub fn validate_piece(yaml: &str, lenient: bool) -> Result<JsValue, JsError> {
+    let mode = if lenient {
+        Strictness::Lenient
+    } else {
+        Strictness::Strict
+    };
+    to_js(&validate(yaml, mode))
+}
+
+/// Each movement's effective tools, for a piece that loads (leniently).
+#[wasm_bindgen(js_name = pieceTools)]
+pub fn piece_tools(yaml: &str) -> Result<JsValue, JsError> {
+    let piece = loaded(yaml)?;
+    let all: Vec<_> = piece
+        .movements
+        .iter()
+        .map(|m| effective(&piece, m))
+        .collect();
+    to_js(&all)
+}
+
+/// The movement graph as Mermaid (`"mermaid"`) or Graphviz dot (`"dot"`).
+#[wasm_bindgen(js_name = pieceGraph)]
+pub fn piece_graph(yaml: &str, format: &str) -> Result<String, JsError> {
+    let piece = loaded(yaml)?;
+    match format {
+        "dot" => Ok(graph::dot(&piece)),
+        "mermaid" => Ok(graph::mermaid(&piece)),
+        other => Err(into_error(
+            keyless_core::Code::ConfigValidation,
+            format!("unknown graph format \"{other}\" (mermaid or dot)"),
+        )),
+    }
+}
+
+fn loaded(yaml: &str) -> Result<keyless_core::piece::Piece, JsError> {
+    let v = validate(yaml, Strictness::Lenient);
+    match (v.piece, v.errors.first()) {
+        (Some(p), _) => Ok(p),
+        (None, Some(e)) => Err(into_error(e.code, format!("{}: {}", e.path, e.message))),
+        (None, None) => Err(into_error(
+            keyless_core::Code::Internal,
+            "the piece did not load",
+        )),
+    }
 }

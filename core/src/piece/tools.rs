@@ -1,0 +1,293 @@
+//! Effective tools per movement, and what they allow in AgentScript.
+//!
+//! effective = shared_tools ∪ allowed_tools ∪ META (de-duplicated, in order), then the gates:
+//! `edit: false` removes Write/Edit, `edit: true` adds them; SSH tools need the movement's own
+//! `allowed_ssh_connections`; unknown names are dropped and reported.
+
+use super::{Checker, Fields, Movement, Piece};
+use crate::diag::Code;
+use crate::policy::pattern_matches;
+use crate::reply::CommandKind;
+use crate::text::edit_distance;
+use serde::Serialize;
+
+/// Tools that always exist, as AgentScript commands.
+pub const META_TOOLS: [&str; 4] = ["say", "ask", "next", "done"];
+pub const SSH_TOOLS: [&str; 3] = ["SshExec", "SshUpload", "SshDownload"];
+/// Tools keyless knows, with the AgentScript commands each one allows.
+pub const TOOL_COMMANDS: &[(&str, &[CommandKind])] = &[
+    ("Read", &[CommandKind::ReadFile]),
+    (
+        "Write",
+        &[
+            CommandKind::NewFile,
+            CommandKind::UpdateFile,
+            CommandKind::DeleteFile,
+            CommandKind::MoveFile,
+            CommandKind::Mkdir,
+        ],
+    ),
+    ("Edit", &[CommandKind::EditFile]),
+    ("Bash", &[CommandKind::RunCommand]),
+    ("Commit", &[CommandKind::Commit]),
+    ("SshExec", &[]),
+    ("SshUpload", &[]),
+    ("SshDownload", &[]),
+];
+
+#[must_use]
+pub fn is_ssh_tool(name: &str) -> bool {
+    SSH_TOOLS.contains(&name)
+}
+
+fn is_mcp(name: &str) -> bool {
+    name == "mcp__*" || (name.starts_with("mcp__") && name.len() > 5)
+}
+
+fn is_known(name: &str) -> bool {
+    TOOL_COMMANDS.iter().any(|(t, _)| *t == name) || META_TOOLS.contains(&name) || is_mcp(name)
+}
+
+/// Where a tool of the effective set came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Shared,
+    Allowed,
+    Meta,
+    /// Added by `edit: true`.
+    EditGate,
+}
+
+/// One tool of a movement's effective set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolEntry {
+    pub name: String,
+    pub source: Source,
+    /// False when a gate refuses it at run time (the note says why).
+    pub usable: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A tool that is not in the effective set, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dropped {
+    pub name: String,
+    pub reason: String,
+}
+
+/// A movement's effective tools and the AgentScript commands they allow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EffectiveTools {
+    pub movement: String,
+    pub tools: Vec<ToolEntry>,
+    pub dropped: Vec<Dropped>,
+    /// Allowed AgentScript commands, in canonical order.
+    pub commands: Vec<CommandKind>,
+    /// `allowed_commands` patterns for runcommand; `None` means the normal command policy.
+    pub command_patterns: Option<Vec<String>>,
+}
+
+impl EffectiveTools {
+    #[must_use]
+    pub fn allows(&self, kind: CommandKind) -> bool {
+        self.commands.contains(&kind)
+    }
+
+    /// Whether a runcommand line fits the movement's `allowed_commands`: every segment must match a
+    /// pattern. `Err` carries the reason.
+    ///
+    /// # Errors
+    /// The first segment no pattern allows.
+    pub fn check_command_line(&self, line: &str) -> Result<(), String> {
+        let Some(patterns) = &self.command_patterns else {
+            return Ok(());
+        };
+        let classified = crate::policy::classify(line);
+        for (i, seg) in classified.segments.iter().enumerate() {
+            if !patterns.iter().any(|p| pattern_matches(p, &seg.text)) {
+                return Err(format!(
+                    "segment {}: \"{}\" is not in this movement's allowed_commands ({})",
+                    i + 1,
+                    seg.text,
+                    patterns.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Computes the effective tools of movement `m` of `piece`.
+#[must_use]
+pub fn effective(piece: &Piece, m: &Movement) -> EffectiveTools {
+    let mut tools: Vec<ToolEntry> = Vec::new();
+    let mut dropped = Vec::new();
+    let add = |name: &str, source: Source, tools: &mut Vec<ToolEntry>| {
+        if !tools.iter().any(|t| t.name == name) {
+            tools.push(ToolEntry {
+                name: name.to_string(),
+                source,
+                usable: true,
+                note: None,
+            });
+        }
+    };
+    for t in &piece.shared_tools {
+        add(t, Source::Shared, &mut tools);
+    }
+    for t in &m.allowed_tools {
+        add(t, Source::Allowed, &mut tools);
+    }
+    for t in META_TOOLS {
+        add(t, Source::Meta, &mut tools);
+    }
+    if m.edit {
+        for t in ["Write", "Edit"] {
+            add(t, Source::EditGate, &mut tools);
+        }
+    } else {
+        tools.retain(|t| {
+            let gated = t.name == "Write" || t.name == "Edit";
+            if gated {
+                dropped.push(Dropped {
+                    name: t.name.clone(),
+                    reason: "removed by edit: false".into(),
+                });
+            }
+            !gated
+        });
+    }
+    tools.retain(|t| {
+        if is_known(&t.name) {
+            return true;
+        }
+        dropped.push(Dropped {
+            name: t.name.clone(),
+            reason: "unknown tool name".into(),
+        });
+        false
+    });
+    let has_connections = m
+        .allowed_ssh_connections
+        .as_ref()
+        .is_some_and(|c| !c.is_empty());
+    for t in &mut tools {
+        if is_ssh_tool(&t.name) {
+            if !has_connections {
+                t.usable = false;
+                t.note = Some("rejected at run time: no_allowed_connections_declared".into());
+            } else {
+                t.note = Some("SSH tools have no AgentScript v1 command yet".into());
+            }
+        } else if is_mcp(&t.name) {
+            t.note = Some("MCP tools have no AgentScript v1 command".into());
+        }
+    }
+    let mut commands: Vec<CommandKind> = Vec::new();
+    for t in tools.iter().filter(|t| t.usable) {
+        let kinds: &[CommandKind] = match t.name.as_str() {
+            "say" => &[CommandKind::Say],
+            "ask" => &[CommandKind::Ask],
+            "next" => &[CommandKind::Next],
+            "done" => &[CommandKind::Done],
+            name => TOOL_COMMANDS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(&[], |(_, k)| *k),
+        };
+        commands.extend(kinds.iter().copied());
+    }
+    commands.sort_by_key(|k| CommandKind::ALL.iter().position(|a| a == k));
+    commands.dedup();
+    EffectiveTools {
+        movement: m.name.clone(),
+        tools,
+        dropped,
+        commands,
+        command_patterns: m.allowed_commands.clone(),
+    }
+}
+
+/// Lint warnings about tools: unknown names, Write/Edit removed by `edit: false`, SSH tools that
+/// arrive only through shared_tools, allowed_commands without Bash.
+pub(super) fn lint(piece: &Piece, movement_fields: &[Fields], top: &Fields, c: &mut Checker) {
+    let known: Vec<&str> = TOOL_COMMANDS.iter().map(|(n, _)| *n).collect();
+    let suggest = |name: &str| {
+        known
+            .iter()
+            .map(|k| {
+                (
+                    edit_distance(&name.to_ascii_lowercase(), &k.to_ascii_lowercase()),
+                    *k,
+                )
+            })
+            .filter(|(d, _)| *d <= 2)
+            .min_by_key(|(d, _)| *d)
+            .map_or_else(
+                || format!("known tools: {}, mcp__*", known.join(", ")),
+                |(_, k)| format!("did you mean \"{k}\"?"),
+            )
+    };
+    for (i, t) in piece.shared_tools.iter().enumerate() {
+        if !is_known(t) {
+            c.warn(
+                Code::PieceUnknownTool,
+                &format!("shared_tools[{i}]"),
+                top.entry_line("shared_tools", i),
+                format!("unknown tool \"{t}\" is dropped from every movement"),
+                Some(suggest(t)),
+            );
+        }
+    }
+    let no_fields = Fields::default();
+    for (i, m) in piece.movements.iter().enumerate() {
+        let f = movement_fields.get(i).unwrap_or(&no_fields);
+        for (j, t) in m.allowed_tools.iter().enumerate() {
+            let line = f.entry_line("allowed_tools", j);
+            if !is_known(t) {
+                c.warn(
+                    Code::PieceUnknownTool,
+                    &format!("movements[{i}].allowed_tools[{j}]"),
+                    line,
+                    format!("unknown tool \"{t}\" is dropped"),
+                    Some(suggest(t)),
+                );
+            } else if !m.edit && (t == "Write" || t == "Edit") {
+                c.warn(
+                    Code::PieceUnknownTool,
+                    &format!("movements[{i}].allowed_tools[{j}]"),
+                    line,
+                    format!("\"{t}\" is removed because the movement has edit: false"),
+                    Some("set edit: true, or remove the tool".into()),
+                );
+            }
+        }
+        let own_ssh = m.allowed_tools.iter().any(|t| is_ssh_tool(t));
+        let shared_ssh = piece.shared_tools.iter().any(|t| is_ssh_tool(t));
+        let has_connections = m
+            .allowed_ssh_connections
+            .as_ref()
+            .is_some_and(|c| !c.is_empty());
+        if shared_ssh && !own_ssh && !has_connections {
+            c.warn(
+                Code::PieceSsh,
+                &format!("movements[{i}]"),
+                f.line,
+                format!("movement \"{}\" gets SSH tools from shared_tools but declares no allowed_ssh_connections; they are rejected at run time (no_allowed_connections_declared)", m.name),
+                Some("declare allowed_ssh_connections on the movement, or leave it as is to deny SSH here".into()),
+            );
+        }
+        if m.allowed_commands.is_some() {
+            let bash = m
+                .allowed_tools
+                .iter()
+                .chain(&piece.shared_tools)
+                .any(|t| t == "Bash");
+            if !bash {
+                c.warn(Code::PieceUnknownTool, &format!("movements[{i}].allowed_commands"), f.line_of("allowed_commands"), format!("movement \"{}\" has allowed_commands but no Bash tool; the patterns have no effect", m.name), Some("add Bash to allowed_tools".into()));
+            }
+        }
+    }
+}

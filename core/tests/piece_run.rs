@@ -1,0 +1,176 @@
+//! The piece run state machine and the movement prompt.
+#![allow(clippy::expect_used)] // fixture helpers fail the test loudly
+
+use keyless_core::parse;
+use keyless_core::piece::run::{Directive, PieceRun, RunState};
+use keyless_core::piece::{validate, Strictness};
+use keyless_core::{CommandKind, Limits};
+
+fn load(yaml: &str) -> keyless_core::piece::Piece {
+    let v = validate(yaml, Strictness::Strict);
+    assert!(v.ok(), "{:?}", v.errors);
+    v.piece.expect("piece")
+}
+
+const FIX_LOOP: &str = include_str!("../../pieces/fix-loop.yaml");
+const PLAN: &str = include_str!("../../pieces/plan-implement-review.yaml");
+
+fn next(to: &str) -> Directive {
+    Directive::Next(to.to_string())
+}
+
+fn running(name: &str) -> RunState {
+    RunState::Running {
+        movement: name.to_string(),
+    }
+}
+
+#[test]
+fn follows_rules_and_completes() {
+    let mut run = PieceRun::start(load(PLAN));
+    assert_eq!(run.state(), &running("plan"));
+    assert_eq!(
+        run.apply(&next("implement")).expect("allowed").state,
+        running("implement")
+    );
+    assert_eq!(
+        run.apply(&next("review")).expect("allowed").state,
+        running("review")
+    );
+    assert_eq!(
+        run.apply(&Directive::Complete).expect("allowed").state,
+        RunState::Complete
+    );
+    assert_eq!(run.history(), ["plan", "implement", "review"]);
+    assert!(
+        run.apply(&Directive::Complete).is_err(),
+        "a finished run takes no more directives"
+    );
+}
+
+#[test]
+fn refuses_a_transition_no_rule_allows_and_lists_the_allowed_ones() {
+    let mut run = PieceRun::start(load(PLAN));
+    let err = run
+        .apply(&next("review"))
+        .expect_err("plan has no rule to review");
+    assert_eq!(err.code().as_str(), "KA_PIECE_TRANSITION");
+    assert_eq!(
+        err.to_string(),
+        "movement \"plan\" has no rule leading to \"review\"; allowed: @@done next=implement, @@done, @@done status=aborted"
+    );
+    assert_eq!(
+        run.state(),
+        &running("plan"),
+        "a refused directive changes nothing"
+    );
+}
+
+#[test]
+fn abort_and_ask_resume() {
+    let mut run = PieceRun::start(load(PLAN));
+    assert_eq!(
+        run.apply(&Directive::Ask).expect("ask").state,
+        RunState::Asking {
+            movement: "plan".into()
+        }
+    );
+    assert!(
+        run.apply(&next("implement")).is_err(),
+        "waiting for the user"
+    );
+    run.resume();
+    assert_eq!(run.state(), &running("plan"));
+    assert!(matches!(
+        run.apply(&Directive::Abort).expect("abort").state,
+        RunState::Aborted { .. }
+    ));
+}
+
+#[test]
+fn revisit_limit_follows_default_next() {
+    // fix-loop: verify -> fix -> verify … ; fix has no default_next, verify's default_next is ASK.
+    let mut run = PieceRun::start(load(FIX_LOOP));
+    run.apply(&next("fix")).expect("reproduce -> fix");
+    run.apply(&next("verify")).expect("fix -> verify");
+    // Each return to fix without a new movement is a revisit of fix; fix allows the default 3.
+    for round in 1..=3 {
+        let s = run.apply(&next("fix")).expect("verify -> fix");
+        assert_eq!(s.state, running("fix"), "round {round}");
+        let s = run.apply(&next("verify")).expect("fix -> verify");
+        assert_eq!(s.state, running("verify"), "round {round}");
+    }
+    // The fourth revisit of fix exceeds its limit; fix has no default_next, so the run aborts.
+    let s = run.apply(&next("fix")).expect("directive is allowed");
+    assert!(
+        matches!(&s.state, RunState::Aborted { reason } if reason.contains("\"fix\" was revisited more than 3 times")),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn default_next_redirects_and_max_movements_aborts() {
+    let yaml = "name: loop\ndescription: d\nmax_movements: 6\ninitial_movement: a\nmovements:\n  - name: a\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: []\n    max_consecutive_revisits: 1\n    default_next: b\n    rules:\n      - condition: again\n        next: a\n  - name: b\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: []\n    rules:\n      - condition: back\n        next: a\n";
+    let mut run = PieceRun::start(load(yaml));
+    assert_eq!(
+        run.apply(&next("a")).expect("first revisit").state,
+        running("a")
+    );
+    let s = run.apply(&next("a")).expect("second revisit");
+    assert_eq!(s.state, running("b"), "{s:?}");
+    assert!(s
+        .note
+        .as_deref()
+        .is_some_and(|n| n.contains("following default_next \"b\"")));
+    assert_eq!(run.movement_runs(), 3);
+    run.apply(&next("a")).expect("b -> a");
+    run.apply(&next("a")).expect("a -> a");
+    run.apply(&next("a")).expect("-> b via default");
+    let s = run.apply(&next("a")).expect("directive ok");
+    assert!(
+        matches!(&s.state, RunState::Aborted { reason } if reason == "max_movements (6) reached"),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn movement_gates_commands_and_patterns() {
+    let run = PieceRun::start(load(PLAN));
+    let tools = run.tools();
+    assert!(tools.allows(CommandKind::ReadFile) && tools.allows(CommandKind::RunCommand));
+    assert!(
+        !tools.allows(CommandKind::NewFile) && !tools.allows(CommandKind::EditFile),
+        "plan has edit: false"
+    );
+    assert!(tools
+        .check_command_line("git status && git log --oneline")
+        .is_ok());
+    let err = tools
+        .check_command_line("git status && rm -rf src")
+        .expect_err("rm is not allowed");
+    assert!(
+        err.starts_with("segment 2: \"rm -rf src\" is not in this movement's allowed_commands"),
+        "{err}"
+    );
+}
+
+#[test]
+fn directive_from_a_parsed_done_block() {
+    let reply = "@@done next=implement\n@@end\n@@eof\n";
+    let out = parse(reply, &Limits::default());
+    let d = Directive::from_done(&out.reply.commands[0]).expect("done");
+    assert_eq!(d, next("implement"));
+    let out = parse("@@done status=aborted\n@@end\n@@eof\n", &Limits::default());
+    assert_eq!(
+        Directive::from_done(&out.reply.commands[0]),
+        Some(Directive::Abort)
+    );
+}
+
+#[test]
+fn movement_prompt() {
+    let mut run = PieceRun::start(load(PLAN));
+    insta::assert_snapshot!("movement_prompt_plan", run.movement_prompt());
+    run.apply(&next("implement")).expect("ok");
+    insta::assert_snapshot!("movement_prompt_implement", run.movement_prompt());
+}

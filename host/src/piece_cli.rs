@@ -1,0 +1,200 @@
+//! `keyless-host piece validate | tools | graph`.
+
+use crate::cli::{GraphFormat, HostError, PieceCmd};
+use keyless_core::piece::tools::effective;
+use keyless_core::piece::{graph, validate, Finding, Strictness, Validation};
+use serde::Serialize;
+use std::io::{self, Read, Write};
+use std::process::ExitCode;
+
+/// The piece file size read at most; larger files are refused by the loader anyway.
+const MAX_READ: u64 = keyless_core::piece::yaml::MAX_INPUT_BYTES as u64 + 1;
+
+fn read(file: &str) -> Result<String, HostError> {
+    let mut buf = Vec::new();
+    let res = if file == "-" {
+        io::stdin().lock().take(MAX_READ).read_to_end(&mut buf)
+    } else {
+        std::fs::File::open(file).and_then(|f| f.take(MAX_READ).read_to_end(&mut buf))
+    };
+    res.map_err(|source| HostError::Read {
+        path: file.to_string(),
+        source,
+    })?;
+    String::from_utf8(buf).map_err(|_| HostError::PieceNotUtf8(file.to_string()))
+}
+
+#[derive(Serialize)]
+struct FindingJson<'a> {
+    code: &'a str,
+    path: &'a str,
+    line: Option<u32>,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct ValidateJson<'a> {
+    ok: bool,
+    errors: Vec<FindingJson<'a>>,
+    warnings: Vec<FindingJson<'a>>,
+}
+
+fn to_json(findings: &[Finding]) -> Vec<FindingJson<'_>> {
+    findings
+        .iter()
+        .map(|f| FindingJson {
+            code: f.code.as_str(),
+            path: &f.path,
+            line: f.line,
+            message: &f.message,
+        })
+        .collect()
+}
+
+/// The `piece validate --json` report: `{"ok","errors":[{code,path,line,message}],"warnings":[…]}`.
+#[must_use]
+pub fn report_json(v: &Validation) -> serde_json::Value {
+    serde_json::to_value(ValidateJson {
+        ok: v.ok(),
+        errors: to_json(&v.errors),
+        warnings: to_json(&v.warnings),
+    })
+    .unwrap_or(serde_json::Value::Null)
+}
+
+fn write_findings(out: &mut impl Write, file: &str, v: &Validation) -> io::Result<()> {
+    for f in v.errors.iter().chain(&v.warnings) {
+        let sev = match f.severity {
+            keyless_core::piece::Severity::Error => "error",
+            keyless_core::piece::Severity::Warning => "warning",
+        };
+        let line = f.line.map(|l| format!("{l}:")).unwrap_or_default();
+        let path = if f.path.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", f.path)
+        };
+        writeln!(out, "{file}:{line} {sev} {} {path}{}", f.code, f.message)?;
+        if let Some(help) = &f.help {
+            writeln!(out, "       = help: {help}")?;
+        }
+    }
+    match &v.piece {
+        Some(p) => writeln!(
+            out,
+            "{file}: ok: piece \"{}\", {} movement(s), {} warning(s)",
+            p.name,
+            p.movements.len(),
+            v.warnings.len()
+        ),
+        None => writeln!(
+            out,
+            "{file}: invalid: {} error(s), {} warning(s)",
+            v.errors.len(),
+            v.warnings.len()
+        ),
+    }
+}
+
+pub(crate) fn run(cmd: PieceCmd) -> Result<ExitCode, HostError> {
+    let mut out = io::stdout().lock();
+    match cmd {
+        PieceCmd::Validate {
+            file,
+            lenient,
+            json,
+        } => {
+            let text = read(&file)?;
+            let mode = if lenient {
+                Strictness::Lenient
+            } else {
+                Strictness::Strict
+            };
+            let v = validate(&text, mode);
+            if json {
+                serde_json::to_writer(&mut out, &report_json(&v))?;
+                writeln!(out).map_err(HostError::Write)?;
+            } else {
+                write_findings(&mut out, &file, &v).map_err(HostError::Write)?;
+            }
+            Ok(if v.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        PieceCmd::Tools { file, json } => {
+            let text = read(&file)?;
+            let v = validate(&text, Strictness::Lenient);
+            let Some(piece) = &v.piece else {
+                write_findings(&mut out, &file, &v).map_err(HostError::Write)?;
+                return Ok(ExitCode::from(1));
+            };
+            let all: Vec<_> = piece
+                .movements
+                .iter()
+                .map(|m| effective(piece, m))
+                .collect();
+            if json {
+                serde_json::to_writer(&mut out, &all)?;
+                writeln!(out).map_err(HostError::Write)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let w = |out: &mut io::StdoutLock<'_>| -> io::Result<()> {
+                for (m, e) in piece.movements.iter().zip(&all) {
+                    writeln!(
+                        out,
+                        "{} ({})",
+                        m.name,
+                        if m.edit { "edit: true" } else { "edit: false" }
+                    )?;
+                    let tools: Vec<String> = e
+                        .tools
+                        .iter()
+                        .map(|t| {
+                            if t.usable {
+                                t.name.clone()
+                            } else {
+                                format!("{} (unusable)", t.name)
+                            }
+                        })
+                        .collect();
+                    writeln!(out, "  tools:    {}", tools.join(", "))?;
+                    let cmds: Vec<&str> = e.commands.iter().map(|k| k.name()).collect();
+                    writeln!(out, "  commands: {}", cmds.join(", "))?;
+                    if let Some(p) = &e.command_patterns {
+                        writeln!(out, "  runcommand only: {}", p.join(" | "))?;
+                    }
+                    for t in e.tools.iter().filter(|t| t.note.is_some()) {
+                        writeln!(
+                            out,
+                            "  note:     {}: {}",
+                            t.name,
+                            t.note.as_deref().unwrap_or("")
+                        )?;
+                    }
+                    for d in &e.dropped {
+                        writeln!(out, "  dropped:  {} ({})", d.name, d.reason)?;
+                    }
+                }
+                Ok(())
+            };
+            w(&mut out).map_err(HostError::Write)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        PieceCmd::Graph { file, format } => {
+            let text = read(&file)?;
+            let v = validate(&text, Strictness::Lenient);
+            let Some(piece) = &v.piece else {
+                write_findings(&mut out, &file, &v).map_err(HostError::Write)?;
+                return Ok(ExitCode::from(1));
+            };
+            let g = match format {
+                GraphFormat::Mermaid => graph::mermaid(piece),
+                GraphFormat::Dot => graph::dot(piece),
+            };
+            out.write_all(g.as_bytes()).map_err(HostError::Write)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
