@@ -23,6 +23,7 @@ pub mod policy;
 pub mod render;
 pub mod reply;
 pub mod text;
+pub mod textfile;
 
 pub use config::{BatchFailureMode, ConfigError, Limits, Mode, Pace, Settings};
 pub use diag::{Code, Diagnostic};

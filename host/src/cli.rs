@@ -68,6 +68,16 @@ enum Cmd {
     Prompt(PromptArgs),
     /// Serve the localhost API on 127.0.0.1.
     Serve(ServeArgs),
+    /// Execute reply files in order as one session in a workspace, printing each results message.
+    Run(RunArgs),
+    /// Restore the files one batch changed (the newest batch by default).
+    Undo {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// The batch as `<session>/<turn>-<batch>` (see `.agent/backups`).
+        #[arg(long)]
+        batch: Option<String>,
+    },
     /// Validate pieces (YAML workflows), show their tools, draw their graph.
     #[command(subcommand)]
     Piece(PieceCmd),
@@ -102,6 +112,52 @@ pub(crate) enum PieceCmd {
 pub(crate) enum GraphFormat {
     Mermaid,
     Dot,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FailureModeArg {
+    StopOnMutationFailure,
+    StopOnAnyFailure,
+    Continue,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The workspace folder.
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Commands.Mode.
+    #[arg(long, value_enum, default_value = "ask")]
+    mode: ModeArg,
+    /// Commands.AllowList pattern (repeatable).
+    #[arg(long = "allow", value_name = "PATTERN")]
+    allow: Vec<String>,
+    /// Approve every confirmation (scripts and tests).
+    #[arg(long)]
+    yes: bool,
+    /// Answer the next @@ask with TEXT (repeatable, in order).
+    #[arg(long = "answer", value_name = "TEXT")]
+    answers: Vec<String>,
+    /// Commands.TimeoutSeconds: the default runcommand timeout.
+    #[arg(long, default_value_t = 600)]
+    timeout: u32,
+    /// Commands.BatchFailureMode.
+    #[arg(long, value_enum, default_value = "stop-on-mutation-failure")]
+    failure_mode: FailureModeArg,
+    /// Git.ProtectedBranches pattern (repeatable; replaces the default main, master, release/*).
+    #[arg(long = "protect", value_name = "PATTERN")]
+    protect: Vec<String>,
+    /// Git.AutoInit: create the repository when the workspace is not one.
+    #[arg(long)]
+    auto_init: bool,
+    /// Commit without pushing.
+    #[arg(long)]
+    no_push: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
+    /// Reply files, in order.
+    #[arg(required = true)]
+    replies: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -237,6 +293,8 @@ pub fn main() -> ExitCode {
         Cmd::Policy(a) => run_policy(&a),
         Cmd::Prompt(a) => run_prompt(&a),
         Cmd::Piece(p) => crate::piece_cli::run(p),
+        Cmd::Run(a) => run_replies(a),
+        Cmd::Undo { workspace, batch } => crate::run_cli::undo_cmd(&workspace, batch.as_deref()),
         Cmd::Serve(a) => crate::serve::serve(a.port)
             .map(|()| ExitCode::SUCCESS)
             .map_err(|source| HostError::Bind {
@@ -447,6 +505,45 @@ fn run_policy(a: &PolicyArgs) -> Result<ExitCode, HostError> {
         w(&mut out).map_err(HostError::Write)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn run_replies(a: RunArgs) -> Result<ExitCode, HostError> {
+    use crate::exec::batch::ExecSettings;
+    use crate::exec::git::GitSettings;
+    let settings = a.limits.settings()?;
+    let mut git = GitSettings {
+        auto_init: a.auto_init,
+        push: !a.no_push,
+        ..GitSettings::default()
+    };
+    if !a.protect.is_empty() {
+        git.protected_branches = a.protect;
+    }
+    let exec = ExecSettings {
+        settings,
+        mode: a.mode.into(),
+        allow: a.allow,
+        failure_mode: match a.failure_mode {
+            FailureModeArg::StopOnMutationFailure => {
+                keyless_core::BatchFailureMode::StopOnMutationFailure
+            }
+            FailureModeArg::StopOnAnyFailure => keyless_core::BatchFailureMode::StopOnAnyFailure,
+            FailureModeArg::Continue => keyless_core::BatchFailureMode::Continue,
+        },
+        timeout_seconds: a.timeout.max(1),
+        git,
+    };
+    let prompter = crate::run_cli::TerminalPrompter {
+        yes: a.yes,
+        answers: a.answers.into(),
+        interactive: crate::run_cli::stdin_is_terminal(),
+    };
+    crate::run_cli::run(crate::run_cli::RunOptions {
+        workspace: a.workspace,
+        exec,
+        replies: a.replies,
+        prompter,
+    })
 }
 
 fn run_prompt(a: &PromptArgs) -> Result<ExitCode, HostError> {

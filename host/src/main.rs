@@ -1,7 +1,9 @@
 //! `keyless-host`: the keyless native host.
 
 mod cli;
+mod exec;
 mod piece_cli;
+mod run_cli;
 mod serve;
 
 use std::process::ExitCode;

@@ -1,0 +1,283 @@
+//! A reply in, the results message (or the format correction) out.
+
+use super::files::{self, FileCtx};
+use super::git::{self, GitSettings};
+use super::shell;
+use super::workspace::{BatchBackup, Workspace};
+use super::Failure;
+use keyless_core::message::{correction, results, BatchRef, CommandResult, Outcome};
+use keyless_core::plan::{failure_stops_batch, plan, SkipReason};
+use keyless_core::policy::{decide, Decision, Verdict};
+use keyless_core::{
+    parse, BatchFailureMode, Code, CommandKind, Control, Mode, SectionName, Settings,
+};
+use std::time::Duration;
+
+/// Confirmations, questions and messages for the user.
+pub trait Prompter {
+    /// Whether to run a command the policy wants confirmed.
+    fn confirm(&mut self, command: &str, verdict: &Verdict) -> bool;
+    /// The user's answer to `@@ask`, or `None` when there is none.
+    fn ask(&mut self, question: &str) -> Option<String>;
+    /// A `@@say` message.
+    fn say(&mut self, message: &str);
+    /// Live output of a running command.
+    fn output(&mut self, _chunk: &str) {}
+}
+
+/// Everything that decides how a batch runs.
+#[derive(Debug, Clone)]
+pub struct ExecSettings {
+    pub settings: Settings,
+    pub mode: Mode,
+    pub allow: Vec<String>,
+    pub failure_mode: BatchFailureMode,
+    /// Commands.TimeoutSeconds, unless a command sets `timeout=`.
+    pub timeout_seconds: u32,
+    pub git: GitSettings,
+}
+
+impl Default for ExecSettings {
+    fn default() -> Self {
+        Self {
+            settings: Settings::default(),
+            mode: Mode::Ask,
+            allow: Vec::new(),
+            failure_mode: BatchFailureMode::default(),
+            timeout_seconds: 600,
+            git: GitSettings::default(),
+        }
+    }
+}
+
+/// What a batch produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchOutcome {
+    /// The reply broke the format; nothing ran.
+    Rejected { correction: String },
+    Executed {
+        results: String,
+        control: Control,
+        entries: Vec<CommandResult>,
+    },
+}
+
+#[derive(Debug)]
+pub struct Executor<'a> {
+    pub ws: &'a Workspace,
+    pub cfg: &'a ExecSettings,
+    pub session: &'a str,
+}
+
+impl std::fmt::Debug for dyn Prompter + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prompter")
+    }
+}
+
+impl Executor<'_> {
+    /// Parses, plans and runs one reply as batch `batch` of turn `turn`.
+    pub fn execute(
+        &self,
+        reply: &str,
+        turn: u32,
+        batch: u32,
+        prompter: &mut dyn Prompter,
+    ) -> BatchOutcome {
+        let parsed = parse(reply, &self.cfg.settings.limits);
+        if !parsed.ok() {
+            return BatchOutcome::Rejected {
+                correction: correction(&parsed.diagnostics, parsed.suppressed, parsed.truncated),
+            };
+        }
+        let mut planned = plan(&parsed.reply, &self.cfg.settings);
+        let mut backup = BatchBackup::new(self.ws, self.session, turn, batch).ok();
+        let mut entries = Vec::new();
+        for cmd in &parsed.reply.commands {
+            let entry = planned.entry(cmd.number).cloned();
+            let Some(entry) = entry else { continue };
+            if cmd.kind == CommandKind::Say {
+                prompter.say(cmd.section_text(SectionName::Msg).unwrap_or(""));
+                continue;
+            }
+            if cmd.kind.is_control() {
+                continue;
+            }
+            if !entry.run {
+                let reason = entry.skip.unwrap_or(SkipReason::AfterDone);
+                entries.push(CommandResult::new(cmd, Outcome::Skipped { reason }));
+                continue;
+            }
+            let (outcome, tier) = match backup.as_mut() {
+                Some(b) => self.run_one(cmd, b, prompter),
+                None => (
+                    Err(Failure::new(
+                        Code::FileIo,
+                        "cannot create .agent/backups; nothing is changed without a backup",
+                    )),
+                    None,
+                ),
+            };
+            let outcome = outcome.unwrap_or_else(|f| Outcome::Error {
+                code: f.code,
+                reason: f.reason,
+                exit_code: None,
+                duration_ms: None,
+                output: None,
+            });
+            if matches!(outcome, Outcome::Error { .. })
+                && failure_stops_batch(self.cfg.failure_mode, cmd.kind, tier, cmd.options.on_error)
+            {
+                planned.stop_after(cmd.number);
+            }
+            entries.push(CommandResult::new(cmd, outcome));
+        }
+        let text = results(BatchRef { turn, batch }, &entries, self.cfg.settings.pace);
+        BatchOutcome::Executed {
+            results: text,
+            control: planned.control,
+            entries,
+        }
+    }
+
+    fn run_one(
+        &self,
+        cmd: &keyless_core::Command,
+        backup: &mut BatchBackup,
+        prompter: &mut dyn Prompter,
+    ) -> (Result<Outcome, Failure>, Option<keyless_core::policy::Tier>) {
+        let arg = cmd.argument.as_deref().unwrap_or("");
+        let text = |name| cmd.section_text(name).unwrap_or("");
+        let max_output = self.cfg.settings.limits.max_command_output_chars as usize;
+        let mut ctx = FileCtx {
+            ws: self.ws,
+            backup,
+            max_output_chars: max_output,
+        };
+        let r = match cmd.kind {
+            CommandKind::NewFile => files::newfile(&mut ctx, arg, text(SectionName::Content)),
+            CommandKind::UpdateFile => files::updatefile(&mut ctx, arg, text(SectionName::Content)),
+            CommandKind::EditFile => files::editfile(
+                &mut ctx,
+                arg,
+                text(SectionName::Find),
+                text(SectionName::Replace),
+            ),
+            CommandKind::DeleteFile => files::deletefile(&mut ctx, arg),
+            CommandKind::MoveFile => files::movefile(&mut ctx, arg, text(SectionName::To)),
+            CommandKind::ReadFile => files::readfile(&ctx, arg),
+            CommandKind::Mkdir => files::mkdir(&ctx, arg),
+            CommandKind::Ask => match prompter.ask(text(SectionName::Msg)) {
+                Some(answer) => Ok(Outcome::Ok {
+                    exit_code: None,
+                    duration_ms: None,
+                    verified: None,
+                    output: Some(answer),
+                }),
+                None => Err(Failure::new(
+                    Code::CommandDeclined,
+                    "the user did not answer",
+                )),
+            },
+            CommandKind::Commit => {
+                git::commit(self.ws, &self.cfg.git, text(SectionName::Msg)).map(|t| Outcome::Ok {
+                    exit_code: None,
+                    duration_ms: None,
+                    verified: None,
+                    output: Some(t),
+                })
+            }
+            CommandKind::RunCommand => return self.run_command(cmd, prompter),
+            CommandKind::Say | CommandKind::Next | CommandKind::Done => Ok(Outcome::Ok {
+                exit_code: None,
+                duration_ms: None,
+                verified: None,
+                output: None,
+            }),
+        };
+        (r, None)
+    }
+
+    fn run_command(
+        &self,
+        cmd: &keyless_core::Command,
+        prompter: &mut dyn Prompter,
+    ) -> (Result<Outcome, Failure>, Option<keyless_core::policy::Tier>) {
+        let line = cmd.section_text(SectionName::Cmd).unwrap_or("").trim();
+        let verdict = decide(line, self.cfg.mode, &self.cfg.allow);
+        let tier = Some(verdict.tier);
+        match verdict.decision {
+            Decision::Deny => {
+                return (
+                    Err(Failure::new(
+                        Code::CommandDenied,
+                        format!("denied by the command policy: {}", verdict.reason),
+                    )),
+                    tier,
+                )
+            }
+            Decision::Confirm if !prompter.confirm(line, &verdict) => {
+                return (
+                    Err(Failure::new(
+                        Code::CommandDeclined,
+                        format!("the user declined ({})", verdict.reason),
+                    )),
+                    tier,
+                );
+            }
+            _ => {}
+        }
+        let timeout = Duration::from_secs(u64::from(
+            cmd.options
+                .timeout_seconds
+                .unwrap_or(self.cfg.timeout_seconds),
+        ));
+        let max = self.cfg.settings.limits.max_command_output_chars as usize;
+        let out = match shell::run(line, self.ws.root(), timeout, max, |c| prompter.output(c)) {
+            Ok(o) => o,
+            Err(e) => {
+                return (
+                    Err(Failure::new(
+                        Code::CommandFailed,
+                        format!("cannot start the shell: {e}"),
+                    )),
+                    tier,
+                )
+            }
+        };
+        let ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
+        let outcome = match (out.timed_out, out.exit_code) {
+            (false, Some(0)) => Outcome::Ok {
+                exit_code: Some(0),
+                duration_ms: Some(ms),
+                verified: None,
+                output: Some(out.output),
+            },
+            (true, _) => Outcome::Error {
+                code: Code::Timeout,
+                reason: format!("killed after {}s (timeout)", timeout.as_secs()),
+                exit_code: None,
+                duration_ms: Some(ms),
+                output: Some(out.output),
+            },
+            (false, Some(127)) => Outcome::Error {
+                code: Code::CommandNotFound,
+                reason: "the program was not found on this machine (exit code 127)".into(),
+                exit_code: Some(127),
+                duration_ms: Some(ms),
+                output: Some(out.output),
+            },
+            (false, code) => Outcome::Error {
+                code: Code::CommandFailed,
+                reason: match code {
+                    Some(c) => format!("command exited with code {c}"),
+                    None => "command was killed by a signal".into(),
+                },
+                exit_code: code,
+                duration_ms: Some(ms),
+                output: Some(out.output),
+            },
+        };
+        (Ok(outcome), tier)
+    }
+}

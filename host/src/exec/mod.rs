@@ -1,0 +1,36 @@
+//! The executor: carries out a batch of AgentScript commands in a workspace.
+//!
+//! - [`workspace`]: the one path resolver (path rules, symlinks), atomic writes and backups;
+//! - [`files`]: newfile, updatefile, editfile, deletefile, movefile, readfile, mkdir;
+//! - [`shell`]: runcommand in its own process group, with a timeout and bounded output;
+//! - [`batch`]: a reply in, a results message (or the format correction) out.
+
+pub mod batch;
+pub mod files;
+pub mod git;
+pub mod shell;
+pub mod workspace;
+
+use keyless_core::Code;
+
+/// A command that failed: its code and the reason the model reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code} {reason}")]
+pub struct Failure {
+    pub code: Code,
+    pub reason: String,
+}
+
+impl Failure {
+    pub fn new(code: Code, reason: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason: reason.into(),
+        }
+    }
+
+    /// An I/O failure on a workspace path.
+    pub fn io(what: &str, rel: &str, e: &std::io::Error) -> Self {
+        Self::new(Code::FileIo, format!("{what} {rel}: {e}"))
+    }
+}

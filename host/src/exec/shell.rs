@@ -1,0 +1,204 @@
+//! Runs one command line in the platform shell, in its own process group, with a timeout that
+//! kills the whole group, and output streamed through a bounded head+tail cap.
+
+use keyless_core::textfile::OutputCap;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellOutput {
+    /// `None` when it was killed by a signal (or the timeout).
+    pub exit_code: Option<i32>,
+    pub duration: Duration,
+    /// Merged stdout and stderr, capped.
+    pub output: String,
+    pub timed_out: bool,
+}
+
+/// Decodes a byte stream as UTF-8 across chunk boundaries (invalid bytes become U+FFFD).
+#[derive(Debug, Default)]
+struct Utf8Stream {
+    carry: Vec<u8>,
+}
+
+impl Utf8Stream {
+    fn push(&mut self, bytes: &[u8]) -> String {
+        self.carry.extend_from_slice(bytes);
+        let mut out = String::new();
+        loop {
+            match std::str::from_utf8(&self.carry) {
+                Ok(s) => {
+                    out.push_str(s);
+                    self.carry.clear();
+                    return out;
+                }
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    out.push_str(std::str::from_utf8(&self.carry[..valid]).unwrap_or_default());
+                    match e.error_len() {
+                        // Incomplete sequence at the end: keep it for the next chunk.
+                        None => {
+                            self.carry.drain(..valid);
+                            return out;
+                        }
+                        Some(bad) => {
+                            out.push('\u{fffd}');
+                            self.carry.drain(..valid + bad);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn pump(
+    mut r: impl Read + Send + 'static,
+    tx: mpsc::Sender<String>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut dec = Utf8Stream::default();
+        while let Ok(n) = r.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if tx.send(dec.push(&buf[..n])).is_err() {
+                break;
+            }
+        }
+        if !dec.carry.is_empty() {
+            let _ = tx.send("\u{fffd}".into());
+        }
+    })
+}
+
+#[cfg(unix)]
+fn kill_group(pid: u32) {
+    use nix::sys::signal::{killpg, Signal};
+    use nix::unistd::Pid;
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_pid: u32) {}
+
+fn shell_command(line: &str) -> Command {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c").arg(line).process_group(0);
+        c
+    }
+    #[cfg(not(unix))]
+    {
+        let mut c = Command::new("cmd");
+        c.arg("/C").arg(line);
+        c
+    }
+}
+
+/// Runs `line` in `cwd`. `on_output` sees every chunk as it arrives (for live output).
+///
+/// # Errors
+/// When the shell cannot be started.
+pub fn run(
+    line: &str,
+    cwd: &Path,
+    timeout: Duration,
+    max_output_chars: usize,
+    mut on_output: impl FnMut(&str),
+) -> std::io::Result<ShellOutput> {
+    let start = Instant::now();
+    let mut child = shell_command(line)
+        .current_dir(cwd)
+        .env("KEYLESS", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel::<String>();
+    let readers = [
+        child.stdout.take().map(|o| pump(o, tx.clone())),
+        child.stderr.take().map(|e| pump(e, tx.clone())),
+    ];
+    drop(tx);
+    let mut cap = OutputCap::new(max_output_chars);
+    let deadline = start + timeout;
+    let mut timed_out = false;
+    let mut status = None;
+    let mut exited_at: Option<Instant> = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(chunk) => {
+                on_output(&chunk);
+                cap.push(&chunk);
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                if status.is_some() {
+                    break;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if status.is_none() {
+            status = child.try_wait()?;
+            if status.is_some() {
+                exited_at = Some(Instant::now());
+            }
+        }
+        let now = Instant::now();
+        if status.is_none() && now >= deadline {
+            timed_out = true;
+            kill_group(pid);
+            let _ = child.kill();
+            status = Some(child.wait()?);
+            exited_at = Some(now);
+        }
+        // A background process still holds the pipes open: give it a moment, then end the group.
+        if exited_at.is_some_and(|t| now.duration_since(t) > Duration::from_millis(500)) {
+            kill_group(pid);
+            if exited_at.is_some_and(|t| now.duration_since(t) > Duration::from_secs(2)) {
+                break;
+            }
+        }
+    }
+    for r in readers.into_iter().flatten() {
+        if r.is_finished() {
+            let _ = r.join();
+        }
+    }
+    let code = status.and_then(|s| s.code());
+    Ok(ShellOutput {
+        exit_code: if timed_out { None } else { code },
+        duration: start.elapsed(),
+        output: cap.finish(),
+        timed_out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Utf8Stream;
+
+    #[test]
+    fn utf8_across_chunks() {
+        let mut d = Utf8Stream::default();
+        let bytes = "é€😀".as_bytes();
+        let mut out = String::new();
+        for b in bytes {
+            out.push_str(&d.push(&[*b]));
+        }
+        assert_eq!(out, "é€😀");
+        assert_eq!(d.push(b"a\xffb"), "a\u{fffd}b");
+    }
+}
