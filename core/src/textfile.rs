@@ -367,16 +367,27 @@ impl OutputCap {
 
     /// Adds output (lossily decoded by the caller).
     pub fn push(&mut self, s: &str) {
-        for c in s.chars() {
-            if self.head_chars < self.max_head {
-                self.head.push(c);
-                self.head_chars += 1;
-            } else {
-                self.tail.push_back(c);
-                if self.tail.len() > self.max_tail {
-                    self.tail.pop_front();
-                    self.omitted += 1;
-                }
+        let mut rest = s;
+        // Fill the head first.
+        while self.head_chars < self.max_head {
+            let Some(c) = rest.chars().next() else { return };
+            self.head.push(c);
+            self.head_chars += 1;
+            rest = &rest[c.len_utf8()..];
+        }
+        let n = rest.chars().count();
+        if n >= self.max_tail {
+            // The chunk alone fills the tail: keep only its last characters.
+            self.omitted += (self.tail.len() + n - self.max_tail) as u64;
+            self.tail.clear();
+            self.tail.extend(rest.chars().skip(n - self.max_tail));
+            return;
+        }
+        for c in rest.chars() {
+            self.tail.push_back(c);
+            if self.tail.len() > self.max_tail {
+                self.tail.pop_front();
+                self.omitted += 1;
             }
         }
     }

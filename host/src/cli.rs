@@ -84,7 +84,7 @@ enum Cmd {
 }
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum PieceCmd {
+pub enum PieceCmd {
     /// Validate a piece file: every problem with its path and line.
     Validate {
         file: String,
@@ -109,7 +109,7 @@ pub(crate) enum PieceCmd {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub(crate) enum GraphFormat {
+pub enum GraphFormat {
     Mermaid,
     Dot,
 }

@@ -96,7 +96,7 @@ fn write_findings(out: &mut impl Write, file: &str, v: &Validation) -> io::Resul
     }
 }
 
-pub(crate) fn run(cmd: PieceCmd) -> Result<ExitCode, HostError> {
+pub fn run(cmd: PieceCmd) -> Result<ExitCode, HostError> {
     let mut out = io::stdout().lock();
     match cmd {
         PieceCmd::Validate {

@@ -477,3 +477,60 @@ fn format_retries_stop_the_turn() {
     );
     assert!(text.contains("turn 1 stopped: 3 invalid replies in a row (MaxFormatRetries = 3). The last reply, as received:\n@@bogus"), "{text}");
 }
+
+#[test]
+fn killed_mid_batch_leaves_no_partial_file() {
+    // Twelve kills at different moments of a batch of 60 large updatefiles over 6 files: every
+    // file is always one complete version, never a mix, and no temp file is left behind as the
+    // file itself.
+    let fx = Fixture::new();
+    let versions: Vec<String> = (0..10)
+        .map(|v| format!("version {v}\n").repeat(3_000))
+        .collect();
+    let mut blocks = Vec::new();
+    for version in &versions {
+        for f in 0..6 {
+            blocks.push(block(
+                &format!("updatefile f{f}.txt"),
+                &[("CONTENT", version.trim_end())],
+            ));
+        }
+    }
+    let r = reply(&blocks);
+    let file = fx.root.join("big.txt");
+    std::fs::write(&file, &r).expect("write");
+    for trial in 0..12u64 {
+        for f in 0..6 {
+            std::fs::write(fx.ws().join(format!("f{f}.txt")), "original\n").expect("write");
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+            .args([
+                "run",
+                "--pace",
+                "batch",
+                "--max-commands",
+                "100",
+                "--max-response-chars",
+                "2000000",
+                "--max-file-content-chars",
+                "100000",
+                "--workspace",
+            ])
+            .arg(fx.ws())
+            .arg(&file)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        std::thread::sleep(std::time::Duration::from_millis(5 + trial * 9));
+        let _ = child.kill();
+        let _ = child.wait();
+        for f in 0..6 {
+            let got = std::fs::read_to_string(fx.ws().join(format!("f{f}.txt"))).expect("read");
+            assert!(
+                got == "original\n" || versions.contains(&got),
+                "trial {trial}: f{f}.txt is partial ({} bytes)",
+                got.len()
+            );
+        }
+    }
+}

@@ -58,7 +58,7 @@ impl Utf8Stream {
 
 fn pump(
     mut r: impl Read + Send + 'static,
-    tx: mpsc::Sender<String>,
+    tx: mpsc::SyncSender<String>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 16 * 1024];
@@ -125,7 +125,9 @@ pub fn run(
         .stderr(Stdio::piped())
         .spawn()?;
     let pid = child.id();
-    let (tx, rx) = mpsc::channel::<String>();
+    // Bounded: when the results side lags, the readers block, the pipe fills and the command
+    // waits, so memory stays bounded however much it prints.
+    let (tx, rx) = mpsc::sync_channel::<String>(16);
     let readers = [
         child.stdout.take().map(|o| pump(o, tx.clone())),
         child.stderr.take().map(|e| pump(e, tx.clone())),

@@ -1,0 +1,8 @@
+//! keyless-host: the native host. The binary's `main` calls [`cli::main`]; the modules are public
+//! so benchmarks and the later server can drive the executor directly.
+
+pub mod cli;
+pub mod exec;
+pub mod piece_cli;
+pub mod run_cli;
+pub mod serve;
