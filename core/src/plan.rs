@@ -301,3 +301,34 @@ mod tests {
         ));
     }
 }
+
+/// A batch's id: derived from the session, the turn, the batch number and a hash of the reply, so
+/// a retried submission of the same reply maps to the same batch and never runs twice.
+#[must_use]
+pub fn batch_id(session: &str, turn: u32, batch: u32, reply: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(session.as_bytes());
+    h.update([0]);
+    h.update(turn.to_le_bytes());
+    h.update(batch.to_le_bytes());
+    h.update(Sha256::digest(reply.as_bytes()));
+    h.finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod id_tests {
+    #[test]
+    fn batch_ids_are_stable_and_distinct() {
+        let a = super::batch_id("s1", 1, 1, "@@next\n@@end\n@@eof\n");
+        assert_eq!(a.len(), 16);
+        assert_eq!(a, super::batch_id("s1", 1, 1, "@@next\n@@end\n@@eof\n"));
+        assert_ne!(a, super::batch_id("s1", 1, 2, "@@next\n@@end\n@@eof\n"));
+        assert_ne!(a, super::batch_id("s2", 1, 1, "@@next\n@@end\n@@eof\n"));
+        assert_ne!(a, super::batch_id("s1", 1, 1, "@@done\n@@end\n@@eof\n"));
+    }
+}

@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use keyless_core::check::{check, CheckReport};
+use keyless_core::keyless_json::KeylessConfig;
 use keyless_core::message::{system_prompt, PromptContext};
 use keyless_core::policy::decide;
 use keyless_core::{parse, Code, ConfigError, Diagnostic, Limits, Mode, Pace, Settings};
@@ -18,6 +19,8 @@ pub enum HostError {
     NotUtf8 { path: String, offset: usize },
     #[error("{0}")]
     Config(#[from] ConfigError),
+    #[error("{0}")]
+    ConfigFile(#[from] keyless_core::keyless_json::ConfigFileError),
     #[error("{0}")]
     Usage(String),
     #[error(
@@ -41,6 +44,7 @@ impl HostError {
                 Code::FileIo
             }
             HostError::Config(e) => e.code(),
+            HostError::ConfigFile(e) => e.code(),
             HostError::Usage(_) | HostError::Bind { .. } => Code::ConfigValidation,
             HostError::Write(_) | HostError::Json(_) => Code::Internal,
         }
@@ -77,6 +81,24 @@ enum Cmd {
         /// The batch as `<session>/<turn>-<batch>` (see `.agent/backups`).
         #[arg(long)]
         batch: Option<String>,
+    },
+    /// Print the effective configuration and where each value comes from.
+    Config {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
+    /// Show the audit trail of file changes and commands.
+    Log {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Only this session.
+        #[arg(long)]
+        session: Option<String>,
+        /// At most this many entries (the newest).
+        #[arg(long, default_value_t = 200)]
+        limit: u32,
+        #[arg(long)]
+        json: bool,
     },
     /// Validate pieces (YAML workflows), show their tools, draw their graph.
     #[command(subcommand)]
@@ -126,24 +148,27 @@ struct RunArgs {
     /// The workspace folder.
     #[arg(long, default_value = ".")]
     workspace: PathBuf,
-    /// Commands.Mode.
-    #[arg(long, value_enum, default_value = "ask")]
-    mode: ModeArg,
-    /// Commands.AllowList pattern (repeatable).
+    /// Commands.Mode (default: keyless.json, else ask).
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
+    /// Commands.AllowList pattern (repeatable; adds to keyless.json's).
     #[arg(long = "allow", value_name = "PATTERN")]
     allow: Vec<String>,
+    /// Resume a saved session instead of starting a new one.
+    #[arg(long)]
+    session: Option<String>,
     /// Approve every confirmation (scripts and tests).
     #[arg(long)]
     yes: bool,
     /// Answer the next @@ask with TEXT (repeatable, in order).
     #[arg(long = "answer", value_name = "TEXT")]
     answers: Vec<String>,
-    /// Commands.TimeoutSeconds: the default runcommand timeout.
-    #[arg(long, default_value_t = 600)]
-    timeout: u32,
-    /// Commands.BatchFailureMode.
-    #[arg(long, value_enum, default_value = "stop-on-mutation-failure")]
-    failure_mode: FailureModeArg,
+    /// Commands.TimeoutSeconds: the default runcommand timeout (default 600).
+    #[arg(long)]
+    timeout: Option<u32>,
+    /// Commands.BatchFailureMode (default stop-on-mutation-failure).
+    #[arg(long, value_enum)]
+    failure_mode: Option<FailureModeArg>,
     /// Git.ProtectedBranches pattern (repeatable; replaces the default main, master, release/*).
     #[arg(long = "protect", value_name = "PATTERN")]
     protect: Vec<String>,
@@ -203,9 +228,9 @@ impl From<ModeArg> for Mode {
 
 #[derive(Debug, Args)]
 struct LimitArgs {
-    /// Agent.Pace: how many non-say commands one reply may carry.
-    #[arg(long, value_enum, default_value = "balanced")]
-    pace: PaceArg,
+    /// Agent.Pace: how many non-say commands one reply may carry (default balanced).
+    #[arg(long, value_enum)]
+    pace: Option<PaceArg>,
     /// Limits.MaxCommandsPerResponse.
     #[arg(long, value_name = "N")]
     max_commands: Option<u32>,
@@ -231,11 +256,76 @@ impl LimitArgs {
         };
         let settings = Settings {
             limits,
-            pace: self.pace.into(),
+            pace: self.pace.map_or_else(Pace::default, Into::into),
         };
         settings.validate()?;
         Ok(settings)
     }
+
+    /// Applies the flags that were given on top of a loaded configuration.
+    fn apply(&self, cfg: &mut KeylessConfig) -> Result<(), HostError> {
+        let src = "command line";
+        let pairs = [
+            ("Limits.MaxCommandsPerResponse", self.max_commands),
+            ("Limits.MaxResponseChars", self.max_response_chars),
+            ("Limits.MaxFileContentChars", self.max_file_content_chars),
+        ];
+        for (key, value) in pairs {
+            if let Some(v) = value {
+                cfg.set(key, &serde_json::json!(v), src)?;
+            }
+        }
+        if let Some(p) = self.pace {
+            cfg.set(
+                "Agent.Pace",
+                &serde_json::json!(Pace::from(p).as_str()),
+                src,
+            )?;
+        }
+        cfg.check(src)?;
+        Ok(())
+    }
+}
+
+/// The user's keyless.json: `$XDG_CONFIG_HOME/keyless`, else `~/.config/keyless` (`%APPDATA%\keyless`
+/// on Windows).
+#[must_use]
+pub fn user_config_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("APPDATA").map(PathBuf::from))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("keyless").join("keyless.json"))
+}
+
+/// Loads defaults → user keyless.json → workspace keyless.json.
+///
+/// # Errors
+/// KA_CONFIG_INVALID / KA_CONFIG_VALIDATION from a file, KA_FILE_IO when one cannot be read.
+pub fn load_config(
+    workspace: &std::path::Path,
+) -> Result<(KeylessConfig, Vec<PathBuf>), HostError> {
+    let mut cfg = KeylessConfig::default();
+    let mut used = Vec::new();
+    for path in user_config_path()
+        .into_iter()
+        .chain(std::iter::once(workspace.join("keyless.json")))
+    {
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                cfg.apply_file(&path.display().to_string(), &text)?;
+                used.push(path);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(HostError::Read {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+        }
+    }
+    Ok((cfg, used))
 }
 
 #[derive(Debug, Args)]
@@ -295,6 +385,13 @@ pub fn main() -> ExitCode {
         Cmd::Piece(p) => crate::piece_cli::run(p),
         Cmd::Run(a) => run_replies(a),
         Cmd::Undo { workspace, batch } => crate::run_cli::undo_cmd(&workspace, batch.as_deref()),
+        Cmd::Config { workspace } => show_config(&workspace),
+        Cmd::Log {
+            workspace,
+            session,
+            limit,
+            json,
+        } => crate::run_cli::log_cmd(&workspace, session.as_deref(), limit, json),
         Cmd::Serve(a) => crate::serve::serve(a.port)
             .map(|()| ExitCode::SUCCESS)
             .map_err(|source| HostError::Bind {
@@ -510,27 +607,46 @@ fn run_policy(a: &PolicyArgs) -> Result<ExitCode, HostError> {
 fn run_replies(a: RunArgs) -> Result<ExitCode, HostError> {
     use crate::exec::batch::ExecSettings;
     use crate::exec::git::GitSettings;
-    let settings = a.limits.settings()?;
-    let mut git = GitSettings {
-        auto_init: a.auto_init,
+    let (mut cfg, _) = load_config(&a.workspace)?;
+    a.limits.apply(&mut cfg)?;
+    let src = "command line";
+    if let Some(m) = a.mode {
+        cfg.set(
+            "Commands.Mode",
+            &serde_json::json!(Mode::from(m).as_str()),
+            src,
+        )?;
+    }
+    if let Some(t) = a.timeout {
+        cfg.set("Commands.TimeoutSeconds", &serde_json::json!(t), src)?;
+    }
+    if let Some(f) = a.failure_mode {
+        let name = match f {
+            FailureModeArg::StopOnMutationFailure => "StopOnMutationFailure",
+            FailureModeArg::StopOnAnyFailure => "StopOnAnyFailure",
+            FailureModeArg::Continue => "Continue",
+        };
+        cfg.set("Commands.BatchFailureMode", &serde_json::json!(name), src)?;
+    }
+    if !a.protect.is_empty() {
+        cfg.set("Git.ProtectedBranches", &serde_json::json!(a.protect), src)?;
+    }
+    if a.auto_init {
+        cfg.set("Git.AutoInit", &serde_json::json!(true), src)?;
+    }
+    cfg.allow_list.extend(a.allow);
+    let git = GitSettings {
+        protected_branches: cfg.protected_branches.clone(),
+        auto_init: cfg.auto_init,
         push: !a.no_push,
         ..GitSettings::default()
     };
-    if !a.protect.is_empty() {
-        git.protected_branches = a.protect;
-    }
     let exec = ExecSettings {
-        settings,
-        mode: a.mode.into(),
-        allow: a.allow,
-        failure_mode: match a.failure_mode {
-            FailureModeArg::StopOnMutationFailure => {
-                keyless_core::BatchFailureMode::StopOnMutationFailure
-            }
-            FailureModeArg::StopOnAnyFailure => keyless_core::BatchFailureMode::StopOnAnyFailure,
-            FailureModeArg::Continue => keyless_core::BatchFailureMode::Continue,
-        },
-        timeout_seconds: a.timeout.max(1),
+        settings: cfg.settings,
+        mode: cfg.mode,
+        allow: cfg.allow_list.clone(),
+        failure_mode: cfg.batch_failure_mode,
+        timeout_seconds: cfg.timeout_seconds,
         git,
     };
     let prompter = crate::run_cli::TerminalPrompter {
@@ -543,7 +659,28 @@ fn run_replies(a: RunArgs) -> Result<ExitCode, HostError> {
         exec,
         replies: a.replies,
         prompter,
+        session: a.session,
     })
+}
+
+fn show_config(workspace: &std::path::Path) -> Result<ExitCode, HostError> {
+    let (cfg, used) = load_config(workspace)?;
+    let mut out = io::stdout().lock();
+    let files: Vec<String> = used.iter().map(|p| p.display().to_string()).collect();
+    let w = |out: &mut io::StdoutLock<'_>| -> io::Result<()> {
+        writeln!(
+            out,
+            "configuration files: {}",
+            if files.is_empty() {
+                "none (defaults)".to_string()
+            } else {
+                files.join(", ")
+            }
+        )?;
+        write!(out, "{}", cfg.render())
+    };
+    w(&mut out).map_err(HostError::Write)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_prompt(a: &PromptArgs) -> Result<ExitCode, HostError> {

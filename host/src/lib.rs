@@ -6,3 +6,4 @@ pub mod exec;
 pub mod piece_cli;
 pub mod run_cli;
 pub mod serve;
+pub mod store;

@@ -3,6 +3,7 @@
 use crate::cli::HostError;
 use crate::exec::batch::{BatchOutcome, ExecSettings, Executor, Prompter};
 use crate::exec::workspace::{undo, Workspace};
+use crate::store::Store;
 use keyless_core::policy::Verdict;
 use keyless_core::Control;
 use std::collections::VecDeque;
@@ -79,6 +80,8 @@ pub struct RunOptions {
     pub exec: ExecSettings,
     pub replies: Vec<String>,
     pub prompter: TerminalPrompter,
+    /// Resume this session instead of starting one.
+    pub session: Option<String>,
 }
 
 fn session_id() -> String {
@@ -89,16 +92,35 @@ fn session_id() -> String {
     format!("run-{secs}-{}", std::process::id())
 }
 
-/// Executes the replies in order as one session.
+fn store_err(e: &crate::store::StoreError) -> HostError {
+    HostError::Usage(format!("{} {e}", e.code()))
+}
+
+/// Executes the replies in order as one session (new, or resumed with `--session`), storing every
+/// batch in `.agent/keyless.db`.
 ///
 /// # Errors
-/// When the workspace or a reply file cannot be read.
+/// When the workspace, the database or a reply file cannot be read, or the session is unknown.
 pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
     let ws = Workspace::open(&o.workspace).map_err(|source| HostError::Read {
         path: o.workspace.display().to_string(),
         source,
     })?;
-    let session = session_id();
+    let db = ws
+        .agent_dir()
+        .map_err(|source| HostError::Read {
+            path: ".agent".into(),
+            source,
+        })?
+        .join("keyless.db");
+    let store = Store::open(&db).map_err(|e| store_err(&e))?;
+    let mut pos = match &o.session {
+        Some(id) => store.session(id).map_err(|e| store_err(&e))?,
+        None => store
+            .create_session(&session_id(), &ws.root().display().to_string())
+            .map_err(|e| store_err(&e))?,
+    };
+    let session = pos.id.clone();
     let exec = Executor {
         ws: &ws,
         cfg: &o.exec,
@@ -106,62 +128,123 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
     };
     let limits = o.exec.settings.limits;
     let max_iterations = o.exec.settings.effective_iterations_per_turn();
-    let (mut turn, mut batch, mut invalid_in_a_row) = (1u32, 1u32, 0u32);
     let mut out = io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "session {session} (turn {}, batch {})",
+        pos.turn, pos.batch
+    );
+    let _ = out.flush();
     let mut any_rejected = false;
     for (i, file) in o.replies.iter().enumerate() {
         let text = std::fs::read_to_string(file).map_err(|source| HostError::Read {
             path: file.clone(),
             source,
         })?;
+        let id = keyless_core::plan::batch_id(&session, pos.turn, pos.batch, &text);
         let _ = writeln!(
             out,
-            "=== reply {} of {}: {file} (turn {turn}, batch {batch})",
+            "=== reply {} of {}: {file} (turn {}, batch {}, id {id})",
             i + 1,
-            o.replies.len()
+            o.replies.len(),
+            pos.turn,
+            pos.batch
         );
+        if !store.begin_batch(&id, &pos).map_err(|e| store_err(&e))? {
+            // Exactly once: a stored batch is answered from the store, never run again.
+            let stored =
+                store
+                    .batch(&id)
+                    .map_err(|e| store_err(&e))?
+                    .unwrap_or(crate::store::StoredBatch {
+                        status: "unknown".into(),
+                        text: String::new(),
+                        control: None,
+                    });
+            if stored.status == "running" {
+                let _ = writeln!(out, "batch {id} was interrupted while it ran (the host stopped); it is not run again. Check the workspace (keyless-host log), then send the next reply.\n");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "batch {id} already ran; its stored result, not run again:\n{}\n",
+                    stored.text
+                );
+            }
+            if stored.control.as_deref() == Some("done") {
+                store
+                    .end_turn(&session, pos.turn, "done")
+                    .map_err(|e| store_err(&e))?;
+                pos.turn += 1;
+                pos.batch = 1;
+            } else {
+                pos.batch += 1;
+            }
+            store.save_position(&pos).map_err(|e| store_err(&e))?;
+            continue;
+        }
         drop(out);
-        let outcome = exec.execute(&text, turn, batch, &mut o.prompter);
+        let outcome = exec.execute(&text, pos.turn, pos.batch, &mut o.prompter);
         out = io::stdout().lock();
-        match outcome {
+        let (turn, batch) = (pos.turn, pos.batch);
+        let mut end_turn: Option<&str> = None;
+        match &outcome {
             BatchOutcome::Rejected { correction } => {
                 any_rejected = true;
-                invalid_in_a_row += 1;
-                if invalid_in_a_row >= limits.max_format_retries {
-                    let _ = writeln!(out, "turn {turn} stopped: {invalid_in_a_row} invalid replies in a row (MaxFormatRetries = {}). The last reply, as received:\n{text}", limits.max_format_retries);
-                    turn += 1;
-                    batch = 1;
-                    invalid_in_a_row = 0;
+                pos.invalid_in_a_row += 1;
+                store
+                    .finish_batch(&id, &session, "rejected", correction, None, &[])
+                    .map_err(|e| store_err(&e))?;
+                if pos.invalid_in_a_row >= limits.max_format_retries {
+                    let _ = writeln!(out, "turn {turn} stopped: {} invalid replies in a row (MaxFormatRetries = {}). The last reply, as received:\n{text}", pos.invalid_in_a_row, limits.max_format_retries);
+                    end_turn = Some("MaxFormatRetries");
                 } else {
                     let _ = writeln!(out, "{correction}");
+                    pos.batch += 1;
                 }
             }
             BatchOutcome::Executed {
-                results, control, ..
+                results,
+                control,
+                entries,
             } => {
-                invalid_in_a_row = 0;
+                pos.invalid_in_a_row = 0;
+                let c = if *control == Control::Done {
+                    "done"
+                } else {
+                    "next"
+                };
+                store
+                    .finish_batch(&id, &session, "done", results, Some(c), entries)
+                    .map_err(|e| store_err(&e))?;
                 let _ = writeln!(out, "{results}");
-                if control == Control::Done {
+                if *control == Control::Done {
                     let _ = writeln!(out, "turn {turn} done.");
-                    turn += 1;
-                    batch = 1;
+                    end_turn = Some("done");
                 } else if batch >= max_iterations {
                     let _ = writeln!(
                         out,
                         "turn {turn} stopped: MaxIterationsPerTurn ({max_iterations}) reached."
                     );
-                    turn += 1;
-                    batch = 1;
+                    end_turn = Some("MaxIterationsPerTurn");
                 } else {
-                    batch += 1;
+                    pos.batch += 1;
                 }
             }
         }
+        if let Some(reason) = end_turn {
+            store
+                .end_turn(&session, turn, reason)
+                .map_err(|e| store_err(&e))?;
+            pos.turn += 1;
+            pos.batch = 1;
+            pos.invalid_in_a_row = 0;
+        }
+        store.save_position(&pos).map_err(|e| store_err(&e))?;
         let _ = writeln!(out);
     }
     let _ = writeln!(
         out,
-        "session {session}: backups in {}",
+        "session {session} (resume with --session {session}); backups in {}",
         ws.root().join(".agent/backups").join(&session).display()
     );
     Ok(if any_rejected {
@@ -230,4 +313,57 @@ pub fn undo_cmd(workspace: &Path, batch: Option<&str>) -> Result<ExitCode, HostE
 #[must_use]
 pub fn stdin_is_terminal() -> bool {
     io::stdin().is_terminal()
+}
+
+/// `keyless-host log`: the audit trail of file changes and commands.
+///
+/// # Errors
+/// When the workspace or its database cannot be read, or the session is unknown.
+pub fn log_cmd(
+    workspace: &Path,
+    session: Option<&str>,
+    limit: u32,
+    json: bool,
+) -> Result<ExitCode, HostError> {
+    let ws = Workspace::open(workspace).map_err(|source| HostError::Read {
+        path: workspace.display().to_string(),
+        source,
+    })?;
+    let db = ws.root().join(".agent").join("keyless.db");
+    if !db.is_file() {
+        return Err(HostError::Usage(format!(
+            "{} no sessions in this workspace yet (expected on first run)",
+            keyless_core::Code::SessionNotFound
+        )));
+    }
+    let store = Store::open(&db).map_err(|e| store_err(&e))?;
+    if let Some(s) = session {
+        store.session(s).map_err(|e| store_err(&e))?;
+    }
+    let entries = store.audit(session, limit).map_err(|e| store_err(&e))?;
+    let mut out = io::stdout().lock();
+    if json {
+        let _ = serde_json::to_writer(&mut out, &entries);
+        let _ = writeln!(out);
+    } else {
+        for e in &entries {
+            let code = e
+                .code
+                .as_deref()
+                .map(|c| format!(" {c}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{} {} {} {:<10} {:<7}{code} {}",
+                e.at, e.session, e.batch, e.command, e.status, e.target
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{} entr{}",
+            entries.len(),
+            if entries.len() == 1 { "y" } else { "ies" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

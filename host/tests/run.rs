@@ -534,3 +534,167 @@ fn killed_mid_batch_leaves_no_partial_file() {
         }
     }
 }
+
+fn host_in(fx: &Fixture, args: &[&str]) -> (Output, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(args)
+        .env("XDG_CONFIG_HOME", fx.root.join("config"))
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out, text)
+}
+
+#[test]
+fn an_interrupted_batch_never_runs_twice_and_sessions_resume() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let ws_s = ws.to_str().expect("utf8");
+    let r = reply(&[block(
+        "runcommand",
+        &[("CMD", "echo x >> appended.txt; sleep 30")],
+    )]);
+    let f = fx.root.join("append.txt");
+    std::fs::write(&f, &r).expect("write");
+    let f_s = f.to_str().expect("utf8");
+    // The host is killed while the batch runs.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["run", "--mode", "auto", "--workspace", ws_s, f_s])
+        .env("XDG_CONFIG_HOME", fx.root.join("config"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().expect("stdout")),
+        &mut first,
+    )
+    .expect("banner");
+    let session = first
+        .strip_prefix("session ")
+        .and_then(|t| t.split(' ').next())
+        .expect("session")
+        .to_string();
+    for _ in 0..100 {
+        if fx.ws().join("appended.txt").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let _ = Command::new("pkill").args(["-f", "sleep 30"]).status();
+    assert_eq!(fx.read("appended.txt"), b"x\n");
+    // Resuming the session with the same reply: the stored batch is not run again.
+    let (_, text) = host_in(
+        &fx,
+        &[
+            "run",
+            "--mode",
+            "auto",
+            "--session",
+            &session,
+            "--workspace",
+            ws_s,
+            f_s,
+        ],
+    );
+    assert!(
+        text.contains("was interrupted while it ran (the host stopped); it is not run again"),
+        "{text}"
+    );
+    assert_eq!(fx.read("appended.txt"), b"x\n");
+    // The session goes on at batch 2 with the next reply.
+    let r2 = reply(&[block("runcommand", &[("CMD", "echo y >> appended.txt")])]);
+    let f2 = fx.root.join("append2.txt");
+    std::fs::write(&f2, &r2).expect("write");
+    let (_, text) = host_in(
+        &fx,
+        &[
+            "run",
+            "--mode",
+            "auto",
+            "--session",
+            &session,
+            "--workspace",
+            ws_s,
+            f2.to_str().expect("utf8"),
+        ],
+    );
+    assert!(text.contains("(turn 1, batch 2,"), "{text}");
+    assert_eq!(fx.read("appended.txt"), b"x\ny\n");
+    // The audit trail has the finished command once.
+    let (_, log) = host_in(&fx, &["log", "--workspace", ws_s, "--session", &session]);
+    assert_eq!(log.matches("runcommand").count(), 1, "{log}");
+    assert!(log.ends_with("1 entry\n"), "{log}");
+    // Unknown sessions are KA_SESSION_NOT_FOUND.
+    let (out, _) = host_in(&fx, &["run", "--session", "nope", "--workspace", ws_s, f_s]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("KA_SESSION_NOT_FOUND"));
+}
+
+#[test]
+fn keyless_json_layers_and_errors() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let ws_s = ws.to_str().expect("utf8");
+    std::fs::create_dir_all(fx.root.join("config/keyless")).expect("dir");
+    std::fs::write(
+        fx.root.join("config/keyless/keyless.json"),
+        r#"{"Commands": {"Mode": "AutoSafe", "AllowList": ["npm test"]}}"#,
+    )
+    .expect("write");
+    std::fs::write(ws.join("keyless.json"), r#"{"Agent": {"Pace": "Step"}}"#).expect("write");
+    let (out, text) = host_in(&fx, &["config", "--workspace", ws_s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("Commands.Mode                      = AutoSafe"),
+        "{text}"
+    );
+    assert!(text.contains("config/keyless/keyless.json)"), "{text}");
+    assert!(
+        text.contains("Agent.Pace                         = Step"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "Git.AutoInit                       = false                        (default)"
+        ),
+        "{text}"
+    );
+    // The workspace's Step pace applies to run.
+    let r = reply(&[block("mkdir a", &[]), block("mkdir b", &[])]);
+    let (_, text) = fx.run(&[&r], &[]);
+    assert!(
+        text.contains("pace=Step: only 1 command(s) per response"),
+        "{text}"
+    );
+    // Broken files: KA_CONFIG_INVALID with line and column, KA_CONFIG_VALIDATION for values.
+    std::fs::write(
+        ws.join("keyless.json"),
+        "{\n  \"Agent\": {\"Pace\": \"Step\",}\n}",
+    )
+    .expect("write");
+    let (out, _) = host_in(&fx, &["config", "--workspace", ws_s]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("KA_CONFIG_INVALID") && err.contains("keyless.json:2:"),
+        "{err}"
+    );
+    std::fs::write(
+        ws.join("keyless.json"),
+        r#"{"Limits": {"MaxCommandsPerResponse": 500}}"#,
+    )
+    .expect("write");
+    let (out, _) = host_in(&fx, &["config", "--workspace", ws_s]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("KA_CONFIG_VALIDATION")
+            && err.contains("Limits.MaxCommandsPerResponse: 500 is out of range (1..=100)"),
+        "{err}"
+    );
+}

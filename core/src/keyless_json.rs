@@ -1,0 +1,371 @@
+//! `keyless.json`: every setting the seed names, layered (defaults → user config → workspace →
+//! command line), validated, with the source of each value. Pure: callers pass the file texts.
+//!
+//! ```json
+//! { "Limits": { "MaxCommandsPerResponse": 5 }, "Agent": { "Pace": "Balanced" },
+//!   "Commands": { "Mode": "Ask", "AllowList": ["npm run test *"], "BatchFailureMode": "StopOnMutationFailure",
+//!                 "TimeoutSeconds": 600, "Network": false },
+//!   "Git": { "ProtectedBranches": ["main", "master", "release/*"], "AutoInit": false },
+//!   "Browser": { "TruncationBudgetSeconds": 90 } }
+//! ```
+
+use crate::config::{BatchFailureMode, Limits, Mode, Pace, Settings, LIMIT_RANGES};
+use crate::diag::Code;
+use crate::text::edit_distance;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Errors of the configuration files, with their KA_ codes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigFileError {
+    #[error("{source_name}:{line}:{column}: not valid JSON: {message}")]
+    Invalid {
+        source_name: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{source_name}: {key}: {message}")]
+    Validation {
+        source_name: String,
+        key: String,
+        message: String,
+    },
+}
+
+impl ConfigFileError {
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            ConfigFileError::Invalid { .. } => Code::ConfigInvalid,
+            ConfigFileError::Validation { .. } => Code::ConfigValidation,
+        }
+    }
+}
+
+/// The effective configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeylessConfig {
+    pub settings: Settings,
+    pub mode: Mode,
+    pub allow_list: Vec<String>,
+    pub batch_failure_mode: BatchFailureMode,
+    pub timeout_seconds: u32,
+    /// Whether runcommand may use the network (where the sandbox can enforce it).
+    pub network: bool,
+    pub protected_branches: Vec<String>,
+    pub auto_init: bool,
+    pub truncation_budget_seconds: u32,
+    /// Where each value came from, by key (`Limits.MaxCommandsPerResponse` → `default`, a path, …).
+    pub sources: BTreeMap<String, String>,
+}
+
+/// Every key, in display order.
+pub const KEYS: &[&str] = &[
+    "Limits.MaxCommandsPerResponse",
+    "Limits.MaxResponseChars",
+    "Limits.MaxFileContentChars",
+    "Limits.MaxCommandOutputChars",
+    "Limits.MaxFormatRetries",
+    "Limits.MaxIterationsPerTurn",
+    "Agent.Pace",
+    "Commands.Mode",
+    "Commands.AllowList",
+    "Commands.BatchFailureMode",
+    "Commands.TimeoutSeconds",
+    "Commands.Network",
+    "Git.ProtectedBranches",
+    "Git.AutoInit",
+    "Browser.TruncationBudgetSeconds",
+];
+
+impl Default for KeylessConfig {
+    fn default() -> Self {
+        Self {
+            settings: Settings::default(),
+            mode: Mode::default(),
+            allow_list: Vec::new(),
+            batch_failure_mode: BatchFailureMode::default(),
+            timeout_seconds: 600,
+            network: true,
+            protected_branches: vec!["main".into(), "master".into(), "release/*".into()],
+            auto_init: false,
+            truncation_budget_seconds: 90,
+            sources: KEYS
+                .iter()
+                .map(|k| ((*k).to_string(), "default".to_string()))
+                .collect(),
+        }
+    }
+}
+
+fn limit_mut<'a>(l: &'a mut Limits, key: &str) -> Option<&'a mut u32> {
+    Some(match key {
+        "Limits.MaxCommandsPerResponse" => &mut l.max_commands_per_response,
+        "Limits.MaxResponseChars" => &mut l.max_response_chars,
+        "Limits.MaxFileContentChars" => &mut l.max_file_content_chars,
+        "Limits.MaxCommandOutputChars" => &mut l.max_command_output_chars,
+        "Limits.MaxFormatRetries" => &mut l.max_format_retries,
+        "Limits.MaxIterationsPerTurn" => &mut l.max_iterations_per_turn,
+        _ => return None,
+    })
+}
+
+impl KeylessConfig {
+    /// Sets one key from a JSON value, recording its source.
+    ///
+    /// # Errors
+    /// KA_CONFIG_VALIDATION for unknown keys, wrong types and out-of-range values.
+    pub fn set(
+        &mut self,
+        key: &str,
+        value: &Value,
+        source_name: &str,
+    ) -> Result<(), ConfigFileError> {
+        let bad = |message: String| ConfigFileError::Validation {
+            source_name: source_name.to_string(),
+            key: key.to_string(),
+            message,
+        };
+        let uint = |range: (u64, u64)| -> Result<u32, ConfigFileError> {
+            let n = value
+                .as_u64()
+                .ok_or_else(|| bad(format!("must be a whole number, not {value}")))?;
+            if n < range.0 || n > range.1 {
+                return Err(bad(format!(
+                    "{n} is out of range ({}..={})",
+                    range.0, range.1
+                )));
+            }
+            u32::try_from(n).map_err(|_| bad(format!("{n} is too large")))
+        };
+        let string = || {
+            value
+                .as_str()
+                .ok_or_else(|| bad(format!("must be a string, not {value}")))
+        };
+        let list = || -> Result<Vec<String>, ConfigFileError> {
+            value
+                .as_array()
+                .ok_or_else(|| bad(format!("must be a list of strings, not {value}")))?
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| bad(format!("entries must be strings, not {v}")))
+                })
+                .collect()
+        };
+        let boolean = || {
+            value
+                .as_bool()
+                .ok_or_else(|| bad(format!("must be true or false, not {value}")))
+        };
+        if let Some((_, min, max)) = LIMIT_RANGES.iter().find(|(k, _, _)| *k == key) {
+            let n = uint((*min, *max))?;
+            if let Some(slot) = limit_mut(&mut self.settings.limits, key) {
+                *slot = n;
+            }
+        } else {
+            match key {
+                "Agent.Pace" => {
+                    self.settings.pace =
+                        string()?.parse::<Pace>().map_err(|e| bad(e.to_string()))?
+                }
+                "Commands.Mode" => {
+                    self.mode = string()?.parse::<Mode>().map_err(|e| bad(e.to_string()))?
+                }
+                "Commands.AllowList" => self.allow_list = list()?,
+                "Commands.BatchFailureMode" => {
+                    self.batch_failure_mode = string()?
+                        .parse()
+                        .map_err(|e: crate::ConfigError| bad(e.to_string()))?
+                }
+                "Commands.TimeoutSeconds" => self.timeout_seconds = uint((1, 86_400))?,
+                "Commands.Network" => self.network = boolean()?,
+                "Git.ProtectedBranches" => self.protected_branches = list()?,
+                "Git.AutoInit" => self.auto_init = boolean()?,
+                "Browser.TruncationBudgetSeconds" => {
+                    self.truncation_budget_seconds = uint((5, 3_600))?
+                }
+                _ => {
+                    let near = KEYS
+                        .iter()
+                        .map(|k| (edit_distance(key, k), *k))
+                        .filter(|(d, _)| *d <= 4)
+                        .min_by_key(|(d, _)| *d);
+                    return Err(bad(match near {
+                        Some((_, k)) => format!("unknown setting (did you mean {k}?)"),
+                        None => "unknown setting".to_string(),
+                    }));
+                }
+            }
+        }
+        self.sources
+            .insert(key.to_string(), source_name.to_string());
+        Ok(())
+    }
+
+    /// Applies one `keyless.json` text on top of this configuration.
+    ///
+    /// # Errors
+    /// KA_CONFIG_INVALID (with line and column) or KA_CONFIG_VALIDATION.
+    pub fn apply_file(&mut self, source_name: &str, text: &str) -> Result<(), ConfigFileError> {
+        let root: Value = serde_json::from_str(text).map_err(|e| ConfigFileError::Invalid {
+            source_name: source_name.to_string(),
+            line: e.line(),
+            column: e.column(),
+            message: e
+                .to_string()
+                .split(" at line")
+                .next()
+                .unwrap_or("")
+                .to_string(),
+        })?;
+        let Value::Object(groups) = root else {
+            return Err(ConfigFileError::Validation {
+                source_name: source_name.into(),
+                key: "(root)".into(),
+                message: "must be a JSON object".into(),
+            });
+        };
+        for (group, inner) in &groups {
+            let Value::Object(entries) = inner else {
+                return Err(ConfigFileError::Validation {
+                    source_name: source_name.into(),
+                    key: group.clone(),
+                    message: "must be an object of settings".into(),
+                });
+            };
+            for (k, v) in entries {
+                self.set(&format!("{group}.{k}"), v, source_name)?;
+            }
+        }
+        self.check(source_name)
+    }
+
+    /// Cross-field checks (the limits against each other).
+    ///
+    /// # Errors
+    /// KA_CONFIG_VALIDATION.
+    pub fn check(&self, source_name: &str) -> Result<(), ConfigFileError> {
+        self.settings
+            .validate()
+            .map_err(|e| ConfigFileError::Validation {
+                source_name: source_name.into(),
+                key: "Limits".into(),
+                message: e.to_string(),
+            })
+    }
+
+    /// The value of a key as display text.
+    #[must_use]
+    pub fn value_text(&self, key: &str) -> String {
+        let l = &self.settings.limits;
+        match key {
+            "Limits.MaxCommandsPerResponse" => l.max_commands_per_response.to_string(),
+            "Limits.MaxResponseChars" => l.max_response_chars.to_string(),
+            "Limits.MaxFileContentChars" => l.max_file_content_chars.to_string(),
+            "Limits.MaxCommandOutputChars" => l.max_command_output_chars.to_string(),
+            "Limits.MaxFormatRetries" => l.max_format_retries.to_string(),
+            "Limits.MaxIterationsPerTurn" => l.max_iterations_per_turn.to_string(),
+            "Agent.Pace" => self.settings.pace.to_string(),
+            "Commands.Mode" => self.mode.to_string(),
+            "Commands.AllowList" => format!("{:?}", self.allow_list),
+            "Commands.BatchFailureMode" => self.batch_failure_mode.to_string(),
+            "Commands.TimeoutSeconds" => self.timeout_seconds.to_string(),
+            "Commands.Network" => self.network.to_string(),
+            "Git.ProtectedBranches" => format!("{:?}", self.protected_branches),
+            "Git.AutoInit" => self.auto_init.to_string(),
+            "Browser.TruncationBudgetSeconds" => self.truncation_budget_seconds.to_string(),
+            _ => String::new(),
+        }
+    }
+
+    /// `key = value  (source)` for every setting.
+    #[must_use]
+    pub fn render(&self) -> String {
+        KEYS.iter()
+            .map(|k| {
+                format!(
+                    "{k:<34} = {:<28} ({})\n",
+                    self.value_text(k),
+                    self.sources.get(*k).map_or("default", String::as_str)
+                )
+            })
+            .collect()
+    }
+}
+
+/// Loads the layers in order: `(source name, text)`.
+///
+/// # Errors
+/// The first invalid layer.
+pub fn load(layers: &[(&str, &str)]) -> Result<KeylessConfig, ConfigFileError> {
+    let mut c = KeylessConfig::default();
+    for (name, text) in layers {
+        c.apply_file(name, text)?;
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_and_sources() {
+        let user = r#"{"Commands": {"Mode": "AutoSafe", "AllowList": ["npm test"]}, "Limits": {"MaxCommandsPerResponse": 8}}"#;
+        let ws = r#"{"Agent": {"Pace": "Step"}, "Commands": {"Mode": "Auto"}}"#;
+        let c = load(&[
+            ("~/.config/keyless/keyless.json", user),
+            ("keyless.json", ws),
+        ])
+        .unwrap();
+        assert_eq!(c.mode, Mode::Auto);
+        assert_eq!(c.allow_list, ["npm test"]);
+        assert_eq!(c.settings.limits.max_commands_per_response, 8);
+        assert_eq!(c.settings.pace, Pace::Step);
+        assert_eq!(c.sources["Commands.Mode"], "keyless.json");
+        assert_eq!(
+            c.sources["Commands.AllowList"],
+            "~/.config/keyless/keyless.json"
+        );
+        assert_eq!(c.sources["Git.AutoInit"], "default");
+        assert!(c
+            .render()
+            .contains("Commands.Mode                      = Auto"));
+    }
+
+    #[test]
+    fn errors_carry_codes_and_positions() {
+        let e = load(&[(
+            "k.json",
+            "{\n  \"Limits\": {\n    \"MaxResponseChars\": 1000,\n  }\n}",
+        )])
+        .unwrap_err();
+        assert_eq!(e.code(), Code::ConfigInvalid);
+        assert!(
+            matches!(e, ConfigFileError::Invalid { line: 4, .. }),
+            "{e:?}"
+        );
+        let e = load(&[("k.json", r#"{"Limits": {"MaxCommandsPerResponse": 0}}"#)]).unwrap_err();
+        assert_eq!(e.code(), Code::ConfigValidation);
+        assert_eq!(
+            e.to_string(),
+            "k.json: Limits.MaxCommandsPerResponse: 0 is out of range (1..=100)"
+        );
+        let e = load(&[("k.json", r#"{"Comands": {"Mode": "Ask"}}"#)]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "k.json: Comands.Mode: unknown setting (did you mean Commands.Mode?)"
+        );
+        let e = load(&[("k.json", r#"{"Agent": {"Pace": "Turbo"}}"#)]).unwrap_err();
+        assert!(e.to_string().contains("unknown value \"Turbo\""));
+        let e = load(&[("k.json", r#"{"Limits": {"MaxFileContentChars": 70000}}"#)]).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("larger than Limits.MaxResponseChars"));
+    }
+}

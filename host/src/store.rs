@@ -1,0 +1,284 @@
+//! Sessions in SQLite (`.agent/keyless.db`): sessions, turns, batches with their results, and an
+//! audit log of every file change and command. A batch id makes execution exactly-once: a batch
+//! that is already stored is answered from the store and never runs again.
+
+use keyless_core::message::{CommandResult, Outcome};
+use keyless_core::Code;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::Path;
+
+/// Errors of the store layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("session database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("no saved session \"{0}\"")]
+    SessionNotFound(String),
+}
+
+impl StoreError {
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            StoreError::Sqlite(_) => Code::FileIo,
+            StoreError::SessionNotFound(_) => Code::SessionNotFound,
+        }
+    }
+}
+
+/// Where a session stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionState {
+    pub id: String,
+    pub turn: u32,
+    pub batch: u32,
+    pub invalid_in_a_row: u32,
+}
+
+/// A stored batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBatch {
+    pub status: String,
+    /// The text the model received (results or correction).
+    pub text: String,
+    pub control: Option<String>,
+}
+
+/// One audit entry.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AuditEntry {
+    pub at: i64,
+    pub session: String,
+    pub batch: String,
+    pub command: String,
+    pub target: String,
+    pub status: String,
+    pub code: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+}
+
+const SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = FULL;
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY, workspace TEXT NOT NULL, created_at INTEGER NOT NULL,
+    turn INTEGER NOT NULL DEFAULT 1, batch INTEGER NOT NULL DEFAULT 1,
+    invalid_in_a_row INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS turns (
+    session_id TEXT NOT NULL, turn INTEGER NOT NULL, started_at INTEGER NOT NULL,
+    ended_at INTEGER, end_reason TEXT, PRIMARY KEY (session_id, turn));
+CREATE TABLE IF NOT EXISTS batches (
+    id TEXT PRIMARY KEY, session_id TEXT NOT NULL, turn INTEGER NOT NULL, batch INTEGER NOT NULL,
+    created_at INTEGER NOT NULL, status TEXT NOT NULL, text TEXT, control TEXT);
+CREATE TABLE IF NOT EXISTS results (
+    batch_id TEXT NOT NULL, number INTEGER NOT NULL, command TEXT NOT NULL, target TEXT NOT NULL,
+    status TEXT NOT NULL, code TEXT, reason TEXT, exit_code INTEGER, duration_ms INTEGER,
+    PRIMARY KEY (batch_id, number));
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, session_id TEXT NOT NULL,
+    batch_id TEXT NOT NULL, command TEXT NOT NULL, target TEXT NOT NULL, status TEXT NOT NULL, code TEXT);
+";
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0))
+}
+
+impl Store {
+    /// Opens (or creates) the database.
+    ///
+    /// # Errors
+    /// When SQLite cannot open or migrate it.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Self { conn })
+    }
+
+    /// # Errors
+    /// SQLite failures.
+    pub fn create_session(&self, id: &str, workspace: &str) -> Result<SessionState, StoreError> {
+        self.conn.execute(
+            "INSERT INTO sessions (id, workspace, created_at) VALUES (?1, ?2, ?3)",
+            params![id, workspace, now()],
+        )?;
+        self.conn.execute(
+            "INSERT INTO turns (session_id, turn, started_at) VALUES (?1, 1, ?2)",
+            params![id, now()],
+        )?;
+        Ok(SessionState {
+            id: id.to_string(),
+            turn: 1,
+            batch: 1,
+            invalid_in_a_row: 0,
+        })
+    }
+
+    /// # Errors
+    /// KA_SESSION_NOT_FOUND when there is no such session.
+    pub fn session(&self, id: &str) -> Result<SessionState, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT turn, batch, invalid_in_a_row FROM sessions WHERE id = ?1",
+                params![id],
+                |r| {
+                    Ok(SessionState {
+                        id: id.to_string(),
+                        turn: r.get(0)?,
+                        batch: r.get(1)?,
+                        invalid_in_a_row: r.get(2)?,
+                    })
+                },
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))
+    }
+
+    /// # Errors
+    /// SQLite failures.
+    pub fn save_position(&self, s: &SessionState) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE sessions SET turn = ?2, batch = ?3, invalid_in_a_row = ?4 WHERE id = ?1",
+            params![s.id, s.turn, s.batch, s.invalid_in_a_row],
+        )?;
+        Ok(())
+    }
+
+    /// Ends `turn` and opens the next one.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn end_turn(&self, session: &str, turn: u32, reason: &str) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
+            "UPDATE turns SET ended_at = ?3, end_reason = ?4 WHERE session_id = ?1 AND turn = ?2",
+            params![session, turn, now(), reason],
+        )?;
+        tx.execute(
+            "INSERT OR IGNORE INTO turns (session_id, turn, started_at) VALUES (?1, ?2, ?3)",
+            params![session, turn + 1, now()],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The stored batch with this id, if any.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn batch(&self, id: &str) -> Result<Option<StoredBatch>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT status, text, control FROM batches WHERE id = ?1",
+                params![id],
+                |r| {
+                    Ok(StoredBatch {
+                        status: r.get(0)?,
+                        text: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                        control: r.get(2)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Claims a batch before it runs. Returns false when the id is already stored.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn begin_batch(&self, id: &str, s: &SessionState) -> Result<bool, StoreError> {
+        let n = self.conn.execute(
+            "INSERT OR IGNORE INTO batches (id, session_id, turn, batch, created_at, status) VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
+            params![id, s.id, s.turn, s.batch, now()],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Stores a finished batch, its results and their audit entries, in one transaction.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn finish_batch(
+        &self,
+        id: &str,
+        session: &str,
+        status: &str,
+        text: &str,
+        control: Option<&str>,
+        results: &[CommandResult],
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
+            "UPDATE batches SET status = ?2, text = ?3, control = ?4 WHERE id = ?1",
+            params![id, status, text, control],
+        )?;
+        for r in results {
+            let (st, code, reason, exit, ms) = match &r.outcome {
+                Outcome::Ok {
+                    exit_code,
+                    duration_ms,
+                    ..
+                } => ("ok", None, None, *exit_code, *duration_ms),
+                Outcome::Error {
+                    code,
+                    reason,
+                    exit_code,
+                    duration_ms,
+                    ..
+                } => (
+                    "error",
+                    Some(code.as_str()),
+                    Some(reason.clone()),
+                    *exit_code,
+                    *duration_ms,
+                ),
+                Outcome::Skipped { reason } => {
+                    ("skipped", None, Some(reason.to_string()), None, None)
+                }
+            };
+            tx.execute(
+                "INSERT OR REPLACE INTO results (batch_id, number, command, target, status, code, reason, exit_code, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![id, r.number, r.kind.name(), r.target, st, code, reason, exit, ms.map(|m| i64::try_from(m).unwrap_or(i64::MAX))],
+            )?;
+            if st != "skipped" {
+                tx.execute(
+                    "INSERT INTO audit (at, session_id, batch_id, command, target, status, code) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![now(), session, id, r.kind.name(), r.target, st, code],
+                )?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The audit trail, oldest first (optionally one session's).
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn audit(&self, session: Option<&str>, limit: u32) -> Result<Vec<AuditEntry>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT at, session_id, batch_id, command, target, status, code FROM audit WHERE ?1 IS NULL OR session_id = ?1 ORDER BY id DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![session, limit], |r| {
+            Ok(AuditEntry {
+                at: r.get(0)?,
+                session: r.get(1)?,
+                batch: r.get(2)?,
+                command: r.get(3)?,
+                target: r.get(4)?,
+                status: r.get(5)?,
+                code: r.get(6)?,
+            })
+        })?;
+        let mut v: Vec<AuditEntry> = rows.collect::<Result<_, _>>()?;
+        v.reverse();
+        Ok(v)
+    }
+}
