@@ -88,7 +88,7 @@ impl Default for KeylessConfig {
             allow_list: Vec::new(),
             batch_failure_mode: BatchFailureMode::default(),
             timeout_seconds: 600,
-            network: true,
+            network: false,
             protected_branches: vec!["main".into(), "master".into(), "release/*".into()],
             auto_init: false,
             truncation_budget_seconds: 90,

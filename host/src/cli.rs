@@ -82,6 +82,18 @@ enum Cmd {
         #[arg(long)]
         batch: Option<String>,
     },
+    /// Internal: the Landlock wrapper that runs one command (`runcommand` starts it).
+    #[command(name = "__sandbox", hide = true)]
+    Sandbox {
+        #[arg(long = "write")]
+        write: Vec<PathBuf>,
+        #[arg(long)]
+        network: bool,
+        #[arg(long)]
+        probe: bool,
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
     /// Print the effective configuration and where each value comes from.
     Config {
         #[arg(long, default_value = ".")]
@@ -386,6 +398,14 @@ pub fn main() -> ExitCode {
         Cmd::Run(a) => run_replies(a),
         Cmd::Undo { workspace, batch } => crate::run_cli::undo_cmd(&workspace, batch.as_deref()),
         Cmd::Config { workspace } => show_config(&workspace),
+        Cmd::Sandbox {
+            write,
+            network,
+            probe,
+            command,
+        } => {
+            return crate::exec::sandbox::wrapper_main(write, network, probe, &command.join(" "));
+        }
         Cmd::Log {
             workspace,
             session,
@@ -648,6 +668,8 @@ fn run_replies(a: RunArgs) -> Result<ExitCode, HostError> {
         failure_mode: cfg.batch_failure_mode,
         timeout_seconds: cfg.timeout_seconds,
         git,
+        sandbox: std::env::current_exe().ok(),
+        network: cfg.network,
     };
     let prompter = crate::run_cli::TerminalPrompter {
         yes: a.yes,

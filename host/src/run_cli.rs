@@ -134,6 +134,10 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
         "session {session} (turn {}, batch {})",
         pos.turn, pos.batch
     );
+    if let Some(w) = &o.exec.sandbox {
+        let status = crate::exec::sandbox::probe(w, ws.root(), o.exec.network);
+        let _ = writeln!(out, "sandbox: {}", status.describe(o.exec.network));
+    }
     let _ = out.flush();
     let mut any_rejected = false;
     for (i, file) in o.replies.iter().enumerate() {

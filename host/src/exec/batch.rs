@@ -35,6 +35,11 @@ pub struct ExecSettings {
     /// Commands.TimeoutSeconds, unless a command sets `timeout=`.
     pub timeout_seconds: u32,
     pub git: GitSettings,
+    /// Confine runcommand with Landlock through this wrapper binary (normally keyless-host
+    /// itself); `None` runs commands unconfined.
+    pub sandbox: Option<std::path::PathBuf>,
+    /// Commands.Network: whether confined commands may use TCP.
+    pub network: bool,
 }
 
 impl Default for ExecSettings {
@@ -46,6 +51,8 @@ impl Default for ExecSettings {
             failure_mode: BatchFailureMode::default(),
             timeout_seconds: 600,
             git: GitSettings::default(),
+            sandbox: None,
+            network: false,
         }
     }
 }
@@ -233,7 +240,18 @@ impl Executor<'_> {
                 .unwrap_or(self.cfg.timeout_seconds),
         ));
         let max = self.cfg.settings.limits.max_command_output_chars as usize;
-        let out = match shell::run(line, self.ws.root(), timeout, max, |c| prompter.output(c)) {
+        let confine = self.cfg.sandbox.as_ref().map(|w| {
+            let mut write = vec![self.ws.root().to_path_buf()];
+            write.extend(super::sandbox::temp_dirs());
+            shell::Confinement {
+                wrapper: w.clone(),
+                write,
+                network: self.cfg.network,
+            }
+        });
+        let out = match shell::run(line, confine.as_ref(), self.ws.root(), timeout, max, |c| {
+            prompter.output(c)
+        }) {
             Ok(o) => o,
             Err(e) => {
                 return (

@@ -89,16 +89,44 @@ fn kill_group(pid: u32) {
 #[cfg(not(unix))]
 fn kill_group(_pid: u32) {}
 
-fn shell_command(line: &str) -> Command {
+/// How to confine a command: the host binary that acts as the Landlock wrapper, the folders it may
+/// write, and whether it may use the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confinement {
+    pub wrapper: std::path::PathBuf,
+    pub write: Vec<std::path::PathBuf>,
+    pub network: bool,
+}
+
+fn shell_command(line: &str, confine: Option<&Confinement>) -> Command {
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
-        let mut c = Command::new("/bin/sh");
-        c.arg("-c").arg(line).process_group(0);
+        let mut c = match confine {
+            Some(cf) => {
+                let mut c = Command::new(&cf.wrapper);
+                c.arg("__sandbox");
+                for w in &cf.write {
+                    c.arg("--write").arg(w);
+                }
+                if cf.network {
+                    c.arg("--network");
+                }
+                c.arg("--").arg(line);
+                c
+            }
+            None => {
+                let mut c = Command::new("/bin/sh");
+                c.arg("-c").arg(line);
+                c
+            }
+        };
+        c.process_group(0);
         c
     }
     #[cfg(not(unix))]
     {
+        let _ = confine;
         let mut c = Command::new("cmd");
         c.arg("/C").arg(line);
         c
@@ -111,13 +139,14 @@ fn shell_command(line: &str) -> Command {
 /// When the shell cannot be started.
 pub fn run(
     line: &str,
+    confine: Option<&Confinement>,
     cwd: &Path,
     timeout: Duration,
     max_output_chars: usize,
     mut on_output: impl FnMut(&str),
 ) -> std::io::Result<ShellOutput> {
     let start = Instant::now();
-    let mut child = shell_command(line)
+    let mut child = shell_command(line, confine)
         .current_dir(cwd)
         .env("KEYLESS", "1")
         .stdin(Stdio::null())
