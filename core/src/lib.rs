@@ -14,6 +14,7 @@
 pub mod check;
 pub mod config;
 pub mod diag;
+pub mod environment;
 pub mod keyless_json;
 pub mod message;
 pub mod parse;

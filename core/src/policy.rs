@@ -2125,6 +2125,24 @@ fn classify_at(line: &str, depth: u32) -> Classification {
     Classification { tier, segments }
 }
 
+/// The program of each segment of a command line (after `VAR=value` prefixes and paths).
+#[must_use]
+pub fn programs(line: &str) -> Vec<String> {
+    if line.chars().count() > MAX_ANALYSED_CHARS {
+        return Vec::new();
+    }
+    Lexer::new(line)
+        .segments()
+        .iter()
+        .filter_map(|seg| {
+            seg.words
+                .iter()
+                .find(|w| !is_assignment(&w.text))
+                .map(|w| base_program(&w.text))
+        })
+        .collect()
+}
+
 /// Splits and classifies a command line.
 #[must_use]
 pub fn classify(line: &str) -> Classification {

@@ -94,6 +94,11 @@ enum Cmd {
         #[arg(last = true)]
         command: Vec<String>,
     },
+    /// Check the configuration, workspace, git, sandbox and tools.
+    Doctor {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
     /// Print the effective configuration and where each value comes from.
     Config {
         #[arg(long, default_value = ".")]
@@ -370,6 +375,9 @@ struct PolicyArgs {
 
 #[derive(Debug, Args)]
 struct PromptArgs {
+    /// Include this workspace's environment snapshot (OS, shell, tools, .agent/snapshot scripts).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
     /// Commands.Mode the prompt describes.
@@ -398,6 +406,7 @@ pub fn main() -> ExitCode {
         Cmd::Run(a) => run_replies(a),
         Cmd::Undo { workspace, batch } => crate::run_cli::undo_cmd(&workspace, batch.as_deref()),
         Cmd::Config { workspace } => show_config(&workspace),
+        Cmd::Doctor { workspace } => crate::doctor::run(&workspace),
         Cmd::Sandbox {
             write,
             network,
@@ -670,6 +679,7 @@ fn run_replies(a: RunArgs) -> Result<ExitCode, HostError> {
         git,
         sandbox: std::env::current_exe().ok(),
         network: cfg.network,
+        missing_tools: Vec::new(),
     };
     let prompter = crate::run_cli::TerminalPrompter {
         yes: a.yes,
@@ -707,9 +717,15 @@ fn show_config(workspace: &std::path::Path) -> Result<ExitCode, HostError> {
 
 fn run_prompt(a: &PromptArgs) -> Result<ExitCode, HostError> {
     let settings = a.limits.settings()?;
+    let environment = a.workspace.as_ref().map(|w| {
+        let sandbox = std::env::current_exe()
+            .map(|exe| crate::exec::sandbox::probe(&exe, w, false).describe(false))
+            .unwrap_or_default();
+        crate::exec::snapshot::gather(w, sandbox).text()
+    });
     let ctx = PromptContext {
         mode: a.mode.into(),
-        environment: None,
+        environment,
     };
     let mut out = io::stdout().lock();
     writeln!(out, "{}", system_prompt(&settings, &ctx)).map_err(HostError::Write)?;

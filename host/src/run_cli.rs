@@ -121,6 +121,21 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
             .map_err(|e| store_err(&e))?,
     };
     let session = pos.id.clone();
+    let mut out = io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "session {session} (turn {}, batch {})",
+        pos.turn, pos.batch
+    );
+    let sandbox_text = match &o.exec.sandbox {
+        Some(w) => {
+            crate::exec::sandbox::probe(w, ws.root(), o.exec.network).describe(o.exec.network)
+        }
+        None => "off".to_string(),
+    };
+    let _ = writeln!(out, "sandbox: {sandbox_text}");
+    let snapshot = crate::exec::snapshot::gather(ws.root(), sandbox_text);
+    o.exec.missing_tools = snapshot.missing();
     let exec = Executor {
         ws: &ws,
         cfg: &o.exec,
@@ -128,16 +143,6 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
     };
     let limits = o.exec.settings.limits;
     let max_iterations = o.exec.settings.effective_iterations_per_turn();
-    let mut out = io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "session {session} (turn {}, batch {})",
-        pos.turn, pos.batch
-    );
-    if let Some(w) = &o.exec.sandbox {
-        let status = crate::exec::sandbox::probe(w, ws.root(), o.exec.network);
-        let _ = writeln!(out, "sandbox: {}", status.describe(o.exec.network));
-    }
     let _ = out.flush();
     let mut any_rejected = false;
     for (i, file) in o.replies.iter().enumerate() {

@@ -746,3 +746,73 @@ fn landlock_confines_writes_and_network() {
     assert!(text.contains("network allowed"), "{text}");
     assert!(!outside.join("x.txt").exists());
 }
+
+#[test]
+fn missing_tools_are_refused_before_starting() {
+    let fx = Fixture::new();
+    let r = reply(&[
+        block("runcommand", &[("CMD", "node -e 1")]),
+        block("runcommand", &[("CMD", "echo still here")]),
+    ]);
+    let f = fx.root.join("tools.txt");
+    std::fs::write(&f, &r).expect("write");
+    // With an empty PATH every probed tool is missing; /bin/sh is started by its full path.
+    let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args([
+            "run",
+            "--mode",
+            "auto",
+            "--failure-mode",
+            "continue",
+            "--workspace",
+        ])
+        .arg(fx.ws())
+        .arg(&f)
+        .env("PATH", fx.root.join("empty-path"))
+        .env("XDG_CONFIG_HOME", fx.root.join("config"))
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("code: KA_TOOL_MISSING\nreason: node is listed as Missing in the environment; the process was not started. Do not retry it."), "{text}");
+    assert!(text.contains("<<<OUTPUT\nstill here\nOUTPUT>>>"), "{text}");
+}
+
+#[test]
+fn doctor_and_snapshot_scripts() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let snap = ws.join(".agent").join("snapshot");
+    std::fs::create_dir_all(&snap).expect("dir");
+    std::fs::write(
+        snap.join("10-db.sh"),
+        "echo 'database: postgres 16 on 127.0.0.1:5432'\n",
+    )
+    .expect("write");
+    std::fs::write(snap.join("20-empty.sh"), "true\n").expect("write");
+    let (out, text) = host_in(&fx, &["prompt", "--workspace", ws.to_str().expect("utf8")]);
+    assert!(out.status.success());
+    assert!(text.contains("# Environment\nOS: "), "{text}");
+    assert!(
+        text.contains("10-db.sh:\ndatabase: postgres 16 on 127.0.0.1:5432"),
+        "{text}"
+    );
+    assert!(text.contains("20-empty.sh: KA_SNAPSHOT_MISSING"), "{text}");
+    let (out, text) = host_in(&fx, &["doctor", "--workspace", ws.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("ok    repository  branch feature; origin ../origin.git"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warn  snapshot    20-empty.sh: KA_SNAPSHOT_MISSING"),
+        "{text}"
+    );
+    std::fs::write(snap.join("30-broken.sh"), "echo oops >&2; exit 3\n").expect("write");
+    std::fs::write(ws.join("keyless.json"), "{ nope").expect("write");
+    let (out, text) = host_in(&fx, &["doctor", "--workspace", ws.to_str().expect("utf8")]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("FAIL  config      KA_CONFIG_INVALID"),
+        "{text}"
+    );
+}

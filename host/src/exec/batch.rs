@@ -40,6 +40,8 @@ pub struct ExecSettings {
     pub sandbox: Option<std::path::PathBuf>,
     /// Commands.Network: whether confined commands may use TCP.
     pub network: bool,
+    /// Tools the environment snapshot lists as missing (KA_TOOL_MISSING).
+    pub missing_tools: Vec<String>,
 }
 
 impl Default for ExecSettings {
@@ -53,6 +55,7 @@ impl Default for ExecSettings {
             git: GitSettings::default(),
             sandbox: None,
             network: false,
+            missing_tools: Vec::new(),
         }
     }
 }
@@ -233,6 +236,14 @@ impl Executor<'_> {
                 );
             }
             _ => {}
+        }
+        if let Some(tool) =
+            keyless_core::environment::missing_program(&self.cfg.missing_tools, line)
+        {
+            return (
+                Err(Failure::new(Code::ToolMissing, format!("{tool} is listed as Missing in the environment; the process was not started. Do not retry it."))),
+                tier,
+            );
         }
         let timeout = Duration::from_secs(u64::from(
             cmd.options

@@ -10,6 +10,7 @@ pub mod files;
 pub mod git;
 pub mod sandbox;
 pub mod shell;
+pub mod snapshot;
 pub mod workspace;
 
 use keyless_core::Code;

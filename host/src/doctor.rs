@@ -1,0 +1,196 @@
+//! `keyless-host doctor`: checks the configuration, the workspace, git, the sandbox and the tools,
+//! and says what to fix.
+
+use crate::cli::{load_config, HostError};
+use crate::exec::workspace::Workspace;
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+struct Report {
+    rows: Vec<(Level, &'static str, String)>,
+}
+
+impl Report {
+    fn add(&mut self, level: Level, check: &'static str, detail: impl Into<String>) {
+        self.rows.push((level, check, detail.into()));
+    }
+}
+
+/// Runs every check and prints one line each. Exit 1 when a check fails.
+///
+/// # Errors
+/// Only when the output cannot be written.
+pub fn run(workspace: &Path) -> Result<ExitCode, HostError> {
+    let mut r = Report { rows: Vec::new() };
+    let cfg = match load_config(workspace) {
+        Ok((cfg, files)) => {
+            let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+            r.add(
+                Level::Ok,
+                "config",
+                if names.is_empty() {
+                    "defaults (no keyless.json)".to_string()
+                } else {
+                    names.join(", ")
+                },
+            );
+            Some(cfg)
+        }
+        Err(e) => {
+            r.add(Level::Fail, "config", format!("{} {e}", e.code()));
+            None
+        }
+    };
+    let ws = match Workspace::open(workspace) {
+        Ok(ws) => {
+            match ws.agent_dir() {
+                Ok(dir) => match crate::store::Store::open(&dir.join("keyless.db")) {
+                    Ok(_) => r.add(
+                        Level::Ok,
+                        "workspace",
+                        format!(
+                            "{} (.agent writable, session database opens)",
+                            ws.root().display()
+                        ),
+                    ),
+                    Err(e) => r.add(Level::Fail, "workspace", format!("{} {e}", e.code())),
+                },
+                Err(e) => r.add(
+                    Level::Fail,
+                    "workspace",
+                    format!("KA_FILE_IO cannot create .agent: {e}"),
+                ),
+            }
+            Some(ws)
+        }
+        Err(e) => {
+            r.add(
+                Level::Fail,
+                "workspace",
+                format!("KA_FILE_IO {}: {e}", workspace.display()),
+            );
+            None
+        }
+    };
+    match std::process::Command::new("git").arg("--version").output() {
+        Ok(o) if o.status.success() => r.add(
+            Level::Ok,
+            "git",
+            String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        ),
+        _ => r.add(
+            Level::Warn,
+            "git",
+            "KA_GIT_NOT_INSTALLED: the git program is missing; @@commit can commit but not push",
+        ),
+    }
+    if let (Some(ws), Some(cfg)) = (&ws, &cfg) {
+        match git2::Repository::open(ws.root()) {
+            Ok(repo) => {
+                let branch = repo
+                    .head()
+                    .ok()
+                    .and_then(|h| h.shorthand().ok().map(str::to_string))
+                    .unwrap_or_else(|| "(unborn)".to_string());
+                let protected = cfg
+                    .protected_branches
+                    .iter()
+                    .any(|p| keyless_core::policy::pattern_matches(p, &branch));
+                let origin = repo
+                    .find_remote("origin")
+                    .ok()
+                    .and_then(|o| o.url().ok().map(str::to_string));
+                let level = if protected { Level::Warn } else { Level::Ok };
+                let mut d = format!("branch {branch}");
+                if protected {
+                    d.push_str(
+                        " is protected (KA_BRANCH_PROTECTED on @@commit; create a feature branch)",
+                    );
+                }
+                d.push_str(&match origin {
+                    Some(u) => format!("; origin {u}"),
+                    None => "; no origin remote (commits are not pushed)".into(),
+                });
+                r.add(level, "repository", d);
+            }
+            Err(_) if cfg.auto_init => r.add(
+                Level::Ok,
+                "repository",
+                "not a repository yet; Git.AutoInit creates it on the first @@commit",
+            ),
+            Err(_) => r.add(
+                Level::Warn,
+                "repository",
+                "KA_NOT_A_GIT_REPOSITORY: @@commit will fail (run git init, or set Git.AutoInit)",
+            ),
+        }
+        let sandbox = std::env::current_exe()
+            .map(|exe| crate::exec::sandbox::probe(&exe, ws.root(), cfg.network));
+        match sandbox {
+            Ok(s @ crate::exec::sandbox::SandboxStatus::Full) => {
+                r.add(Level::Ok, "sandbox", s.describe(cfg.network))
+            }
+            Ok(s) => r.add(Level::Warn, "sandbox", s.describe(cfg.network)),
+            Err(e) => r.add(
+                Level::Warn,
+                "sandbox",
+                format!("cannot find the keyless-host binary to probe: {e}"),
+            ),
+        }
+        let snap = crate::exec::snapshot::gather(ws.root(), String::new());
+        let found = snap.tools.iter().filter(|(_, v)| v.is_some()).count();
+        let missing = snap.missing();
+        r.add(
+            Level::Ok,
+            "tools",
+            format!(
+                "{found} found; missing (KA_TOOL_MISSING): {}",
+                if missing.is_empty() {
+                    "none".into()
+                } else {
+                    missing.join(", ")
+                }
+            ),
+        );
+        for (name, outcome) in &snap.scripts {
+            match outcome {
+                keyless_core::environment::ScriptOutcome::Output(_) => {
+                    r.add(Level::Ok, "snapshot", format!("{name} ran"))
+                }
+                keyless_core::environment::ScriptOutcome::Missing => r.add(
+                    Level::Warn,
+                    "snapshot",
+                    format!("{name}: KA_SNAPSHOT_MISSING (it printed nothing)"),
+                ),
+                keyless_core::environment::ScriptOutcome::Failed(why) => r.add(
+                    Level::Fail,
+                    "snapshot",
+                    format!("{name}: KA_SNAPSHOT_RUN_FAILED ({why})"),
+                ),
+            }
+        }
+    }
+    let mut out = io::stdout().lock();
+    for (level, check, detail) in &r.rows {
+        let tag = match level {
+            Level::Ok => "ok  ",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        };
+        writeln!(out, "{tag}  {check:<10}  {detail}").map_err(HostError::Write)?;
+    }
+    let worst = r.rows.iter().map(|(l, _, _)| *l).max().unwrap_or(Level::Ok);
+    Ok(if worst == Level::Fail {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,125 @@
+//! Gathers the environment snapshot: OS, shell, tool versions (probed in parallel, each with a
+//! short timeout), and the user's scripts in `.agent/snapshot/`.
+
+use super::shell;
+use keyless_core::environment::{EnvSnapshot, ScriptOutcome, PROBED_TOOLS};
+use std::path::Path;
+use std::time::Duration;
+
+/// A version line without terminal escapes, at most 60 characters.
+fn clean(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // Skip an ANSI sequence: ESC [ … letter.
+            if chars.peek() == Some(&'[') {
+                for n in chars.by_ref() {
+                    if n.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        if !c.is_control() {
+            out.push(c);
+        }
+    }
+    keyless_core::text::truncate_chars(out.trim(), 60)
+}
+
+fn probe_tool(tool: &str) -> Option<String> {
+    for arg in ["--version", "version"] {
+        let out = std::process::Command::new(tool)
+            .arg(arg)
+            .stdin(std::process::Stdio::null())
+            .output();
+        match out {
+            Err(_) => return None,
+            Ok(o) => {
+                let text = if o.stdout.is_empty() {
+                    o.stderr
+                } else {
+                    o.stdout
+                };
+                let line = String::from_utf8_lossy(&text)
+                    .lines()
+                    .map(clean)
+                    .find(|l| !l.is_empty());
+                if o.status.success() {
+                    return Some(line.unwrap_or_else(|| "installed".into()));
+                }
+            }
+        }
+    }
+    Some("installed".into())
+}
+
+/// Runs the snapshot scripts, in name order.
+fn scripts(workspace: &Path) -> Vec<(String, ScriptOutcome)> {
+    let dir = workspace.join(".agent").join("snapshot");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let line = format!("sh '{}'", p.display().to_string().replace('\'', "'\\''"));
+            let outcome = match shell::run(
+                &line,
+                None,
+                workspace,
+                Duration::from_secs(10),
+                4_000,
+                |_| {},
+            ) {
+                Err(e) => ScriptOutcome::Failed(format!("cannot run: {e}")),
+                Ok(o) if o.timed_out => ScriptOutcome::Failed("timed out after 10s".into()),
+                Ok(o) if o.exit_code != Some(0) => ScriptOutcome::Failed(format!(
+                    "exit code {}: {}",
+                    o.exit_code.map_or("none".into(), |c| c.to_string()),
+                    o.output.trim()
+                )),
+                Ok(o) if o.output.trim().is_empty() => ScriptOutcome::Missing,
+                Ok(o) => ScriptOutcome::Output(o.output),
+            };
+            (name, outcome)
+        })
+        .collect()
+}
+
+/// The snapshot for a workspace; `sandbox` is the sandbox status line.
+#[must_use]
+pub fn gather(workspace: &Path, sandbox: String) -> EnvSnapshot {
+    let handles: Vec<_> = PROBED_TOOLS
+        .iter()
+        .map(|t| (t.to_string(), std::thread::spawn(move || probe_tool(t))))
+        .collect();
+    let tools = handles
+        .into_iter()
+        .map(|(t, h)| (t, h.join().unwrap_or(None)))
+        .collect();
+    let shell = std::env::var("SHELL").map_or_else(
+        |_| "/bin/sh".to_string(),
+        |s| format!("{s} (commands run in /bin/sh)"),
+    );
+    EnvSnapshot {
+        os: std::env::consts::OS.to_string(),
+        arch: std::env::consts::ARCH.to_string(),
+        shell,
+        tools,
+        scripts: scripts(workspace),
+        sandbox,
+    }
+}
