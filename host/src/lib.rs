@@ -7,4 +7,5 @@ pub mod exec;
 pub mod piece_cli;
 pub mod run_cli;
 pub mod serve;
+pub mod session_flow;
 pub mod store;

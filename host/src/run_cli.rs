@@ -1,11 +1,11 @@
 //! `keyless-host run` and `keyless-host undo`.
 
 use crate::cli::HostError;
-use crate::exec::batch::{BatchOutcome, ExecSettings, Executor, Prompter};
+use crate::exec::batch::{ExecSettings, Executor, Prompter};
 use crate::exec::workspace::{undo, Workspace};
+use crate::session_flow;
 use crate::store::Store;
 use keyless_core::policy::Verdict;
-use keyless_core::Control;
 use std::collections::VecDeque;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -141,8 +141,6 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
         cfg: &o.exec,
         session: &session,
     };
-    let limits = o.exec.settings.limits;
-    let max_iterations = o.exec.settings.effective_iterations_per_turn();
     let _ = out.flush();
     let mut any_rejected = false;
     for (i, file) in o.replies.iter().enumerate() {
@@ -179,76 +177,29 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
                     stored.text
                 );
             }
-            if stored.control.as_deref() == Some("done") {
-                store
-                    .end_turn(&session, pos.turn, "done")
-                    .map_err(|e| store_err(&e))?;
-                pos.turn += 1;
-                pos.batch = 1;
-            } else {
-                pos.batch += 1;
-            }
-            store.save_position(&pos).map_err(|e| store_err(&e))?;
+            session_flow::skip_stored(&store, &mut pos, stored.control.as_deref())
+                .map_err(|e| store_err(&e))?;
             continue;
         }
         drop(out);
         let outcome = exec.execute(&text, pos.turn, pos.batch, &mut o.prompter);
         out = io::stdout().lock();
-        let (turn, batch) = (pos.turn, pos.batch);
-        let mut end_turn: Option<&str> = None;
-        match &outcome {
-            BatchOutcome::Rejected { correction } => {
-                any_rejected = true;
-                pos.invalid_in_a_row += 1;
-                store
-                    .finish_batch(&id, &session, "rejected", correction, None, &[])
-                    .map_err(|e| store_err(&e))?;
-                if pos.invalid_in_a_row >= limits.max_format_retries {
-                    let _ = writeln!(out, "turn {turn} stopped: {} invalid replies in a row (MaxFormatRetries = {}). The last reply, as received:\n{text}", pos.invalid_in_a_row, limits.max_format_retries);
-                    end_turn = Some("MaxFormatRetries");
-                } else {
-                    let _ = writeln!(out, "{correction}");
-                    pos.batch += 1;
-                }
-            }
-            BatchOutcome::Executed {
-                results,
-                control,
-                entries,
-            } => {
-                pos.invalid_in_a_row = 0;
-                let c = if *control == Control::Done {
-                    "done"
-                } else {
-                    "next"
-                };
-                store
-                    .finish_batch(&id, &session, "done", results, Some(c), entries)
-                    .map_err(|e| store_err(&e))?;
-                let _ = writeln!(out, "{results}");
-                if *control == Control::Done {
-                    let _ = writeln!(out, "turn {turn} done.");
-                    end_turn = Some("done");
-                } else if batch >= max_iterations {
-                    let _ = writeln!(
-                        out,
-                        "turn {turn} stopped: MaxIterationsPerTurn ({max_iterations}) reached."
-                    );
-                    end_turn = Some("MaxIterationsPerTurn");
-                } else {
-                    pos.batch += 1;
-                }
-            }
+        let turn = pos.turn;
+        let step = session_flow::record(&store, &id, &mut pos, &outcome, &o.exec.settings, &text)
+            .map_err(|e| store_err(&e))?;
+        if step.status == "rejected" {
+            any_rejected = true;
         }
-        if let Some(reason) = end_turn {
-            store
-                .end_turn(&session, turn, reason)
-                .map_err(|e| store_err(&e))?;
-            pos.turn += 1;
-            pos.batch = 1;
-            pos.invalid_in_a_row = 0;
+        let _ = writeln!(out, "{}", step.text);
+        if step.turn_ended == Some("done") {
+            let _ = writeln!(out, "turn {turn} done.");
+        } else if step.turn_ended == Some("MaxIterationsPerTurn") {
+            let _ = writeln!(
+                out,
+                "turn {turn} stopped: MaxIterationsPerTurn ({}) reached.",
+                o.exec.settings.effective_iterations_per_turn()
+            );
         }
-        store.save_position(&pos).map_err(|e| store_err(&e))?;
         let _ = writeln!(out);
     }
     let _ = writeln!(

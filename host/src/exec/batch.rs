@@ -23,6 +23,10 @@ pub trait Prompter {
     fn say(&mut self, message: &str);
     /// Live output of a running command.
     fn output(&mut self, _chunk: &str) {}
+    /// Whether the user asked to cancel the running command.
+    fn cancel_requested(&mut self) -> bool {
+        false
+    }
 }
 
 /// Everything that decides how a batch runs.
@@ -261,7 +265,10 @@ impl Executor<'_> {
             }
         });
         let out = match shell::run(line, confine.as_ref(), self.ws.root(), timeout, max, |c| {
-            prompter.output(c)
+            if !c.is_empty() {
+                prompter.output(c);
+            }
+            !prompter.cancel_requested()
         }) {
             Ok(o) => o,
             Err(e) => {
@@ -275,6 +282,16 @@ impl Executor<'_> {
             }
         };
         let ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
+        if out.cancelled {
+            let outcome = Outcome::Error {
+                code: Code::Cancelled,
+                reason: "cancelled by the user; the output so far is kept".into(),
+                exit_code: None,
+                duration_ms: Some(ms),
+                output: Some(out.output),
+            };
+            return (Ok(outcome), tier);
+        }
         let outcome = match (out.timed_out, out.exit_code) {
             (false, Some(0)) => Outcome::Ok {
                 exit_code: Some(0),

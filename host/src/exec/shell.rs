@@ -17,6 +17,8 @@ pub struct ShellOutput {
     /// Merged stdout and stderr, capped.
     pub output: String,
     pub timed_out: bool,
+    /// The user cancelled it; the output so far is kept.
+    pub cancelled: bool,
 }
 
 /// Decodes a byte stream as UTF-8 across chunk boundaries (invalid bytes become U+FFFD).
@@ -143,7 +145,7 @@ pub fn run(
     cwd: &Path,
     timeout: Duration,
     max_output_chars: usize,
-    mut on_output: impl FnMut(&str),
+    mut on_output: impl FnMut(&str) -> bool,
 ) -> std::io::Result<ShellOutput> {
     let start = Instant::now();
     let mut child = shell_command(line, confine)
@@ -165,12 +167,15 @@ pub fn run(
     let mut cap = OutputCap::new(max_output_chars);
     let deadline = start + timeout;
     let mut timed_out = false;
+    let mut cancelled = false;
     let mut status = None;
     let mut exited_at: Option<Instant> = None;
     loop {
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(chunk) => {
-                on_output(&chunk);
+                if !on_output(&chunk) && status.is_none() {
+                    cancelled = true;
+                }
                 cap.push(&chunk);
                 continue;
             }
@@ -179,7 +184,11 @@ pub fn run(
                     break;
                 }
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if !on_output("") && status.is_none() {
+                    cancelled = true;
+                }
+            }
         }
         if status.is_none() {
             status = child.try_wait()?;
@@ -188,6 +197,12 @@ pub fn run(
             }
         }
         let now = Instant::now();
+        if status.is_none() && cancelled {
+            kill_group(pid);
+            let _ = child.kill();
+            status = Some(child.wait()?);
+            exited_at = Some(now);
+        }
         if status.is_none() && now >= deadline {
             timed_out = true;
             kill_group(pid);
@@ -214,6 +229,7 @@ pub fn run(
         duration: start.elapsed(),
         output: cap.finish(),
         timed_out,
+        cancelled,
     })
 }
 

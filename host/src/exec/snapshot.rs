@@ -82,7 +82,7 @@ fn scripts(workspace: &Path) -> Vec<(String, ScriptOutcome)> {
                 workspace,
                 Duration::from_secs(10),
                 4_000,
-                |_| {},
+                |_| true,
             ) {
                 Err(e) => ScriptOutcome::Failed(format!("cannot run: {e}")),
                 Ok(o) if o.timed_out => ScriptOutcome::Failed("timed out after 10s".into()),
