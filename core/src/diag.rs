@@ -97,6 +97,7 @@ codes! {
     PieceUnknownTool => "KA_PIECE_UNKNOWN_TOOL", "a tool name that is dropped (unknown, or removed by edit: false)";
     PieceUnreachable => "KA_PIECE_UNREACHABLE", "a movement no rule leads to";
     PieceTransition => "KA_PIECE_TRANSITION", "a directive the current movement's rules do not allow";
+    Unauthorized => "KA_UNAUTHORIZED", "a host API request without a valid pairing token";
 }
 
 impl fmt::Display for Code {

@@ -99,6 +99,11 @@ enum Cmd {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
     },
+    /// Manage pairing with the extension: --reset revokes every token.
+    Pair {
+        #[arg(long)]
+        reset: bool,
+    },
     /// Print the effective configuration and where each value comes from.
     Config {
         #[arg(long, default_value = ".")]
@@ -207,6 +212,12 @@ struct ServeArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = crate::serve::DEFAULT_PORT)]
     port: u16,
+    /// The workspace the extension's sessions run in.
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Commands.Mode (default: keyless.json, else ask).
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -421,12 +432,8 @@ pub fn main() -> ExitCode {
             limit,
             json,
         } => crate::run_cli::log_cmd(&workspace, session.as_deref(), limit, json),
-        Cmd::Serve(a) => crate::serve::serve(a.port)
-            .map(|()| ExitCode::SUCCESS)
-            .map_err(|source| HostError::Bind {
-                port: a.port,
-                source,
-            }),
+        Cmd::Serve(a) => serve_cmd(a),
+        Cmd::Pair { reset } => pair_cmd(reset),
     };
     match result {
         Ok(code) => code,
@@ -634,8 +641,6 @@ fn run_policy(a: &PolicyArgs) -> Result<ExitCode, HostError> {
 }
 
 fn run_replies(a: RunArgs) -> Result<ExitCode, HostError> {
-    use crate::exec::batch::ExecSettings;
-    use crate::exec::git::GitSettings;
     let (mut cfg, _) = load_config(&a.workspace)?;
     a.limits.apply(&mut cfg)?;
     let src = "command line";
@@ -664,23 +669,7 @@ fn run_replies(a: RunArgs) -> Result<ExitCode, HostError> {
         cfg.set("Git.AutoInit", &serde_json::json!(true), src)?;
     }
     cfg.allow_list.extend(a.allow);
-    let git = GitSettings {
-        protected_branches: cfg.protected_branches.clone(),
-        auto_init: cfg.auto_init,
-        push: !a.no_push,
-        ..GitSettings::default()
-    };
-    let exec = ExecSettings {
-        settings: cfg.settings,
-        mode: cfg.mode,
-        allow: cfg.allow_list.clone(),
-        failure_mode: cfg.batch_failure_mode,
-        timeout_seconds: cfg.timeout_seconds,
-        git,
-        sandbox: std::env::current_exe().ok(),
-        network: cfg.network,
-        missing_tools: Vec::new(),
-    };
+    let exec = exec_settings(&cfg, !a.no_push);
     let prompter = crate::run_cli::TerminalPrompter {
         yes: a.yes,
         answers: a.answers.into(),
@@ -693,6 +682,66 @@ fn run_replies(a: RunArgs) -> Result<ExitCode, HostError> {
         prompter,
         session: a.session,
     })
+}
+
+/// The executor's settings from a loaded configuration.
+fn exec_settings(cfg: &KeylessConfig, push: bool) -> crate::exec::batch::ExecSettings {
+    crate::exec::batch::ExecSettings {
+        settings: cfg.settings,
+        mode: cfg.mode,
+        allow: cfg.allow_list.clone(),
+        failure_mode: cfg.batch_failure_mode,
+        timeout_seconds: cfg.timeout_seconds,
+        git: crate::exec::git::GitSettings {
+            protected_branches: cfg.protected_branches.clone(),
+            auto_init: cfg.auto_init,
+            push,
+            ..crate::exec::git::GitSettings::default()
+        },
+        sandbox: std::env::current_exe().ok(),
+        network: cfg.network,
+        missing_tools: Vec::new(),
+    }
+}
+
+fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
+    let (mut cfg, _) = load_config(&a.workspace)?;
+    if let Some(m) = a.mode {
+        cfg.set(
+            "Commands.Mode",
+            &serde_json::json!(Mode::from(m).as_str()),
+            "command line",
+        )?;
+    }
+    let pairings =
+        crate::pairing::Pairings::new(crate::pairing::Pairings::default_path().ok_or_else(
+            || HostError::Usage("no user config dir (set HOME or XDG_CONFIG_HOME)".into()),
+        )?);
+    let port = a.port;
+    crate::serve::serve(crate::serve::ServeOptions {
+        port,
+        workspace: a.workspace,
+        exec: exec_settings(&cfg, true),
+        pairings,
+    })
+    .map(|()| ExitCode::SUCCESS)
+    .map_err(|source| HostError::Bind { port, source })
+}
+
+fn pair_cmd(reset: bool) -> Result<ExitCode, HostError> {
+    let path = crate::pairing::Pairings::default_path().ok_or_else(|| {
+        HostError::Usage("no user config dir (set HOME or XDG_CONFIG_HOME)".into())
+    })?;
+    let p = crate::pairing::Pairings::new(path);
+    if !reset {
+        return Err(HostError::Usage("keyless-host pair --reset revokes every paired extension; pairing itself happens through the code `serve` prints".into()));
+    }
+    let n = p.reset().map_err(|source| HostError::Read {
+        path: p.path().display().to_string(),
+        source,
+    })?;
+    println!("revoked {n} paired extension(s) ({})", p.path().display());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn show_config(workspace: &std::path::Path) -> Result<ExitCode, HostError> {

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod doctor;
 pub mod exec;
+pub mod pairing;
 pub mod piece_cli;
 pub mod run_cli;
 pub mod serve;

@@ -1,44 +1,68 @@
-//! `keyless-host serve`: the localhost API. This first part serves the pure routes that need no
-//! workspace and no pairing (status, check, policy, prompt); executing batches comes with the
-//! session API.
+//! `keyless-host serve`: the localhost API the extension (and the user's scripts) talk to.
 //!
-//! Every request must name this server in its Host header (127.0.0.1 or localhost with our port),
-//! which defeats DNS rebinding. POST bodies must be `application/json` (no text/plain CSRF) and at
-//! most [`MAX_BODY_BYTES`].
+//! Safety, in order, on every request:
+//! 1. Host must be `127.0.0.1:<port>` or `localhost:<port>` (DNS rebinding);
+//! 2. every route but `POST /v1/pair` needs `Authorization: Bearer <token>`: a paired extension's
+//!    token, or the local token `serve` prints for scripts and the dashboard;
+//! 3. an `Origin`, when sent, must be exactly the token's `chrome-extension://<id>` (or this
+//!    server's own origin for the local token); a web page the user visits is refused;
+//! 4. POST bodies must be `application/json` (no text/plain CSRF) and at most [`MAX_BODY_BYTES`].
 
-use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, Query, State};
-use axum::http::{header, Request, StatusCode};
+use crate::exec::batch::{BatchOutcome, ExecSettings, Executor, Prompter};
+use crate::exec::workspace::Workspace;
+use crate::pairing::{constant_time_eq, valid_extension_id, Pairings};
+use crate::store::{Store, StoreError};
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Path as UrlPath, Query, State};
+use axum::http::{header, HeaderMap, Request, StatusCode};
 use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use keyless_core::check::check;
 use keyless_core::message::{system_prompt, PromptContext};
-use keyless_core::policy::decide;
+use keyless_core::policy::{decide, Verdict};
 use keyless_core::{Code, Limits, Mode, Pace, Settings};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::broadcast;
 
 /// Request bodies larger than this are refused (a maximal reply is 60,000 characters).
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 /// The default port.
 pub const DEFAULT_PORT: u16 = 7457;
+/// How long a confirmation or question waits for the user before it counts as declined.
+pub const PROMPT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// Errors of the HTTP layer, each with its KA_ code and HTTP status.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("the Host header must be 127.0.0.1:{0} or localhost:{0}")]
     BadHost(u16),
+    #[error("a pairing token is required (Authorization: Bearer …); pair the extension first")]
+    Unauthorized,
+    #[error("requests from origin {0} are not accepted")]
+    BadOrigin(String),
     #[error("request bodies must be JSON (Content-Type: application/json)")]
     NotJson,
     #[error("invalid request: {0}")]
     BadRequest(String),
     #[error("{0}")]
     Config(#[from] keyless_core::ConfigError),
+    #[error("no saved session \"{0}\"")]
+    SessionNotFound(String),
+    #[error("{0}")]
+    Conflict(String),
     #[error("no such route")]
     NotFound,
+    #[error("internal error; see the host's log")]
+    Internal(String),
 }
 
 #[derive(Debug, Serialize)]
@@ -50,11 +74,20 @@ struct ErrorBody {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = match &self {
-            ApiError::BadHost(_) => (StatusCode::FORBIDDEN, Code::CommandDenied),
+            ApiError::BadHost(_) | ApiError::BadOrigin(_) => {
+                (StatusCode::FORBIDDEN, Code::CommandDenied)
+            }
+            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, Code::Unauthorized),
             ApiError::NotJson => (StatusCode::UNSUPPORTED_MEDIA_TYPE, Code::ConfigInvalid),
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, Code::ConfigInvalid),
             ApiError::Config(e) => (StatusCode::UNPROCESSABLE_ENTITY, e.code()),
+            ApiError::SessionNotFound(_) => (StatusCode::NOT_FOUND, Code::SessionNotFound),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, Code::ConfigValidation),
             ApiError::NotFound => (StatusCode::NOT_FOUND, Code::ConfigInvalid),
+            ApiError::Internal(detail) => {
+                eprintln!("keyless-host: internal error: {detail}");
+                (StatusCode::INTERNAL_SERVER_ERROR, Code::Internal)
+            }
         };
         (
             status,
@@ -67,12 +100,277 @@ impl IntoResponse for ApiError {
     }
 }
 
-#[derive(Debug)]
-struct AppState {
-    port: u16,
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::SessionNotFound(id) => ApiError::SessionNotFound(id),
+            StoreError::Sqlite(e) => ApiError::Internal(e.to_string()),
+        }
+    }
 }
 
-/// Settings as a client sends them.
+/// A question waiting for the user.
+#[derive(Debug)]
+struct Pending {
+    session: String,
+    kind: &'static str,
+    text: String,
+    tier: Option<String>,
+    reason: Option<String>,
+    reply: std::sync::mpsc::Sender<Answer>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct Answer {
+    #[serde(default)]
+    approve: bool,
+    #[serde(default)]
+    answer: Option<String>,
+}
+
+/// What the server shares between requests and the blocking batch threads.
+#[derive(Debug)]
+pub struct Shared {
+    port: u16,
+    ws: Workspace,
+    exec: ExecSettings,
+    environment: String,
+    pairings: Pairings,
+    pairing_code: Mutex<Option<String>>,
+    local_token: String,
+    db: PathBuf,
+    workspace_lock: Arc<tokio::sync::Mutex<()>>,
+    events: broadcast::Sender<String>,
+    pending: Mutex<BTreeMap<u64, Pending>>,
+    next_prompt: AtomicU64,
+    cancel: Mutex<HashSet<String>>,
+}
+
+impl Shared {
+    fn emit(&self, event: &serde_json::Value) {
+        let _ = self.events.send(event.to_string());
+    }
+
+    fn store(&self) -> Result<Store, ApiError> {
+        Ok(Store::open(&self.db)?)
+    }
+
+    /// Waits (on a batch thread) for the user's answer to a pending prompt.
+    fn wait_for(
+        &self,
+        session: &str,
+        kind: &'static str,
+        text: &str,
+        verdict: Option<&Verdict>,
+    ) -> Option<Answer> {
+        let id = self.next_prompt.fetch_add(1, Ordering::Relaxed) + 1;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pending = Pending {
+            session: session.to_string(),
+            kind,
+            text: text.to_string(),
+            tier: verdict.map(|v| v.tier.to_string()),
+            reason: verdict.map(|v| v.reason.clone()),
+            reply: tx,
+        };
+        self.emit(&serde_json::json!({"type": "prompt", "id": id, "session": session, "kind": kind, "text": text, "tier": pending.tier, "reason": pending.reason}));
+        if let Ok(mut p) = self.pending.lock() {
+            p.insert(id, pending);
+        }
+        let answer = rx.recv_timeout(PROMPT_TIMEOUT).ok();
+        if let Ok(mut p) = self.pending.lock() {
+            p.remove(&id);
+        }
+        self.emit(&serde_json::json!({"type": "prompt_closed", "id": id, "session": session}));
+        answer
+    }
+}
+
+/// The batch thread's prompter: questions go to the API and the event stream.
+struct ServerPrompter {
+    shared: Arc<Shared>,
+    session: String,
+}
+
+impl Prompter for ServerPrompter {
+    fn confirm(&mut self, command: &str, verdict: &Verdict) -> bool {
+        self.shared
+            .wait_for(&self.session, "confirm", command, Some(verdict))
+            .is_some_and(|a| a.approve)
+    }
+    fn ask(&mut self, question: &str) -> Option<String> {
+        self.shared
+            .wait_for(&self.session, "ask", question, None)
+            .and_then(|a| a.answer)
+            .filter(|a| !a.trim().is_empty())
+    }
+    fn say(&mut self, message: &str) {
+        self.shared
+            .emit(&serde_json::json!({"type": "say", "session": self.session, "text": message}));
+    }
+    fn output(&mut self, chunk: &str) {
+        self.shared
+            .emit(&serde_json::json!({"type": "output", "session": self.session, "text": chunk}));
+    }
+    fn cancel_requested(&mut self) -> bool {
+        self.shared
+            .cancel
+            .lock()
+            .is_ok_and(|mut c| c.remove(&self.session))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Guard
+
+fn origin_ok(origin: Option<&str>, allowed: &[String]) -> bool {
+    origin.is_none_or(|o| allowed.iter().any(|a| a == o))
+}
+
+async fn guard(State(st): State<Arc<Shared>>, req: Request<Body>, next: Next) -> Response {
+    let headers = req.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let own = [
+        format!("127.0.0.1:{}", st.port),
+        format!("localhost:{}", st.port),
+    ];
+    if !own.iter().any(|a| a.eq_ignore_ascii_case(host)) {
+        return ApiError::BadHost(st.port).into_response();
+    }
+    if req.method() == axum::http::Method::POST {
+        let json = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return ApiError::NotJson.into_response();
+        }
+    }
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if req.uri().path() == "/v1/pair" {
+        // The pairing route checks the Origin against the extension id in the body.
+        return next.run(req).await;
+    }
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .unwrap_or("");
+    let allowed: Vec<String> = if !token.is_empty() && constant_time_eq(token, &st.local_token) {
+        own.iter().map(|h| format!("http://{h}")).collect()
+    } else if let Some(ext) = (!token.is_empty())
+        .then(|| st.pairings.verify(token))
+        .flatten()
+    {
+        vec![format!("chrome-extension://{ext}")]
+    } else {
+        return ApiError::Unauthorized.into_response();
+    };
+    if !origin_ok(origin.as_deref(), &allowed) {
+        return ApiError::BadOrigin(origin.unwrap_or_default()).into_response();
+    }
+    next.run(req).await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Routes
+
+/// Runs blocking work (SQLite, a batch) off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+}
+
+impl Shared {
+    fn pending(&self) -> Result<std::sync::MutexGuard<'_, BTreeMap<u64, Pending>>, ApiError> {
+        self.pending
+            .lock()
+            .map_err(|e| ApiError::Internal(e.to_string()))
+    }
+}
+
+fn json_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::BadRequest(e.to_string()))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PairIn {
+    code: String,
+    extension_id: String,
+}
+
+async fn pair(
+    State(st): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let input: PairIn = json_body(&body)?;
+    if !valid_extension_id(&input.extension_id) {
+        return Err(ApiError::BadRequest(
+            "extension_id must be a Chrome extension id (32 letters a-p)".into(),
+        ));
+    }
+    let want = format!("chrome-extension://{}", input.extension_id);
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if origin != want {
+        return Err(ApiError::BadOrigin(origin.to_string()));
+    }
+    let ok = {
+        let mut code = st
+            .pairing_code
+            .lock()
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        let matches = code.as_deref().is_some_and(|c| {
+            constant_time_eq(
+                &c.replace('-', "").to_ascii_uppercase(),
+                &input.code.replace('-', "").trim().to_ascii_uppercase(),
+            )
+        });
+        if matches {
+            // Single use.
+            *code = None;
+        }
+        matches
+    };
+    if !ok {
+        return Err(ApiError::Unauthorized);
+    }
+    let token = st
+        .pairings
+        .add(&input.extension_id)
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(
+        Json(serde_json::json!({ "token": token, "extension_id": input.extension_id }))
+            .into_response(),
+    )
+}
+
+async fn status(State(st): State<Arc<Shared>>) -> Json<serde_json::Value> {
+    Json(serde_json::json!({
+        "name": "keyless-host",
+        "version": env!("CARGO_PKG_VERSION"),
+        "api": "v1",
+        "workspace": st.ws.root().display().to_string(),
+        "mode": st.exec.mode.as_str(),
+        "pace": st.exec.settings.pace.as_str(),
+    }))
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct SettingsIn {
@@ -103,6 +401,12 @@ struct CheckIn {
     settings: SettingsIn,
 }
 
+async fn check_route(body: Bytes) -> Result<Response, ApiError> {
+    let input: CheckIn = json_body(&body)?;
+    let settings = input.settings.resolve()?;
+    Ok(Json(check(&input.reply, &settings)).into_response())
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PolicyIn {
@@ -113,46 +417,7 @@ struct PolicyIn {
     allow: Vec<String>,
 }
 
-#[derive(Debug, Deserialize)]
-struct PromptQuery {
-    pace: Option<String>,
-    mode: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct Status {
-    name: &'static str,
-    version: &'static str,
-    api: &'static str,
-    routes: &'static [&'static str],
-}
-
-async fn status() -> Json<Status> {
-    Json(Status {
-        name: "keyless-host",
-        version: env!("CARGO_PKG_VERSION"),
-        api: "v1",
-        routes: &[
-            "GET /v1/status",
-            "POST /v1/check",
-            "POST /v1/policy",
-            "GET /v1/prompt",
-        ],
-    })
-}
-
-/// Parses a JSON body, mapping every failure to a KA_ error.
-fn json_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::BadRequest(e.to_string()))
-}
-
-async fn check_route(body: axum::body::Bytes) -> Result<Response, ApiError> {
-    let input: CheckIn = json_body(&body)?;
-    let settings = input.settings.resolve()?;
-    Ok(Json(check(&input.reply, &settings)).into_response())
-}
-
-async fn policy_route(body: axum::body::Bytes) -> Result<Response, ApiError> {
+async fn policy_route(body: Bytes) -> Result<Response, ApiError> {
     let input: PolicyIn = json_body(&body)?;
     let mode = match input.mode {
         Some(m) => m.parse::<Mode>()?,
@@ -162,6 +427,12 @@ async fn policy_route(body: axum::body::Bytes) -> Result<Response, ApiError> {
         return Err(ApiError::BadRequest("the command line is empty".into()));
     }
     Ok(Json(decide(&input.command, mode, &input.allow)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+struct PromptQuery {
+    pace: Option<String>,
+    mode: Option<String>,
 }
 
 async fn prompt_route(Query(q): Query<PromptQuery>) -> Result<Response, ApiError> {
@@ -184,70 +455,317 @@ async fn prompt_route(Query(q): Query<PromptQuery>) -> Result<Response, ApiError
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct SessionIn {
+    /// Resume this session.
+    resume: Option<String>,
+}
+
+async fn create_session(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Response, ApiError> {
+    let input: SessionIn = if body.is_empty() {
+        SessionIn::default()
+    } else {
+        json_body(&body)?
+    };
+    let st2 = st.clone();
+    let pos = blocking(move || -> Result<_, ApiError> {
+        let store = st2.store()?;
+        Ok(match input.resume {
+            Some(id) => store.session(&id)?,
+            None => {
+                let id = format!(
+                    "s-{}",
+                    crate::pairing::random_hex(8).map_err(|e| ApiError::Internal(e.to_string()))?
+                );
+                store.create_session(&id, &st2.ws.root().display().to_string())?
+            }
+        })
+    })
+    .await?;
+    let prompt = system_prompt(
+        &st.exec.settings,
+        &PromptContext {
+            mode: st.exec.mode,
+            environment: Some(st.environment.clone()),
+        },
+    );
+    st.emit(&serde_json::json!({"type": "session", "session": pos.id, "turn": pos.turn, "batch": pos.batch}));
+    Ok(Json(serde_json::json!({ "session": pos.id, "turn": pos.turn, "batch": pos.batch, "prompt": prompt })).into_response())
+}
+
+async fn get_session(
+    State(st): State<Arc<Shared>>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    let out = blocking(move || -> Result<_, ApiError> {
+        let store = st.store()?;
+        let pos = store.session(&id)?;
+        let batches: Vec<serde_json::Value> = store
+            .batches(&id)?
+            .into_iter()
+            .map(|(bid, turn, batch, status, control)| serde_json::json!({"id": bid, "turn": turn, "batch": batch, "status": status, "control": control}))
+            .collect();
+        Ok(serde_json::json!({"session": pos.id, "turn": pos.turn, "batch": pos.batch, "batches": batches}))
+    })
+    .await?;
+    Ok(Json(out).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplyIn {
+    reply: String,
+    /// The turn and batch the client believes this reply is; a retry sends the same numbers.
+    #[serde(default)]
+    turn: Option<u32>,
+    #[serde(default)]
+    batch: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+struct ReplyOut {
+    batch_id: String,
+    turn: u32,
+    batch: u32,
+    /// "done" (executed), "rejected" (format correction), "interrupted" (stored as running).
+    status: String,
+    /// The text to send back to the chat.
+    text: String,
+    control: Option<String>,
+    turn_ended: Option<String>,
+    /// True when the answer comes from the store (a retry): nothing ran now.
+    stored: bool,
+    next_turn: u32,
+    next_batch: u32,
+}
+
+fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOut, ApiError> {
+    let store = st.store()?;
+    let mut pos = store.session(session)?;
+    let turn = input.turn.unwrap_or(pos.turn);
+    let batch = input.batch.unwrap_or(pos.batch);
+    let id = keyless_core::plan::batch_id(session, turn, batch, &input.reply);
+    if let Some(stored) = store.batch(&id)? {
+        return Ok(ReplyOut {
+            batch_id: id,
+            turn,
+            batch,
+            status: if stored.status == "running" {
+                "interrupted".into()
+            } else {
+                stored.status
+            },
+            text: stored.text,
+            control: stored.control,
+            turn_ended: None,
+            stored: true,
+            next_turn: pos.turn,
+            next_batch: pos.batch,
+        });
+    }
+    if (turn, batch) != (pos.turn, pos.batch) {
+        return Err(ApiError::Conflict(format!(
+            "the session is at turn {} batch {}, not turn {turn} batch {batch}",
+            pos.turn, pos.batch
+        )));
+    }
+    if !store.begin_batch(&id, &pos)? {
+        return Err(ApiError::Conflict(format!("batch {id} is already stored")));
+    }
+    st.emit(&serde_json::json!({"type": "batch_started", "session": session, "batch_id": id, "turn": turn, "batch": batch}));
+    let exec = Executor {
+        ws: &st.ws,
+        cfg: &st.exec,
+        session,
+    };
+    let mut prompter = ServerPrompter {
+        shared: st.clone(),
+        session: session.to_string(),
+    };
+    let outcome: BatchOutcome = exec.execute(&input.reply, turn, batch, &mut prompter);
+    let step = crate::session_flow::record(
+        &store,
+        &id,
+        &mut pos,
+        &outcome,
+        &st.exec.settings,
+        &input.reply,
+    )?;
+    st.emit(&serde_json::json!({"type": "batch_finished", "session": session, "batch_id": id, "status": step.status, "turn_ended": step.turn_ended}));
+    Ok(ReplyOut {
+        batch_id: id,
+        turn,
+        batch,
+        status: step.status.to_string(),
+        text: step.text,
+        control: step.control.map(str::to_string),
+        turn_ended: step.turn_ended.map(str::to_string),
+        stored: false,
+        next_turn: pos.turn,
+        next_batch: pos.batch,
+    })
+}
+
+async fn submit_reply(
+    State(st): State<Arc<Shared>>,
+    UrlPath(session): UrlPath<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let input: ReplyIn = json_body(&body)?;
+    // One batch at a time per workspace. The guard moves into the batch thread, so a client that
+    // disconnects does not release the workspace while its batch still runs.
+    let guard = st.workspace_lock.clone().lock_owned().await;
+    let st2 = st.clone();
+    let out = blocking(move || {
+        let _guard = guard;
+        run_reply(&st2, &session, &input)
+    })
+    .await?;
+    Ok(Json(out).into_response())
+}
+
+async fn cancel(
+    State(st): State<Arc<Shared>>,
+    UrlPath(session): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    if let Ok(mut c) = st.cancel.lock() {
+        c.insert(session.clone());
+    }
+    Ok(Json(serde_json::json!({"session": session, "cancel_requested": true})).into_response())
+}
+
+async fn list_prompts(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
+    let p = st.pending()?;
+    let list: Vec<serde_json::Value> = p
+        .iter()
+        .map(|(id, q)| serde_json::json!({"id": id, "session": q.session, "kind": q.kind, "text": q.text, "tier": q.tier, "reason": q.reason}))
+        .collect();
+    Ok(Json(list).into_response())
+}
+
+async fn answer_prompt(
+    State(st): State<Arc<Shared>>,
+    UrlPath(id): UrlPath<u64>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let answer: Answer = json_body(&body)?;
+    let p = st.pending()?;
+    let Some(q) = p.get(&id) else {
+        return Err(ApiError::NotFound);
+    };
+    let _ = q.reply.send(answer);
+    Ok(Json(serde_json::json!({"id": id, "answered": true})).into_response())
+}
+
+async fn events(
+    State(st): State<Arc<Shared>>,
+) -> Sse<impl futures_util::Stream<Item = Result<Event, std::convert::Infallible>>> {
+    let rx = st.events.subscribe();
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let event = match rx.recv().await {
+            Ok(msg) => Event::default().data(msg),
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                Event::default().event("lagged").data(n.to_string())
+            }
+            Err(broadcast::error::RecvError::Closed) => return None,
+        };
+        Some((Ok(event), rx))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
 async fn not_found() -> ApiError {
     ApiError::NotFound
 }
 
-/// Refuses requests whose Host is not this server, and POSTs that are not JSON.
-async fn guard(State(state): State<Arc<AppState>>, req: Request<Body>, next: Next) -> Response {
-    let host = req
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("");
-    let allowed = [
-        format!("127.0.0.1:{}", state.port),
-        format!("localhost:{}", state.port),
-    ];
-    if !allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
-        return ApiError::BadHost(state.port).into_response();
-    }
-    if req.method() == axum::http::Method::POST {
-        let json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-        if !json {
-            return ApiError::NotJson.into_response();
-        }
-    }
-    next.run(req).await
-}
-
-/// The router, for the real server and for in-process tests.
-pub fn router(port: u16) -> Router {
-    let state = Arc::new(AppState { port });
+/// The router for a shared state.
+pub fn router(st: Arc<Shared>) -> Router {
     Router::new()
+        .route("/v1/pair", post(pair))
         .route("/v1/status", get(status))
         .route("/v1/check", post(check_route))
         .route("/v1/policy", post(policy_route))
         .route("/v1/prompt", get(prompt_route))
+        .route("/v1/sessions", post(create_session))
+        .route("/v1/sessions/{id}", get(get_session))
+        .route("/v1/sessions/{id}/replies", post(submit_reply))
+        .route("/v1/sessions/{id}/cancel", post(cancel))
+        .route("/v1/confirmations", get(list_prompts))
+        .route("/v1/confirmations/{id}", post(answer_prompt))
+        .route("/v1/events", get(events))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(middleware::from_fn_with_state(state.clone(), guard))
-        .with_state(state)
+        .layer(middleware::from_fn_with_state(st.clone(), guard))
+        .with_state(st)
 }
 
-/// Binds 127.0.0.1:`port` (0 picks a free port), prints the address, and serves until Ctrl-C or
-/// SIGTERM.
+/// Options of `keyless-host serve`.
+#[derive(Debug)]
+pub struct ServeOptions {
+    pub port: u16,
+    pub workspace: PathBuf,
+    pub exec: ExecSettings,
+    pub pairings: Pairings,
+}
+
+/// Binds 127.0.0.1:`port` (0 picks a free port), prints the address, the pairing code and the
+/// local token, and serves until Ctrl-C or SIGTERM. A running batch finishes first.
 ///
 /// # Errors
-/// When the port cannot be bound.
-pub fn serve(port: u16) -> std::io::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
+/// When the port cannot be bound or the workspace opened.
+pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
+    let ws = Workspace::open(&o.workspace)?;
+    let db = ws.agent_dir()?.join("keyless.db");
+    Store::open(&db).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let sandbox = match &o.exec.sandbox {
+        Some(w) => {
+            crate::exec::sandbox::probe(w, ws.root(), o.exec.network).describe(o.exec.network)
+        }
+        None => "off".to_string(),
+    };
+    let snapshot = crate::exec::snapshot::gather(ws.root(), sandbox.clone());
+    o.exec.missing_tools = snapshot.missing();
+    let code = crate::pairing::pairing_code()?;
+    let local_token = crate::pairing::random_hex(32)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
+        let listener =
+            tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], o.port))).await?;
         let addr = listener.local_addr()?;
-        println!("keyless-host {} listening on http://{addr}", env!("CARGO_PKG_VERSION"));
-        println!("  status:  curl http://{addr}/v1/status");
-        println!("  check:   curl -H 'Content-Type: application/json' -d '{{\"reply\":\"@@next\\n@@end\\n@@eof\\n\"}}' http://{addr}/v1/check");
-        println!("Pairing with the Chrome extension and running batches arrive with the session API (see README.md, Status).");
+        let (events, _) = broadcast::channel(1024);
+        let st = Arc::new(Shared {
+            port: addr.port(),
+            ws,
+            exec: o.exec,
+            environment: snapshot.text(),
+            pairings: o.pairings,
+            pairing_code: Mutex::new(Some(code.clone())),
+            local_token: local_token.clone(),
+            db,
+            workspace_lock: Arc::new(tokio::sync::Mutex::new(())),
+            events,
+            pending: Mutex::new(BTreeMap::new()),
+            next_prompt: AtomicU64::new(0),
+            cancel: Mutex::new(HashSet::new()),
+        });
+        println!(
+            "keyless-host {} listening on http://{addr}",
+            env!("CARGO_PKG_VERSION")
+        );
+        println!("workspace: {}", st.ws.root().display());
+        println!("pairing code: {code}   (enter it in the keyless extension's popup; single use)");
+        println!("local token: {local_token}   (for scripts: Authorization: Bearer …)");
+        println!("sandbox: {sandbox}");
         println!("Press Ctrl-C to stop.");
-        axum::serve(listener, router(addr.port())).with_graceful_shutdown(shutdown_signal()).await
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        axum::serve(listener, router(st))
+            .with_graceful_shutdown(shutdown_signal())
+            .await
     })
 }
 

@@ -44,6 +44,9 @@ pub struct StoredBatch {
     pub control: Option<String>,
 }
 
+/// One stored batch of a session: (id, turn, batch, status, control).
+pub type BatchRow = (String, u32, u32, String, Option<String>);
+
 /// One audit entry.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AuditEntry {
@@ -256,6 +259,18 @@ impl Store {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// The session's batches, oldest first.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn batches(&self, session: &str) -> Result<Vec<BatchRow>, StoreError> {
+        let mut stmt = self.conn.prepare("SELECT id, turn, batch, status, control FROM batches WHERE session_id = ?1 ORDER BY rowid")?;
+        let rows = stmt.query_map(params![session], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// The audit trail, oldest first (optionally one session's).

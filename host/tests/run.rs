@@ -702,9 +702,22 @@ fn keyless_json_layers_and_errors() {
 #[test]
 fn landlock_confines_writes_and_network() {
     let fx = Fixture::new();
-    // Outside the workspace and outside the temp folders: the target dir.
-    let outside =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("outside-{}", std::process::id()));
+    // Outside the workspace and outside every temp folder (the checkout itself may be under /tmp).
+    let temps = [
+        std::env::temp_dir(),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+    ];
+    let base = [
+        std::env::var_os("HOME").map(PathBuf::from),
+        Some(PathBuf::from("/var/lib")),
+        Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| p.is_dir() && !temps.iter().any(|t| p.starts_with(t)))
+    .expect("a folder outside the temp folders");
+    let outside = base.join(format!(".keyless-landlock-test-{}", std::process::id()));
     std::fs::create_dir_all(&outside).expect("dir");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
     let port = listener.local_addr().expect("addr").port();
@@ -745,6 +758,7 @@ fn landlock_confines_writes_and_network() {
     assert!(text.contains("connected"), "{text}");
     assert!(text.contains("network allowed"), "{text}");
     assert!(!outside.join("x.txt").exists());
+    let _ = std::fs::remove_dir_all(&outside);
 }
 
 #[test]

@@ -1,54 +1,99 @@
-//! `keyless-host serve` over real sockets on 127.0.0.1:0.
-#![allow(clippy::expect_used)] // the Server helper fails the test loudly
+//! `keyless-host serve` over real sockets on 127.0.0.1:0, with a real workspace: pairing, every
+//! hostile request refused, sessions, exactly-once retries, serialized submits, confirmations,
+//! the event stream, cancel, and a restart in the middle of a session.
+#![allow(clippy::expect_used, clippy::panic)] // the helpers fail the test loudly
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const EXT: &str = "abcdefghijklmnopabcdefghijklmnop";
 
 struct Server {
     child: Child,
     port: u16,
+    code: String,
+    token: String,
+}
+
+fn spawn(workspace: &Path, config: &Path, extra: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["serve", "--port", "0", "--workspace"])
+        .arg(workspace)
+        .args(extra)
+        .env("XDG_CONFIG_HOME", config)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
+    let (mut port, mut code, mut token) = (0, String::new(), String::new());
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).expect("banner") == 0 {
+            panic!("serve exited early");
+        }
+        if let Some(a) = line
+            .strip_prefix("keyless-host ")
+            .and_then(|l| l.split("http://127.0.0.1:").nth(1))
+        {
+            port = a.trim().parse().expect("port");
+        } else if let Some(c) = line.strip_prefix("pairing code: ") {
+            code = c.split_whitespace().next().expect("code").to_string();
+        } else if let Some(t) = line.strip_prefix("local token: ") {
+            token = t.split_whitespace().next().expect("token").to_string();
+        } else if line.starts_with("Press Ctrl-C") {
+            break;
+        }
+    }
+    // Keep draining stdout so the server never blocks on a full pipe.
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        let _ = reader.read_to_string(&mut sink);
+    });
+    Server {
+        child,
+        port,
+        code,
+        token,
+    }
+}
+
+struct Req<'a> {
+    method: &'a str,
+    path: &'a str,
+    body: &'a [u8],
+    host: Option<&'a str>,
+    content_type: Option<&'a str>,
+    origin: Option<&'a str>,
+    token: Option<&'a str>,
 }
 
 impl Server {
-    fn start() -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
-            .args(["serve", "--port", "0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let mut first = String::new();
-        BufReader::new(child.stdout.as_mut().expect("stdout"))
-            .read_line(&mut first)
-            .expect("banner");
-        let addr = first.rsplit("http://").next().expect("address").trim();
-        assert!(addr.starts_with("127.0.0.1:"), "{first}");
-        let port = addr
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("port");
-        Server { child, port }
-    }
-
-    /// Sends one raw HTTP/1.1 request and returns (status, body).
-    fn request(
-        &self,
-        method: &str,
-        path: &str,
-        host: Option<&str>,
-        content_type: Option<&str>,
-        body: &[u8],
-    ) -> (u16, String) {
+    fn raw(&self, r: &Req<'_>) -> (u16, String) {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        let host = host.map_or_else(|| format!("127.0.0.1:{}", self.port), str::to_string);
-        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-        if let Some(ct) = content_type {
+        let host = r
+            .host
+            .map_or_else(|| format!("127.0.0.1:{}", self.port), str::to_string);
+        let mut head = format!(
+            "{} {} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            r.method,
+            r.path,
+            r.body.len()
+        );
+        if let Some(ct) = r.content_type {
             head.push_str(&format!("Content-Type: {ct}\r\n"));
+        }
+        if let Some(o) = r.origin {
+            head.push_str(&format!("Origin: {o}\r\n"));
+        }
+        if let Some(t) = r.token {
+            head.push_str(&format!("Authorization: Bearer {t}\r\n"));
         }
         head.push_str("\r\n");
         s.write_all(head.as_bytes()).expect("write");
-        let _ = s.write_all(body);
+        let _ = s.write_all(r.body);
         let mut out = Vec::new();
         let _ = s.read_to_end(&mut out);
         let text = String::from_utf8_lossy(&out).into_owned();
@@ -64,18 +109,62 @@ impl Server {
         (status, body)
     }
 
-    fn json(&self, path: &str, body: &str) -> (u16, serde_json::Value) {
-        let (status, text) = self.request(
-            "POST",
+    fn get(&self, path: &str) -> (u16, serde_json::Value) {
+        let (s, b) = self.raw(&Req {
+            method: "GET",
             path,
-            None,
-            Some("application/json"),
-            body.as_bytes(),
-        );
+            body: b"",
+            host: None,
+            content_type: None,
+            origin: None,
+            token: Some(&self.token),
+        });
         (
-            status,
-            serde_json::from_str(&text).unwrap_or(serde_json::Value::Null),
+            s,
+            serde_json::from_str(&b).unwrap_or(serde_json::Value::Null),
         )
+    }
+
+    fn post(&self, path: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+        self.post_as(path, body, &self.token, None)
+    }
+
+    fn post_as(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        token: &str,
+        origin: Option<&str>,
+    ) -> (u16, serde_json::Value) {
+        let b = body.to_string();
+        let (s, t) = self.raw(&Req {
+            method: "POST",
+            path,
+            body: b.as_bytes(),
+            host: None,
+            content_type: Some("application/json"),
+            origin,
+            token: Some(token),
+        });
+        (
+            s,
+            serde_json::from_str(&t).unwrap_or(serde_json::Value::Null),
+        )
+    }
+
+    fn session(&self) -> String {
+        let (s, v) = self.post("/v1/sessions", &serde_json::json!({}));
+        assert_eq!(s, 200, "{v}");
+        v["session"].as_str().expect("session").to_string()
+    }
+
+    fn reply(&self, session: &str, reply: &str) -> serde_json::Value {
+        let (s, v) = self.post(
+            &format!("/v1/sessions/{session}/replies"),
+            &serde_json::json!({ "reply": reply }),
+        );
+        assert_eq!(s, 200, "{v}");
+        v
     }
 }
 
@@ -86,14 +175,35 @@ impl Drop for Server {
     }
 }
 
-#[test]
-fn status_check_policy_prompt() {
-    let srv = Server::start();
-    let (status, body) = srv.request("GET", "/v1/status", None, None, b"");
-    assert_eq!(status, 200, "{body}");
-    let v: serde_json::Value = serde_json::from_str(&body).expect("json");
-    assert_eq!(v["name"], "keyless-host");
+struct Env {
+    _tmp: tempfile::TempDir,
+    ws: PathBuf,
+    config: PathBuf,
+}
 
+fn env() -> Env {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let config = tmp.path().join("config");
+    Env {
+        ws,
+        config,
+        _tmp: tmp,
+    }
+}
+
+fn run_cmd(cmd: &str) -> String {
+    format!("@@runcommand\n<<<CMD\n{cmd}\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n")
+}
+
+#[test]
+fn pure_routes_answer_like_the_cli() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &[]);
+    let (s, v) = srv.get("/v1/status");
+    assert_eq!(s, 200);
+    assert_eq!(v["name"], "keyless-host");
     let reply = std::fs::read_to_string(keyless_tests::corpus_dir().join("err_many_problems.txt"))
         .expect("reply");
     let expected: serde_json::Value = serde_json::from_str(
@@ -101,85 +211,425 @@ fn status_check_policy_prompt() {
             .expect("json"),
     )
     .expect("json");
-    let (status, v) = srv.json(
-        "/v1/check",
-        &serde_json::json!({ "reply": reply }).to_string(),
+    let (s, v) = srv.post("/v1/check", &serde_json::json!({ "reply": reply }));
+    assert_eq!(
+        (s, &v),
+        (200, &expected),
+        "the server answers exactly like check --json"
     );
-    assert_eq!(status, 200);
-    assert_eq!(v, expected, "the server answers exactly like check --json");
-
-    let (status, v) = srv.json("/v1/check", r#"{"reply":"@@mkdir a\n@@end\n@@mkdir b\n@@end\n@@next\n@@end\n@@eof\n","settings":{"pace":"Step"}}"#);
-    assert_eq!(status, 200);
-    assert_eq!(v["commands"][1]["run"], false);
-
-    let (status, v) = srv.json(
+    let (s, v) = srv.post(
         "/v1/policy",
-        r#"{"command":"git push --force","mode":"Auto"}"#,
+        &serde_json::json!({"command": "git push --force", "mode": "Auto"}),
     );
-    assert_eq!((status, v["decision"].as_str()), (200, Some("deny")));
-
-    let (status, text) = srv.request("GET", "/v1/prompt?pace=step", None, None, b"");
-    assert_eq!(status, 200);
-    assert!(text.contains("Pace is Step"));
+    assert_eq!((s, v["decision"].as_str()), (200, Some("deny")));
 }
 
 #[test]
-fn hostile_requests_are_refused_with_codes() {
-    let srv = Server::start();
-    // DNS rebinding: a foreign Host.
-    let (status, body) = srv.request("GET", "/v1/status", Some("evil.example:7457"), None, b"");
-    assert_eq!(status, 403);
-    assert!(body.contains("KA_COMMAND_DENIED"), "{body}");
-    // Right host name, wrong port.
-    let (status, _) = srv.request("GET", "/v1/status", Some("127.0.0.1:1"), None, b"");
-    assert_eq!(status, 403);
-    // text/plain bodies (the CSRF form a web page can send without CORS).
-    let (status, body) = srv.request(
-        "POST",
-        "/v1/check",
-        None,
-        Some("text/plain"),
-        br#"{"reply":"x"}"#,
-    );
-    assert_eq!(status, 415, "{body}");
-    // Malformed JSON, unknown fields, bad settings.
-    let (status, v) = srv.json("/v1/check", "{not json");
+fn pairing_binds_a_token_to_an_extension_origin() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &[]);
+    let origin = format!("chrome-extension://{EXT}");
+    let pair = |code: &str, origin: Option<&str>| {
+        let b = serde_json::json!({"code": code, "extension_id": EXT}).to_string();
+        srv.raw(&Req {
+            method: "POST",
+            path: "/v1/pair",
+            body: b.as_bytes(),
+            host: None,
+            content_type: Some("application/json"),
+            origin,
+            token: None,
+        })
+    };
     assert_eq!(
-        (status, v["code"].as_str()),
-        (400, Some("KA_CONFIG_INVALID"))
+        pair(&srv.code, Some("https://evil.example")).0,
+        403,
+        "a web page cannot pair"
     );
-    let (status, _) = srv.json("/v1/check", r#"{"reply":"x","surprise":1}"#);
-    assert_eq!(status, 400);
-    let (status, v) = srv.json(
-        "/v1/check",
-        r#"{"reply":"x","settings":{"limits":{"MaxCommandsPerResponse":0}}}"#,
-    );
+    assert_eq!(pair("WRONG-CODE", Some(&origin)).0, 401);
+    let (s, body) = pair(&srv.code, Some(&origin));
+    assert_eq!(s, 200, "{body}");
+    let token = serde_json::from_str::<serde_json::Value>(&body).expect("json")["token"]
+        .as_str()
+        .expect("token")
+        .to_string();
     assert_eq!(
-        (status, v["code"].as_str()),
-        (422, Some("KA_CONFIG_VALIDATION"))
+        pair(&srv.code, Some(&origin)).0,
+        401,
+        "the code is single use"
     );
-    // Oversized body.
+    // The token works from its extension, and only there.
+    let (s, _) = srv.post_as(
+        "/v1/check",
+        &serde_json::json!({"reply": "@@next\n@@end\n@@eof\n"}),
+        &token,
+        Some(&origin),
+    );
+    assert_eq!(s, 200);
+    let (s, v) = srv.post_as(
+        "/v1/check",
+        &serde_json::json!({"reply": "x"}),
+        &token,
+        Some("chrome-extension://ponmlkjihgfedcbaponmlkjihgfedcba"),
+    );
+    assert_eq!((s, v["code"].as_str()), (403, Some("KA_COMMAND_DENIED")));
+    let (s, v) = srv.post_as(
+        "/v1/check",
+        &serde_json::json!({"reply": "x"}),
+        &token,
+        Some("http://localhost:3000"),
+    );
+    assert_eq!((s, v["code"].as_str()), (403, Some("KA_COMMAND_DENIED")));
+    // The token is stored hashed with mode 0600; pair --reset revokes it.
+    let file = e.config.join("keyless").join("pairing.json");
+    assert!(!std::fs::read_to_string(&file)
+        .expect("pairing file")
+        .contains(&token));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&file).expect("meta").permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["pair", "--reset"])
+        .env("XDG_CONFIG_HOME", &e.config)
+        .output()
+        .expect("reset");
+    assert!(out.status.success());
+    let (s, v) = srv.post_as(
+        "/v1/check",
+        &serde_json::json!({"reply": "x"}),
+        &token,
+        Some(&origin),
+    );
+    assert_eq!((s, v["code"].as_str()), (401, Some("KA_UNAUTHORIZED")));
+}
+
+#[test]
+fn hostile_requests_are_refused_and_nothing_runs() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let session = srv.session();
+    let body = serde_json::json!({"reply": run_cmd("touch pwned.txt")}).to_string();
+    let path = format!("/v1/sessions/{session}/replies");
+    let base = Req {
+        method: "POST",
+        path: &path,
+        body: body.as_bytes(),
+        host: None,
+        content_type: Some("application/json"),
+        origin: None,
+        token: Some(&srv.token),
+    };
+    let lookalike = format!("http://127.0.0.1:{}.evil.example", srv.port);
+    let cases: Vec<(Req<'_>, u16)> = vec![
+        (
+            Req {
+                token: None,
+                ..base
+            },
+            401,
+        ),
+        (
+            Req {
+                token: Some("0000"),
+                ..base
+            },
+            401,
+        ),
+        (
+            Req {
+                host: Some("evil.example:7457"),
+                ..base
+            },
+            403,
+        ),
+        (
+            Req {
+                host: Some("127.0.0.1:1"),
+                ..base
+            },
+            403,
+        ),
+        (
+            Req {
+                origin: Some("https://evil.example"),
+                ..base
+            },
+            403,
+        ),
+        (
+            Req {
+                origin: Some(&lookalike),
+                ..base
+            },
+            403,
+        ),
+        (
+            Req {
+                content_type: Some("text/plain"),
+                ..base
+            },
+            415,
+        ),
+        (
+            Req {
+                body: b"{not json",
+                ..base
+            },
+            400,
+        ),
+        (
+            Req {
+                body: br#"{"reply":"x","surprise":1}"#,
+                ..base
+            },
+            400,
+        ),
+        (
+            Req {
+                path: "/v1/nope",
+                ..base
+            },
+            404,
+        ),
+    ];
+    for (i, (req, want)) in cases.iter().enumerate() {
+        let (s, b) = srv.raw(req);
+        assert_eq!(s, *want, "case {i}: {b}");
+        assert!(b.contains("\"code\":\"KA_"), "case {i}: {b}");
+    }
     let big = format!("{{\"reply\":\"{}\"}}", "a".repeat(2 << 20));
-    let (status, _) = srv.request(
-        "POST",
-        "/v1/check",
-        None,
-        Some("application/json"),
-        big.as_bytes(),
+    assert_eq!(
+        srv.raw(&Req {
+            body: big.as_bytes(),
+            ..base
+        })
+        .0,
+        413
     );
-    assert_eq!(status, 413);
-    // Unknown route.
-    let (status, body) = srv.request("GET", "/v1/nope", None, None, b"");
-    assert_eq!(status, 404);
-    assert!(body.contains("\"code\""), "{body}");
+    assert!(!e.ws.join("pwned.txt").exists(), "nothing executed");
+}
+
+#[test]
+fn a_retried_batch_runs_once_and_submits_are_serialized() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let session = srv.session();
+    let reply = run_cmd("echo x >> appended.txt");
+    let first = srv.reply(&session, &reply);
+    assert_eq!(
+        (first["status"].as_str(), first["stored"].as_bool()),
+        (Some("done"), Some(false)),
+        "{first}"
+    );
+    assert!(first["text"]
+        .as_str()
+        .expect("text")
+        .starts_with("[KEYLESSAGENT RESULTS] turn=1 batch=1"));
+    // The same POST again (same turn and batch): the stored answer, nothing runs.
+    for _ in 0..3 {
+        let (s, v) = srv.post(
+            &format!("/v1/sessions/{session}/replies"),
+            &serde_json::json!({"reply": reply, "turn": 1, "batch": 1}),
+        );
+        assert_eq!((s, v["stored"].as_bool()), (200, Some(true)), "{v}");
+        assert_eq!(v["text"], first["text"]);
+    }
+    assert_eq!(
+        std::fs::read_to_string(e.ws.join("appended.txt")).expect("read"),
+        "x\n"
+    );
+    // Two sessions submit at once: one batch at a time, never interleaved.
+    let (a, b) = (srv.session(), srv.session());
+    let loop_cmd = |tag: &str| {
+        run_cmd(&format!(
+            "for i in 1 2 3 4 5 6 7 8 9 10; do echo {tag}$i >> both.txt; sleep 0.02; done"
+        ))
+    };
+    let (ra, rb) = (loop_cmd("A"), loop_cmd("B"));
+    std::thread::scope(|s| {
+        let (srv, a, b, ra, rb) = (&srv, &a, &b, &ra, &rb);
+        let t1 = s.spawn(move || srv.reply(a, ra));
+        let t2 = s.spawn(move || srv.reply(b, rb));
+        t1.join().expect("a");
+        t2.join().expect("b");
+    });
+    let lines: Vec<String> = std::fs::read_to_string(e.ws.join("both.txt"))
+        .expect("read")
+        .lines()
+        .map(|l| l[..1].to_string())
+        .collect();
+    let switches = lines.windows(2).filter(|w| w[0] != w[1]).count();
+    assert_eq!((lines.len(), switches), (20, 1), "{lines:?}");
+    let (s, v) = srv.get(&format!("/v1/sessions/{session}"));
+    assert_eq!((s, v["batch"].as_u64()), (200, Some(2)), "{v}");
+}
+
+#[test]
+fn confirmations_events_and_cancel() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "ask"]);
+    let session = srv.session();
+    // Listen to the event stream.
+    let mut events = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    write!(
+        events,
+        "GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\n\r\n",
+        srv.port, srv.token
+    )
+    .expect("write");
+    events
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let collected = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = collected.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = events.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .expect("lock")
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let wait_prompt = || -> serde_json::Value {
+        let start = Instant::now();
+        loop {
+            let (_, v) = srv.get("/v1/confirmations");
+            if let Some(p) = v.as_array().and_then(|a| a.first()).cloned() {
+                return p;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "no confirmation appeared"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let (r1, r2, r3) = (
+        run_cmd("echo approved > ok.txt && echo done-output"),
+        run_cmd("echo nope > no.txt"),
+        run_cmd("echo started; sleep 30"),
+    );
+    std::thread::scope(|s| {
+        let (srv, session, wait_prompt) = (&srv, &session, &wait_prompt);
+        // Approve: a Risky command in Ask mode waits for the user.
+        let t = s.spawn(move || srv.reply(session, &r1));
+        let p = wait_prompt();
+        assert_eq!(
+            (p["kind"].as_str(), p["tier"].as_str()),
+            (Some("confirm"), Some("Risky")),
+            "{p}"
+        );
+        let (st, _) = srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({"approve": true}),
+        );
+        assert_eq!(st, 200);
+        let v = t.join().expect("reply");
+        assert!(
+            v["text"]
+                .as_str()
+                .expect("text")
+                .contains("status: ok | exit code: 0"),
+            "{v}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(e.ws.join("ok.txt")).expect("read"),
+            "approved\n"
+        );
+        // Decline.
+        let t = s.spawn(move || srv.reply(session, &r2));
+        let p = wait_prompt();
+        srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({"approve": false}),
+        );
+        let v = t.join().expect("reply");
+        assert!(
+            v["text"]
+                .as_str()
+                .expect("text")
+                .contains("code: KA_COMMAND_DECLINED"),
+            "{v}"
+        );
+        assert!(!e.ws.join("no.txt").exists());
+        // Cancel a long command: KA_CANCELLED with the output so far.
+        // (echo and sleep are ReadOnly: it runs without a confirmation.)
+        let t = s.spawn(move || srv.reply(session, &r3));
+        std::thread::sleep(Duration::from_millis(700));
+        let started = Instant::now();
+        srv.post(
+            &format!("/v1/sessions/{session}/cancel"),
+            &serde_json::json!({}),
+        );
+        let v = t.join().expect("reply");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let text = v["text"].as_str().expect("text");
+        assert!(
+            text.contains("code: KA_CANCELLED") && text.contains("<<<OUTPUT\nstarted\n"),
+            "{v}"
+        );
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let ev = collected.lock().expect("lock").clone();
+    for want in [
+        "\"type\":\"batch_started\"",
+        "\"type\":\"prompt\"",
+        "\"type\":\"output\"",
+        "done-output",
+        "\"type\":\"batch_finished\"",
+    ] {
+        assert!(
+            ev.contains(want),
+            "missing {want} in the event stream:\n{ev}"
+        );
+    }
+}
+
+#[test]
+fn a_restarted_host_resumes_the_session() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let session = srv.session();
+    srv.reply(&session, &run_cmd("echo one >> log.txt"));
+    drop(srv);
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let (s, v) = srv.post("/v1/sessions", &serde_json::json!({"resume": session}));
+    assert_eq!((s, v["batch"].as_u64()), (200, Some(2)), "{v}");
+    assert!(v["prompt"]
+        .as_str()
+        .expect("prompt")
+        .contains("# Environment"));
+    let v = srv.reply(&session, &run_cmd("echo two >> log.txt"));
+    assert!(
+        v["text"]
+            .as_str()
+            .expect("text")
+            .starts_with("[KEYLESSAGENT RESULTS] turn=1 batch=2"),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(e.ws.join("log.txt")).expect("read"),
+        "one\ntwo\n"
+    );
+    let (s, v) = srv.post("/v1/sessions", &serde_json::json!({"resume": "s-nope"}));
+    assert_eq!((s, v["code"].as_str()), (404, Some("KA_SESSION_NOT_FOUND")));
 }
 
 #[cfg(unix)]
 #[test]
 fn sigterm_shuts_down_gracefully() {
-    let mut srv = Server::start();
-    let (status, _) = srv.request("GET", "/v1/status", None, None, b"");
-    assert_eq!(status, 200);
+    let e = env();
+    let mut srv = spawn(&e.ws, &e.config, &[]);
+    assert_eq!(srv.get("/v1/status").0, 200);
     let killed = Command::new("kill")
         .args(["-TERM", &srv.child.id().to_string()])
         .status()
@@ -187,21 +637,16 @@ fn sigterm_shuts_down_gracefully() {
     assert!(killed.success());
     let status = srv.child.wait().expect("wait");
     assert!(status.success(), "{status}");
-    let mut rest = String::new();
-    srv.child
-        .stdout
-        .as_mut()
-        .expect("stdout")
-        .read_to_string(&mut rest)
-        .expect("read");
-    assert!(rest.contains("shutting down"), "{rest}");
 }
 
 #[test]
 fn port_in_use_is_a_clear_error() {
-    let srv = Server::start();
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &[]);
     let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
-        .args(["serve", "--port", &srv.port.to_string()])
+        .args(["serve", "--port", &srv.port.to_string(), "--workspace"])
+        .arg(&e.ws)
+        .env("XDG_CONFIG_HOME", &e.config)
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(2));

@@ -266,7 +266,7 @@ fn serve(extra: &[String]) -> Result {
     build()?;
     let host = root().join("target").join("release").join("keyless-host");
     println!(
-        "\nStarting keyless-host serve. The wasm package is in target/wasm-pkg.\nThe Chrome extension is not part of this build yet: see README.md (Status)."
+        "\nStarting keyless-host serve on this folder (pass --workspace DIR to choose another).\nThe wasm package is in target/wasm-pkg. The Chrome extension is not part of this build yet: see README.md (Status)."
     );
     run(Command::new(host).arg("serve").args(extra))
 }

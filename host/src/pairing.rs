@@ -1,0 +1,193 @@
+//! Pairing: `serve` prints a one-time code; the extension exchanges it for a long random token
+//! bound to its extension id. Only SHA-256 hashes of tokens are stored, in the user's config dir
+//! (`keyless/pairing.json`, mode 0600). `keyless-host pair --reset` revokes every token.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// A paired client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Client {
+    pub extension_id: String,
+    pub token_sha256: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct File {
+    clients: Vec<Client>,
+}
+
+/// Random bytes as lowercase hex.
+///
+/// # Errors
+/// When the OS has no randomness to give.
+pub fn random_hex(bytes: usize) -> std::io::Result<String> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A short pairing code such as `K7QM-2XD9` (no look-alike characters).
+///
+/// # Errors
+/// When the OS has no randomness to give.
+pub fn pairing_code() -> std::io::Result<String> {
+    const ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+    let mut buf = [0u8; 8];
+    getrandom::fill(&mut buf).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let chars: String = buf
+        .iter()
+        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+        .collect();
+    Ok(format!("{}-{}", &chars[..4], &chars[4..]))
+}
+
+#[must_use]
+pub fn hash(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Compares two strings in time independent of where they differ.
+#[must_use]
+pub fn constant_time_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// Whether an extension id looks like Chrome's: 32 letters a–p.
+#[must_use]
+pub fn valid_extension_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| (b'a'..=b'p').contains(&b))
+}
+
+/// The paired clients, kept on disk.
+#[derive(Debug, Clone)]
+pub struct Pairings {
+    path: PathBuf,
+}
+
+impl Pairings {
+    #[must_use]
+    pub fn new(path: PathBuf) -> Self {
+        Self { path }
+    }
+
+    /// `<user config dir>/keyless/pairing.json`.
+    #[must_use]
+    pub fn default_path() -> Option<PathBuf> {
+        crate::cli::user_config_path().map(|p| p.with_file_name("pairing.json"))
+    }
+
+    fn read(&self) -> File {
+        std::fs::read(&self.path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    fn write(&self, f: &File) -> std::io::Result<()> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let json = serde_json::to_vec_pretty(f).map_err(std::io::Error::other)?;
+        crate::exec::workspace::write_atomic(&self.path, &json)?;
+        set_private(&self.path)
+    }
+
+    /// Adds a client and returns its new token.
+    ///
+    /// # Errors
+    /// When the file cannot be written.
+    pub fn add(&self, extension_id: &str) -> std::io::Result<String> {
+        let token = random_hex(32)?;
+        let mut f = self.read();
+        f.clients.retain(|c| c.extension_id != extension_id);
+        f.clients.push(Client {
+            extension_id: extension_id.to_string(),
+            token_sha256: hash(&token),
+        });
+        self.write(&f)?;
+        Ok(token)
+    }
+
+    /// The extension id a token belongs to.
+    #[must_use]
+    pub fn verify(&self, token: &str) -> Option<String> {
+        let h = hash(token);
+        self.read()
+            .clients
+            .into_iter()
+            .find(|c| constant_time_eq(&c.token_sha256, &h))
+            .map(|c| c.extension_id)
+    }
+
+    /// Revokes every token.
+    ///
+    /// # Errors
+    /// When the file exists and cannot be removed.
+    pub fn reset(&self) -> std::io::Result<usize> {
+        let n = self.read().clients.len();
+        match std::fs::remove_file(&self.path) {
+            Ok(()) => Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(unix)]
+fn set_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}
+
+#[cfg(not(unix))]
+fn set_private(_path: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip_and_reset() {
+        let dir = std::env::temp_dir().join(format!("keyless-pair-{}", std::process::id()));
+        let p = Pairings::new(dir.join("pairing.json"));
+        let ext = "abcdefghijklmnopabcdefghijklmnop";
+        let token = p.add(ext).unwrap();
+        assert_eq!(token.len(), 64);
+        assert_eq!(p.verify(&token).as_deref(), Some(ext));
+        assert_eq!(p.verify("nope"), None);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(
+                std::fs::metadata(p.path()).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
+        assert!(
+            !std::fs::read_to_string(p.path()).unwrap().contains(&token),
+            "only the hash is stored"
+        );
+        assert_eq!(p.reset().unwrap(), 1);
+        assert_eq!(p.verify(&token), None);
+        let code = pairing_code().unwrap();
+        assert_eq!(code.len(), 9);
+        assert!(valid_extension_id(ext) && !valid_extension_id("xyz"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
