@@ -259,7 +259,13 @@ fn test() -> Result {
 
 fn bench() -> Result {
     run(cargo().args(["bench", "-p", "keyless-core", "--bench", "parse"]))?;
-    run(cargo().args(["bench", "-p", "keyless-core", "--bench", "piece"]))
+    run(cargo().args(["bench", "-p", "keyless-core", "--bench", "piece"]))?;
+    run(cargo().args(["bench", "-p", "keyless-host", "--bench", "batch"]))?;
+    run(cargo().args(["build", "--release", "-p", "keyless-host"]))?;
+    let host = root().join("target").join("release").join("keyless-host");
+    run(cargo()
+        .args(["bench", "-p", "keyless-host", "--bench", "load"])
+        .env("KEYLESS_HOST_BIN", host))
 }
 
 fn serve(extra: &[String]) -> Result {
