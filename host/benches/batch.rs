@@ -97,6 +97,7 @@ fn main() {
         ws: &ws,
         cfg: &cfg,
         session: "bench",
+        gate: None,
     };
     let rounds = 200;
     let replies: Vec<String> = (0..rounds).map(reply).collect();

@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod exec;
 pub mod pairing;
 pub mod piece_cli;
+pub mod pieces;
 pub mod run_cli;
 pub mod serve;
 pub mod session_flow;

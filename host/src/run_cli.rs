@@ -140,6 +140,7 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
         ws: &ws,
         cfg: &o.exec,
         session: &session,
+        gate: None,
     };
     let _ = out.flush();
     let mut any_rejected = false;
@@ -185,8 +186,16 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
         let outcome = exec.execute(&text, pos.turn, pos.batch, &mut o.prompter);
         out = io::stdout().lock();
         let turn = pos.turn;
-        let step = session_flow::record(&store, &id, &mut pos, &outcome, &o.exec.settings, &text)
-            .map_err(|e| store_err(&e))?;
+        let step = session_flow::record(
+            &store,
+            &id,
+            &mut pos,
+            &outcome,
+            &o.exec.settings,
+            &text,
+            false,
+        )
+        .map_err(|e| store_err(&e))?;
         if step.status == "rejected" {
             any_rejected = true;
         }

@@ -460,6 +460,63 @@ async fn prompt_route(Query(q): Query<PromptQuery>) -> Result<Response, ApiError
 struct SessionIn {
     /// Resume this session.
     resume: Option<String>,
+    /// Follow a piece, by name (see GET /v1/pieces).
+    piece: Option<String>,
+    /// Follow a piece given as YAML (validated strictly).
+    piece_yaml: Option<String>,
+}
+
+/// Loads and validates the piece a new session asks for.
+fn session_piece(
+    st: &Shared,
+    input: &SessionIn,
+) -> Result<Option<(String, keyless_core::piece::Piece)>, ApiError> {
+    use keyless_core::piece::{validate, Strictness};
+    let (yaml, mode) = match (&input.piece, &input.piece_yaml) {
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::BadRequest(
+                "give piece or piece_yaml, not both".into(),
+            ))
+        }
+        (Some(name), None) => {
+            let (yaml, _) = crate::pieces::lookup(st.ws.root(), name).ok_or_else(|| {
+                ApiError::BadRequest(format!("no piece named \"{name}\" (see GET /v1/pieces)"))
+            })?;
+            (yaml, Strictness::Lenient)
+        }
+        (None, Some(y)) => (y.clone(), Strictness::Strict),
+    };
+    let v = validate(&yaml, mode);
+    match v.piece {
+        Some(p) => Ok(Some((yaml, p))),
+        None => {
+            let first: Vec<String> = v
+                .errors
+                .iter()
+                .take(5)
+                .map(|f| {
+                    format!(
+                        "{} {} (line {}): {}",
+                        f.code,
+                        f.path,
+                        f.line.unwrap_or(0),
+                        f.message
+                    )
+                })
+                .collect();
+            Err(ApiError::BadRequest(format!(
+                "the piece is invalid: {}",
+                first.join("; ")
+            )))
+        }
+    }
+}
+
+async fn list_pieces(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
+    let list = blocking(move || Ok(crate::pieces::list(st.ws.root()))).await?;
+    let out: Vec<serde_json::Value> = list.into_iter().map(|(name, description, source)| serde_json::json!({"name": name, "description": description, "source": source})).collect();
+    Ok(Json(out).into_response())
 }
 
 async fn create_session(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Response, ApiError> {
@@ -469,29 +526,50 @@ async fn create_session(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Re
         json_body(&body)?
     };
     let st2 = st.clone();
-    let pos = blocking(move || -> Result<_, ApiError> {
+    let (pos, movement) = blocking(move || -> Result<_, ApiError> {
         let store = st2.store()?;
-        Ok(match input.resume {
-            Some(id) => store.session(&id)?,
-            None => {
-                let id = format!(
-                    "s-{}",
-                    crate::pairing::random_hex(8).map_err(|e| ApiError::Internal(e.to_string()))?
-                );
-                store.create_session(&id, &st2.ws.root().display().to_string())?
+        if let Some(id) = input.resume.clone() {
+            if input.piece.is_some() || input.piece_yaml.is_some() {
+                return Err(ApiError::BadRequest(
+                    "a resumed session keeps its piece; do not send one".into(),
+                ));
             }
-        })
+            let pos = store.session(&id)?;
+            let movement = piece_run(&store, &id)?.map(|r| r.movement_prompt());
+            return Ok((pos, movement));
+        }
+        let piece = session_piece(&st2, &input)?;
+        let id = format!(
+            "s-{}",
+            crate::pairing::random_hex(8).map_err(|e| ApiError::Internal(e.to_string()))?
+        );
+        let pos = store.create_session(&id, &st2.ws.root().display().to_string())?;
+        let movement = match piece {
+            Some((yaml, piece)) => {
+                let run = keyless_core::piece::run::PieceRun::start(piece);
+                let snap = serde_json::to_string(&run.snapshot())
+                    .map_err(|e| ApiError::Internal(e.to_string()))?;
+                store.set_piece(&id, &yaml, &snap)?;
+                Some(run.movement_prompt())
+            }
+            None => None,
+        };
+        Ok((pos, movement))
     })
     .await?;
-    let prompt = system_prompt(
+    let mut prompt = system_prompt(
         &st.exec.settings,
         &PromptContext {
             mode: st.exec.mode,
             environment: Some(st.environment.clone()),
         },
     );
+    if let Some(m) = &movement {
+        prompt.push_str("\n\n");
+        prompt.push_str(m);
+    }
     st.emit(&serde_json::json!({"type": "session", "session": pos.id, "turn": pos.turn, "batch": pos.batch}));
-    Ok(Json(serde_json::json!({ "session": pos.id, "turn": pos.turn, "batch": pos.batch, "prompt": prompt })).into_response())
+    Ok(Json(serde_json::json!({ "session": pos.id, "turn": pos.turn, "batch": pos.batch, "prompt": prompt, "piece": movement.is_some() })).into_response())
 }
 
 async fn get_session(
@@ -538,6 +616,8 @@ struct ReplyOut {
     stored: bool,
     next_turn: u32,
     next_batch: u32,
+    /// For a piece session: where the run stands after this batch.
+    piece: Option<serde_json::Value>,
 }
 
 fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOut, ApiError> {
@@ -562,6 +642,7 @@ fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOu
             stored: true,
             next_turn: pos.turn,
             next_batch: pos.batch,
+            piece: None,
         });
     }
     if (turn, batch) != (pos.turn, pos.batch) {
@@ -574,24 +655,50 @@ fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOu
         return Err(ApiError::Conflict(format!("batch {id} is already stored")));
     }
     st.emit(&serde_json::json!({"type": "batch_started", "session": session, "batch_id": id, "turn": turn, "batch": batch}));
+    let mut run = piece_run(&store, session)?;
+    let gate = run.as_ref().map(keyless_core::piece::run::PieceRun::tools);
     let exec = Executor {
         ws: &st.ws,
         cfg: &st.exec,
         session,
+        gate: gate.as_ref(),
     };
     let mut prompter = ServerPrompter {
         shared: st.clone(),
         session: session.to_string(),
     };
     let outcome: BatchOutcome = exec.execute(&input.reply, turn, batch, &mut prompter);
-    let step = crate::session_flow::record(
+    let (continue_turn, piece_note) = match run.as_mut() {
+        Some(r) => advance_piece(r, &outcome, &input.reply, &st.exec.settings),
+        None => (false, None),
+    };
+    let mut step = crate::session_flow::record(
         &store,
         &id,
         &mut pos,
         &outcome,
         &st.exec.settings,
         &input.reply,
+        continue_turn,
     )?;
+    if let Some(note) = piece_note {
+        step.text.push_str("\n\n");
+        step.text.push_str(&note);
+    }
+    let piece = match &run {
+        Some(r) => {
+            let snap = r.snapshot();
+            store.set_piece(
+                session,
+                &store.piece(session)?.map(|(y, _)| y).unwrap_or_default(),
+                &serde_json::to_string(&snap).unwrap_or_default(),
+            )?;
+            Some(
+                serde_json::json!({"state": snap.state, "movement": snap.current, "movement_runs": snap.movement_runs}),
+            )
+        }
+        None => None,
+    };
     st.emit(&serde_json::json!({"type": "batch_finished", "session": session, "batch_id": id, "status": step.status, "turn_ended": step.turn_ended}));
     Ok(ReplyOut {
         batch_id: id,
@@ -604,7 +711,91 @@ fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOu
         stored: false,
         next_turn: pos.turn,
         next_batch: pos.batch,
+        piece,
     })
+}
+
+/// The session's piece run, if it follows a piece; a run that has ended takes no more replies.
+fn piece_run(
+    store: &Store,
+    session: &str,
+) -> Result<Option<keyless_core::piece::run::PieceRun>, ApiError> {
+    use keyless_core::piece::run::{PieceRun, RunSnapshot, RunState};
+    let Some((yaml, state)) = store.piece(session)? else {
+        return Ok(None);
+    };
+    let piece = keyless_core::piece::validate(&yaml, keyless_core::piece::Strictness::Lenient)
+        .piece
+        .ok_or_else(|| ApiError::Internal("the stored piece no longer validates".into()))?;
+    let snap: RunSnapshot =
+        serde_json::from_str(&state).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let run = PieceRun::restore(piece, snap);
+    match run.state() {
+        RunState::Running { .. } => Ok(Some(run)),
+        RunState::Asking { movement } | RunState::WaitingForSubtasks { movement } => {
+            let mut run = run.clone();
+            let _ = movement;
+            run.resume();
+            Ok(Some(run))
+        }
+        ended => Err(ApiError::Conflict(format!(
+            "the piece run has ended ({ended:?}); start a new session"
+        ))),
+    }
+}
+
+/// Applies a batch's `@@done` to the piece. Returns whether the turn goes on, and the note (and the
+/// next movement's prompt) to append to the results.
+fn advance_piece(
+    run: &mut keyless_core::piece::run::PieceRun,
+    outcome: &BatchOutcome,
+    reply: &str,
+    settings: &Settings,
+) -> (bool, Option<String>) {
+    use keyless_core::piece::run::{Directive, RunState};
+    let BatchOutcome::Executed {
+        control: keyless_core::Control::Done,
+        ..
+    } = outcome
+    else {
+        return (false, None);
+    };
+    let parsed = keyless_core::parse(reply, &settings.limits);
+    let Some(directive) = parsed.reply.commands.iter().find_map(Directive::from_done) else {
+        return (false, None);
+    };
+    match run.apply(&directive) {
+        Ok(step) => match &step.state {
+            RunState::Running { .. } => {
+                let mut note = step
+                    .note
+                    .map(|n| format!("[KEYLESSAGENT PIECE] {n}\n"))
+                    .unwrap_or_default();
+                note.push_str(&run.movement_prompt());
+                (true, Some(note))
+            }
+            RunState::Complete => (false, Some("[KEYLESSAGENT PIECE] complete.".into())),
+            RunState::Aborted { reason } => (
+                false,
+                Some(format!("[KEYLESSAGENT PIECE] aborted: {reason}.")),
+            ),
+            RunState::Asking { .. } => (
+                true,
+                Some("[KEYLESSAGENT PIECE] waiting for the user's answer.".into()),
+            ),
+            RunState::WaitingForSubtasks { .. } => (
+                true,
+                Some("[KEYLESSAGENT PIECE] waiting for subtasks.".into()),
+            ),
+        },
+        Err(e) => (
+            true,
+            Some(format!(
+                "[KEYLESSAGENT PIECE] {} {e}. Choose one of those directives.",
+                e.code()
+            )),
+        ),
+    }
 }
 
 async fn submit_reply(
@@ -691,6 +882,7 @@ pub fn router(st: Arc<Shared>) -> Router {
         .route("/v1/sessions/{id}", get(get_session))
         .route("/v1/sessions/{id}/replies", post(submit_reply))
         .route("/v1/sessions/{id}/cancel", post(cancel))
+        .route("/v1/pieces", get(list_pieces))
         .route("/v1/confirmations", get(list_prompts))
         .route("/v1/confirmations/{id}", post(answer_prompt))
         .route("/v1/events", get(events))

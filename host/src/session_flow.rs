@@ -19,6 +19,7 @@ pub struct Step {
 }
 
 /// Stores the outcome of batch `id` and advances `pos` (already saved when this returns).
+/// `continue_turn` keeps a `@@done` from ending the turn (a piece moved on to its next movement).
 ///
 /// # Errors
 /// SQLite failures.
@@ -29,6 +30,7 @@ pub fn record(
     outcome: &BatchOutcome,
     settings: &Settings,
     raw_reply: &str,
+    continue_turn: bool,
 ) -> Result<Step, StoreError> {
     let limits = settings.limits;
     let max_iterations = settings.effective_iterations_per_turn();
@@ -71,7 +73,7 @@ pub fn record(
                 "next"
             };
             store.finish_batch(id, &session, "done", results, Some(c), entries)?;
-            let turn_ended = if *control == Control::Done {
+            let turn_ended = if *control == Control::Done && !continue_turn {
                 Some("done")
             } else if batch >= max_iterations {
                 Some("MaxIterationsPerTurn")

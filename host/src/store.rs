@@ -70,7 +70,7 @@ PRAGMA synchronous = FULL;
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY, workspace TEXT NOT NULL, created_at INTEGER NOT NULL,
     turn INTEGER NOT NULL DEFAULT 1, batch INTEGER NOT NULL DEFAULT 1,
-    invalid_in_a_row INTEGER NOT NULL DEFAULT 0);
+    invalid_in_a_row INTEGER NOT NULL DEFAULT 0, piece_yaml TEXT, piece_state TEXT);
 CREATE TABLE IF NOT EXISTS turns (
     session_id TEXT NOT NULL, turn INTEGER NOT NULL, started_at INTEGER NOT NULL,
     ended_at INTEGER, end_reason TEXT, PRIMARY KEY (session_id, turn));
@@ -101,6 +101,10 @@ impl Store {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.execute_batch(SCHEMA)?;
+        // Databases made before pieces: add the columns (an "already exists" error is fine).
+        for col in ["piece_yaml", "piece_state"] {
+            let _ = conn.execute(&format!("ALTER TABLE sessions ADD COLUMN {col} TEXT"), []);
+        }
         Ok(Self { conn })
     }
 
@@ -259,6 +263,39 @@ impl Store {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Attaches a piece (its YAML and run state) to a session.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn set_piece(&self, session: &str, yaml: &str, state: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE sessions SET piece_yaml = ?2, piece_state = ?3 WHERE id = ?1",
+            params![session, yaml, state],
+        )?;
+        Ok(())
+    }
+
+    /// The session's piece YAML and run state, if it follows a piece.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn piece(&self, session: &str) -> Result<Option<(String, String)>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT piece_yaml, piece_state FROM sessions WHERE id = ?1",
+                params![session],
+                |r| {
+                    Ok((
+                        r.get::<_, Option<String>>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                    ))
+                },
+            )
+            .optional()?
+            .and_then(|(y, s)| Some((y?, s?))))
     }
 
     /// The session's batches, oldest first.

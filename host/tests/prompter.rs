@@ -50,6 +50,7 @@ fn confirmations_and_questions_go_through_the_prompter() {
         ws: &ws,
         cfg: &cfg,
         session: "s",
+        gate: None,
     };
     let reply = "@@say\n<<<MSG\nhello\nMSG>>>\n@@end\n\
 @@runcommand\n<<<CMD\necho one > one.txt\nCMD>>>\n@@end\n\

@@ -656,3 +656,101 @@ fn port_in_use_is_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_piece_session_gates_commands_and_moves_through_movements() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let (s, v) = srv.get("/v1/pieces");
+    assert_eq!(s, 200);
+    let names: Vec<&str> = v
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"plan-implement-review") && names.contains(&"fix-loop"),
+        "{v}"
+    );
+    // The seed's SSH example is refused as piece_yaml, with the sentinel finding.
+    let seed = std::fs::read_to_string(
+        keyless_tests::corpus_dir()
+            .parent()
+            .expect("tests")
+            .join("pieces/err_seed_ssh_example.yaml"),
+    )
+    .expect("yaml");
+    let (s, v) = srv.post("/v1/sessions", &serde_json::json!({"piece_yaml": seed}));
+    assert_eq!(s, 400);
+    assert!(
+        v["message"]
+            .as_str()
+            .expect("msg")
+            .contains("KA_PIECE_SENTINEL"),
+        "{v}"
+    );
+
+    let (s, v) = srv.post(
+        "/v1/sessions",
+        &serde_json::json!({"piece": "plan-implement-review"}),
+    );
+    assert_eq!(s, 200, "{v}");
+    assert!(
+        v["prompt"]
+            .as_str()
+            .expect("prompt")
+            .contains("[KEYLESSAGENT MOVEMENT] plan (movement 1 of at most 12"),
+        "{v}"
+    );
+    let session = v["session"].as_str().expect("id").to_string();
+    // plan cannot write files, and runs only its listed commands.
+    let r = "@@runcommand on_error=continue\n<<<CMD\nls && rm -rf src\nCMD>>>\n@@end\n@@runcommand\n<<<CMD\nls\nCMD>>>\n@@end\n@@newfile a.txt\n<<<CONTENT\nx\nCONTENT>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    let v = srv.reply(&session, r);
+    let text = v["text"].as_str().expect("text");
+    assert!(
+        text.contains(
+            "code: KA_COMMAND_DENIED\nreason: @@newfile is not allowed in movement \"plan\""
+        ),
+        "{text}"
+    );
+    assert!(text.contains("reason: movement \"plan\": segment 2: \"rm -rf src\" is not in this movement's allowed_commands"), "{text}");
+    assert!(
+        text.contains("--- result 2/3 | #2 runcommand | ls ---\nstatus: ok"),
+        "{text}"
+    );
+    assert!(!e.ws.join("a.txt").exists());
+    // A refused transition keeps the turn and lists the allowed directives.
+    let v = srv.reply(&session, "@@done next=review\n@@end\n@@eof\n");
+    let text = v["text"].as_str().expect("text");
+    assert!(text.contains("[KEYLESSAGENT PIECE] KA_PIECE_TRANSITION movement \"plan\" has no rule leading to \"review\"; allowed: @@done next=implement"), "{text}");
+    assert_eq!(v["turn_ended"], serde_json::Value::Null);
+    // Moving on hands over the next movement, which may edit.
+    let v = srv.reply(&session, "@@done next=implement\n@@end\n@@eof\n");
+    assert!(
+        v["text"]
+            .as_str()
+            .expect("text")
+            .contains("[KEYLESSAGENT MOVEMENT] implement (movement 2"),
+        "{v}"
+    );
+    assert_eq!(v["piece"]["movement"], "implement");
+    let v = srv.reply(
+        &session,
+        "@@newfile a.txt\n<<<CONTENT\nx\nCONTENT>>>\n@@end\n@@done next=review\n@@end\n@@eof\n",
+    );
+    assert!(
+        v["text"].as_str().expect("text").contains("status: ok"),
+        "{v}"
+    );
+    assert_eq!(v["piece"]["movement"], "review");
+    let v = srv.reply(&session, "@@done\n@@end\n@@eof\n");
+    assert_eq!(v["turn_ended"], "done", "{v}");
+    assert_eq!(v["piece"]["state"]["state"], "complete", "{v}");
+    // A finished piece takes no more replies.
+    let (s, v) = srv.post(
+        &format!("/v1/sessions/{session}/replies"),
+        &serde_json::json!({"reply": "@@next\n@@end\n@@eof\n"}),
+    );
+    assert_eq!(s, 409, "{v}");
+}

@@ -14,11 +14,11 @@
 use super::tools::{effective, EffectiveTools};
 use super::{Movement, Piece, WAIT_SUBTASKS};
 use crate::reply::{Command, CommandKind, DoneStatus};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// Where a run stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum RunState {
     Running {
@@ -325,6 +325,54 @@ impl PieceRun {
         )
     }
 
+    /// The run's state without the piece, to store between requests.
+    #[must_use]
+    pub fn snapshot(&self) -> RunSnapshot {
+        RunSnapshot {
+            state: self.state.clone(),
+            current: self.movement().name.clone(),
+            movement_runs: self.movement_runs,
+            visited: self
+                .piece
+                .movements
+                .iter()
+                .zip(&self.visited)
+                .filter(|(_, v)| **v)
+                .map(|(m, _)| m.name.clone())
+                .collect(),
+            revisits: self
+                .piece
+                .movements
+                .iter()
+                .zip(&self.revisits)
+                .filter(|(_, r)| **r > 0)
+                .map(|(m, r)| (m.name.clone(), *r))
+                .collect(),
+            history: self.history.clone(),
+        }
+    }
+
+    /// Rebuilds a run of `piece` from a snapshot. Names the piece no longer has are ignored.
+    #[must_use]
+    pub fn restore(piece: Piece, snap: RunSnapshot) -> Self {
+        let mut run = PieceRun::start(piece);
+        if let Some(idx) = run.piece.movement_index(&snap.current) {
+            run.current = idx;
+        }
+        for (i, m) in run.piece.movements.iter().enumerate() {
+            run.visited[i] = snap.visited.contains(&m.name);
+            run.revisits[i] = snap
+                .revisits
+                .iter()
+                .find(|(n, _)| *n == m.name)
+                .map_or(0, |(_, r)| *r);
+        }
+        run.movement_runs = snap.movement_runs.max(1);
+        run.history = snap.history;
+        run.state = snap.state;
+        run
+    }
+
     /// The text that introduces the current movement to the model.
     #[must_use]
     pub fn movement_prompt(&self) -> String {
@@ -357,4 +405,15 @@ impl PieceRun {
         p.push_str("Reply in AgentScript v1 only.");
         p
     }
+}
+
+/// A stored piece run (see [`PieceRun::snapshot`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSnapshot {
+    pub state: RunState,
+    pub current: String,
+    pub movement_runs: u32,
+    pub visited: Vec<String>,
+    pub revisits: Vec<(String, u32)>,
+    pub history: Vec<String>,
 }

@@ -81,6 +81,8 @@ pub struct Executor<'a> {
     pub ws: &'a Workspace,
     pub cfg: &'a ExecSettings,
     pub session: &'a str,
+    /// The current piece movement's tools: commands outside them are KA_COMMAND_DENIED.
+    pub gate: Option<&'a keyless_core::piece::tools::EffectiveTools>,
 }
 
 impl std::fmt::Debug for dyn Prompter + '_ {
@@ -160,6 +162,9 @@ impl Executor<'_> {
         backup: &mut BatchBackup,
         prompter: &mut dyn Prompter,
     ) -> (Result<Outcome, Failure>, Option<keyless_core::policy::Tier>) {
+        if let Some(denied) = self.gate_refusal(cmd) {
+            return (Err(denied), None);
+        }
         let arg = cmd.argument.as_deref().unwrap_or("");
         let text = |name| cmd.section_text(name).unwrap_or("");
         let max_output = self.cfg.settings.limits.max_command_output_chars as usize;
@@ -210,6 +215,33 @@ impl Executor<'_> {
             }),
         };
         (r, None)
+    }
+
+    /// Why the current movement refuses this command, if it does.
+    fn gate_refusal(&self, cmd: &keyless_core::Command) -> Option<Failure> {
+        let gate = self.gate?;
+        if !gate.allows(cmd.kind) {
+            let allowed: Vec<&str> = gate.commands.iter().map(|k| k.name()).collect();
+            return Some(Failure::new(
+                Code::CommandDenied,
+                format!(
+                    "@@{} is not allowed in movement \"{}\" (allowed: {})",
+                    cmd.kind,
+                    gate.movement,
+                    allowed.join(", ")
+                ),
+            ));
+        }
+        if cmd.kind == CommandKind::RunCommand {
+            let line = cmd.section_text(SectionName::Cmd).unwrap_or("").trim();
+            if let Err(why) = gate.check_command_line(line) {
+                return Some(Failure::new(
+                    Code::CommandDenied,
+                    format!("movement \"{}\": {why}", gate.movement),
+                ));
+            }
+        }
+        None
     }
 
     fn run_command(
