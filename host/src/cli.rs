@@ -218,6 +218,9 @@ struct ServeArgs {
     /// Commands.Mode (default: keyless.json, else ask).
     #[arg(long, value_enum)]
     mode: Option<ModeArg>,
+    /// The built dashboard folder (default: `www` beside the binary's target folder).
+    #[arg(long)]
+    www: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -718,11 +721,20 @@ fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
             || HostError::Usage("no user config dir (set HOME or XDG_CONFIG_HOME)".into()),
         )?);
     let port = a.port;
+    // target/release/keyless-host → target/www, where cargo xtask build puts the dashboard.
+    let www = a.www.or_else(|| {
+        std::env::current_exe().ok().and_then(|e| {
+            e.parent()
+                .and_then(std::path::Path::parent)
+                .map(|t| t.join("www"))
+        })
+    });
     crate::serve::serve(crate::serve::ServeOptions {
         port,
         workspace: a.workspace,
         exec: exec_settings(&cfg, true),
         pairings,
+        www,
     })
     .map(|()| ExitCode::SUCCESS)
     .map_err(|source| HostError::Bind { port, source })

@@ -2,7 +2,7 @@
 
 use crate::cli::HostError;
 use crate::exec::batch::{ExecSettings, Executor, Prompter};
-use crate::exec::workspace::{undo, Workspace};
+use crate::exec::workspace::{undo_batch, Workspace};
 use crate::session_flow;
 use crate::store::Store;
 use keyless_core::policy::Verdict;
@@ -158,7 +158,10 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
             pos.turn,
             pos.batch
         );
-        if !store.begin_batch(&id, &pos).map_err(|e| store_err(&e))? {
+        if !store
+            .begin_batch(&id, &pos, &text)
+            .map_err(|e| store_err(&e))?
+        {
             // Exactly once: a stored batch is answered from the store, never run again.
             let stored =
                 store
@@ -258,7 +261,7 @@ pub fn undo_cmd(workspace: &Path, batch: Option<&str>) -> Result<ExitCode, HostE
         None => newest_batch(&ws)
             .ok_or_else(|| HostError::Usage("no batch backups in this workspace".into()))?,
     };
-    let restored = undo(&ws, &dir).map_err(|source| HostError::Read {
+    let restored = undo_batch(&ws, &dir).map_err(|source| HostError::Read {
         path: dir.display().to_string(),
         source,
     })?;
@@ -272,10 +275,6 @@ pub fn undo_cmd(workspace: &Path, batch: Option<&str>) -> Result<ExitCode, HostE
     for p in restored {
         let _ = writeln!(out, "  restored {p}");
     }
-    std::fs::rename(&dir, dir.with_extension("undone")).map_err(|source| HostError::Read {
-        path: dir.display().to_string(),
-        source,
-    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -144,6 +144,8 @@ pub struct Shared {
     pending: Mutex<BTreeMap<u64, Pending>>,
     next_prompt: AtomicU64,
     cancel: Mutex<HashSet<String>>,
+    /// The built dashboard (index.html, dashboard.js, dashboard.css), if any.
+    www: Option<PathBuf>,
 }
 
 impl Shared {
@@ -250,6 +252,11 @@ async fn guard(State(st): State<Arc<Shared>>, req: Request<Body>, next: Next) ->
             return ApiError::NotJson.into_response();
         }
     }
+    let path = req.uri().path();
+    if req.method() == axum::http::Method::GET && (path == "/" || path.starts_with("/assets/")) {
+        // The dashboard's own files hold no secrets; its data needs the token.
+        return next.run(req).await;
+    }
     let origin = headers
         .get(header::ORIGIN)
         .and_then(|v| v.to_str().ok())
@@ -258,12 +265,26 @@ async fn guard(State(st): State<Arc<Shared>>, req: Request<Body>, next: Next) ->
         // The pairing route checks the Origin against the extension id in the body.
         return next.run(req).await;
     }
+    // EventSource cannot send headers: the event stream also takes ?token=.
+    let query_token = (req.uri().path() == "/v1/events")
+        .then(|| {
+            req.uri()
+                .query()
+                .unwrap_or("")
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("token="))
+                .map(str::to_string)
+        })
+        .flatten();
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
-        .unwrap_or("");
+        .map(str::to_string)
+        .or(query_token)
+        .unwrap_or_default();
+    let token = token.as_str();
     let allowed: Vec<String> = if !token.is_empty() && constant_time_eq(token, &st.local_token) {
         own.iter().map(|h| format!("http://{h}")).collect()
     } else if let Some(ext) = (!token.is_empty())
@@ -651,7 +672,7 @@ fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOu
             pos.turn, pos.batch
         )));
     }
-    if !store.begin_batch(&id, &pos)? {
+    if !store.begin_batch(&id, &pos, &input.reply)? {
         return Err(ApiError::Conflict(format!("batch {id} is already stored")));
     }
     st.emit(&serde_json::json!({"type": "batch_started", "session": session, "batch_id": id, "turn": turn, "batch": batch}));
@@ -866,6 +887,127 @@ async fn events(
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
+async fn list_sessions(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
+    let rows = blocking(move || Ok(st.store()?.sessions()?)).await?;
+    let out: Vec<serde_json::Value> = rows
+        .into_iter()
+        .map(|(id, created_at, turn, batch, piece)| serde_json::json!({"session": id, "created_at": created_at, "turn": turn, "batch": batch, "piece": piece}))
+        .collect();
+    Ok(Json(out).into_response())
+}
+
+/// A batch: its reply, the parsed commands with their tiers, and the text the model received.
+async fn get_batch(
+    State(st): State<Arc<Shared>>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    let st2 = st.clone();
+    let d = blocking(move || st2.store()?.batch_detail(&id)?.ok_or(ApiError::NotFound)).await?;
+    let parsed = keyless_core::parse(&d.reply, &st.exec.settings.limits);
+    let commands: Vec<serde_json::Value> = parsed
+        .reply
+        .commands
+        .iter()
+        .map(|c| {
+            let tier = (c.kind == keyless_core::CommandKind::RunCommand)
+                .then(|| decide(c.section_text(keyless_core::SectionName::Cmd).unwrap_or(""), st.exec.mode, &st.exec.allow))
+                .map(|v| serde_json::json!({"tier": v.tier, "decision": v.decision, "reason": v.reason}));
+            serde_json::json!({"number": c.number, "command": c.kind.name(), "target": c.target(), "line": c.line, "policy": tier})
+        })
+        .collect();
+    Ok(Json(serde_json::json!({"session": d.session, "turn": d.turn, "batch": d.batch, "status": d.status, "control": d.control, "reply": d.reply, "text": d.text, "commands": commands})).into_response())
+}
+
+async fn undo_batch_route(
+    State(st): State<Arc<Shared>>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    let guard = st.workspace_lock.clone().lock_owned().await;
+    let st2 = st.clone();
+    let restored = blocking(move || {
+        let _guard = guard;
+        let d = st2.store()?.batch_detail(&id)?.ok_or(ApiError::NotFound)?;
+        let dir = st2
+            .ws
+            .root()
+            .join(".agent")
+            .join("backups")
+            .join(&d.session)
+            .join(format!("{}-{}", d.turn, d.batch));
+        if !dir.join("manifest.json").is_file() {
+            return Err(ApiError::Conflict(
+                "this batch changed no files, or it was undone already".into(),
+            ));
+        }
+        crate::exec::workspace::undo_batch(&st2.ws, &dir)
+            .map_err(|e| ApiError::Internal(e.to_string()))
+    })
+    .await?;
+    st.emit(&serde_json::json!({"type": "undone", "restored": restored}));
+    Ok(Json(serde_json::json!({"restored": restored})).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+struct AuditQuery {
+    session: Option<String>,
+    limit: Option<u32>,
+}
+
+async fn audit(
+    State(st): State<Arc<Shared>>,
+    Query(q): Query<AuditQuery>,
+) -> Result<Response, ApiError> {
+    let entries = blocking(move || {
+        Ok(st
+            .store()?
+            .audit(q.session.as_deref(), q.limit.unwrap_or(200).min(2_000))?)
+    })
+    .await?;
+    Ok(Json(entries).into_response())
+}
+
+/// The dashboard's files, with a strict CSP and no referrer (the token is in the page's URL).
+fn static_file(st: &Shared, name: &str) -> Result<Response, ApiError> {
+    let content_type = match name.rsplit('.').next() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        _ => return Err(ApiError::NotFound),
+    };
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
+        || name.starts_with('.')
+    {
+        return Err(ApiError::NotFound);
+    }
+    let dir = st.www.as_ref().ok_or(ApiError::NotFound)?;
+    let bytes = std::fs::read(dir.join(name)).map_err(|_| ApiError::NotFound)?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CONTENT_SECURITY_POLICY, "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+async fn dashboard_index(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
+    static_file(&st, "index.html")
+}
+
+async fn dashboard_asset(
+    State(st): State<Arc<Shared>>,
+    UrlPath(file): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    static_file(&st, &file)
+}
+
 async fn not_found() -> ApiError {
     ApiError::NotFound
 }
@@ -878,11 +1020,16 @@ pub fn router(st: Arc<Shared>) -> Router {
         .route("/v1/check", post(check_route))
         .route("/v1/policy", post(policy_route))
         .route("/v1/prompt", get(prompt_route))
-        .route("/v1/sessions", post(create_session))
+        .route("/v1/sessions", post(create_session).get(list_sessions))
         .route("/v1/sessions/{id}", get(get_session))
         .route("/v1/sessions/{id}/replies", post(submit_reply))
         .route("/v1/sessions/{id}/cancel", post(cancel))
         .route("/v1/pieces", get(list_pieces))
+        .route("/v1/batches/{id}", get(get_batch))
+        .route("/v1/batches/{id}/undo", post(undo_batch_route))
+        .route("/v1/audit", get(audit))
+        .route("/", get(dashboard_index))
+        .route("/assets/{file}", get(dashboard_asset))
         .route("/v1/confirmations", get(list_prompts))
         .route("/v1/confirmations/{id}", post(answer_prompt))
         .route("/v1/events", get(events))
@@ -899,6 +1046,8 @@ pub struct ServeOptions {
     pub workspace: PathBuf,
     pub exec: ExecSettings,
     pub pairings: Pairings,
+    /// The built dashboard folder (`target/www`).
+    pub www: Option<PathBuf>,
 }
 
 /// Binds 127.0.0.1:`port` (0 picks a free port), prints the address, the pairing code and the
@@ -943,6 +1092,7 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
             pending: Mutex::new(BTreeMap::new()),
             next_prompt: AtomicU64::new(0),
             cancel: Mutex::new(HashSet::new()),
+            www: o.www.filter(|d| d.join("index.html").is_file()),
         });
         println!(
             "keyless-host {} listening on http://{addr}",
@@ -952,6 +1102,10 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         println!("pairing code: {code}   (enter it in the keyless extension's popup; single use)");
         println!("local token: {local_token}   (for scripts: Authorization: Bearer …)");
         println!("sandbox: {sandbox}");
+        match &st.www {
+            Some(_) => println!("dashboard: http://{addr}/?token={local_token}"),
+            None => println!("dashboard: not built (cargo xtask build builds it)"),
+        }
         println!("Press Ctrl-C to stop.");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();

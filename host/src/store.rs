@@ -44,6 +44,21 @@ pub struct StoredBatch {
     pub control: Option<String>,
 }
 
+/// A stored batch with its reply and the text the model received.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BatchDetail {
+    pub session: String,
+    pub turn: u32,
+    pub batch: u32,
+    pub status: String,
+    pub reply: String,
+    pub text: String,
+    pub control: Option<String>,
+}
+
+/// One session in the list: (id, created_at, turn, batch, follows a piece).
+pub type SessionRow = (String, i64, u32, u32, bool);
+
 /// One stored batch of a session: (id, turn, batch, status, control).
 pub type BatchRow = (String, u32, u32, String, Option<String>);
 
@@ -105,6 +120,7 @@ impl Store {
         for col in ["piece_yaml", "piece_state"] {
             let _ = conn.execute(&format!("ALTER TABLE sessions ADD COLUMN {col} TEXT"), []);
         }
+        let _ = conn.execute("ALTER TABLE batches ADD COLUMN reply TEXT", []);
         Ok(Self { conn })
     }
 
@@ -200,12 +216,45 @@ impl Store {
     ///
     /// # Errors
     /// SQLite failures.
-    pub fn begin_batch(&self, id: &str, s: &SessionState) -> Result<bool, StoreError> {
+    pub fn begin_batch(&self, id: &str, s: &SessionState, reply: &str) -> Result<bool, StoreError> {
         let n = self.conn.execute(
-            "INSERT OR IGNORE INTO batches (id, session_id, turn, batch, created_at, status) VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
-            params![id, s.id, s.turn, s.batch, now()],
+            "INSERT OR IGNORE INTO batches (id, session_id, turn, batch, created_at, status, reply) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
+            params![id, s.id, s.turn, s.batch, now(), reply],
         )?;
         Ok(n == 1)
+    }
+
+    /// Every session, newest first: (id, created_at, turn, batch, follows a piece).
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        let mut stmt = self.conn.prepare("SELECT id, created_at, turn, batch, piece_yaml IS NOT NULL FROM sessions ORDER BY created_at DESC, rowid DESC LIMIT 200")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// One batch in full: (session, turn, batch, status, reply, text, control).
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn batch_detail(&self, id: &str) -> Result<Option<BatchDetail>, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT session_id, turn, batch, status, reply, text, control FROM batches WHERE id = ?1", params![id], |r| {
+                Ok(BatchDetail {
+                    session: r.get(0)?,
+                    turn: r.get(1)?,
+                    batch: r.get(2)?,
+                    status: r.get(3)?,
+                    reply: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                    text: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                    control: r.get(6)?,
+                })
+            })
+            .optional()?)
     }
 
     /// Stores a finished batch, its results and their audit entries, in one transaction.

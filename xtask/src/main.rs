@@ -138,6 +138,53 @@ fn ensure_wasm_bindgen() -> Result<PathBuf> {
     Ok(bin)
 }
 
+fn npm() -> Command {
+    let mut c = Command::new("npm");
+    c.current_dir(root());
+    c
+}
+
+/// `npm ci` when node_modules is missing or older than package-lock.json.
+fn ensure_node_modules() -> Result {
+    let lock = root().join("package-lock.json");
+    let marker = root().join("node_modules").join(".package-lock.json");
+    let fresh = match (
+        fs::metadata(&lock).and_then(|m| m.modified()),
+        fs::metadata(&marker).and_then(|m| m.modified()),
+    ) {
+        (Ok(l), Ok(m)) => m >= l,
+        _ => false,
+    };
+    if fresh {
+        return Ok(());
+    }
+    run(npm().args(["ci", "--no-audit", "--no-fund"]))
+}
+
+/// Type-checks and bundles the dashboard into target/www.
+fn build_www() -> Result {
+    ensure_node_modules()?;
+    run(npm().args(["run", "-s", "typecheck"]))?;
+    run(npm().args(["run", "-s", "build"]))
+}
+
+/// Debian's Chromium for the browser tests: installed with apt when missing and CI=true.
+fn ensure_chromium() -> Result<bool> {
+    let chromium = Path::new("/usr/bin/chromium");
+    if chromium.exists() {
+        return Ok(true);
+    }
+    if env::var("CI").as_deref() != Ok("true") {
+        println!("/usr/bin/chromium is missing: skipping the browser tests (install the Debian packages chromium and chromium-driver, or run with CI=true)");
+        return Ok(false);
+    }
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", "chromium", "chromium-driver"])
+        .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    Ok(chromium.exists())
+}
+
 /// Builds the wasm package with wasm-bindgen (`--target web`) into `target/wasm-pkg`, and the
 /// release host. Returns the package folder.
 fn build() -> Result<PathBuf> {
@@ -175,6 +222,7 @@ fn build() -> Result<PathBuf> {
     }
     let size = fs::metadata(&optimized).map(|m| m.len()).unwrap_or(0);
     println!("wasm package: {} ({} KiB)", pkg.display(), size / 1024);
+    build_www()?;
     run(cargo().args(["build", "--release", "-p", "keyless-host"]))?;
     Ok(pkg)
 }
@@ -250,6 +298,13 @@ fn test() -> Result {
     run(cargo().args(["build", "--manifest-path", "fuzz/Cargo.toml"]))?;
     let pkg = build()?;
     wasm_smoke_test(&pkg)?;
+    if ensure_chromium()? {
+        let host = root().join("target").join("release").join("keyless-host");
+        run(Command::new("node")
+            .args(["--test", "tests/browser/"])
+            .current_dir(root())
+            .env("KEYLESS_HOST_BIN", host))?;
+    }
     println!(
         "\nxtask test: everything passed in {:.0}s",
         start.elapsed().as_secs_f64()

@@ -253,6 +253,17 @@ impl BatchBackup {
     }
 }
 
+/// Restores a batch (see [`undo`]) and renames its backup folder to `*.undone`, so it cannot be
+/// undone twice.
+///
+/// # Errors
+/// When the backup cannot be read or restored.
+pub fn undo_batch(ws: &Workspace, backup_dir: &Path) -> io::Result<Vec<String>> {
+    let restored = undo(ws, backup_dir)?;
+    fs::rename(backup_dir, backup_dir.with_extension("undone"))?;
+    Ok(restored)
+}
+
 /// Restores a batch from its backup folder, newest change first. Returns the restored paths.
 ///
 /// # Errors

@@ -1,0 +1,93 @@
+// The dashboard in real Chromium, against a real keyless-host serve on 127.0.0.1:0.
+// Needs KEYLESS_HOST_BIN (cargo xtask test sets it) and /usr/bin/chromium.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, existsSync, readFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
+import { chromium } from "playwright-core";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const bin = process.env.KEYLESS_HOST_BIN ?? join(root, "target", "release", "keyless-host");
+const shots = join(root, "docs", "screenshots");
+
+function startHost(ws, config) {
+  const child = spawn(bin, ["serve", "--port", "0", "--mode", "ask", "--www", join(root, "target", "www"), "--workspace", ws], {
+    env: { ...process.env, XDG_CONFIG_HOME: config },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    const info = { child };
+    const rl = createInterface({ input: child.stdout });
+    rl.on("line", (line) => {
+      const port = line.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (port) info.port = Number(port[1]);
+      if (line.startsWith("local token: ")) info.token = line.split(/\s+/)[2];
+      if (line.startsWith("dashboard: ")) info.dashboard = line.slice("dashboard: ".length).trim();
+      if (line.startsWith("Press Ctrl-C")) resolve(info);
+    });
+    child.on("exit", (code) => reject(new Error(`serve exited ${code}`)));
+  });
+}
+
+async function api(host, path, body) {
+  const res = await fetch(`http://127.0.0.1:${host.port}${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: { Authorization: `Bearer ${host.token}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, json: await res.json() };
+}
+
+test("the dashboard shows batches, approves a confirmation, and looks right", async () => {
+  const ws = mkdtempSync(join(tmpdir(), "keyless-dash-ws-"));
+  execFileSync("git", ["init", "-q", ws]);
+  const host = await startHost(ws, mkdtempSync(join(tmpdir(), "keyless-dash-cfg-")));
+  assert.match(host.dashboard, /^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}$/);
+  const browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+  });
+  try {
+    const { json: s } = await api(host, "/v1/sessions", {});
+    const reply1 = "@@say\n<<<MSG\nAdding the greeting module.\nMSG>>>\n@@end\n@@newfile src/greet.rs\n<<<CONTENT\npub fn hello() -> &'static str {\n    \"hello\"\n}\nCONTENT>>>\n@@end\n@@runcommand\n<<<CMD\nls -la src\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    const r1 = await api(host, `/v1/sessions/${s.session}/replies`, { reply: reply1 });
+    assert.equal(r1.status, 200);
+    assert.equal(r1.json.status, "done");
+    // A Risky command waits for the user: submit without waiting.
+    const pending = api(host, `/v1/sessions/${s.session}/replies`, { reply: "@@runcommand\n<<<CMD\necho built > build.log && cat build.log\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n" });
+
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+    await page.goto(host.dashboard);
+    // The token leaves the address bar.
+    assert.equal(new URL(page.url()).search, "");
+    await page.getByText("Approve").waitFor({ timeout: 15000 });
+    await page.getByText("echo built > build.log && cat build.log").first().waitFor();
+    await page.locator(".conn.on").waitFor({ timeout: 10000 });
+    await page.locator(".batch .head", { hasText: "Turn 1 · Batch 1" }).click();
+    await page.locator(".results").first().waitFor();
+    mkdirSync(shots, { recursive: true });
+    await page.screenshot({ path: join(shots, "dashboard-pending.png"), fullPage: true });
+
+    await page.getByText("Approve").click();
+    const r2 = await pending;
+    assert.equal(r2.json.status, "done");
+    assert.match(r2.json.text, /status: ok \| exit code: 0/);
+    assert.equal(readFileSync(join(ws, "build.log"), "utf8"), "built\n");
+    await page.locator(".batch .head", { hasText: "Turn 1 · Batch 2" }).waitFor({ timeout: 10000 });
+    await page.getByText("Nothing is waiting for you.").waitFor();
+    await page.locator(".audit td", { hasText: "src/greet.rs" }).first().waitFor();
+    await page.screenshot({ path: join(shots, "dashboard.png"), fullPage: true });
+    assert.deepEqual(errors, []);
+    assert.ok(existsSync(join(ws, "src", "greet.rs")));
+  } finally {
+    await browser.close();
+    host.child.kill();
+  }
+});

@@ -1,0 +1,11 @@
+// Copies the dashboard's static files next to the bundle in target/www.
+import { copyFileSync, mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const out = join(here, "..", "target", "www");
+mkdirSync(out, { recursive: true });
+for (const f of ["index.html", "dashboard.css"]) {
+  copyFileSync(join(here, "dashboard", f), join(out, f));
+}

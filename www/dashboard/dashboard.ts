@@ -1,0 +1,323 @@
+// The keyless host dashboard: sessions, each batch's reply and results, live output, pending
+// confirmations, the audit log, and undo. It talks to the host's API with the local token that
+// `keyless-host serve` printed in the dashboard URL. All data is written with textContent.
+
+interface Session { session: string; created_at: number; turn: number; batch: number; piece: boolean }
+interface BatchRow { id: string; turn: number; batch: number; status: string; control: string | null }
+interface SessionDetail { session: string; turn: number; batch: number; batches: BatchRow[] }
+interface Policy { tier: string; decision: string; reason: string }
+interface Cmd { number: number; command: string; target: string; line: number; policy: Policy | null }
+interface BatchDetail { session: string; turn: number; batch: number; status: string; control: string | null; reply: string; text: string; commands: Cmd[] }
+interface Prompt { id: number; session: string; kind: "confirm" | "ask"; text: string; tier: string | null; reason: string | null }
+interface Audit { at: number; session: string; batch: string; command: string; target: string; status: string; code: string | null }
+interface Status { workspace: string; mode: string; pace: string; version: string }
+interface HostEvent { type: string; session?: string; text?: string; batch_id?: string; status?: string }
+
+const TOKEN_KEY = "keyless-dashboard-token";
+
+function takeToken(): string {
+  const url = new URL(window.location.href);
+  const fromUrl = url.searchParams.get("token");
+  if (fromUrl) {
+    sessionStorage.setItem(TOKEN_KEY, fromUrl);
+    url.searchParams.delete("token");
+    history.replaceState(null, "", url.pathname + url.search);
+  }
+  return sessionStorage.getItem(TOKEN_KEY) ?? "";
+}
+
+const token = takeToken();
+
+async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
+  const headers = new Headers(init.headers);
+  headers.set("Authorization", `Bearer ${token}`);
+  if (init.body !== undefined) headers.set("Content-Type", "application/json");
+  const res = await fetch(path, { ...init, headers });
+  const body = (await res.json()) as unknown;
+  if (!res.ok) {
+    const err = body as { code?: string; message?: string };
+    throw new Error(`${err.code ?? res.status} ${err.message ?? ""}`);
+  }
+  return body as T;
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", text = ""): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text) e.textContent = text;
+  return e;
+}
+
+function byId<T extends HTMLElement>(id: string): T {
+  const e = document.getElementById(id);
+  if (!e) throw new Error(`missing #${id}`);
+  return e as T;
+}
+
+function notice(text: string): void {
+  let n = document.querySelector<HTMLDivElement>(".notice");
+  if (!n) {
+    n = el("div", "notice");
+    document.body.append(n);
+  }
+  n.textContent = text;
+  n.classList.add("show");
+  window.setTimeout(() => n?.classList.remove("show"), 3000);
+}
+
+const state = {
+  selected: "" as string,
+  open: new Set<string>(),
+  runningSession: "" as string,
+  runningSince: 0,
+};
+
+function time(secs: number): string {
+  return new Date(secs * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function loadStatus(): Promise<void> {
+  const s = await api<Status>("/v1/status");
+  const meta = byId("meta");
+  meta.replaceChildren(
+    el("span", "chip", s.workspace),
+    el("span", "chip", `mode ${s.mode}`),
+    el("span", "chip", `pace ${s.pace}`),
+    el("span", "chip", `v${s.version}`),
+  );
+}
+
+async function loadSessions(): Promise<void> {
+  const list = await api<Session[]>("/v1/sessions");
+  if (!state.selected && list[0]) state.selected = list[0].session;
+  const ul = byId("sessions");
+  ul.replaceChildren(
+    ...list.map((s) => {
+      const li = el("li", s.session === state.selected ? "sel" : "");
+      const top = el("div", "id", s.session);
+      if (s.piece) top.append(" ", el("span", "chip piece", "piece"));
+      li.append(top, el("div", "sub", `turn ${s.turn} · batch ${s.batch} · ${time(s.created_at)}`));
+      li.addEventListener("click", () => {
+        state.selected = s.session;
+        void refresh();
+      });
+      return li;
+    }),
+  );
+  if (list.length === 0) ul.append(el("li", "sub", "No sessions yet. Start one from the extension."));
+}
+
+function resultsView(text: string): HTMLPreElement {
+  const pre = el("pre", "results");
+  for (const line of text.split("\n")) {
+    let cls = "";
+    if (line.startsWith("--- ") || line.startsWith("[KEYLESSAGENT") || line.startsWith("[END")) cls = "h";
+    else if (line.startsWith("status: ok")) cls = "ok";
+    else if (line.startsWith("status: error") || line.startsWith("reason:")) cls = "err";
+    else if (line.startsWith("status: skipped")) cls = "skip";
+    else if (line.startsWith("verified:")) cls = "ver";
+    pre.append(el("span", cls, `${line}\n`));
+  }
+  return pre;
+}
+
+async function batchBody(id: string): Promise<HTMLDivElement> {
+  const d = await api<BatchDetail>(`/v1/batches/${id}`);
+  const body = el("div", "body");
+  if (d.commands.length > 0) {
+    const table = el("table", "cmds");
+    for (const c of d.commands) {
+      const tr = el("tr");
+      const tier = el("td");
+      if (c.policy) tier.append(el("span", `chip ${c.policy.tier}`, `${c.policy.tier} · ${c.policy.decision}`));
+      tr.append(el("td", "n", `#${c.number}`), el("td", "c", c.command), el("td", "t", c.target), tier);
+      table.append(tr);
+    }
+    body.append(table);
+  }
+  body.append(resultsView(d.text));
+  return body;
+}
+
+async function loadBatches(): Promise<void> {
+  const box = byId("batches");
+  if (!state.selected) {
+    box.replaceChildren(el("div", "empty", "Select a session."));
+    return;
+  }
+  const s = await api<SessionDetail>(`/v1/sessions/${state.selected}`);
+  byId("session-title").textContent = `Batches · ${s.session} · now turn ${s.turn}, batch ${s.batch}`;
+  // A page opened mid-batch has missed its batch_started event: take it from the store.
+  const running = s.batches.find((b) => b.status === "running");
+  if (running && !state.runningSession) setRunning(s.session);
+  if (!running && state.runningSession === s.session) setRunning("");
+  const cards = await Promise.all(
+    [...s.batches].reverse().map(async (b) => {
+      const card = el("div", "batch");
+      const head = el("div", "head");
+      const undo = el("button", "", "Undo");
+      undo.addEventListener("click", (ev) => {
+        ev.stopPropagation();
+        if (!window.confirm(`Restore the files batch ${b.id} changed?`)) return;
+        api<{ restored: string[] }>(`/v1/batches/${b.id}/undo`, { method: "POST", body: "{}" })
+          .then((r) => notice(`Restored ${r.restored.length} file(s)`))
+          .catch((e: unknown) => notice(String(e)));
+      });
+      head.append(
+        el("span", "title", `Turn ${b.turn} · Batch ${b.batch}`),
+        el("span", `chip ${b.status}`, b.status),
+        el("span", "chip idle", b.control ?? "—"),
+        el("span", "id", b.id),
+        el("span", "spacer"),
+        undo,
+      );
+      card.append(head);
+      head.addEventListener("click", () => {
+        if (state.open.has(b.id)) state.open.delete(b.id);
+        else state.open.add(b.id);
+        void loadBatches();
+      });
+      if (state.open.has(b.id)) card.append(await batchBody(b.id));
+      return card;
+    }),
+  );
+  box.replaceChildren(...cards);
+  if (cards.length === 0) box.append(el("div", "empty", "No batches yet."));
+}
+
+async function loadPending(): Promise<void> {
+  const list = await api<Prompt[]>("/v1/confirmations");
+  byId("pending-count").textContent = String(list.length);
+  const box = byId("pending");
+  box.replaceChildren(
+    ...list.map((p) => {
+      const card = el("div", "prompt");
+      card.append(el("div", "q", p.text));
+      if (p.reason) card.append(el("div", "why", `${p.tier ?? ""} — ${p.reason}`));
+      const row = el("div", "row");
+      const answer = (body: object): void => {
+        api(`/v1/confirmations/${p.id}`, { method: "POST", body: JSON.stringify(body) }).catch((e: unknown) => notice(String(e)));
+      };
+      if (p.kind === "confirm") {
+        const yes = el("button", "primary", "Approve");
+        const no = el("button", "danger", "Decline");
+        yes.addEventListener("click", () => answer({ approve: true }));
+        no.addEventListener("click", () => answer({ approve: false }));
+        row.append(yes, no);
+      } else {
+        const input = el("input");
+        input.placeholder = "Your answer";
+        const send = el("button", "primary", "Send");
+        send.addEventListener("click", () => answer({ answer: input.value }));
+        row.append(input, send);
+      }
+      card.append(row);
+      return card;
+    }),
+  );
+  if (list.length === 0) box.append(el("div", "empty", "Nothing is waiting for you."));
+}
+
+async function loadAudit(): Promise<void> {
+  const list = await api<Audit[]>("/v1/audit?limit=100");
+  const tbody = byId("audit");
+  tbody.replaceChildren(
+    ...list.reverse().map((a) => {
+      const tr = el("tr");
+      const st = el("td");
+      st.append(el("span", `chip ${a.status}`, a.code ?? a.status));
+      const target = el("td", "tg", a.target.length > 48 ? `${a.target.slice(0, 47)}…` : a.target);
+      target.title = a.target;
+      tr.append(el("td", "t", time(a.at)), el("td", "", a.command), target, st);
+      return tr;
+    }),
+  );
+}
+
+async function refresh(): Promise<void> {
+  try {
+    await Promise.all([loadSessions(), loadPending(), loadAudit()]);
+    await loadBatches();
+  } catch (e) {
+    notice(String(e));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Live events
+
+function setRunning(session: string): void {
+  state.runningSession = session;
+  state.runningSince = session ? Date.now() : 0;
+  const chip = byId("live-state");
+  chip.textContent = session ? `running · ${session}` : "idle";
+  chip.className = `chip ${session ? "running" : "idle"}`;
+  byId<HTMLButtonElement>("stop").disabled = !session;
+}
+
+function liveAppend(text: string, cls = ""): void {
+  const live = byId("live");
+  live.append(el("span", cls, text));
+  live.scrollTop = live.scrollHeight;
+}
+
+function connect(): void {
+  const conn = byId("conn");
+  const es = new EventSource(`/v1/events?token=${encodeURIComponent(token)}`);
+  es.onopen = () => {
+    conn.classList.add("on");
+    byId("conn-text").textContent = "connected";
+  };
+  es.onerror = () => {
+    conn.classList.remove("on");
+    byId("conn-text").textContent = "reconnecting…";
+  };
+  es.onmessage = (m: MessageEvent<string>) => {
+    const ev = JSON.parse(m.data) as HostEvent;
+    switch (ev.type) {
+      case "batch_started":
+        byId("live").replaceChildren();
+        setRunning(ev.session ?? "");
+        break;
+      case "output":
+        liveAppend(ev.text ?? "");
+        break;
+      case "say":
+        liveAppend(`» ${ev.text ?? ""}\n`, "say");
+        break;
+      case "prompt":
+      case "prompt_closed":
+        void loadPending();
+        break;
+      case "batch_finished":
+        setRunning("");
+        if (ev.session) state.selected = ev.session;
+        void refresh();
+        break;
+      default:
+        void loadSessions();
+    }
+  };
+}
+
+function init(): void {
+  if (!token) {
+    document.body.replaceChildren(el("p", "notice show", "Open the dashboard with the URL keyless-host serve printed (it carries the token)."));
+    return;
+  }
+  byId<HTMLButtonElement>("stop").addEventListener("click", () => {
+    if (!state.runningSession) return;
+    api(`/v1/sessions/${state.runningSession}/cancel`, { method: "POST", body: "{}" }).catch((e: unknown) => notice(String(e)));
+  });
+  window.setInterval(() => {
+    byId("elapsed").textContent = state.runningSince ? `${((Date.now() - state.runningSince) / 1000).toFixed(1)} s` : "";
+  }, 100);
+  window.setInterval(() => void loadPending().catch(() => undefined), 5000);
+  void loadStatus().catch((e: unknown) => notice(String(e)));
+  void refresh();
+  connect();
+}
+
+init();
