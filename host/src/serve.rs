@@ -1039,6 +1039,48 @@ pub fn router(st: Arc<Shared>) -> Router {
         .with_state(st)
 }
 
+/// What a server state is made of (see [`Shared::new`]).
+#[derive(Debug)]
+pub struct StateParts {
+    pub port: u16,
+    pub ws: Workspace,
+    pub exec: ExecSettings,
+    /// The environment snapshot text for the system prompt.
+    pub environment: String,
+    pub pairings: Pairings,
+    pub pairing_code: String,
+    pub local_token: String,
+    pub www: Option<PathBuf>,
+}
+
+impl Shared {
+    /// The server state for a workspace (its database is created if needed).
+    ///
+    /// # Errors
+    /// When `.agent` or the database cannot be created.
+    pub fn new(p: StateParts) -> std::io::Result<Arc<Self>> {
+        let db = p.ws.agent_dir()?.join("keyless.db");
+        Store::open(&db).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let (events, _) = broadcast::channel(1024);
+        Ok(Arc::new(Shared {
+            port: p.port,
+            ws: p.ws,
+            exec: p.exec,
+            environment: p.environment,
+            pairings: p.pairings,
+            pairing_code: Mutex::new(Some(p.pairing_code)),
+            local_token: p.local_token,
+            db,
+            workspace_lock: Arc::new(tokio::sync::Mutex::new(())),
+            events,
+            pending: Mutex::new(BTreeMap::new()),
+            next_prompt: AtomicU64::new(0),
+            cancel: Mutex::new(HashSet::new()),
+            www: p.www.filter(|d| d.join("index.html").is_file()),
+        }))
+    }
+}
+
 /// Options of `keyless-host serve`.
 #[derive(Debug)]
 pub struct ServeOptions {
@@ -1057,8 +1099,6 @@ pub struct ServeOptions {
 /// When the port cannot be bound or the workspace opened.
 pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
     let ws = Workspace::open(&o.workspace)?;
-    let db = ws.agent_dir()?.join("keyless.db");
-    Store::open(&db).map_err(|e| std::io::Error::other(e.to_string()))?;
     let sandbox = match &o.exec.sandbox {
         Some(w) => {
             crate::exec::sandbox::probe(w, ws.root(), o.exec.network).describe(o.exec.network)
@@ -1077,23 +1117,16 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         let listener =
             tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], o.port))).await?;
         let addr = listener.local_addr()?;
-        let (events, _) = broadcast::channel(1024);
-        let st = Arc::new(Shared {
+        let st = Shared::new(StateParts {
             port: addr.port(),
             ws,
             exec: o.exec,
             environment: snapshot.text(),
             pairings: o.pairings,
-            pairing_code: Mutex::new(Some(code.clone())),
+            pairing_code: code.clone(),
             local_token: local_token.clone(),
-            db,
-            workspace_lock: Arc::new(tokio::sync::Mutex::new(())),
-            events,
-            pending: Mutex::new(BTreeMap::new()),
-            next_prompt: AtomicU64::new(0),
-            cancel: Mutex::new(HashSet::new()),
-            www: o.www.filter(|d| d.join("index.html").is_file()),
-        });
+            www: o.www,
+        })?;
         println!(
             "keyless-host {} listening on http://{addr}",
             env!("CARGO_PKG_VERSION")

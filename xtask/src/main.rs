@@ -313,7 +313,11 @@ fn test() -> Result {
 }
 
 fn bench() -> Result {
+    build()?;
     run(cargo().args(["bench", "-p", "keyless-core", "--bench", "parse"]))?;
+    run(Command::new("node")
+        .arg("tests/bench/wasm_parse.mjs")
+        .current_dir(root()))?;
     run(cargo().args(["bench", "-p", "keyless-core", "--bench", "piece"]))?;
     run(cargo().args(["bench", "-p", "keyless-host", "--bench", "batch"]))?;
     run(cargo().args(["build", "--release", "-p", "keyless-host"]))?;
