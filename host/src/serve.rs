@@ -825,15 +825,20 @@ async fn submit_reply(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let input: ReplyIn = json_body(&body)?;
-    // One batch at a time per workspace. The guard moves into the batch thread, so a client that
-    // disconnects does not release the workspace while its batch still runs.
-    let guard = st.workspace_lock.clone().lock_owned().await;
-    let st2 = st.clone();
-    let out = blocking(move || {
-        let _guard = guard;
-        run_reply(&st2, &session, &input)
-    })
-    .await?;
+    // The batch runs in its own task: a client that disconnects drops this handler, not the batch,
+    // whose result a retry then gets from the store. One batch at a time per workspace: the lock
+    // is held by that task until the batch is stored.
+    let task = tokio::spawn(async move {
+        let guard = st.workspace_lock.clone().lock_owned().await;
+        blocking(move || {
+            let _guard = guard;
+            run_reply(&st, &session, &input)
+        })
+        .await
+    });
+    let out = task
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))??;
     Ok(Json(out).into_response())
 }
 

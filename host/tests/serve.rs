@@ -754,3 +754,50 @@ fn a_piece_session_gates_commands_and_moves_through_movements() {
     );
     assert_eq!(s, 409, "{v}");
 }
+
+#[test]
+fn a_client_that_disconnects_mid_batch_gets_the_result_later() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let (busy, session) = (srv.session(), srv.session());
+    let body = serde_json::json!({"reply": run_cmd("echo x >> slow.txt"), "turn": 1, "batch": 1})
+        .to_string();
+    std::thread::scope(|sc| {
+        // Another session holds the workspace for a while, so the next request waits for it.
+        let (srv_ref, busy_ref) = (&srv, &busy);
+        let first = sc.spawn(move || srv_ref.reply(busy_ref, &run_cmd("sleep 1.5")));
+        std::thread::sleep(Duration::from_millis(300));
+        {
+            // Send the request, then hang up while it waits for the workspace.
+            let mut s = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+            let head = format!(
+                "POST /v1/sessions/{session}/replies HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                srv.port,
+                srv.token,
+                body.len()
+            );
+            s.write_all(head.as_bytes()).expect("write");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        first.join().expect("first batch");
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        std::fs::read_to_string(e.ws.join("slow.txt")).expect("the abandoned batch still ran"),
+        "x\n"
+    );
+    let (s, v) = srv.post(
+        &format!("/v1/sessions/{session}/replies"),
+        &serde_json::from_str(&body).expect("json"),
+    );
+    assert_eq!(
+        (s, v["stored"].as_bool(), v["status"].as_str()),
+        (200, Some(true), Some("done")),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(e.ws.join("slow.txt")).expect("read"),
+        "x\n",
+        "not run twice"
+    );
+}
