@@ -280,6 +280,22 @@ fn pairing_binds_a_token_to_an_extension_origin() {
         Some("http://localhost:3000"),
     );
     assert_eq!((s, v["code"].as_str()), (403, Some("KA_COMMAND_DENIED")));
+    // Acting as the extension: a session and a batch with the paired token and the extension's Origin.
+    let (s, v) = srv.post_as(
+        "/v1/sessions",
+        &serde_json::json!({}),
+        &token,
+        Some(&origin),
+    );
+    assert_eq!(s, 200, "{v}");
+    let sid = v["session"].as_str().expect("session").to_string();
+    let (s, v) = srv.post_as(
+        &format!("/v1/sessions/{sid}/replies"),
+        &serde_json::json!({"reply": run_cmd("ls")}),
+        &token,
+        Some(&origin),
+    );
+    assert_eq!((s, v["status"].as_str()), (200, Some("done")), "{v}");
     // The token is stored hashed with mode 0600; pair --reset revokes it.
     let file = e.config.join("keyless").join("pairing.json");
     assert!(!std::fs::read_to_string(&file)
