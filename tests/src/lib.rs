@@ -113,3 +113,108 @@ pub fn compare_or_bless(expected: &Path, actual: &serde_json::Value) -> Option<S
         )
     })
 }
+
+/// xorshift64*: deterministic, so every CI run tests the same replies.
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next_u64() % (n.max(1) as u64)).unwrap_or(0)
+    }
+}
+
+/// Marker-like lines the mutator inserts.
+pub const INSERTS: &[&str] = &[
+    "@@end",
+    "@@eof",
+    "@@next",
+    "@@done",
+    "@@say",
+    "@@newfile x.txt",
+    "<<<CONTENT",
+    "CONTENT>>>",
+    "<<<MSG",
+    "MSG>>>",
+    "<<<CMD",
+    "CMD>>>",
+    "~~~~",
+    "```",
+    "",
+    "stray words",
+    "@@runcommand timeout=9",
+    "<<<CONTENT:z",
+    "CONTENT:z>>>",
+    "@@editfile ../a",
+    "\u{feff}",
+    "\r",
+    "@@ ",
+    "<<<TO",
+    "TO>>>",
+];
+
+/// Applies one to four random line-level mutations (delete, duplicate, swap, insert a marker,
+/// truncate mid-stream, upper-case, insert a character, indent, add a CR).
+#[must_use]
+pub fn mutate(rng: &mut Rng, text: &str) -> String {
+    let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+    for _ in 0..=rng.below(4) {
+        let n = lines.len();
+        match rng.below(9) {
+            0 if n > 1 => {
+                lines.remove(rng.below(n));
+            }
+            1 => {
+                let i = rng.below(n);
+                let l = lines[i].clone();
+                lines.insert(i, l);
+            }
+            2 if n > 1 => {
+                let (a, b) = (rng.below(n), rng.below(n));
+                lines.swap(a, b);
+            }
+            3 => {
+                let i = rng.below(n + 1);
+                lines.insert(i.min(n), INSERTS[rng.below(INSERTS.len())].to_string());
+            }
+            4 => {
+                // Truncate at a random character boundary (a reply cut off mid-stream).
+                let joined = lines.join("\n");
+                let cut = rng.below(joined.len() + 1);
+                let cut = (0..=cut)
+                    .rev()
+                    .find(|c| joined.is_char_boundary(*c))
+                    .unwrap_or(0);
+                lines = joined[..cut].split('\n').map(str::to_string).collect();
+            }
+            5 => {
+                let i = rng.below(n);
+                lines[i] = lines[i].to_uppercase();
+            }
+            6 => {
+                let i = rng.below(n);
+                let pos = rng.below(lines[i].len() + 1);
+                if lines[i].is_char_boundary(pos) {
+                    let c = char::from_u32(u32::try_from(rng.below(0x3000)).unwrap_or(32))
+                        .unwrap_or('x');
+                    lines[i].insert(pos, c);
+                }
+            }
+            7 => {
+                let i = rng.below(n);
+                lines[i] = format!("  {}  ", lines[i]);
+            }
+            _ => {
+                let i = rng.below(n);
+                lines[i].push('\r');
+            }
+        }
+    }
+    lines.join("\n")
+}

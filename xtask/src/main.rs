@@ -287,6 +287,8 @@ fn test() -> Result {
         "keyless-core",
         "-p",
         "keyless-wasm",
+        "-p",
+        "keyless-abi",
         "--target",
         WASM_TARGET,
         "--",

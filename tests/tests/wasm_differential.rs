@@ -1,0 +1,224 @@
+//! The wasm32 build of the core, loaded with wasmtime through its C ABI (no JS glue), must answer
+//! byte for byte like the native build: on the whole conformance corpus, every piece fixture, the
+//! policy table, and 50,000 generated inputs. Any difference is a bug in the core.
+#![allow(clippy::expect_used, clippy::panic)] // fixture helpers fail the test loudly
+
+use keyless_abi::{call_json, op};
+use keyless_tests::{cases, mutate, Rng};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use wasmtime::{Engine, Instance, Memory, Module, Store, TypedFunc};
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("root")
+        .to_path_buf()
+}
+
+/// The wasm32 build of keyless-abi: `KEYLESS_ABI_WASM`, else built here.
+fn wasm_file() -> PathBuf {
+    if let Some(p) = std::env::var_os("KEYLESS_ABI_WASM") {
+        return PathBuf::from(p);
+    }
+    let root = workspace_root();
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "keyless-abi",
+            "--target",
+            "wasm32-unknown-unknown",
+        ])
+        .current_dir(&root)
+        .status()
+        .expect("cargo");
+    assert!(
+        status.success(),
+        "building keyless-abi for wasm32 failed (rustup target add wasm32-unknown-unknown)"
+    );
+    root.join("target/wasm32-unknown-unknown/release/keyless_abi.wasm")
+}
+
+struct WasmCore {
+    store: Store<()>,
+    memory: Memory,
+    alloc: TypedFunc<i32, i32>,
+    free: TypedFunc<(i32, i32), ()>,
+    call: TypedFunc<(i32, i32, i32), i64>,
+}
+
+impl WasmCore {
+    fn load() -> Self {
+        let engine = Engine::default();
+        let module = Module::from_file(&engine, wasm_file()).expect("module");
+        assert_eq!(
+            module.imports().count(),
+            0,
+            "the core needs no host imports"
+        );
+        let mut store = Store::new(&engine, ());
+        let instance = Instance::new(&mut store, &module, &[]).expect("instance");
+        let memory = instance.get_memory(&mut store, "memory").expect("memory");
+        let alloc = instance
+            .get_typed_func(&mut store, "keyless_alloc")
+            .expect("alloc");
+        let free = instance
+            .get_typed_func(&mut store, "keyless_free")
+            .expect("free");
+        let call = instance
+            .get_typed_func(&mut store, "keyless_call")
+            .expect("call");
+        Self {
+            store,
+            memory,
+            alloc,
+            free,
+            call,
+        }
+    }
+
+    fn call_json(&mut self, op: u32, input: &str) -> String {
+        let len = i32::try_from(input.len()).expect("small input");
+        let ptr = self.alloc.call(&mut self.store, len).expect("alloc");
+        self.memory
+            .write(
+                &mut self.store,
+                usize::try_from(ptr).expect("ptr"),
+                input.as_bytes(),
+            )
+            .expect("write");
+        let packed = self
+            .call
+            .call(&mut self.store, (i32::try_from(op).expect("op"), ptr, len))
+            .expect("call");
+        #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation)]
+        let (p, n) = (
+            ((packed as u64) >> 32) as usize,
+            (packed as u64 & 0xffff_ffff) as usize,
+        );
+        let mut out = vec![0u8; n];
+        self.memory.read(&self.store, p, &mut out).expect("read");
+        #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+        self.free
+            .call(&mut self.store, (p as i32, n as i32))
+            .expect("free answer");
+        self.free
+            .call(&mut self.store, (ptr, len))
+            .expect("free input");
+        String::from_utf8(out).expect("utf8")
+    }
+}
+
+fn input(text: &str, extra: &serde_json::Value) -> String {
+    let mut v = serde_json::json!({ "text": text });
+    if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+        o.extend(e.clone());
+    }
+    v.to_string()
+}
+
+struct Diff {
+    wasm: WasmCore,
+    compared: usize,
+}
+
+impl Diff {
+    fn same(&mut self, op: u32, input: &str) {
+        let native = call_json(op, input);
+        let wasm = self.wasm.call_json(op, input);
+        assert_eq!(
+            wasm, native,
+            "wasm differs from native for op {op} on {input}"
+        );
+        self.compared += 1;
+    }
+}
+
+#[test]
+fn wasm_answers_exactly_like_native() {
+    let mut d = Diff {
+        wasm: WasmCore::load(),
+        compared: 0,
+    };
+    // The conformance corpus, full and streaming, in every pace.
+    let replies: Vec<String> = cases()
+        .iter()
+        .map(|c| std::fs::read_to_string(&c.reply).expect("reply"))
+        .collect();
+    for r in &replies {
+        for pace in ["Step", "Balanced", "Batch"] {
+            d.same(op::CHECK, &input(r, &serde_json::json!({ "pace": pace })));
+        }
+        d.same(op::PARTIAL, &input(r, &serde_json::json!({})));
+    }
+    // Every piece fixture and shipped piece, strict and lenient, with tools and graphs.
+    let root = workspace_root();
+    for dir in [root.join("tests/pieces"), root.join("pieces")] {
+        for e in std::fs::read_dir(dir).expect("dir") {
+            let p = e.expect("entry").path();
+            if p.extension().is_some_and(|x| x == "yaml") {
+                let y = std::fs::read_to_string(&p).expect("yaml");
+                for lenient in [false, true] {
+                    d.same(
+                        op::PIECE,
+                        &input(&y, &serde_json::json!({ "lenient": lenient })),
+                    );
+                }
+            }
+        }
+    }
+    // The policy table in every mode.
+    let table = std::fs::read_to_string(root.join("core/tests/policy_table.txt")).expect("table");
+    let lines: Vec<&str> = table
+        .lines()
+        .filter_map(|l| {
+            l.split_once(" | ")
+                .map(|(_, c)| c.split("  => ").next().unwrap_or(c).trim())
+        })
+        .collect();
+    for l in &lines {
+        for mode in ["Ask", "AutoSafe", "Auto"] {
+            d.same(
+                op::POLICY,
+                &input(
+                    l,
+                    &serde_json::json!({ "mode": mode, "allow": ["npm run test *"] }),
+                ),
+            );
+        }
+    }
+    let fixed = d.compared;
+    // 50,000 generated inputs: mutated replies (full and streaming) and mutated command lines.
+    let mut rng = Rng(0x51ED_270B_A11C_E5ED);
+    for i in 0..50_000 {
+        match i % 10 {
+            0..=6 => {
+                let k = rng.below(replies.len());
+                let r = mutate(&mut rng, &replies[k]);
+                d.same(op::CHECK, &input(&r, &serde_json::json!({})));
+            }
+            7 => {
+                let k = rng.below(replies.len());
+                let r = mutate(&mut rng, &replies[k]);
+                d.same(op::PARTIAL, &input(&r, &serde_json::json!({})));
+            }
+            _ => {
+                let k = rng.below(lines.len());
+                let l = mutate(&mut rng, lines[k]);
+                d.same(
+                    op::POLICY,
+                    &input(&l, &serde_json::json!({ "mode": "AutoSafe" })),
+                );
+            }
+        }
+    }
+    assert!(fixed > 500, "only {fixed} fixed inputs");
+    assert_eq!(d.compared, fixed + 50_000);
+    println!(
+        "wasm and native agree on {} inputs ({fixed} fixed + 50,000 generated)",
+        d.compared
+    );
+}
