@@ -37,6 +37,8 @@ use tokio::sync::broadcast;
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 /// The default port.
 pub const DEFAULT_PORT: u16 = 7457;
+/// Requests other than replies and the event stream must answer within this time.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a confirmation or question waits for the user before it counts as declined.
 pub const PROMPT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
@@ -61,6 +63,8 @@ pub enum ApiError {
     Conflict(String),
     #[error("no such route")]
     NotFound,
+    #[error("the request took longer than {}s", REQUEST_TIMEOUT.as_secs())]
+    Timeout,
     #[error("internal error; see the host's log")]
     Internal(String),
 }
@@ -84,8 +88,9 @@ impl IntoResponse for ApiError {
             ApiError::SessionNotFound(_) => (StatusCode::NOT_FOUND, Code::SessionNotFound),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, Code::ConfigValidation),
             ApiError::NotFound => (StatusCode::NOT_FOUND, Code::ConfigInvalid),
+            ApiError::Timeout => (StatusCode::REQUEST_TIMEOUT, Code::Timeout),
             ApiError::Internal(detail) => {
-                eprintln!("keyless-host: internal error: {detail}");
+                tracing::error!(detail = %detail, "internal error");
                 (StatusCode::INTERNAL_SERVER_ERROR, Code::Internal)
             }
         };
@@ -675,6 +680,7 @@ fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOu
     if !store.begin_batch(&id, &pos, &input.reply)? {
         return Err(ApiError::Conflict(format!("batch {id} is already stored")));
     }
+    tracing::info!(%session, batch_id = %id, turn, batch, "batch started");
     st.emit(&serde_json::json!({"type": "batch_started", "session": session, "batch_id": id, "turn": turn, "batch": batch}));
     let mut run = piece_run(&store, session)?;
     let gate = run.as_ref().map(keyless_core::piece::run::PieceRun::tools);
@@ -720,6 +726,7 @@ fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOu
         }
         None => None,
     };
+    tracing::info!(%session, batch_id = %id, status = step.status, turn_ended = ?step.turn_ended, "batch finished");
     st.emit(&serde_json::json!({"type": "batch_finished", "session": session, "batch_id": id, "status": step.status, "turn_ended": step.turn_ended}));
     Ok(ReplyOut {
         batch_id: id,
@@ -1013,6 +1020,25 @@ async fn dashboard_asset(
     static_file(&st, &file)
 }
 
+/// Logs every request (method, path, status, duration) and holds short routes to
+/// [`REQUEST_TIMEOUT`]. Replies and the event stream may take longer: a batch runs as long as its
+/// commands, and it goes on (and is stored) even when its client gives up.
+async fn log_and_limit(req: Request<Body>, next: Next) -> Response {
+    let (method, path) = (req.method().clone(), req.uri().path().to_string());
+    let start = std::time::Instant::now();
+    let long = path == "/v1/events" || path.ends_with("/replies");
+    let res = if long {
+        next.run(req).await
+    } else {
+        match tokio::time::timeout(REQUEST_TIMEOUT, next.run(req)).await {
+            Ok(r) => r,
+            Err(_) => ApiError::Timeout.into_response(),
+        }
+    };
+    tracing::info!(%method, %path, status = res.status().as_u16(), ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX), "request");
+    res
+}
+
 async fn not_found() -> ApiError {
     ApiError::NotFound
 }
@@ -1041,6 +1067,7 @@ pub fn router(st: Arc<Shared>) -> Router {
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(st.clone(), guard))
+        .layer(middleware::from_fn(log_and_limit))
         .with_state(st)
 }
 
@@ -1118,6 +1145,15 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
+    // Logs go to stderr; RUST_LOG adjusts them (default: info for the host).
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("keyless_host=info")),
+        )
+        .try_init();
     rt.block_on(async move {
         let listener =
             tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], o.port))).await?;
