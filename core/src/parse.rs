@@ -9,7 +9,7 @@ use crate::config::Limits;
 use crate::diag::{Code, Diagnostic};
 use crate::path;
 use crate::reply::{
-    Command, CommandKind, Control, DoneStatus, Need, OnError, Options, Reply, Section, SectionName,
+    Command, CommandKind, DoneStatus, Need, OnError, Options, Reply, Section, SectionName,
 };
 use crate::text::{chars_over, edit_distance, quote, truncate_chars};
 use serde::Serialize;
@@ -1289,12 +1289,6 @@ fn set_option(kind: CommandKind, key: &str, value: &str, o: &mut Options) -> Res
         _ => return Err(format!("unknown option \"{}\"", truncate_chars(key, 40))),
     }
     Ok(())
-}
-
-/// The reply's control directive after a successful parse.
-#[must_use]
-pub fn control_of(reply: &Reply) -> Option<Control> {
-    reply.control()
 }
 
 #[cfg(test)]

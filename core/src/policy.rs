@@ -887,7 +887,7 @@ fn classify_words(texts: &[&str], words: &[&Word], ctx: &Ctx) -> Verdict1 {
             if args.first().is_some_and(|a| *a == "-v" || *a == "-V") {
                 v(Tier::ReadOnly, "command -v only looks a program up")
             } else {
-                wrapper(&prog, args, 0, &[], ctx)
+                wrapper(&prog, args, 0, ctx)
             }
         }
         "sort" => {
@@ -953,7 +953,7 @@ fn classify_words(texts: &[&str], words: &[&Word], ctx: &Ctx) -> Verdict1 {
             if i >= args.len() {
                 v(Tier::ReadOnly, "env only prints the environment")
             } else {
-                wrapper(&prog, args, i, &[], ctx)
+                wrapper(&prog, args, i, ctx)
             }
         }
         "sudo" | "doas" => wrapper_skip(
@@ -979,7 +979,7 @@ fn classify_words(texts: &[&str], words: &[&Word], ctx: &Ctx) -> Verdict1 {
                 }
                 i += 1;
             }
-            wrapper(&prog, args, i + 1, &[], ctx)
+            wrapper(&prog, args, i + 1, ctx)
         }
         "watch" => wrapper_skip(&prog, args, &["-n", "--interval", "-d"], ctx),
         "xargs" => wrapper_skip(
@@ -1306,17 +1306,11 @@ fn wrapper_skip(prog: &str, args: &[&str], takes_value: &[&str], ctx: &Ctx) -> V
         }
         i += 1;
     }
-    wrapper(prog, args, i, takes_value, ctx)
+    wrapper(prog, args, i, ctx)
 }
 
 /// A program that runs another: at least Risky, and as bad as what it runs.
-fn wrapper(
-    prog: &str,
-    args: &[&str],
-    inner_start: usize,
-    _takes_value: &[&str],
-    ctx: &Ctx,
-) -> Verdict1 {
+fn wrapper(prog: &str, args: &[&str], inner_start: usize, ctx: &Ctx) -> Verdict1 {
     let base = v(Tier::Risky, format!("{prog} runs another program"));
     if ctx.depth >= MAX_DEPTH {
         return base;
