@@ -9,3 +9,9 @@ mkdirSync(out, { recursive: true });
 for (const f of ["index.html", "dashboard.css"]) {
   copyFileSync(join(here, "dashboard", f), join(out, f));
 }
+// The playground: a static page that is deployable as it is (target/www/playground).
+mkdirSync(join(out, "playground"), { recursive: true });
+for (const f of ["index.html", "playground.css"]) {
+  copyFileSync(join(here, "playground", f), join(out, "playground", f));
+}
+copyFileSync(join(here, "..", "target", "wasm-pkg", "keyless_wasm_bg.wasm"), join(out, "playground", "keyless_wasm_bg.wasm"));

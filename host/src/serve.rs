@@ -258,7 +258,9 @@ async fn guard(State(st): State<Arc<Shared>>, req: Request<Body>, next: Next) ->
         }
     }
     let path = req.uri().path();
-    if req.method() == axum::http::Method::GET && (path == "/" || path.starts_with("/assets/")) {
+    if req.method() == axum::http::Method::GET
+        && (path == "/" || path.starts_with("/assets/") || path.starts_with("/playground/"))
+    {
         // The dashboard's own files hold no secrets; its data needs the token.
         return next.run(req).await;
     }
@@ -978,14 +980,21 @@ async fn audit(
     Ok(Json(entries).into_response())
 }
 
-/// The dashboard's files, with a strict CSP and no referrer (the token is in the page's URL).
-fn static_file(st: &Shared, name: &str) -> Result<Response, ApiError> {
+/// The dashboard's (and the playground's) files, with a strict CSP and no referrer (the token is
+/// in the dashboard's URL). Only the playground may compile WebAssembly.
+fn static_file(st: &Shared, sub: Option<&str>, name: &str) -> Result<Response, ApiError> {
     let content_type = match name.rsplit('.').next() {
         Some("html") => "text/html; charset=utf-8",
         Some("js") => "text/javascript; charset=utf-8",
         Some("css") => "text/css; charset=utf-8",
         Some("svg") => "image/svg+xml",
+        Some("wasm") if sub.is_some() => "application/wasm",
         _ => return Err(ApiError::NotFound),
+    };
+    let csp = if sub.is_some() {
+        "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    } else {
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     };
     if !name
         .bytes()
@@ -994,12 +1003,13 @@ fn static_file(st: &Shared, name: &str) -> Result<Response, ApiError> {
     {
         return Err(ApiError::NotFound);
     }
-    let dir = st.www.as_ref().ok_or(ApiError::NotFound)?;
+    let www = st.www.as_ref().ok_or(ApiError::NotFound)?;
+    let dir = sub.map_or_else(|| www.clone(), |s| www.join(s));
     let bytes = std::fs::read(dir.join(name)).map_err(|_| ApiError::NotFound)?;
     Ok((
         [
             (header::CONTENT_TYPE, content_type),
-            (header::CONTENT_SECURITY_POLICY, "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+            (header::CONTENT_SECURITY_POLICY, csp),
             (header::REFERRER_POLICY, "no-referrer"),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
             (header::CACHE_CONTROL, "no-store"),
@@ -1010,14 +1020,25 @@ fn static_file(st: &Shared, name: &str) -> Result<Response, ApiError> {
 }
 
 async fn dashboard_index(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
-    static_file(&st, "index.html")
+    static_file(&st, None, "index.html")
+}
+
+async fn playground_index(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
+    static_file(&st, Some("playground"), "index.html")
+}
+
+async fn playground_file(
+    State(st): State<Arc<Shared>>,
+    UrlPath(file): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    static_file(&st, Some("playground"), &file)
 }
 
 async fn dashboard_asset(
     State(st): State<Arc<Shared>>,
     UrlPath(file): UrlPath<String>,
 ) -> Result<Response, ApiError> {
-    static_file(&st, &file)
+    static_file(&st, None, &file)
 }
 
 /// Logs every request (method, path, status, duration) and holds short routes to
@@ -1061,6 +1082,8 @@ pub fn router(st: Arc<Shared>) -> Router {
         .route("/v1/audit", get(audit))
         .route("/", get(dashboard_index))
         .route("/assets/{file}", get(dashboard_asset))
+        .route("/playground/", get(playground_index))
+        .route("/playground/{file}", get(playground_file))
         .route("/v1/confirmations", get(list_prompts))
         .route("/v1/confirmations/{id}", post(answer_prompt))
         .route("/v1/events", get(events))
@@ -1179,6 +1202,13 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         match &st.www {
             Some(_) => println!("dashboard: http://{addr}/?token={local_token}"),
             None => println!("dashboard: not built (cargo xtask build builds it)"),
+        }
+        if st
+            .www
+            .as_ref()
+            .is_some_and(|w| w.join("playground").join("index.html").is_file())
+        {
+            println!("playground: http://{addr}/playground/");
         }
         println!("Press Ctrl-C to stop.");
         use std::io::Write as _;

@@ -2,36 +2,11 @@
 // Needs KEYLESS_HOST_BIN (cargo xtask test sets it) and /usr/bin/chromium.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, existsSync, readFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createInterface } from "node:readline";
-import { chromium } from "playwright-core";
-
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const bin = process.env.KEYLESS_HOST_BIN ?? join(root, "target", "release", "keyless-host");
-const shots = join(root, "docs", "screenshots");
-
-function startHost(ws, config) {
-  const child = spawn(bin, ["serve", "--port", "0", "--mode", "ask", "--www", join(root, "target", "www"), "--workspace", ws], {
-    env: { ...process.env, XDG_CONFIG_HOME: config },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    const info = { child };
-    const rl = createInterface({ input: child.stdout });
-    rl.on("line", (line) => {
-      const port = line.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (port) info.port = Number(port[1]);
-      if (line.startsWith("local token: ")) info.token = line.split(/\s+/)[2];
-      if (line.startsWith("dashboard: ")) info.dashboard = line.slice("dashboard: ".length).trim();
-      if (line.startsWith("Press Ctrl-C")) resolve(info);
-    });
-    child.on("exit", (code) => reject(new Error(`serve exited ${code}`)));
-  });
-}
+import { join } from "node:path";
+import { startHost, launch, shots } from "./host.mjs";
 
 async function api(host, path, body) {
   const res = await fetch(`http://127.0.0.1:${host.port}${path}`, {
@@ -47,10 +22,7 @@ test("the dashboard shows batches, approves a confirmation, and looks right", as
   execFileSync("git", ["init", "-q", ws]);
   const host = await startHost(ws, mkdtempSync(join(tmpdir(), "keyless-dash-cfg-")));
   assert.match(host.dashboard, /^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}$/);
-  const browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
-  });
+  const browser = await launch();
   try {
     const { json: s } = await api(host, "/v1/sessions", {});
     const reply1 = "@@say\n<<<MSG\nAdding the greeting module.\nMSG>>>\n@@end\n@@newfile src/greet.rs\n<<<CONTENT\npub fn hello() -> &'static str {\n    \"hello\"\n}\nCONTENT>>>\n@@end\n@@runcommand\n<<<CMD\nls -la src\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n";

@@ -1,6 +1,7 @@
 // The keyless host dashboard: sessions, each batch's reply and results, live output, pending
 // confirmations, the audit log, and undo. It talks to the host's API with the local token that
 // `keyless-host serve` printed in the dashboard URL. All data is written with textContent.
+import { byId, el } from "../common/dom";
 
 interface Session { session: string; created_at: number; turn: number; batch: number; piece: boolean }
 interface BatchRow { id: string; turn: number; batch: number; status: string; control: string | null }
@@ -39,19 +40,6 @@ async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
     throw new Error(`${err.code ?? res.status} ${err.message ?? ""}`);
   }
   return body as T;
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", text = ""): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text) e.textContent = text;
-  return e;
-}
-
-function byId<T extends HTMLElement>(id: string): T {
-  const e = document.getElementById(id);
-  if (!e) throw new Error(`missing #${id}`);
-  return e as T;
 }
 
 function notice(text: string): void {

@@ -1,0 +1,38 @@
+// Shared by the browser tests: start a real keyless-host serve and Debian's Chromium.
+import { spawn } from "node:child_process";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
+import { chromium } from "playwright-core";
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const shots = join(root, "docs", "screenshots");
+const bin = process.env.KEYLESS_HOST_BIN ?? join(root, "target", "release", "keyless-host");
+
+/** Starts `keyless-host serve` on 127.0.0.1:0 and resolves with its port, token and URLs. */
+export function startHost(ws, config, mode = "ask") {
+  const child = spawn(bin, ["serve", "--port", "0", "--mode", mode, "--www", join(root, "target", "www"), "--workspace", ws], {
+    env: { ...process.env, XDG_CONFIG_HOME: config },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    const info = { child };
+    const rl = createInterface({ input: child.stdout });
+    rl.on("line", (line) => {
+      const port = line.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (port) info.port = Number(port[1]);
+      if (line.startsWith("local token: ")) info.token = line.split(/\s+/)[2];
+      if (line.startsWith("dashboard: ")) info.dashboard = line.slice("dashboard: ".length).trim();
+      if (line.startsWith("playground: ")) info.playground = line.slice("playground: ".length).trim();
+      if (line.startsWith("Press Ctrl-C")) resolve(info);
+    });
+    child.on("exit", (code) => reject(new Error(`serve exited ${code}`)));
+  });
+}
+
+export function launch() {
+  return chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+  });
+}

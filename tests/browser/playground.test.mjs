@@ -1,0 +1,71 @@
+// The playground in real Chromium: the wasm core in the page, live diagnostics at the right lines,
+// the plan with tiers, the piece graph, and keystroke-to-diagnostics time for a maximal reply.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startHost, launch, shots } from "./host.mjs";
+
+test("the playground shows the core's verdict live", async () => {
+  // Served by the host, under its strict CSP (only the playground may compile wasm).
+  const host = await startHost(mkdtempSync(join(tmpdir(), "keyless-play-ws-")), mkdtempSync(join(tmpdir(), "keyless-play-cfg-")));
+  const url = host.playground;
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/playground\/$/);
+  const browser = await launch();
+  try {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+    await page.goto(url);
+    await page.locator("body[data-ready=true]").waitFor();
+    assert.match(await page.locator("#verdict").textContent(), /Valid — 4 block\(s\), control: done/);
+    // Type a broken reply: the unknown command is on line 3, the bad path on line 8.
+    const broken = "@@say\n<<<MSG\nhi\nMSG>>>\n@@end\n@@createfile a.txt\n@@end\n@@newfile ../x\n<<<CONTENT\nx\nCONTENT>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    await page.locator("#reply").fill("");
+    await page.locator("#reply").pressSequentially(broken.slice(0, 40));
+    await page.locator("#reply").fill(broken);
+    const diags = await page.locator("#diags li").allTextContents();
+    assert.ok(diags.some((d) => d.startsWith("KA_PARSE_UNKNOWN_COMMANDline 6Unknown command \"@@createfile\".")), diags.join("\n"));
+    assert.ok(diags.some((d) => d.startsWith("KA_PARSE_BAD_PATHline 8")), diags.join("\n"));
+    assert.deepEqual(await page.locator("#gutter .bad").allTextContents(), ["6", "8"]);
+    assert.match(await page.locator("#correction").textContent(), /^\[KEYLESSAGENT FORMAT ERROR\]/);
+    await page.screenshot({ path: join(shots, "playground-reply.png") });
+    // A risky command line gets its tier from the same policy as the host.
+    await page.selectOption("#example", "Risky commands");
+    const tiers = await page.locator("#plan .chip").allTextContents();
+    assert.ok(tiers.includes("Build · run") && tiers.includes("Denied · deny"), tiers.join(", "));
+    // Keystroke to diagnostics on a maximal (≈60,000-character) reply.
+    const ms = await page.evaluate(() => {
+      const area = document.getElementById("reply");
+      const block = "@@newfile src/part.rs\n<<<CONTENT\n" + "let value = compute(input, options); // realistic line\n".repeat(40) + "CONTENT>>>\n@@end\n";
+      let text = "";
+      while (text.length + block.length < 59_800) text += block;
+      area.value = text + "@@next\n@@end\n@@eof\n";
+      const times = [];
+      for (let i = 0; i < 20; i++) {
+        const t = performance.now();
+        area.value += i % 2 ? "" : " ";
+        area.dispatchEvent(new Event("input"));
+        document.getElementById("verdict").textContent;
+        times.push(performance.now() - t);
+      }
+      times.sort((a, b) => a - b);
+      return { median: times[10], chars: area.value.length };
+    });
+    console.log(`keystroke to diagnostics for a ${ms.chars}-character reply: median ${ms.median.toFixed(1)} ms`);
+    // The piece tab: findings, tools, and the graph as SVG.
+    await page.getByRole("button", { name: "Piece" }).click();
+    assert.match(await page.locator("#piece-verdict").textContent(), /Valid piece "plan-implement-review" — 3 movement/);
+    assert.equal(await page.locator("#graph svg rect").count(), 4, "3 movements and ABORT");
+    await page.screenshot({ path: join(shots, "playground-piece.png") });
+    await page.locator("#piece").fill("name: Bad Name\nmax_movements: 0\n");
+    assert.match(await page.locator("#piece-verdict").textContent(), /Invalid/);
+    assert.ok((await page.locator("#findings li").allTextContents()).some((t) => t.includes("KA_PIECE_FORMAT")));
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+    host.child.kill();
+  }
+});
