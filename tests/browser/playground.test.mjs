@@ -69,3 +69,39 @@ test("the playground shows the core's verdict live", async () => {
     host.child.kill();
   }
 });
+
+test("the playground gives every corpus reply the same verdict as keyless-host check", async () => {
+  const { readdirSync, readFileSync, existsSync } = await import("node:fs");
+  const { root } = await import("./host.mjs");
+  const corpus = join(root, "tests", "corpus");
+  const host = await startHost(mkdtempSync(join(tmpdir(), "keyless-play-ws-")), mkdtempSync(join(tmpdir(), "keyless-play-cfg-")));
+  const browser = await launch();
+  try {
+    const page = await browser.newPage();
+    await page.goto(host.playground);
+    await page.locator("body[data-ready=true]").waitFor();
+    let compared = 0;
+    for (const file of readdirSync(corpus).filter((f) => f.endsWith(".txt")).sort()) {
+      const args = existsSync(join(corpus, file.replace(/\.txt$/, ".args"))) ? readFileSync(join(corpus, file.replace(/\.txt$/, ".args")), "utf8").trim().split(/\s+/) : [];
+      // The playground's controls set the pace; limit flags are not among them.
+      if (args.length > 0 && !(args.length === 2 && args[0] === "--pace")) continue;
+      const pace = args[1] ? args[1][0].toUpperCase() + args[1].slice(1) : "Balanced";
+      const want = JSON.parse(readFileSync(join(corpus, file.replace(/\.txt$/, ".json")), "utf8"));
+      await page.selectOption("#pace", pace);
+      await page.locator("#reply").fill(readFileSync(join(corpus, file), "utf8"));
+      const verdict = await page.locator("#verdict").textContent();
+      assert.equal(verdict.startsWith("✓"), want.ok, `${file}: ${verdict}`);
+      const shown = await page.$$eval("#diags li:not(.empty)", (lis) =>
+        lis.map((li) => `${li.querySelector(".dcode")?.textContent ?? ""}:${(li.querySelector(".ln")?.textContent ?? "").replace("line ", "")}`),
+      );
+      const expected = want.diagnostics.map((d) => `${d.code}:${d.line ?? ""}`);
+      assert.deepEqual(shown, expected, file);
+      compared++;
+    }
+    assert.ok(compared >= 55, `only ${compared} corpus replies compared`);
+    console.log(`the playground matched keyless-host check on ${compared} corpus replies`);
+  } finally {
+    await browser.close();
+    host.child.kill();
+  }
+});

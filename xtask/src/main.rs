@@ -185,6 +185,35 @@ fn ensure_chromium() -> Result<bool> {
     Ok(chromium.exists())
 }
 
+/// The wasm package's size budget: what the extension and the playground download.
+const WASM_BUDGET_RAW: u64 = 600 * 1024;
+const WASM_BUDGET_GZIP: u64 = 230 * 1024;
+
+/// Fails the build when the wasm module outgrows its budget.
+fn check_wasm_size(wasm: &Path) -> Result {
+    let raw = fs::metadata(wasm)
+        .map(|m| m.len())
+        .map_err(|e| format!("{}: {e}", wasm.display()))?;
+    let gzip = Command::new("gzip")
+        .args(["-9", "-c"])
+        .arg(wasm)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or(0, |o| o.stdout.len() as u64);
+    println!(
+        "wasm package: {} KiB raw (budget {} KiB), {} KiB gzip (budget {} KiB)",
+        raw / 1024,
+        WASM_BUDGET_RAW / 1024,
+        gzip / 1024,
+        WASM_BUDGET_GZIP / 1024
+    );
+    if raw > WASM_BUDGET_RAW || gzip > WASM_BUDGET_GZIP {
+        return Err(format!("{} is over its size budget", wasm.display()));
+    }
+    Ok(())
+}
+
 /// Builds the wasm package with wasm-bindgen (`--target web`) into `target/wasm-pkg`, and the
 /// release host. Returns the package folder.
 fn build() -> Result<PathBuf> {
@@ -220,8 +249,7 @@ fn build() -> Result<PathBuf> {
             .arg(&optimized)
             .arg(&optimized))?;
     }
-    let size = fs::metadata(&optimized).map(|m| m.len()).unwrap_or(0);
-    println!("wasm package: {} ({} KiB)", pkg.display(), size / 1024);
+    check_wasm_size(&optimized)?;
     build_www()?;
     run(cargo().args(["build", "--release", "-p", "keyless-host"]))?;
     Ok(pkg)

@@ -54,6 +54,12 @@ fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsError> {
         .map_err(|e| into_error(keyless_core::Code::Internal, e))
 }
 
+/// Runs once when the module starts: a Rust panic shows its message in the browser console.
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+}
+
 /// The `keyless-host check --json` report for a complete reply.
 #[wasm_bindgen(js_name = checkReply)]
 pub fn check_reply(text: &str, settings_js: JsValue) -> Result<JsValue, JsError> {
