@@ -204,19 +204,12 @@ fn payload_strategy(non_blank: bool) -> impl Strategy<Value = String> {
 }
 
 fn command_strategy() -> impl Strategy<Value = Command> {
-    let kinds = prop::sample::select(vec![
-        CommandKind::Say,
-        CommandKind::NewFile,
-        CommandKind::UpdateFile,
-        CommandKind::EditFile,
-        CommandKind::DeleteFile,
-        CommandKind::MoveFile,
-        CommandKind::ReadFile,
-        CommandKind::Mkdir,
-        CommandKind::RunCommand,
-        CommandKind::Ask,
-        CommandKind::Commit,
-    ]);
+    let kinds = prop::sample::select(
+        CommandKind::ALL
+            .into_iter()
+            .filter(|k| !k.is_control())
+            .collect::<Vec<_>>(),
+    );
     (
         kinds,
         path_strategy(),

@@ -127,15 +127,8 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
         "session {session} (turn {}, batch {})",
         pos.turn, pos.batch
     );
-    let sandbox_text = match &o.exec.sandbox {
-        Some(w) => {
-            crate::exec::sandbox::probe(w, ws.root(), o.exec.network).describe(o.exec.network)
-        }
-        None => "off".to_string(),
-    };
-    let _ = writeln!(out, "sandbox: {sandbox_text}");
-    let snapshot = crate::exec::snapshot::gather(ws.root(), sandbox_text);
-    o.exec.missing_tools = snapshot.missing();
+    let snapshot = crate::exec::snapshot::gather_for(ws.root(), &mut o.exec);
+    let _ = writeln!(out, "sandbox: {}", snapshot.sandbox);
     let exec = Executor {
         ws: &ws,
         cfg: &o.exec,

@@ -1154,14 +1154,7 @@ pub struct ServeOptions {
 /// When the port cannot be bound or the workspace opened.
 pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
     let ws = Workspace::open(&o.workspace)?;
-    let sandbox = match &o.exec.sandbox {
-        Some(w) => {
-            crate::exec::sandbox::probe(w, ws.root(), o.exec.network).describe(o.exec.network)
-        }
-        None => "off".to_string(),
-    };
-    let snapshot = crate::exec::snapshot::gather(ws.root(), sandbox.clone());
-    o.exec.missing_tools = snapshot.missing();
+    let snapshot = crate::exec::snapshot::gather_for(ws.root(), &mut o.exec);
     let code = crate::pairing::pairing_code()?;
     let local_token = crate::pairing::random_hex(32)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -1198,7 +1191,7 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         println!("workspace: {}", st.ws.root().display());
         println!("pairing code: {code}   (enter it in the keyless extension's popup; single use)");
         println!("local token: {local_token}   (for scripts: Authorization: Bearer …)");
-        println!("sandbox: {sandbox}");
+        println!("sandbox: {}", snapshot.sandbox);
         match &st.www {
             Some(_) => println!("dashboard: http://{addr}/?token={local_token}"),
             None => println!("dashboard: not built (cargo xtask build builds it)"),

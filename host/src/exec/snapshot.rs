@@ -99,6 +99,19 @@ fn scripts(workspace: &Path) -> Vec<(String, ScriptOutcome)> {
         .collect()
 }
 
+/// Start-up for `serve` and `run`: probes the configured sandbox, gathers the snapshot with its
+/// status line, and records the missing tools in `exec` so a gated command can name them.
+#[must_use]
+pub fn gather_for(workspace: &Path, exec: &mut super::batch::ExecSettings) -> EnvSnapshot {
+    let sandbox = match &exec.sandbox {
+        Some(w) => super::sandbox::probe(w, workspace, exec.network).describe(exec.network),
+        None => "off".to_string(),
+    };
+    let snapshot = gather(workspace, sandbox);
+    exec.missing_tools = snapshot.missing();
+    snapshot
+}
+
 /// The snapshot for a workspace; `sandbox` is the sandbox status line.
 #[must_use]
 pub fn gather(workspace: &Path, sandbox: String) -> EnvSnapshot {
