@@ -3,8 +3,8 @@
 
 use crate::config::Settings;
 use crate::message::correction;
-use crate::parse::parse;
-use crate::plan::plan;
+use crate::parse::{parse, ParseOutput};
+use crate::plan::{plan, Plan};
 use crate::reply::Control;
 use serde::Serialize;
 
@@ -35,10 +35,37 @@ pub struct CheckReport {
     pub correction: Option<String>,
 }
 
+/// A complete reply parsed, planned when valid, with its correction when not: what both the
+/// `check` report and the overlay's final view are made from.
+#[derive(Debug)]
+pub struct Checked {
+    pub out: ParseOutput,
+    pub planned: Option<Plan>,
+    pub correction: Option<String>,
+}
+
+/// Parses a complete reply, plans it when it is valid, and writes its correction when it is not.
+#[must_use]
+pub fn checked(text: &str, settings: &Settings) -> Checked {
+    let out = parse(text, &settings.limits);
+    let ok = out.ok();
+    let planned = ok.then(|| plan(&out.reply, settings));
+    let correction = (!ok).then(|| correction(&out.diagnostics, out.suppressed, out.truncated));
+    Checked {
+        out,
+        planned,
+        correction,
+    }
+}
+
 /// Parses and plans a reply under the settings.
 #[must_use]
 pub fn check(text: &str, settings: &Settings) -> CheckReport {
-    let out = parse(text, &settings.limits);
+    let Checked {
+        out,
+        planned,
+        correction,
+    } = checked(text, settings);
     let ok = out.ok();
     let diagnostics = out
         .diagnostics
@@ -49,7 +76,6 @@ pub fn check(text: &str, settings: &Settings) -> CheckReport {
             message: d.message.clone(),
         })
         .collect();
-    let planned = ok.then(|| plan(&out.reply, settings));
     let commands = out
         .reply
         .commands
@@ -71,6 +97,6 @@ pub fn check(text: &str, settings: &Settings) -> CheckReport {
         diagnostics,
         commands,
         control: planned.map(|p| p.control),
-        correction: (!ok).then(|| correction(&out.diagnostics, out.suppressed, out.truncated)),
+        correction,
     }
 }

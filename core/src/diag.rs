@@ -98,6 +98,7 @@ codes! {
     PieceUnreachable => "KA_PIECE_UNREACHABLE", "a movement no rule leads to";
     PieceTransition => "KA_PIECE_TRANSITION", "a directive the current movement's rules do not allow";
     Unauthorized => "KA_UNAUTHORIZED", "a host API request without a valid pairing token";
+    HostUnreachable => "KA_HOST_UNREACHABLE", "keyless-host is not running or not reachable at the paired address";
 }
 
 impl fmt::Display for Code {

@@ -8,6 +8,7 @@
 //! - [`path`]: the workspace path rules;
 //! - [`check`]: the `keyless-host check` report, shared by the CLI and the wasm build;
 //! - [`piece`]: the piece YAML schema (strict and lenient), effective tools, the run state machine.
+//! - [`site`]: chat-site adapters as data, reply completion, delivery and the selector doctor.
 //!
 //! No I/O, no clock, no randomness.
 
@@ -24,6 +25,7 @@ pub mod plan;
 pub mod policy;
 pub mod render;
 pub mod reply;
+pub mod site;
 pub mod text;
 pub mod textfile;
 

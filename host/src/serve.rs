@@ -225,6 +225,18 @@ impl Prompter for ServerPrompter {
             .lock()
             .is_ok_and(|mut c| c.remove(&self.session))
     }
+    fn command_started(&mut self, c: &keyless_core::Command) {
+        self.shared.emit(&serde_json::json!({"type": "command_started", "session": self.session, "number": c.number, "command": c.kind.name(), "target": c.target()}));
+    }
+    fn command_finished(&mut self, r: &keyless_core::message::CommandResult) {
+        use keyless_core::message::Outcome;
+        let (status, code) = match &r.outcome {
+            Outcome::Ok { .. } => ("ok", None),
+            Outcome::Error { code, .. } => ("error", Some(code.as_str())),
+            Outcome::Skipped { .. } => ("skipped", None),
+        };
+        self.shared.emit(&serde_json::json!({"type": "command_finished", "session": self.session, "number": r.number, "command": r.kind.name(), "target": r.target, "status": status, "code": code}));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -492,6 +504,63 @@ struct SessionIn {
     piece: Option<String>,
     /// Follow a piece given as YAML (validated strictly).
     piece_yaml: Option<String>,
+    /// Ask, AutoSafe or Auto for this session (default: the host's `--mode`).
+    mode: Option<String>,
+    /// Step, Balanced or Batch for this session (default: the host's pace).
+    pace: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct SessionSettingsIn {
+    mode: Option<String>,
+    pace: Option<String>,
+}
+
+/// Checks a mode and pace a client sent and returns them in their canonical spelling.
+fn session_choice(
+    mode: Option<&str>,
+    pace: Option<&str>,
+) -> Result<(Option<&'static str>, Option<&'static str>), ApiError> {
+    let mode = mode.map(str::parse::<Mode>).transpose()?.map(Mode::as_str);
+    let pace = pace.map(str::parse::<Pace>).transpose()?.map(Pace::as_str);
+    Ok((mode, pace))
+}
+
+/// The host's execution settings with the session's own mode and pace applied.
+fn session_exec(st: &Shared, store: &Store, session: &str) -> Result<ExecSettings, ApiError> {
+    let (mode, pace) = store.session_settings(session)?;
+    let mut cfg = st.exec.clone();
+    if let Some(m) = mode.as_deref().and_then(|m| m.parse::<Mode>().ok()) {
+        cfg.mode = m;
+    }
+    if let Some(p) = pace.as_deref().and_then(|p| p.parse::<Pace>().ok()) {
+        cfg.settings.pace = p;
+    }
+    Ok(cfg)
+}
+
+/// POST /v1/sessions/{id}/settings: change a session's mode or pace; answers the system prompt
+/// for the new settings (the pace changes what the model is told).
+async fn session_settings(
+    State(st): State<Arc<Shared>>,
+    UrlPath(id): UrlPath<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let input: SessionSettingsIn = json_body(&body)?;
+    let (mode, pace) = session_choice(input.mode.as_deref(), input.pace.as_deref())?;
+    let st2 = st.clone();
+    let cfg = blocking(move || {
+        let store = st2.store()?;
+        store.session(&id)?;
+        store.set_session_settings(&id, mode, pace)?;
+        session_exec(&st2, &store, &id)
+    })
+    .await?;
+    Ok(
+        Json(serde_json::json!({"mode": cfg.mode.as_str(), "pace": cfg.settings.pace.as_str()}))
+            .into_response(),
+    )
 }
 
 /// Loads and validates the piece a new session asks for.
@@ -554,7 +623,8 @@ async fn create_session(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Re
         json_body(&body)?
     };
     let st2 = st.clone();
-    let (pos, movement) = blocking(move || -> Result<_, ApiError> {
+    let (mode, pace) = session_choice(input.mode.as_deref(), input.pace.as_deref())?;
+    let (pos, movement, cfg) = blocking(move || -> Result<_, ApiError> {
         let store = st2.store()?;
         if let Some(id) = input.resume.clone() {
             if input.piece.is_some() || input.piece_yaml.is_some() {
@@ -563,8 +633,10 @@ async fn create_session(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Re
                 ));
             }
             let pos = store.session(&id)?;
+            store.set_session_settings(&id, mode, pace)?;
             let movement = piece_run(&store, &id)?.map(|r| r.movement_prompt());
-            return Ok((pos, movement));
+            let cfg = session_exec(&st2, &store, &id)?;
+            return Ok((pos, movement, cfg));
         }
         let piece = session_piece(&st2, &input)?;
         let id = format!(
@@ -572,6 +644,7 @@ async fn create_session(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Re
             crate::pairing::random_hex(8).map_err(|e| ApiError::Internal(e.to_string()))?
         );
         let pos = store.create_session(&id, &st2.ws.root().display().to_string())?;
+        store.set_session_settings(&id, mode, pace)?;
         let movement = match piece {
             Some((yaml, piece)) => {
                 let run = keyless_core::piece::run::PieceRun::start(piece);
@@ -582,13 +655,14 @@ async fn create_session(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Re
             }
             None => None,
         };
-        Ok((pos, movement))
+        let cfg = session_exec(&st2, &store, &id)?;
+        Ok((pos, movement, cfg))
     })
     .await?;
     let mut prompt = system_prompt(
-        &st.exec.settings,
+        &cfg.settings,
         &PromptContext {
-            mode: st.exec.mode,
+            mode: cfg.mode,
             environment: Some(st.environment.clone()),
         },
     );
@@ -597,7 +671,7 @@ async fn create_session(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Re
         prompt.push_str(m);
     }
     st.emit(&serde_json::json!({"type": "session", "session": pos.id, "turn": pos.turn, "batch": pos.batch}));
-    Ok(Json(serde_json::json!({ "session": pos.id, "turn": pos.turn, "batch": pos.batch, "prompt": prompt, "piece": movement.is_some() })).into_response())
+    Ok(Json(serde_json::json!({ "session": pos.id, "turn": pos.turn, "batch": pos.batch, "prompt": prompt, "piece": movement.is_some(), "mode": cfg.mode.as_str(), "pace": cfg.settings.pace.as_str() })).into_response())
 }
 
 async fn get_session(
@@ -686,9 +760,10 @@ fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOu
     st.emit(&serde_json::json!({"type": "batch_started", "session": session, "batch_id": id, "turn": turn, "batch": batch}));
     let mut run = piece_run(&store, session)?;
     let gate = run.as_ref().map(keyless_core::piece::run::PieceRun::tools);
+    let cfg = session_exec(st, &store, session)?;
     let exec = Executor {
         ws: &st.ws,
-        cfg: &st.exec,
+        cfg: &cfg,
         session,
         gate: gate.as_ref(),
     };
@@ -698,7 +773,7 @@ fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOu
     };
     let outcome: BatchOutcome = exec.execute(&input.reply, turn, batch, &mut prompter);
     let (continue_turn, piece_note) = match run.as_mut() {
-        Some(r) => advance_piece(r, &outcome, &input.reply, &st.exec.settings),
+        Some(r) => advance_piece(r, &outcome, &input.reply, &cfg.settings),
         None => (false, None),
     };
     let mut step = crate::session_flow::record(
@@ -706,7 +781,7 @@ fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOu
         &id,
         &mut pos,
         &outcome,
-        &st.exec.settings,
+        &cfg.settings,
         &input.reply,
         continue_turn,
     )?;
@@ -1076,6 +1151,7 @@ pub fn router(st: Arc<Shared>) -> Router {
         .route("/v1/sessions/{id}", get(get_session))
         .route("/v1/sessions/{id}/replies", post(submit_reply))
         .route("/v1/sessions/{id}/cancel", post(cancel))
+        .route("/v1/sessions/{id}/settings", post(session_settings))
         .route("/v1/pieces", get(list_pieces))
         .route("/v1/batches/{id}", get(get_batch))
         .route("/v1/batches/{id}/undo", post(undo_batch_route))

@@ -117,7 +117,7 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.execute_batch(SCHEMA)?;
         // Databases made before pieces: add the columns (an "already exists" error is fine).
-        for col in ["piece_yaml", "piece_state"] {
+        for col in ["piece_yaml", "piece_state", "mode", "pace"] {
             let _ = conn.execute(&format!("ALTER TABLE sessions ADD COLUMN {col} TEXT"), []);
         }
         let _ = conn.execute("ALTER TABLE batches ADD COLUMN reply TEXT", []);
@@ -316,6 +316,39 @@ impl Store {
 
     /// Attaches a piece (its YAML and run state) to a session.
     ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn set_session_settings(
+        &self,
+        session: &str,
+        mode: Option<&str>,
+        pace: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE sessions SET mode = COALESCE(?2, mode), pace = COALESCE(?3, pace) WHERE id = ?1",
+            params![session, mode, pace],
+        )?;
+        Ok(())
+    }
+
+    /// The mode and pace a session chose (`None`: the host's own).
+    ///
+    /// # Errors
+    /// SQLite failures; KA_SESSION_NOT_FOUND.
+    pub fn session_settings(
+        &self,
+        session: &str,
+    ) -> Result<(Option<String>, Option<String>), StoreError> {
+        self.conn
+            .query_row(
+                "SELECT mode, pace FROM sessions WHERE id = ?1",
+                params![session],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::SessionNotFound(session.to_string()))
+    }
+
     /// # Errors
     /// SQLite failures.
     pub fn set_piece(&self, session: &str, yaml: &str, state: &str) -> Result<(), StoreError> {

@@ -292,3 +292,59 @@ async fn sessions_route_replies_and_conflicts() {
         "{v}"
     );
 }
+
+#[tokio::test]
+async fn a_session_keeps_its_own_mode_and_pace() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let st = state(&tmp); // the host runs in Auto
+    let (s, v) = call(&st, post("/v1/sessions", r#"{"mode":"ask","pace":"step"}"#)).await;
+    assert_eq!(
+        (s, v["mode"].as_str(), v["pace"].as_str()),
+        (StatusCode::OK, Some("Ask"), Some("Step")),
+        "{v}"
+    );
+    let id = v["session"].as_str().expect("id").to_string();
+    // Step pace: two commands, the second is skipped with the seed's reason.
+    let (s, v) = call(
+        &st,
+        post(
+            &format!("/v1/sessions/{id}/replies"),
+            r#"{"reply":"@@mkdir a\n@@end\n@@mkdir b\n@@end\n@@next\n@@end\n@@eof\n"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let text = v["text"].as_str().expect("text");
+    assert!(text.contains("skipped 1 commands"), "{text}");
+    assert!(tmp.path().join("ws/a").is_dir() && !tmp.path().join("ws/b").exists());
+    let (s, v) = call(
+        &st,
+        post(
+            &format!("/v1/sessions/{id}/settings"),
+            r#"{"pace":"Batch","mode":"AutoSafe"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(
+        (s, v["mode"].as_str(), v["pace"].as_str()),
+        (StatusCode::OK, Some("AutoSafe"), Some("Batch")),
+        "{v}"
+    );
+    let (s, v) = call(
+        &st,
+        post(&format!("/v1/sessions/{id}/settings"), r#"{"mode":"yolo"}"#),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(v["code"].as_str(), Some("KA_CONFIG_VALIDATION"), "{v}");
+    let (s, v) = call(
+        &st,
+        post("/v1/sessions/s-nope/settings", r#"{"mode":"Ask"}"#),
+    )
+    .await;
+    assert_eq!(
+        (s, v["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("KA_SESSION_NOT_FOUND")),
+        "{v}"
+    );
+}

@@ -4,6 +4,8 @@ import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 import { chromium } from "playwright-core";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const shots = join(root, "docs", "screenshots");
@@ -22,6 +24,7 @@ export function startHost(ws, config, mode = "ask") {
       const port = line.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
       if (port) info.port = Number(port[1]);
       if (line.startsWith("local token: ")) info.token = line.split(/\s+/)[2];
+      if (line.startsWith("pairing code: ")) info.code = line.split(/\s+/)[2];
       if (line.startsWith("dashboard: ")) info.dashboard = line.slice("dashboard: ".length).trim();
       if (line.startsWith("playground: ")) info.playground = line.slice("playground: ".length).trim();
       if (line.startsWith("Press Ctrl-C")) resolve(info);
@@ -35,4 +38,31 @@ export function launch() {
     executablePath: "/usr/bin/chromium",
     args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
   });
+}
+
+const FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"];
+export const extensionDir = join(root, "target", "extension");
+
+/**
+ * Debian's Chromium with the built extension loaded, chatgpt.com and claude.ai mapped to the fake
+ * chat site on 127.0.0.1:`chatPort`. Resolves with {context, worker, extensionId}.
+ */
+export async function launchWithExtension(chatPort) {
+  const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "keyless-chromium-")), {
+    executablePath: "/usr/bin/chromium",
+    headless: false,
+    ignoreDefaultArgs: ["--disable-extensions", "--headless"],
+    ignoreHTTPSErrors: true,
+    viewport: { width: 1280, height: 860 },
+    args: [
+      ...FLAGS,
+      `--disable-extensions-except=${extensionDir}`,
+      `--load-extension=${extensionDir}`,
+      `--host-resolver-rules=MAP chatgpt.com 127.0.0.1:${chatPort}, MAP claude.ai 127.0.0.1:${chatPort}`,
+      "--ignore-certificate-errors",
+    ],
+  });
+  const worker = context.serviceWorkers()[0] ?? (await context.waitForEvent("serviceworker"));
+  const extensionId = new URL(worker.url()).host;
+  return { context, worker, extensionId };
 }

@@ -153,6 +153,23 @@ fn wasm_answers_exactly_like_native() {
             d.same(op::CHECK, &input(r, &serde_json::json!({ "pace": pace })));
         }
         d.same(op::PARTIAL, &input(r, &serde_json::json!({})));
+        // The overlay's view: while streaming, stopped and quiet, and stuck past the budget.
+        for page in [
+            serde_json::json!({ "siteStreaming": true, "quietMs": 10 }),
+            serde_json::json!({ "siteStreaming": false, "quietMs": 800, "waitedMs": 5000 }),
+            serde_json::json!({ "siteStreaming": false, "quietMs": 100_000, "truncationBudgetSeconds": 90 }),
+        ] {
+            d.same(
+                op::FOLLOW,
+                &input(r, &serde_json::json!({ "mode": "Ask", "page": page })),
+            );
+        }
+    }
+    // The site-adapter override fixtures.
+    for e in std::fs::read_dir(workspace_root().join("core/tests/sites")).expect("sites") {
+        let p = e.expect("entry").path();
+        let text = std::fs::read_to_string(&p).expect("override");
+        d.same(op::SITES, &input(&text, &serde_json::json!({})));
     }
     // Every piece fixture and shipped piece, strict and lenient, with tools and graphs.
     let root = workspace_root();
@@ -203,7 +220,15 @@ fn wasm_answers_exactly_like_native() {
             7 => {
                 let k = rng.below(replies.len());
                 let r = mutate(&mut rng, &replies[k]);
-                d.same(op::PARTIAL, &input(&r, &serde_json::json!({})));
+                if i % 20 == 7 {
+                    d.same(op::PARTIAL, &input(&r, &serde_json::json!({})));
+                } else {
+                    let page = serde_json::json!({ "siteStreaming": rng.below(2) == 0, "quietMs": rng.below(2000) });
+                    d.same(
+                        op::FOLLOW,
+                        &input(&r, &serde_json::json!({ "mode": "Auto", "page": page })),
+                    );
+                }
             }
             _ => {
                 let k = rng.below(lines.len());

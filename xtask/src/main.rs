@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         "bench" => bench(),
         _ => {
             println!(
-                "usage: cargo xtask <task>\n\n  test    install what the tests need, then run every check and test\n  serve   build everything and start keyless-host serve (extra args are passed on)\n  build   build the host (release) and the wasm package\n  bench   run the benchmarks and print their figures"
+                "usage: cargo xtask <task>\n\n  test    install what the tests need, then run every check and test\n  serve   build everything and start keyless-host serve (extra args are passed on)\n  build   build the host (release), the wasm package, the dashboard, the playground and the extension\n  bench   run the benchmarks and print their figures"
             );
             return if task == "help" || task == "--help" {
                 ExitCode::SUCCESS
@@ -219,9 +219,11 @@ fn check_wasm_size(wasm: &Path) -> Result {
 fn build() -> Result<PathBuf> {
     ensure_wasm_target()?;
     let bindgen = ensure_wasm_bindgen()?;
+    ensure_node_modules()?;
     run(cargo().args([
         "build",
-        "--release",
+        "--profile",
+        "wasm",
         "-p",
         "keyless-wasm",
         "--target",
@@ -230,7 +232,7 @@ fn build() -> Result<PathBuf> {
     let wasm = root()
         .join("target")
         .join(WASM_TARGET)
-        .join("release")
+        .join("wasm")
         .join("keyless_wasm.wasm");
     let pkg = root().join("target").join("wasm-pkg");
     run(Command::new(bindgen)
@@ -238,16 +240,24 @@ fn build() -> Result<PathBuf> {
         .args(["--target", "web", "--out-dir"])
         .arg(&pkg))?;
     let optimized = pkg.join("keyless_wasm_bg.wasm");
-    if output(Command::new("wasm-opt").arg("--version")).is_some() {
-        run(Command::new("wasm-opt")
+    // wasm-opt from npm's binaryen package (a devDependency); one on PATH works too.
+    let local = root().join("node_modules").join(".bin").join("wasm-opt");
+    let wasm_opt = if local.exists() {
+        Some(local)
+    } else {
+        output(Command::new("wasm-opt").arg("--version")).map(|_| PathBuf::from("wasm-opt"))
+    };
+    match wasm_opt {
+        Some(opt) => run(Command::new(opt)
             .args([
-                "-Oz",
+                "-O3",
                 "--enable-bulk-memory",
                 "--enable-nontrapping-float-to-int",
                 "-o",
             ])
             .arg(&optimized)
-            .arg(&optimized))?;
+            .arg(&optimized))?,
+        None => println!("wasm-opt not found: the wasm package is not optimised further"),
     }
     check_wasm_size(&optimized)?;
     build_www()?;
@@ -360,8 +370,16 @@ fn bench() -> Result {
 fn serve(extra: &[String]) -> Result {
     build()?;
     let host = root().join("target").join("release").join("keyless-host");
+    let ext = root().join("target").join("extension");
     println!(
-        "\nStarting keyless-host serve on this folder (pass --workspace DIR to choose another).\nThe wasm package is in target/wasm-pkg. The Chrome extension is not part of this build yet: see README.md (Status)."
+        "\nThe Chrome extension is built in {}.\n\
+         1. Load it: open chrome://extensions, switch on Developer mode, press \"Load unpacked\" and choose that folder\n\
+         \x20  (Chromium, or any Chrome-based browser that still loads unpacked extensions).\n\
+         2. Pair it: open a chat (chatgpt.com, claude.ai, gemini.google.com or aistudio.google.com), click the keyless\n\
+         \x20  icon, and enter the host address and the pairing code that keyless-host prints below.\n\
+         3. Give the task in the popup and press Start.\n\
+         \nStarting keyless-host serve on this folder (pass --workspace DIR to choose another; --port, --mode too).",
+        ext.display()
     );
     run(Command::new(host).arg("serve").args(extra))
 }

@@ -7,6 +7,7 @@
 use keyless_core::check::check;
 use keyless_core::piece::{graph, tools::effective, validate, Strictness};
 use keyless_core::policy::decide;
+use keyless_core::site::{follow, load_sites, PageObservation, DEFAULT_SITES_JSON};
 use keyless_core::{parse_partial, Mode, Pace, Settings};
 use serde::Deserialize;
 
@@ -16,6 +17,10 @@ pub mod op {
     pub const PARTIAL: u32 = 2;
     pub const POLICY: u32 = 3;
     pub const PIECE: u32 = 4;
+    /// The overlay's view of a (possibly streaming) reply and the completion verdict.
+    pub const FOLLOW: u32 = 5;
+    /// The site adapters with the user's overrides (`text`) applied.
+    pub const SITES: u32 = 6;
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -26,6 +31,7 @@ struct Input {
     mode: Option<String>,
     allow: Vec<String>,
     lenient: bool,
+    page: PageObservation,
 }
 
 fn settings(i: &Input) -> Result<Settings, String> {
@@ -66,6 +72,17 @@ fn run(op: u32, input: &str) -> Result<serde_json::Value, String> {
             });
             Ok(serde_json::json!({ "validation": v, "extra": extra }))
         }
+        op::FOLLOW => {
+            let mode = match &i.mode {
+                Some(m) => m.parse::<Mode>().map_err(|e| e.to_string())?,
+                None => Mode::default(),
+            };
+            serde_json::to_value(follow(&i.text, &settings(&i)?, mode, &i.allow, &i.page))
+        }
+        op::SITES => Ok(match load_sites(DEFAULT_SITES_JSON, Some(&i.text)) {
+            Ok(sites) => serde_json::json!({ "sites": sites }),
+            Err(e) => serde_json::json!({ "code": e.code(), "error": e.to_string() }),
+        }),
         other => return Err(format!("unknown operation {other}")),
     };
     v.map_err(|e| e.to_string())

@@ -6,6 +6,10 @@ use keyless_core::message::{system_prompt as core_prompt, PromptContext};
 use keyless_core::piece::tools::effective;
 use keyless_core::piece::{graph, validate, Strictness};
 use keyless_core::policy::decide;
+use keyless_core::site::{
+    delivery, doctor, explain_serde, follow, resolve_sites, site_for_host, PageObservation,
+    SelectorProbe, SiteAdapter, SitesPatch, DEFAULTS_SOURCE, DEFAULT_SITES_JSON, OVERRIDES_SOURCE,
+};
 use keyless_core::{parse_partial, Limits, Mode, Pace, Settings};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
@@ -141,4 +145,81 @@ fn loaded(yaml: &str) -> Result<keyless_core::piece::Piece, JsError> {
             "the piece did not load",
         )),
     }
+}
+
+/// Parses JSON text with the JS engine (no JSON parser in the module): KA_CONFIG_INVALID.
+fn json(source: &str, text: &str) -> Result<JsValue, JsError> {
+    js_sys::JSON::parse(text).map_err(|e| {
+        let why = js_sys::Error::from(e).message();
+        into_error(
+            keyless_core::Code::ConfigInvalid,
+            format!("{source}: not valid JSON: {why}"),
+        )
+    })
+}
+
+fn patches(source: &str, value: JsValue) -> Result<SitesPatch, JsError> {
+    serde_wasm_bindgen::from_value(value).map_err(|e| {
+        into_error(
+            keyless_core::Code::ConfigValidation,
+            format!("{source}: {}", explain_serde(&e.to_string())),
+        )
+    })
+}
+
+fn sites(overrides: Option<String>) -> Result<Vec<SiteAdapter>, JsError> {
+    let base = patches(DEFAULTS_SOURCE, json(DEFAULTS_SOURCE, DEFAULT_SITES_JSON)?)?;
+    let over = match overrides.as_deref().filter(|t| !t.trim().is_empty()) {
+        Some(t) => Some(patches(OVERRIDES_SOURCE, json(OVERRIDES_SOURCE, t)?)?),
+        None => None,
+    };
+    resolve_sites(base, over.as_ref()).map_err(|e| into_error(e.code(), e))
+}
+
+fn from_js<T: serde::de::DeserializeOwned>(value: JsValue) -> Result<T, JsError> {
+    serde_wasm_bindgen::from_value(value)
+        .map_err(|e| into_error(keyless_core::Code::ConfigInvalid, e))
+}
+
+/// The site adapters that ship with keyless, as JSON text (what the options page shows).
+#[wasm_bindgen(js_name = defaultSitesJson)]
+#[must_use]
+pub fn default_sites_json() -> String {
+    DEFAULT_SITES_JSON.to_string()
+}
+
+/// Every site adapter: the shipped ones with the user's overrides (JSON text) applied.
+#[wasm_bindgen(js_name = loadSites)]
+pub fn load_sites_js(overrides: Option<String>) -> Result<JsValue, JsError> {
+    to_js(&sites(overrides)?)
+}
+
+/// The adapter for a page's host name, or `null`.
+#[wasm_bindgen(js_name = siteForHost)]
+pub fn site_for_host_js(overrides: Option<String>, host: &str) -> Result<JsValue, JsError> {
+    let all = sites(overrides)?;
+    to_js(&site_for_host(&all, host))
+}
+
+/// The overlay's view of a reply that may still be streaming, and whether it is complete.
+#[wasm_bindgen(js_name = followReply)]
+pub fn follow_reply(text: &str, settings_js: JsValue, page: JsValue) -> Result<JsValue, JsError> {
+    let (s, mode, allow) = settings(settings_js)?;
+    let page: PageObservation = from_js(page)?;
+    to_js(&follow(text, &s, mode, &allow, &page))
+}
+
+/// Paste or attach a message, for a site.
+#[wasm_bindgen(js_name = deliveryFor)]
+pub fn delivery_for(text: &str, site: JsValue, turn: u32, batch: u32) -> Result<JsValue, JsError> {
+    let site: SiteAdapter = from_js(site)?;
+    to_js(&delivery(text, &site, turn, batch))
+}
+
+/// The selector doctor's report from the page's probe results.
+#[wasm_bindgen(js_name = doctorReport)]
+pub fn doctor_report(site: JsValue, probes: JsValue) -> Result<JsValue, JsError> {
+    let site: SiteAdapter = from_js(site)?;
+    let probes: Vec<SelectorProbe> = from_js(probes)?;
+    to_js(&doctor(&site, &probes))
 }

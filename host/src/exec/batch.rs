@@ -27,6 +27,10 @@ pub trait Prompter {
     fn cancel_requested(&mut self) -> bool {
         false
     }
+    /// A command of the batch starts running.
+    fn command_started(&mut self, _command: &keyless_core::Command) {}
+    /// A command of the batch has its result (run, failed or skipped).
+    fn command_finished(&mut self, _result: &CommandResult) {}
 }
 
 /// Everything that decides how a batch runs.
@@ -121,9 +125,12 @@ impl Executor<'_> {
             }
             if !entry.run {
                 let reason = entry.skip.unwrap_or(SkipReason::AfterDone);
-                entries.push(CommandResult::new(cmd, Outcome::Skipped { reason }));
+                let result = CommandResult::new(cmd, Outcome::Skipped { reason });
+                prompter.command_finished(&result);
+                entries.push(result);
                 continue;
             }
+            prompter.command_started(cmd);
             let (outcome, tier) = match backup.as_mut() {
                 Some(b) => self.run_one(cmd, b, prompter),
                 None => (
@@ -146,7 +153,9 @@ impl Executor<'_> {
             {
                 planned.stop_after(cmd.number);
             }
-            entries.push(CommandResult::new(cmd, outcome));
+            let result = CommandResult::new(cmd, outcome);
+            prompter.command_finished(&result);
+            entries.push(result);
         }
         let text = results(BatchRef { turn, batch }, &entries, self.cfg.settings.pace);
         BatchOutcome::Executed {

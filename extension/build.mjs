@@ -1,0 +1,23 @@
+// Builds the unpacked extension into target/extension: bundles the worker (ES module), the
+// content script (one classic script), the popup and the options page, and copies the manifest,
+// the static pages and the wasm module. Load target/extension with "Load unpacked".
+import { build } from "esbuild";
+import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const out = join(here, "..", "target", "extension");
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+const common = { bundle: true, target: "chrome116", logLevel: "warning", legalComments: "none" };
+await Promise.all([
+  build({ ...common, entryPoints: [join(here, "src", "worker.ts")], format: "esm", outfile: join(out, "worker.js") }),
+  build({ ...common, entryPoints: [join(here, "src", "content.ts")], format: "iife", outfile: join(out, "content.js") }),
+  build({ ...common, entryPoints: [join(here, "src", "popup.ts")], format: "esm", outfile: join(out, "popup.js") }),
+  build({ ...common, entryPoints: [join(here, "src", "options.ts")], format: "esm", outfile: join(out, "options.js") }),
+]);
+copyFileSync(join(here, "manifest.json"), join(out, "manifest.json"));
+for (const f of readdirSync(join(here, "static"))) copyFileSync(join(here, "static", f), join(out, f));
+copyFileSync(join(here, "..", "target", "wasm-pkg", "keyless_wasm_bg.wasm"), join(out, "keyless_wasm_bg.wasm"));
+console.log(`extension built: ${out}`);

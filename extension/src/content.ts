@@ -1,0 +1,370 @@
+// The content script of a chat page: follows the newest assistant reply as it streams, shows the
+// overlay, hands complete replies to the worker, and writes the answers back into the chat.
+// No wasm here (a site's CSP may forbid it): every decision comes from the worker's core.
+
+import { query, queryAll, send, write } from "./composer.js";
+import { replyText } from "./extract.js";
+import { Overlay, type PromptEvent } from "./overlay.js";
+import { ask, type Delivery, type HostEvent, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
+
+interface Watch {
+  /// Assistant messages that existed before the message this reply answers.
+  baseline: number;
+  sentAt: number;
+  lastText: string;
+  lastChange: number;
+  done: boolean;
+}
+
+let site: SiteAdapter | null = null;
+let settings: Settings | null = null;
+let run: TabRun | null = null;
+let overlay: Overlay | null = null;
+let watch: Watch | null = null;
+let busy = false;
+let pending: { text: string; endAt: number } | null = null;
+let unsent: { text: string; delivery: Delivery; endAt: number } | null = null;
+let lastExhaustedCheck = 0;
+let exhausted = false;
+
+function errText(e: unknown): [string, string] {
+  const m = e instanceof Error ? e.message : String(e);
+  const code = /^(KA_[A-Z_]+)\s/.exec(m)?.[1] ?? "KA_INTERNAL";
+  return [code, m.replace(/^KA_[A-Z_]+\s/, "")];
+}
+
+function ui(): Overlay {
+  if (!overlay) {
+    overlay = new Overlay(() => {
+      ask("cancel", {}).catch(() => undefined);
+    });
+  }
+  return overlay;
+}
+
+function assistantMessages(): Element[] {
+  return site ? queryAll(site.selectors.assistant_message) : [];
+}
+
+function contentOf(message: Element): Element {
+  return (site?.selectors.assistant_content && query(site.selectors.assistant_content, message)) || message;
+}
+
+function exhaustedNow(now: number): boolean {
+  if (!site || site.exhausted_phrases.length === 0 || now - lastExhaustedCheck < 3000) return exhausted;
+  lastExhaustedCheck = now;
+  const text = document.body.textContent ?? "";
+  exhausted = site.exhausted_phrases.some((p) => text.includes(p));
+  return exhausted;
+}
+
+/// Starts following the reply to a message that was just sent.
+function follow(baseline: number): void {
+  const now = performance.now();
+  watch = { baseline, sentAt: now, lastText: "", lastChange: now, done: false };
+  exhausted = false;
+  lastExhaustedCheck = 0;
+  ui().reset();
+  ui().setWhere(`${site?.name ?? ""}${run ? ` · turn ${run.turn} batch ${run.batch}` : ""}`);
+  ui().setPhase("waiting for the reply", "follow");
+  schedule();
+}
+
+let timer: number | null = null;
+function schedule(): void {
+  if (timer !== null || !watch) return;
+  timer = window.setTimeout(() => {
+    timer = null;
+    void tick();
+  }, 100);
+}
+
+async function tick(): Promise<void> {
+  const w = watch;
+  if (!w || w.done || !site || !settings || busy) return;
+  busy = true;
+  try {
+    const t0 = performance.now();
+    const msgs = assistantMessages();
+    const newest = msgs.length > w.baseline ? msgs[msgs.length - 1] : undefined;
+    const text = newest ? replyText(contentOf(newest), site.selectors.ignore) : "";
+    const now = performance.now();
+    const changed = text !== w.lastText;
+    if (changed) {
+      w.lastText = text;
+      w.lastChange = now;
+    }
+    const streaming = query(site.selectors.streaming) !== null;
+    const report = await ask("follow", {
+      text,
+      page: {
+        siteStreaming: streaming,
+        quietMs: Math.round(now - w.lastChange),
+        waitedMs: Math.round(now - w.sentAt),
+        exhausted: !streaming && now - w.lastChange > 1500 ? exhaustedNow(now) : false,
+        truncationBudgetSeconds: settings.truncationBudgetSeconds,
+        replyTimeoutSeconds: settings.replyTimeoutSeconds,
+      },
+    });
+    if (watch !== w) return;
+    const o = ui();
+    o.follow(report);
+    if (changed && text) {
+      const ms = performance.now() - t0;
+      o.note(`${report.lines} lines · overlay updated in ${ms.toFixed(1)} ms`);
+      ask("metric", { overlayMs: Math.round(ms * 100) / 100, chars: text.length }).catch(() => undefined);
+      o.setPhase(streaming ? "streaming" : "checking", "follow");
+    }
+    switch (report.verdict) {
+      case "waiting":
+        return;
+      case "timeout":
+      case "exhausted":
+        w.done = true;
+        o.error(
+          report.code ?? "KA_REPLY_TIMEOUT",
+          report.verdict === "timeout"
+            ? `No complete reply within ${settings.replyTimeoutSeconds} s. Nothing was run.`
+            : "The chat says it is full. Start a new chat and press Start in the keyless popup.",
+        );
+        return;
+      case "truncated":
+        o.error(report.code ?? "KA_REPLY_TRUNCATED", `The reply stayed without @@eof for ${settings.truncationBudgetSeconds} s. The model is asked to resend it in smaller pieces.`);
+        break;
+      default:
+        break;
+    }
+    w.done = true;
+    const endAt = w.lastChange;
+    if (run?.state === "paused") {
+      pending = { text, endAt };
+      o.setPhase("paused", "wait");
+      o.note("Paused: this reply runs when you press Resume in the keyless popup.");
+      return;
+    }
+    void submit(text, endAt);
+  } catch (e) {
+    const [code, msg] = errText(e);
+    ui().error(code, msg);
+  } finally {
+    busy = false;
+  }
+}
+
+async function submit(text: string, endAt: number): Promise<void> {
+  const o = ui();
+  o.setPhase(text ? "sent to keyless-host" : "empty reply", "run");
+  let outcome: ReplyOutcome;
+  try {
+    outcome = await ask("reply", { text });
+  } catch (e) {
+    const [code, msg] = errText(e);
+    o.error(code, msg, [{ label: "Retry", run: () => void submit(text, endAt) }]);
+    return;
+  }
+  run = outcome.run;
+  const a = outcome.answer;
+  ui().setWhere(`${site?.name ?? ""} · turn ${a.turn} batch ${a.batch}`);
+  if (a.turn_ended) {
+    o.results(a, a.turn_ended === "done" ? "Nothing more is sent: the task is complete." : "Nothing more is sent; see the dashboard.");
+    o.setPhase(a.turn_ended === "done" ? "done" : a.turn_ended, a.turn_ended === "done" ? "ok" : "bad");
+    return;
+  }
+  if (!outcome.send) {
+    o.results(a, "Not sent automatically.");
+    o.setPhase(run.state === "paused" ? "paused" : "ready to send", "wait");
+    unsent = { text: a.text, delivery: outcome.delivery, endAt };
+    o.error("Ready", "The results are ready to go back to the chat.", [{ label: "Send results", run: () => void resend() }]);
+    return;
+  }
+  o.results(a, a.status === "rejected" ? "Sending the correction…" : "Sending the results…");
+  await deliver(a.text, outcome.delivery, endAt);
+}
+
+async function deliver(text: string, delivery: Delivery, endAt: number): Promise<void> {
+  if (!site) return;
+  const o = ui();
+  unsent = { text, delivery, endAt };
+  o.setPhase("sending", "run");
+  const before = assistantMessages().length;
+  try {
+    const fallback = await send(
+      site,
+      text,
+      delivery.kind === "attach" ? { attach: { fileName: delivery.file_name, note: delivery.note } } : {},
+    );
+    unsent = null;
+    const ms = performance.now() - endAt;
+    ask("delivered", { ok: true, endToSentMs: ms }).catch(() => undefined);
+    o.clearError();
+    if (fallback) o.error(fallback, "The file upload failed; the results were pasted instead.");
+    follow(before);
+    o.note(`results sent ${Math.round(ms)} ms after the reply ended`);
+  } catch (e) {
+    const [code, msg] = errText(e);
+    ask("delivered", { ok: false, code }).catch(() => undefined);
+    o.error(code, msg, [{ label: "Resend", run: () => void resend() }]);
+  }
+}
+
+async function resend(): Promise<void> {
+  if (!unsent) return;
+  const u = unsent;
+  await deliver(u.text, u.delivery, u.endAt);
+}
+
+window.addEventListener("online", () => {
+  if (unsent && run?.state === "running") void resend();
+});
+
+function onEvent(e: HostEvent): void {
+  const o = ui();
+  switch (e.type) {
+    case "batch_started":
+      o.batchStarted();
+      break;
+    case "command_started":
+      o.commandStarted(Number(e.number));
+      break;
+    case "command_finished":
+      o.commandFinished(Number(e.number), String(e.status), (e.code as string | null) ?? null);
+      break;
+    case "output":
+      o.output(String(e.text ?? ""));
+      break;
+    case "say":
+      o.say(String(e.text ?? ""));
+      break;
+    case "prompt":
+      o.prompt(e as unknown as PromptEvent, (a) => {
+        ask("answer", { id: Number(e.id), ...a }).catch((err: unknown) => {
+          const [code, msg] = errText(err);
+          o.error(code, msg);
+        });
+        o.setPhase("running", "run");
+      });
+      break;
+    case "prompt_closed":
+      o.promptClosed(Number(e.id));
+      break;
+    default:
+      break;
+  }
+}
+
+async function onPaste(text: string, sendIt: boolean): Promise<void> {
+  if (!site) return;
+  const o = ui();
+  o.reset();
+  const before = assistantMessages().length;
+  try {
+    if (sendIt) {
+      await send(site, text);
+      follow(before);
+    } else {
+      await write(site, text);
+      o.setPhase("add your task, then send", "wait");
+      // Follow the reply once the user sends.
+      follow(before);
+    }
+  } catch (e) {
+    const [code, msg] = errText(e);
+    o.error(code, msg);
+  }
+}
+
+function onRun(next: TabRun | null): void {
+  const was = run?.state;
+  run = next;
+  if (!next || next.state === "stopped") {
+    watch = null;
+    pending = null;
+    if (overlay) {
+      overlay.setPhase("stopped", "");
+      overlay.note("Stopped. Press Start in the keyless popup to begin again.");
+    }
+    return;
+  }
+  ui();
+  if (next.state === "paused" && overlay) overlay.setPhase("paused", "wait");
+  if (next.state === "running" && was === "paused") {
+    if (pending) {
+      const p = pending;
+      pending = null;
+      void submit(p.text, p.endAt);
+    } else if (unsent) void resend();
+    else overlay?.setPhase("following", "follow");
+  }
+}
+
+/// Runs each selector of the adapter the worker resolved (with the user's current overrides).
+function probe(selectors: Selectors): { key: string; matches: number | null }[] {
+  const sel = selectors as unknown as Record<string, string | undefined>;
+  return ["assistant_message", "assistant_content", "user_message", "streaming", "composer", "send_button", "file_input", "attachment_chip", "ignore"].map(
+    (key) => {
+      const s = sel[key];
+      if (!s) return { key, matches: 0 };
+      try {
+        return { key, matches: document.querySelectorAll(s).length };
+      } catch {
+        return { key, matches: null };
+      }
+    },
+  );
+}
+
+chrome.runtime.onMessage.addListener((msg: TabMessage, _sender, sendResponse) => {
+  switch (msg.type) {
+    case "probe":
+      sendResponse(probe(msg.selectors));
+      return false;
+    case "event":
+      onEvent(msg.event);
+      return false;
+    case "paste":
+      void onPaste(msg.text, msg.send);
+      sendResponse(true);
+      return false;
+    case "run":
+      onRun(msg.run);
+      return false;
+    default:
+      return false;
+  }
+});
+
+async function main(): Promise<void> {
+  const got = await ask("site", { host: location.hostname });
+  site = got.site;
+  settings = got.settings;
+  if (!site) return;
+  if (got.error) console.warn(`keyless: ${got.error}; using the shipped selectors`);
+  new MutationObserver(() => schedule()).observe(document.documentElement, { childList: true, subtree: true, characterData: true });
+  window.setInterval(() => {
+    if (watch && !watch.done) schedule();
+  }, 250);
+  // Keep the worker (and its event stream) alive while this tab runs a session.
+  window.setInterval(() => {
+    if (run && (run.state === "running" || run.state === "paused")) ask("ping", {}).catch(() => undefined);
+  }, 20000);
+  chrome.storage.onChanged.addListener((changes, area) => {
+    if (area !== "local" || !changes.settings) return;
+    void ask("site", { host: location.hostname }).then((s) => {
+      settings = s.settings;
+      if (s.site) site = s.site;
+    });
+  });
+  run = (await ask("tabRun", {})).run;
+  if (run && (run.state === "running" || run.state === "paused")) {
+    // After a reload: follow only replies that arrive from now on (the host never runs a batch twice).
+    follow(assistantMessages().length);
+    ui().setPhase(run.state === "paused" ? "paused" : "following", run.state === "paused" ? "wait" : "follow");
+  }
+}
+
+main().catch((e: unknown) => {
+  const [code, msg] = errText(e);
+  if (overlay) overlay.error(code, msg);
+  else console.warn(`keyless: ${code} ${msg}`);
+});
+

@@ -1,0 +1,86 @@
+// Rebuilds a reply's text from the rendered message DOM, faithfully enough for the parser:
+// each code block becomes its fence lines around its exact code text (no language label, no
+// "Copy code" button text); prose becomes its text lines; a <br> becomes a newline; screen-reader
+// headings and buttons are left out.
+
+const BLOCK = new Set([
+  "ADDRESS", "ARTICLE", "ASIDE", "BLOCKQUOTE", "DD", "DIV", "DL", "DT", "FIGCAPTION", "FIGURE", "FOOTER",
+  "H1", "H2", "H3", "H4", "H5", "H6", "HEADER", "HR", "LI", "MAIN", "NAV", "OL", "P", "SECTION", "TABLE",
+  "TBODY", "THEAD", "TFOOT", "TR", "UL",
+]);
+const SKIP = new Set(["BUTTON", "SVG", "STYLE", "SCRIPT", "TEMPLATE", "NOSCRIPT", "TEXTAREA", "INPUT", "SELECT"]);
+
+/// The longest run of `ch` that starts a line of `code`.
+function longestFenceRun(code: string, ch: string): number {
+  let best = 0;
+  for (const line of code.split("\n")) {
+    const t = line.trimStart();
+    let n = 0;
+    while (n < t.length && t[n] === ch) n++;
+    best = Math.max(best, n);
+  }
+  return best;
+}
+
+function codeOf(pre: Element): { code: string; lang: string } {
+  const codeEl = pre.querySelector("code");
+  const source = codeEl ?? pre;
+  let code = source.textContent ?? "";
+  if (code.endsWith("\n")) code = code.slice(0, -1);
+  const cls = codeEl?.className ?? "";
+  const m = /(?:^|\s)(?:language|lang)-([\w+#.-]+)/.exec(cls);
+  return { code, lang: m?.[1] ?? "" };
+}
+
+/// The reply text of an assistant message element.
+export function replyText(message: Element, ignore: string | undefined): string {
+  const out: string[] = [];
+  let line = "";
+  const newline = () => {
+    out.push(line.replace(/[ \t]+$/, ""));
+    line = "";
+  };
+  const boundary = () => {
+    if (line !== "") newline();
+  };
+  const walk = (node: Node) => {
+    if (node.nodeType === Node.TEXT_NODE) {
+      line += (node.nodeValue ?? "").replace(/[\n\r]+/g, " ").replace(/\u00a0/g, " ");
+      return;
+    }
+    if (node.nodeType !== Node.ELEMENT_NODE) return;
+    const el = node as Element;
+    const tag = el.tagName.toUpperCase();
+    if (SKIP.has(tag)) return;
+    if (ignore && safeMatches(el, ignore)) return;
+    if (el.getAttribute("aria-hidden") === "true" && !el.querySelector("pre, code")) return;
+    if (tag === "BR") {
+      newline();
+      return;
+    }
+    if (tag === "PRE") {
+      boundary();
+      const { code, lang } = codeOf(el);
+      const fence = "`".repeat(Math.max(3, longestFenceRun(code, "`") + 1));
+      out.push(fence + lang, ...code.split("\n"), fence);
+      return;
+    }
+    const block = BLOCK.has(tag);
+    if (block) boundary();
+    for (const child of Array.from(el.childNodes)) walk(child);
+    if (block) boundary();
+  };
+  walk(message);
+  boundary();
+  while (out.length && out[0]?.trim() === "") out.shift();
+  while (out.length && out[out.length - 1]?.trim() === "") out.pop();
+  return out.join("\n");
+}
+
+function safeMatches(el: Element, selector: string): boolean {
+  try {
+    return el.matches(selector);
+  } catch {
+    return false;
+  }
+}

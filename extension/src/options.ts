@@ -1,0 +1,52 @@
+// The options page: host address, auto-send, budgets, and selector overrides checked by the core.
+
+import { byId, el } from "../../www/common/dom.js";
+import { ask } from "./protocol.js";
+
+const verdict = byId<HTMLDivElement>("verdict");
+
+function show(ok: boolean, text: string): void {
+  verdict.replaceChildren(el("div", ok ? "ok-box" : "error", text));
+}
+
+async function load(): Promise<void> {
+  const s = await ask("getSettings", {});
+  byId<HTMLInputElement>("host-url").value = s.hostUrl;
+  byId<HTMLInputElement>("auto-send").checked = s.autoSend;
+  byId<HTMLInputElement>("truncation").value = String(s.truncationBudgetSeconds);
+  byId<HTMLInputElement>("timeout").value = String(s.replyTimeoutSeconds);
+  byId<HTMLTextAreaElement>("overrides").value = s.selectorOverrides;
+  byId("defaults").textContent = (await ask("defaultSites", {})).json;
+}
+
+async function check(): Promise<boolean> {
+  const r = await ask("checkOverrides", { text: byId<HTMLTextAreaElement>("overrides").value });
+  if (r.ok) show(true, `Valid: ${r.sites.map((s) => s.name).join(", ")}.`);
+  else show(false, r.error ?? "invalid");
+  return r.ok;
+}
+
+function bounded(id: string, lo: number, hi: number): number {
+  const v = Number(byId<HTMLInputElement>(id).value);
+  if (!Number.isInteger(v) || v < lo || v > hi) throw new Error(`KA_CONFIG_VALIDATION ${id}: must be a whole number ${lo}–${hi}`);
+  return v;
+}
+
+byId("check").addEventListener("click", () => {
+  check().catch((e: unknown) => show(false, String(e)));
+});
+byId("save").addEventListener("click", () => {
+  (async () => {
+    if (!(await check())) return;
+    await ask("setSettings", {
+      hostUrl: byId<HTMLInputElement>("host-url").value.trim(),
+      autoSend: byId<HTMLInputElement>("auto-send").checked,
+      truncationBudgetSeconds: bounded("truncation", 5, 3600),
+      replyTimeoutSeconds: bounded("timeout", 30, 86400),
+      selectorOverrides: byId<HTMLTextAreaElement>("overrides").value,
+    });
+    show(true, "Saved. Open chat tabs pick the new selectors up on their next reply (reload them to be sure).");
+  })().catch((e: unknown) => show(false, e instanceof Error ? e.message : String(e)));
+});
+
+load().catch((e: unknown) => show(false, String(e)));

@@ -1,0 +1,333 @@
+// The in-page overlay: a shadow root the site's CSS cannot reach (and that cannot reach the site),
+// styled with a constructed stylesheet (allowed under a strict style-src CSP). Every value goes in
+// with textContent.
+
+import type { Diagnostic, FollowReport, OverlayCommand, ReplyAnswer } from "./protocol.js";
+
+const CSS = `
+:host { all: initial; }
+.panel { position: fixed; right: 16px; bottom: 112px; width: 440px; max-height: min(72vh, 760px); display: flex; flex-direction: column;
+  font: 13px/1.45 ui-sans-serif, system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2328; background: #ffffff;
+  border: 1px solid #d0d7de; border-radius: 12px; box-shadow: 0 12px 32px rgba(31,35,40,.18); overflow: hidden; z-index: 2147483646; }
+.panel.collapsed .body { display: none; }
+.head { display: flex; align-items: center; gap: 8px; padding: 9px 12px; background: #0d1117; color: #f0f6fc; }
+.logo { font-weight: 700; letter-spacing: .02em; }
+.where { color: #9da7b3; font-size: 12px; flex: 1; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.pill { font-size: 11px; font-weight: 600; padding: 2px 8px; border-radius: 999px; background: #30363d; color: #f0f6fc; white-space: nowrap; }
+.pill.follow { background: #1f6feb; } .pill.ok { background: #1a7f37; } .pill.bad { background: #cf222e; }
+.pill.wait { background: #9a6700; } .pill.run { background: #8250df; }
+.icon { all: unset; cursor: pointer; color: #9da7b3; font-size: 15px; padding: 0 4px; } .icon:hover { color: #fff; }
+.body { overflow: auto; padding: 10px 12px 12px; display: flex; flex-direction: column; gap: 10px; }
+.section h4 { margin: 0 0 4px; font-size: 11px; text-transform: uppercase; letter-spacing: .06em; color: #656d76; }
+.diag { display: grid; grid-template-columns: auto 1fr; gap: 2px 8px; padding: 6px 8px; border-radius: 8px; background: #fff5f5; border: 1px solid #ffcecb; }
+.diag .line { font: 600 12px ui-monospace, SFMono-Regular, Menlo, monospace; color: #cf222e; white-space: nowrap; }
+.diag .msg { color: #1f2328; } .diag .code { font: 11px ui-monospace, monospace; color: #a40e26; }
+.clean { padding: 6px 8px; border-radius: 8px; background: #dafbe1; border: 1px solid #aceebb; color: #116329; }
+table { width: 100%; border-collapse: collapse; font-size: 12px; }
+td { padding: 4px 4px; border-top: 1px solid #eaeef2; vertical-align: top; }
+td.n { color: #656d76; width: 22px; } td.cmd { font-weight: 600; white-space: nowrap; }
+td.target { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; word-break: break-all; }
+td.state { text-align: right; white-space: nowrap; }
+.badge { display: inline-block; font-size: 10.5px; font-weight: 600; padding: 1px 6px; border-radius: 6px; margin-left: 4px; }
+.t-ReadOnly { background: #dafbe1; color: #116329; } .t-Build { background: #ddf4ff; color: #0550ae; }
+.t-Execute { background: #fff8c5; color: #7d4e00; } .t-Risky { background: #ffebe9; color: #a40e26; } .t-Denied { background: #cf222e; color: #fff; }
+.s-ok { color: #1a7f37; font-weight: 600; } .s-error { color: #cf222e; font-weight: 600; } .s-skipped { color: #656d76; } .s-running { color: #8250df; font-weight: 600; }
+.why { color: #656d76; font-size: 11.5px; }
+.prompt { border: 1px solid #d4a72c; background: #fff8c5; border-radius: 10px; padding: 8px 10px; display: flex; flex-direction: column; gap: 6px; }
+.prompt code { font: 12px ui-monospace, monospace; background: #fff; border: 1px solid #eaeef2; border-radius: 6px; padding: 4px 6px; display: block; white-space: pre-wrap; word-break: break-all; }
+.row { display: flex; gap: 6px; align-items: center; flex-wrap: wrap; }
+button.btn { all: unset; cursor: pointer; font-weight: 600; font-size: 12px; padding: 5px 12px; border-radius: 7px; border: 1px solid #d0d7de; background: #f6f8fa; color: #1f2328; }
+button.btn:hover { background: #eef1f4; }
+button.primary { background: #1f883d; border-color: #1a7f37; color: #fff; } button.primary:hover { background: #1a7f37; }
+button.danger { background: #cf222e; border-color: #a40e26; color: #fff; }
+input.answer { flex: 1; font: inherit; padding: 5px 8px; border: 1px solid #d0d7de; border-radius: 7px; }
+pre.out { margin: 0; max-height: 160px; overflow: auto; background: #0d1117; color: #e6edf3; border-radius: 8px; padding: 8px; font: 11.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; white-space: pre-wrap; word-break: break-all; }
+.error { border-radius: 8px; padding: 8px 10px; background: #ffebe9; border: 1px solid #ff8182; color: #82071e; display: flex; flex-direction: column; gap: 6px; }
+.error .code { font: 600 12px ui-monospace, monospace; }
+.summary { border-radius: 8px; padding: 8px 10px; background: #f6f8fa; border: 1px solid #d0d7de; }
+.say { border-left: 3px solid #1f6feb; padding: 2px 8px; color: #1f2328; }
+.foot { color: #8c959f; font-size: 11px; }
+.hidden { display: none !important; }
+`;
+
+type PillKind = "follow" | "ok" | "bad" | "wait" | "run" | "";
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", text = ""): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text) e.textContent = text;
+  return e;
+}
+
+function button(text: string, cls: string, onClick: () => void): HTMLButtonElement {
+  const b = el("button", `btn ${cls}`, text);
+  b.type = "button";
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+export interface PromptEvent {
+  id: number;
+  kind: "confirm" | "ask";
+  text: string;
+  tier: string | null;
+  reason: string | null;
+}
+
+export class Overlay {
+  readonly host: HTMLElement;
+  private readonly root: ShadowRoot;
+  private readonly panel: HTMLDivElement;
+  private readonly where: HTMLSpanElement;
+  private readonly pill: HTMLSpanElement;
+  private readonly diags: HTMLDivElement;
+  private readonly commands: HTMLDivElement;
+  private readonly prompts: HTMLDivElement;
+  private readonly live: HTMLDivElement;
+  private readonly out: HTMLPreElement;
+  private readonly says: HTMLDivElement;
+  private readonly summary: HTMLDivElement;
+  private readonly errorBox: HTMLDivElement;
+  private readonly foot: HTMLDivElement;
+  private readonly rows = new Map<number, HTMLTableCellElement>();
+  private outText = "";
+  private lastKey = "";
+
+  constructor(onStop: () => void) {
+    this.host = document.createElement("keyless-overlay");
+    this.host.setAttribute("data-keyless", "overlay");
+    this.root = this.host.attachShadow({ mode: "open" });
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(CSS);
+    this.root.adoptedStyleSheets = [sheet];
+    this.panel = el("div", "panel");
+    const head = el("div", "head");
+    head.append(el("span", "logo", "keyless"));
+    this.where = el("span", "where");
+    this.pill = el("span", "pill", "idle");
+    const fold = el("button", "icon", "–");
+    fold.title = "Collapse";
+    fold.addEventListener("click", () => {
+      this.panel.classList.toggle("collapsed");
+      fold.textContent = this.panel.classList.contains("collapsed") ? "+" : "–";
+    });
+    head.append(this.where, this.pill, fold);
+    const body = el("div", "body");
+    this.errorBox = el("div", "error hidden");
+    this.diags = el("div", "section");
+    this.commands = el("div", "section");
+    this.prompts = el("div", "section");
+    this.says = el("div", "section");
+    this.live = el("div", "section hidden");
+    const liveHead = el("div", "row");
+    liveHead.append(el("h4", "", "Output"), button("Stop", "danger", onStop));
+    this.out = el("pre", "out");
+    this.live.append(liveHead, this.out);
+    this.summary = el("div", "summary hidden");
+    this.foot = el("div", "foot");
+    body.append(this.errorBox, this.prompts, this.diags, this.commands, this.says, this.live, this.summary, this.foot);
+    this.panel.append(head, body);
+    this.root.append(this.panel);
+    document.documentElement.append(this.host);
+  }
+
+  setWhere(text: string): void {
+    this.where.textContent = text;
+  }
+
+  setPhase(text: string, kind: PillKind): void {
+    this.pill.textContent = text;
+    this.pill.className = `pill ${kind}`;
+  }
+
+  note(text: string): void {
+    this.foot.textContent = text;
+  }
+
+  /// A new reply: forget the previous batch's state.
+  reset(): void {
+    this.rows.clear();
+    this.outText = "";
+    this.out.textContent = "";
+    this.live.classList.add("hidden");
+    this.summary.classList.add("hidden");
+    this.says.replaceChildren();
+    this.prompts.replaceChildren();
+    this.clearError();
+    this.lastKey = "";
+  }
+
+  /// Shows what the core says about the reply so far.
+  follow(report: FollowReport): void {
+    const key = JSON.stringify([report.diagnostics, report.commands, report.final]);
+    if (key === this.lastKey) return;
+    this.lastKey = key;
+    this.renderDiagnostics(report.diagnostics, report.final, report.ok);
+    this.renderCommands(report.commands);
+  }
+
+  private renderDiagnostics(list: Diagnostic[], final: boolean, ok: boolean): void {
+    this.diags.replaceChildren();
+    if (list.length === 0) {
+      if (final && ok) this.diags.append(el("div", "clean", "Valid AgentScript v1."));
+      return;
+    }
+    this.diags.append(el("h4", "", final ? "Problems" : "Problems so far"));
+    const box = el("div", "diag");
+    for (const d of list.slice(0, 20)) {
+      box.append(el("span", "line", d.line === null ? "—" : `line ${d.line}`));
+      const m = el("span", "msg", d.message);
+      m.append(el("div", "code", d.code));
+      box.append(m);
+    }
+    this.diags.append(box);
+  }
+
+  private renderCommands(list: OverlayCommand[]): void {
+    this.commands.replaceChildren();
+    const shown = list.filter((c) => c.command !== "eof");
+    if (shown.length === 0) return;
+    this.commands.append(el("h4", "", `Commands (${shown.length})`));
+    const table = el("table");
+    for (const c of shown) {
+      const tr = el("tr");
+      tr.append(el("td", "n", String(c.number)));
+      const cmd = el("td", "cmd", c.command);
+      if (c.tier) cmd.append(el("span", `badge t-${c.tier}`, c.tier));
+      tr.append(cmd);
+      const target = el("td", "target", c.target);
+      const why = c.skip_reason ?? (c.decision && c.decision !== "run" ? `${c.decision}: ${c.reason ?? ""}` : null);
+      if (why) target.append(el("div", "why", why));
+      tr.append(target);
+      const state = el("td", "state");
+      const old = this.rows.get(c.number);
+      if (old) state.replaceChildren(...Array.from(old.childNodes).map((n) => n.cloneNode(true)));
+      else if (c.run === false) state.append(el("span", "s-skipped", "skip"));
+      else if (c.decision === "confirm") state.append(el("span", "why", "asks you"));
+      else if (c.decision === "deny") state.append(el("span", "s-error", "denied"));
+      this.rows.set(c.number, state);
+      tr.append(state);
+      table.append(tr);
+    }
+    this.commands.append(table);
+  }
+
+  batchStarted(): void {
+    this.setPhase("running", "run");
+    this.live.classList.remove("hidden");
+    if (this.outText === "") this.out.classList.add("hidden");
+  }
+
+  commandStarted(n: number): void {
+    const cell = this.rows.get(n);
+    cell?.replaceChildren(el("span", "s-running", "running…"));
+  }
+
+  commandFinished(n: number, status: string, code: string | null): void {
+    const cell = this.rows.get(n);
+    cell?.replaceChildren(el("span", `s-${status}`, status === "error" ? (code ?? "error") : status));
+  }
+
+  output(chunk: string): void {
+    this.out.classList.remove("hidden");
+    this.outText = (this.outText + chunk).slice(-6000);
+    this.out.textContent = this.outText;
+    this.out.scrollTop = this.out.scrollHeight;
+  }
+
+  say(text: string): void {
+    this.says.append(el("div", "say", text));
+  }
+
+  prompt(p: PromptEvent, answer: (a: { approve?: boolean; answer?: string }) => void): void {
+    const box = el("div", "prompt");
+    box.dataset.prompt = String(p.id);
+    if (p.kind === "confirm") {
+      const title = el("div", "", "Run this command?");
+      if (p.tier) title.append(el("span", `badge t-${p.tier}`, p.tier));
+      box.append(title, el("code", "", p.text));
+      if (p.reason) box.append(el("div", "why", p.reason));
+      const row = el("div", "row");
+      row.append(
+        button("Approve", "primary", () => {
+          answer({ approve: true });
+          box.remove();
+        }),
+        button("Decline", "", () => {
+          answer({ approve: false });
+          box.remove();
+        }),
+      );
+      box.append(row);
+    } else {
+      box.append(el("div", "", "The model asks:"), el("code", "", p.text));
+      const row = el("div", "row");
+      const input = el("input", "answer");
+      input.placeholder = "Your answer";
+      const go = () => {
+        answer({ answer: input.value });
+        box.remove();
+      };
+      input.addEventListener("keydown", (e) => {
+        if (e.key === "Enter") go();
+      });
+      row.append(input, button("Answer", "primary", go));
+      box.append(row);
+    }
+    this.prompts.append(box);
+    for (const cell of this.rows.values()) {
+      if (cell.textContent === "running…") cell.replaceChildren(el("span", "s-running", p.kind === "confirm" ? "asks you" : "asks"));
+    }
+    this.setPhase("waiting for you", "wait");
+    this.panel.classList.remove("collapsed");
+  }
+
+  promptClosed(id: number): void {
+    this.prompts.querySelector(`[data-prompt="${id}"]`)?.remove();
+  }
+
+  results(answer: ReplyAnswer, sent: string): void {
+    this.live.classList.add("hidden");
+    this.summary.classList.remove("hidden");
+    this.summary.replaceChildren();
+    const ok = (answer.text.match(/^status: ok/gm) ?? []).length;
+    const bad = (answer.text.match(/^status: error/gm) ?? []).length;
+    const skipped = /--- skipped (\d+) commands/.exec(answer.text)?.[1];
+    const head =
+      answer.status === "rejected"
+        ? "Format error: the correction goes back to the model."
+        : answer.status === "interrupted"
+          ? "This batch was interrupted earlier; it is not run again."
+          : ok + bad === 0
+            ? `Turn ${answer.turn}, batch ${answer.batch}: nothing to run.`
+            : `Turn ${answer.turn}, batch ${answer.batch}: ${ok} ok, ${bad} failed${skipped ? `, ${skipped} skipped` : ""}.`;
+    this.summary.append(el("div", "", head));
+    if (answer.turn_ended) {
+      this.summary.append(
+        el("div", "why", answer.turn_ended === "done" ? "The model finished the task (@@done)." : `The turn ended: ${answer.turn_ended}.`),
+      );
+    }
+    this.summary.append(el("div", "why", sent));
+  }
+
+  error(code: string, message: string, actions: { label: string; run: () => void }[] = []): void {
+    this.errorBox.classList.remove("hidden");
+    this.errorBox.replaceChildren(el("div", "code", code), el("div", "", message));
+    if (actions.length) {
+      const row = el("div", "row");
+      for (const a of actions) row.append(button(a.label, "", a.run));
+      this.errorBox.append(row);
+    }
+    this.setPhase(code, "bad");
+    this.panel.classList.remove("collapsed");
+  }
+
+  clearError(): void {
+    this.errorBox.classList.add("hidden");
+    this.errorBox.replaceChildren();
+  }
+
+  remove(): void {
+    this.host.remove();
+  }
+}

@@ -1,0 +1,144 @@
+// The popup: pairing, connection status, mode/pace/piece, Start/Pause/Stop, and the selector doctor.
+
+import { byId, el } from "../../www/common/dom.js";
+import { ask, type Mode, type Pace, type TabRun } from "./protocol.js";
+
+const errorBox = byId<HTMLDivElement>("error");
+
+function showError(e: unknown): void {
+  errorBox.hidden = false;
+  errorBox.textContent = e instanceof Error ? e.message : String(e);
+}
+
+function clearError(): void {
+  errorBox.hidden = true;
+  errorBox.textContent = "";
+}
+
+/// The tab this popup controls: `?tab=<id>` (tests, or a popup opened as a page), else the active tab.
+async function targetTab(): Promise<chrome.tabs.Tab | undefined> {
+  const id = Number(new URLSearchParams(location.search).get("tab"));
+  if (id) return chrome.tabs.get(id);
+  const [tab] = await chrome.tabs.query({ active: true, lastFocusedWindow: true });
+  return tab;
+}
+
+function showRun(run: TabRun | null): void {
+  const text = run
+    ? `Session ${run.session} · turn ${run.turn} batch ${run.batch} · ${run.state}${run.reason ? ` (${run.reason})` : ""}`
+    : "No session in this tab.";
+  byId("run").textContent = text;
+  const active = run?.state === "running" || run?.state === "paused";
+  byId<HTMLButtonElement>("pause").disabled = !active;
+  byId<HTMLButtonElement>("stop").disabled = !active;
+  byId("pause").textContent = run?.state === "paused" ? "Resume" : "Pause";
+  byId("start").textContent = run?.state === "ended" && run.reason === "done" ? "Next task" : "Start";
+}
+
+async function refresh(): Promise<void> {
+  const st = await ask("status", {});
+  const dot = byId("conn");
+  dot.className = `dot ${st.connected && st.paired ? "ok" : "bad"}`;
+  byId("conn-text").textContent = st.paired ? (st.connected ? `connected to ${st.hostUrl}` : "host not reachable") : "not paired";
+  byId("pair").hidden = st.paired;
+  byId("paired").hidden = !st.paired;
+  byId<HTMLInputElement>("host-url").value = st.hostUrl;
+  if (st.error) showError(st.error);
+  if (!st.paired) return;
+  byId("workspace").textContent = st.workspace ?? "";
+  const s = await ask("getSettings", {});
+  byId<HTMLSelectElement>("mode").value = s.mode;
+  byId<HTMLSelectElement>("pace").value = s.pace;
+  byId<HTMLInputElement>("auto-send").checked = s.autoSend;
+  const tab = await targetTab();
+  const host = tab?.url ? new URL(tab.url).hostname : "";
+  byId("site").textContent = host || "(no page)";
+  if (st.connected) {
+    const pieces = byId<HTMLSelectElement>("piece");
+    try {
+      const { pieces: list } = await ask("pieces", {});
+      for (const p of list) {
+        const o = el("option", "", p.name);
+        o.value = p.name;
+        o.title = p.description;
+        pieces.append(o);
+      }
+      pieces.value = s.piece;
+    } catch (e) {
+      showError(e);
+    }
+  }
+  if (tab?.id !== undefined) showRun((await ask("runOf", { tabId: tab.id })).run);
+}
+
+async function withTab(f: (tabId: number) => Promise<void>): Promise<void> {
+  clearError();
+  const tab = await targetTab();
+  if (tab?.id === undefined) throw new Error("KA_INTERNAL no tab to control");
+  await f(tab.id);
+}
+
+function on(id: string, f: () => Promise<void>): void {
+  byId(id).addEventListener("click", () => {
+    f().catch(showError);
+  });
+}
+
+on("pair-btn", async () => {
+  clearError();
+  await ask("pair", { hostUrl: byId<HTMLInputElement>("host-url").value, code: byId<HTMLInputElement>("code").value });
+  await refresh();
+});
+on("unpair", async () => {
+  await ask("unpair", {});
+  await refresh();
+});
+for (const id of ["mode", "pace", "piece"]) {
+  byId(id).addEventListener("change", () => {
+    const patch =
+      id === "mode"
+        ? { mode: byId<HTMLSelectElement>("mode").value as Mode }
+        : id === "pace"
+          ? { pace: byId<HTMLSelectElement>("pace").value as Pace }
+          : { piece: byId<HTMLSelectElement>("piece").value };
+    ask("setSettings", patch).catch(showError);
+  });
+}
+byId("auto-send").addEventListener("change", () => {
+  ask("setSettings", { autoSend: byId<HTMLInputElement>("auto-send").checked }).catch(showError);
+});
+on("start", () =>
+  withTab(async (tabId) => {
+    const { run } = await ask("start", { tabId, task: byId<HTMLTextAreaElement>("task").value });
+    byId<HTMLTextAreaElement>("task").value = "";
+    showRun(run);
+  }),
+);
+on("pause", () =>
+  withTab(async (tabId) => {
+    const cur = (await ask("runOf", { tabId })).run;
+    const { run } = cur?.state === "paused" ? await ask("resume", { tabId }) : await ask("pause", { tabId });
+    showRun(run);
+  }),
+);
+on("stop", () =>
+  withTab(async (tabId) => {
+    showRun((await ask("stop", { tabId })).run);
+  }),
+);
+on("doctor", () =>
+  withTab(async (tabId) => {
+    const out = byId<HTMLTableElement>("doctor-out");
+    out.replaceChildren();
+    const r = await ask("doctor", { tabId });
+    if (r.error) throw new Error(r.error);
+    for (const l of r.lines) {
+      const tr = el("tr");
+      tr.append(el("td", "", l.key), el("td", `st-${l.status}`, l.status), el("td", "", `${l.code ? `${l.code}: ` : ""}${l.message}`));
+      tr.title = l.selector ?? "";
+      out.append(tr);
+    }
+  }),
+);
+
+refresh().catch(showError);

@@ -1,0 +1,450 @@
+// The extension's service worker: the one place that talks to keyless-host (pairing token,
+// retries with the same batch id, the event stream) and runs the wasm core. Content scripts and
+// the popup reach it through one typed message-handler map.
+
+import init, {
+  defaultSitesJson,
+  deliveryFor,
+  doctorReport,
+  followReply,
+  loadSites,
+  siteForHost,
+} from "../../target/wasm-pkg/keyless_wasm.js";
+import {
+  DEFAULT_SETTINGS,
+  type Delivery,
+  type DoctorLine,
+  type FollowReport,
+  type HostEvent,
+  type HostStatus,
+  type Metrics,
+  type ReplyAnswer,
+  type Request,
+  type RequestType,
+  type Requests,
+  type Settings,
+  type SiteAdapter,
+  type TabMessage,
+  type TabRun,
+} from "./protocol.js";
+
+// ---- the wasm core, loaded once per worker start ----
+
+let wasm: Promise<unknown> | null = null;
+function core(): Promise<unknown> {
+  wasm ??= init({ module_or_path: chrome.runtime.getURL("keyless_wasm_bg.wasm") });
+  return wasm;
+}
+
+// ---- storage ----
+
+interface Pairing {
+  hostUrl: string;
+  token: string;
+}
+
+async function settings(): Promise<Settings> {
+  const { settings } = await chrome.storage.local.get("settings");
+  return { ...DEFAULT_SETTINGS, ...((settings as Partial<Settings> | undefined) ?? {}) };
+}
+
+async function pairing(): Promise<Pairing | null> {
+  const { pairing } = await chrome.storage.local.get("pairing");
+  return (pairing as Pairing | undefined) ?? null;
+}
+
+async function runOf(tabId: number): Promise<TabRun | null> {
+  const key = `run:${tabId}`;
+  const got = await chrome.storage.session.get(key);
+  return (got[key] as TabRun | undefined) ?? null;
+}
+
+async function saveRun(tabId: number, run: TabRun | null): Promise<void> {
+  const key = `run:${tabId}`;
+  if (run) await chrome.storage.session.set({ [key]: run });
+  else await chrome.storage.session.remove(key);
+  const msg: TabMessage = { type: "run", run };
+  chrome.tabs.sendMessage(tabId, msg).catch(() => undefined);
+  if (run && (run.state === "running" || run.state === "paused")) void ensureEvents();
+}
+
+async function allRuns(): Promise<Map<string, number>> {
+  const all = await chrome.storage.session.get(null);
+  const bySession = new Map<string, number>();
+  for (const [k, v] of Object.entries(all)) {
+    if (!k.startsWith("run:")) continue;
+    const run = v as TabRun;
+    if (run.state === "running" || run.state === "paused") bySession.set(run.session, Number(k.slice(4)));
+  }
+  return bySession;
+}
+
+// ---- keyless-host ----
+
+class HostError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status: number,
+  ) {
+    super(`${code} ${message}`);
+  }
+}
+
+/// One request to keyless-host with the pairing token. Network failures are KA_HOST_UNREACHABLE
+/// (KA_NETWORK_OFFLINE when the browser is offline); the host's own errors keep their KA_ code.
+async function api<T>(path: string, body?: unknown, pair?: Pairing): Promise<T> {
+  const p = pair ?? (await pairing());
+  if (!p) throw new HostError("KA_UNAUTHORIZED", "pair the extension with keyless-host first (open the keyless popup)", 401);
+  let res: Response;
+  try {
+    res = await fetch(`${p.hostUrl}${path}`, {
+      method: body === undefined ? "GET" : "POST",
+      headers: { authorization: `Bearer ${p.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  } catch (e) {
+    if (!navigator.onLine) throw new HostError("KA_NETWORK_OFFLINE", "the browser is offline; nothing was sent", 0);
+    throw new HostError("KA_HOST_UNREACHABLE", `keyless-host is not reachable at ${p.hostUrl} (${String(e)}); is keyless-host serve running?`, 0);
+  }
+  const type = res.headers.get("content-type") ?? "";
+  const data: unknown = type.includes("json") ? await res.json() : await res.text();
+  if (!res.ok) {
+    const err = data as { code?: string; message?: string };
+    throw new HostError(err.code ?? "KA_INTERNAL", err.message ?? `HTTP ${res.status}`, res.status);
+  }
+  return data as T;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/// POSTs a reply. A network failure or a 5xx is retried with the same turn and batch, so the
+/// host maps the retry to the same batch id and never runs it twice.
+async function postReply(run: TabRun, text: string): Promise<ReplyAnswer> {
+  const body = { reply: text, turn: run.turn, batch: run.batch };
+  let wait = 500;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await api<ReplyAnswer>(`/v1/sessions/${run.session}/replies`, body);
+    } catch (e) {
+      const retry = e instanceof HostError && (e.status === 0 || e.status >= 500 || e.status === 408);
+      if (!retry || attempt >= 6) throw e;
+      await sleep(wait);
+      wait = Math.min(wait * 2, 8000);
+    }
+  }
+}
+
+// ---- the host's event stream, passed on to the tabs whose sessions it concerns ----
+
+let events: AbortController | null = null;
+
+async function ensureEvents(): Promise<void> {
+  if (events) return;
+  const p = await pairing();
+  if (!p || (await allRuns()).size === 0) return;
+  const ctl = new AbortController();
+  events = ctl;
+  try {
+    const res = await fetch(`${p.hostUrl}/v1/events`, { headers: { authorization: `Bearer ${p.token}` }, signal: ctl.signal });
+    if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      let cut: number;
+      while ((cut = buf.indexOf("\n\n")) >= 0) {
+        const block = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        const data = block
+          .split("\n")
+          .filter((l) => l.startsWith("data:"))
+          .map((l) => l.slice(5).trimStart())
+          .join("\n");
+        if (data) await dispatch(data);
+      }
+    }
+  } catch {
+    // reconnect below
+  } finally {
+    if (events === ctl) events = null;
+  }
+  if (!ctl.signal.aborted && (await allRuns()).size > 0) {
+    await sleep(1000);
+    void ensureEvents();
+  }
+}
+
+async function dispatch(data: string): Promise<void> {
+  let event: HostEvent;
+  try {
+    event = JSON.parse(data) as HostEvent;
+  } catch {
+    return;
+  }
+  if (!event.session) return;
+  const tab = (await allRuns()).get(event.session);
+  if (tab === undefined) return;
+  const msg: TabMessage = { type: "event", event };
+  chrome.tabs.sendMessage(tab, msg).catch(() => undefined);
+}
+
+// ---- sites ----
+
+async function siteForTab(tab: chrome.tabs.Tab | undefined): Promise<SiteAdapter | null> {
+  if (!tab?.url) return null;
+  await core();
+  const s = await settings();
+  return siteForHost(s.selectorOverrides || undefined, new URL(tab.url).hostname) as SiteAdapter | null;
+}
+
+// ---- metrics (for the figures in docs/extension.md) ----
+
+const metrics: Metrics = { endToSent: [], overlayUpdate: [], overlayChars: [] };
+
+// ---- the handler map ----
+
+type Sender = chrome.runtime.MessageSender;
+type Handlers = { [K in RequestType]: (req: Request<K>, sender: Sender) => Promise<Requests[K]["res"]> };
+
+function tabOf(sender: Sender): number {
+  const id = sender.tab?.id;
+  if (id === undefined) throw new Error("KA_INTERNAL this request must come from a chat tab");
+  return id;
+}
+
+async function status(): Promise<HostStatus> {
+  const p = await pairing();
+  const s = await settings();
+  if (!p) return { paired: false, connected: false, hostUrl: s.hostUrl };
+  try {
+    const st = await api<{ workspace: string }>("/v1/status", undefined, p);
+    return { paired: true, connected: true, hostUrl: p.hostUrl, workspace: st.workspace };
+  } catch (e) {
+    const err = e as HostError;
+    if (err.code === "KA_UNAUTHORIZED") {
+      await chrome.storage.local.remove("pairing");
+      return { paired: false, connected: true, hostUrl: p.hostUrl, error: err.message };
+    }
+    return { paired: true, connected: false, hostUrl: p.hostUrl, error: err.message };
+  }
+}
+
+const handlers: Handlers = {
+  async site(req) {
+    await core();
+    const s = await settings();
+    try {
+      return { site: siteForHost(s.selectorOverrides || undefined, req.host) as SiteAdapter | null, error: null, settings: s };
+    } catch (e) {
+      // The user's overrides are broken: fall back to the shipped adapters, and say why.
+      return { site: siteForHost(undefined, req.host) as SiteAdapter | null, error: message(e), settings: s };
+    }
+  },
+  async follow(req, sender) {
+    await core();
+    const id = sender.tab?.id;
+    const run = id === undefined ? null : await runOf(id);
+    const s = await settings();
+    return followReply(req.text, { pace: run?.pace ?? s.pace, mode: run?.mode ?? s.mode }, req.page) as FollowReport;
+  },
+  async reply(req, sender) {
+    const tabId = tabOf(sender);
+    const run = await runOf(tabId);
+    if (!run || run.state === "stopped" || run.state === "ended") {
+      throw new Error("KA_SESSION_NOT_FOUND no running keyless session in this tab; press Start in the keyless popup");
+    }
+    const answer = await postReply(run, req.text);
+    const s = await settings();
+    const ended = answer.turn_ended !== null;
+    const next: TabRun = {
+      ...run,
+      turn: answer.next_turn,
+      batch: answer.next_batch,
+      state: ended ? "ended" : run.state,
+      ...(ended ? { reason: answer.turn_ended ?? "done" } : {}),
+    };
+    await saveRun(tabId, next);
+    await core();
+    const site = await siteForTab(sender.tab);
+    const delivery: Delivery = site ? (deliveryFor(answer.text, site, answer.turn, answer.batch) as Delivery) : { kind: "paste" };
+    return { answer, send: !ended && s.autoSend && next.state === "running", delivery, run: next };
+  },
+  async answer(req) {
+    await api(`/v1/confirmations/${req.id}`, req.answer !== undefined ? { answer: req.answer } : { approve: req.approve === true });
+    return { ok: true };
+  },
+  async cancel(_req, sender) {
+    const run = await runOf(tabOf(sender));
+    if (run) await api(`/v1/sessions/${run.session}/cancel`, {});
+    return { ok: true };
+  },
+  async tabRun(_req, sender) {
+    const run = await runOf(tabOf(sender));
+    if (run && (run.state === "running" || run.state === "paused")) void ensureEvents();
+    return { run };
+  },
+  async delivered(req) {
+    if (req.ok && req.endToSentMs !== undefined) metrics.endToSent.push(Math.round(req.endToSentMs));
+    return { ok: true };
+  },
+  async metric(req) {
+    metrics.overlayUpdate.push(req.overlayMs);
+    metrics.overlayChars.push(req.chars);
+    if (metrics.overlayUpdate.length > 5000) {
+      metrics.overlayUpdate.splice(0, 1000);
+      metrics.overlayChars.splice(0, 1000);
+    }
+    return { ok: true };
+  },
+  async ping() {
+    void ensureEvents();
+    return { ok: true };
+  },
+  status,
+  async pair(req) {
+    const hostUrl = req.hostUrl.trim().replace(/\/+$/, "");
+    const url = new URL(hostUrl);
+    if (url.protocol !== "http:" || !["127.0.0.1", "localhost"].includes(url.hostname)) {
+      throw new Error("KA_CONFIG_VALIDATION the host address must be http://127.0.0.1:<port> or http://localhost:<port>");
+    }
+    let res: Response;
+    try {
+      res = await fetch(`${hostUrl}/v1/pair`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ code: req.code.trim().toUpperCase(), extension_id: chrome.runtime.id }),
+      });
+    } catch (e) {
+      throw new Error(`KA_HOST_UNREACHABLE keyless-host is not reachable at ${hostUrl} (${String(e)}); start it with cargo xtask serve`);
+    }
+    const data = (await res.json()) as { token?: string; code?: string; message?: string };
+    if (!res.ok || !data.token) throw new Error(`${data.code ?? "KA_UNAUTHORIZED"} ${data.message ?? "pairing failed"}`);
+    await chrome.storage.local.set({ pairing: { hostUrl, token: data.token } satisfies Pairing });
+    await chrome.storage.local.set({ settings: { ...(await settings()), hostUrl } });
+    return status();
+  },
+  async unpair() {
+    await chrome.storage.local.remove("pairing");
+    return status();
+  },
+  async pieces() {
+    const list = await api<{ name: string; description: string }[]>("/v1/pieces");
+    return { pieces: list };
+  },
+  getSettings: () => settings(),
+  async setSettings(req) {
+    const { type: _t, ...patch } = req;
+    void _t;
+    const next = { ...(await settings()), ...patch };
+    await chrome.storage.local.set({ settings: next });
+    return next;
+  },
+  async checkOverrides(req) {
+    await core();
+    try {
+      return { ok: true, error: null, sites: loadSites(req.text.trim() || undefined) as SiteAdapter[] };
+    } catch (e) {
+      return { ok: false, error: message(e), sites: [] };
+    }
+  },
+  async defaultSites() {
+    await core();
+    return { json: defaultSitesJson() };
+  },
+  async runOf(req) {
+    return { run: await runOf(req.tabId) };
+  },
+  async start(req) {
+    const s = await settings();
+    const tab = await chrome.tabs.get(req.tabId);
+    if (!(await siteForTab(tab))) throw new Error("KA_SELECTOR_NOT_FOUND this tab is not a supported chat site");
+    const task = req.task.trim();
+    const old = await runOf(req.tabId);
+    let run: TabRun;
+    let text: string;
+    if (old && old.state === "ended" && old.reason === "done" && task) {
+      // The session goes on: a new task is a new turn in the same chat.
+      run = { ...old, state: "running" };
+      delete run.reason;
+      text = task;
+    } else {
+      const body: Record<string, string> = { mode: s.mode, pace: s.pace };
+      if (s.piece) body.piece = s.piece;
+      const created = await api<{ session: string; turn: number; batch: number; prompt: string; mode: string; pace: string }>(
+        "/v1/sessions",
+        body,
+      );
+      run = {
+        session: created.session,
+        turn: created.turn,
+        batch: created.batch,
+        state: "running",
+        mode: s.mode,
+        pace: s.pace,
+        ...(s.piece ? { piece: s.piece } : {}),
+      };
+      text = task ? `${created.prompt}\n\n# Task\n${task}` : created.prompt;
+    }
+    await saveRun(req.tabId, run);
+    const msg: TabMessage = { type: "paste", text, send: task !== "" && s.autoSend };
+    await chrome.tabs.sendMessage(req.tabId, msg);
+    return { run };
+  },
+  async pause(req) {
+    return { run: await setState(req.tabId, "paused") };
+  },
+  async resume(req) {
+    return { run: await setState(req.tabId, "running") };
+  },
+  async stop(req) {
+    const run = await runOf(req.tabId);
+    if (run && run.state !== "ended") await api(`/v1/sessions/${run.session}/cancel`, {}).catch(() => undefined);
+    return { run: await setState(req.tabId, "stopped") };
+  },
+  async doctor(req) {
+    const tab = await chrome.tabs.get(req.tabId);
+    const site = await siteForTab(tab).catch(() => null);
+    if (!site) return { site: null, lines: [], error: "KA_SELECTOR_NOT_FOUND this tab is not a supported chat site" };
+    const probe: TabMessage = { type: "probe", selectors: site.selectors };
+    const probes = (await chrome.tabs.sendMessage(req.tabId, probe)) as { key: string; matches: number | null }[] | undefined;
+    if (!probes) return { site: site.name, lines: [], error: "KA_INTERNAL the page did not answer; reload the tab" };
+    return { site: site.name, lines: doctorReport(site, probes) as DoctorLine[], error: null };
+  },
+  async metrics() {
+    return metrics;
+  },
+};
+
+async function setState(tabId: number, state: TabRun["state"]): Promise<TabRun | null> {
+  const run = await runOf(tabId);
+  if (!run || run.state === "ended") return run;
+  const next = { ...run, state };
+  await saveRun(tabId, next);
+  return next;
+}
+
+function message(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
+
+chrome.runtime.onMessage.addListener((msg: { type?: string }, sender, sendResponse) => {
+  const type = msg?.type as RequestType | undefined;
+  if (!type || !(type in handlers)) return false;
+  const handler = handlers[type] as (req: unknown, sender: Sender) => Promise<unknown>;
+  handler(msg, sender).then(
+    (value) => sendResponse({ ok: true, value }),
+    (e: unknown) => sendResponse({ ok: false, error: message(e) }),
+  );
+  return true;
+});
+
+chrome.tabs.onRemoved.addListener((tabId) => {
+  void chrome.storage.session.remove(`run:${tabId}`);
+});
+
+// A worker that Chrome restarted picks the event stream up again for the running tabs.
+void ensureEvents();

@@ -1,0 +1,318 @@
+// The Chrome extension end to end: Debian's Chromium with the built extension, a fake chat site
+// (ChatGPT-like and Claude-like DOMs, streamed replies, a ProseMirror-like composer, a strict CSP)
+// answered by a scripted model, and a real `keyless-host serve` on a temp git workspace with a
+// bare origin. Nobody touches the keyboard after Start, except to approve in the overlay.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync, existsSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startHost, launchWithExtension, shots } from "./host.mjs";
+import { startFakeChat } from "./fakechat/server.mjs";
+
+const git = (cwd, ...args) => execFileSync("git", args, { cwd, encoding: "utf8" }).trim();
+
+/** A workspace on branch feature/greet with one commit, pushed to a bare origin. */
+function workspace() {
+  const dir = mkdtempSync(join(tmpdir(), "keyless-e2e-"));
+  const ws = join(dir, "ws");
+  const origin = join(dir, "origin.git");
+  execFileSync("git", ["init", "-q", "--bare", origin]);
+  execFileSync("git", ["init", "-q", "-b", "feature/greet", ws]);
+  git(ws, "config", "user.name", "Test User");
+  git(ws, "config", "user.email", "test@example.com");
+  writeFileSync(join(ws, "README.md"), "# demo\n\nA demo project.\n");
+  git(ws, "add", "-A");
+  git(ws, "commit", "-q", "-m", "Initial commit");
+  git(ws, "remote", "add", "origin", origin);
+  git(ws, "push", "-q", "-u", "origin", "feature/greet");
+  return { dir, ws, origin, config: join(dir, "config") };
+}
+
+const fenced = (body) => `~~~~agentscript\n${body}\n~~~~`;
+
+const GREET_PY = 'def greet(name):\n    """Say hello."""\n    return f"Hello, {name}!"\n\n\nif __name__ == "__main__":\n    print(greet("world"))';
+
+async function until(what, probe, ms = 30000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Opens the popup for `tab`, pairs with the host and sets mode and pace. */
+async function pairAndStart(context, extensionId, tabId, host, { mode = "Ask", pace = "Balanced", task }) {
+  const popup = await context.newPage();
+  await popup.setViewportSize({ width: 380, height: 720 });
+  await popup.goto(`chrome-extension://${extensionId}/popup.html?tab=${tabId}`);
+  await popup.locator("#pair").waitFor();
+  await popup.locator("#host-url").fill(`http://127.0.0.1:${host.port}`);
+  await popup.locator("#code").fill(host.code);
+  await popup.locator("#pair-btn").click();
+  await popup.locator("#paired").waitFor();
+  await until("the connection", async () => (await popup.locator("#conn-text").textContent()).startsWith("connected"));
+  await popup.selectOption("#mode", mode);
+  await popup.selectOption("#pace", pace);
+  await popup.locator("#task").fill(task);
+  await popup.locator("#start").click();
+  await until("the session", async () => (await popup.locator("#run").textContent()).includes("running"));
+  return popup;
+}
+
+async function tabIdOf(worker, url) {
+  return worker.evaluate(async (u) => (await chrome.tabs.query({ url: u }))[0]?.id, url);
+}
+
+const overlay = (page) => page.locator("keyless-overlay");
+const pill = (page) => overlay(page).locator(".pill");
+
+test("a task runs end to end on a ChatGPT-like page", async () => {
+  const w = workspace();
+  const replies = [
+    // 1: files and a command
+    fenced(
+      [
+        "@@say", "<<<MSG", "Creating the greeting module.", "MSG>>>", "@@end",
+        "@@newfile src/greet.py", "<<<CONTENT", GREET_PY, "CONTENT>>>", "@@end",
+        "@@editfile README.md", "<<<FIND", "A demo project.", "FIND>>>", "<<<REPLACE", "A demo project.", "", "Run `python3 src/greet.py` to be greeted.", "REPLACE>>>", "@@end",
+        "@@runcommand", "<<<CMD", "wc -l src/greet.py", "CMD>>>", "@@end",
+        "@@next", "@@end", "@@eof",
+      ].join("\n"),
+    ),
+    // 2: a format error (an unknown command on line 2 of the reply)
+    fenced(["@@createfile notes.txt", "<<<CONTENT", "x", "CONTENT>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")),
+    // 3: a command Ask mode must confirm (it writes a file through a redirection)
+    fenced(["@@runcommand", "<<<CMD", "echo built > build.txt", "CMD>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")),
+    // 4: commit and push
+    fenced(["@@commit", "<<<MSG", "Add the greeting module", "MSG>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")),
+    // 5: finish
+    fenced(["@@say", "<<<MSG", "All done: greet.py is committed and pushed.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),
+  ];
+  const chat = await startFakeChat(replies.map((text) => ({ text, chunk: 18, delayMs: 25 })));
+  const host = await startHost(w.ws, w.config, "ask");
+  const { context, worker, extensionId } = await launchWithExtension(chat.port);
+  const errors = [];
+  try {
+    const page = await context.newPage();
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto("https://chatgpt.com/");
+    await page.locator("#prompt-textarea").waitFor();
+    // A stale draft in the composer (typed through the editor), and a write that bypasses the
+    // editor (innerHTML, what naive tools do): the send button stays disabled for the latter.
+    await page.locator("#prompt-textarea").click();
+    await page.keyboard.type("stale draft");
+    await page.evaluate(() => {
+      document.querySelector("#prompt-textarea").insertAdjacentHTML("beforeend", "<p>written past the editor</p>");
+    });
+    const tabId = await until("the chat tab", () => tabIdOf(worker, "https://chatgpt.com/*"));
+    const popup = await pairAndStart(context, extensionId, tabId, host, { task: "Add a greeting module, then commit it." });
+    await popup.screenshot({ path: join(shots, "extension-popup.png") });
+    await page.bringToFront();
+
+    // Start pasted the system prompt with the environment and the task, and sent it.
+    await until("the prompt at the model", () => chat.received.length >= 1);
+    assert.match(chat.received[0].text, /AgentScript v1/);
+    assert.match(chat.received[0].text, /# Environment/);
+    assert.match(chat.received[0].text, /# Task\nAdd a greeting module, then commit it\.$/);
+    assert.doesNotMatch(chat.received[0].text, /stale draft|written past the editor/);
+
+    // Reply 1 streams; the overlay follows it, then the host runs it and the results go back.
+    await until("the overlay to follow the stream", async () => (await pill(page).textContent().catch(() => "")) === "streaming");
+    await until("commands in the overlay", async () => (await overlay(page).locator("td.cmd").count()) >= 2);
+    await page.screenshot({ path: join(shots, "extension-streaming.png") });
+    await until("results of batch 1", () => chat.received.length >= 2);
+    assert.match(chat.received[1].text, /^\[KEYLESSAGENT RESULTS\] turn=1 batch=1/);
+    assert.match(chat.received[1].text, /#2 newfile \| src\/greet\.py ---\nstatus: ok/);
+    assert.match(chat.received[1].text, /#4 runcommand \| wc -l src\/greet\.py ---\nstatus: ok \| exit code: 0/);
+    assert.equal(readFileSync(join(w.ws, "src/greet.py"), "utf8"), `${GREET_PY}\n`);
+    assert.equal(readFileSync(join(w.ws, "README.md"), "utf8"), "# demo\n\nA demo project.\n\nRun `python3 src/greet.py` to be greeted.\n");
+
+    // Reply 2 is not valid AgentScript: the overlay shows the problem at its line while the reply
+    // still streams, then the correction goes back and nothing runs.
+    const diagBox = overlay(page).locator(".diag");
+    await diagBox.waitFor({ timeout: 30000 });
+    assert.match(await diagBox.textContent(), /line 2Unknown command "@@createfile"/);
+    await page.screenshot({ path: join(shots, "extension-format-error.png") });
+    await until("the correction", () => chat.received.length >= 3);
+    assert.match(chat.received[2].text, /^\[KEYLESSAGENT FORMAT ERROR\]\nYour last response was rejected\. Nothing was executed\./);
+    assert.match(chat.received[2].text, /line 2: Unknown command "@@createfile"/);
+    assert.ok(!existsSync(join(w.ws, "notes.txt")));
+
+    // Reply 3 needs a confirmation in Ask mode: approve it in the overlay.
+    const approve = overlay(page).locator("button", { hasText: "Approve" });
+    await approve.waitFor({ timeout: 30000 });
+    assert.match(await overlay(page).locator(".prompt code").textContent(), /echo built > build\.txt/);
+    await page.screenshot({ path: join(shots, "extension-confirm.png") });
+    await approve.click();
+    await until("results of the approved command", () => chat.received.length >= 4);
+    assert.match(chat.received[3].text, /#1 runcommand \| echo built > build\.txt ---\nstatus: ok/);
+    assert.equal(readFileSync(join(w.ws, "build.txt"), "utf8"), "built\n");
+
+    // Reply 4 commits and pushes to the bare origin.
+    await until("results of the commit", () => chat.received.length >= 5);
+    assert.match(chat.received[4].text, /#1 commit \| Add the greeting module ---\nstatus: ok/);
+
+    // Reply 5 finishes: the overlay says done and nothing more is sent.
+    await until("the done state", async () => (await pill(page).textContent()) === "done");
+    await page.screenshot({ path: join(shots, "extension-done.png") });
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(chat.received.length, 5, "nothing is sent after @@done");
+
+    // The workspace and the history, checked with the git CLI.
+    assert.equal(git(w.ws, "log", "-1", "--format=%s"), "Add the greeting module");
+    assert.deepEqual(git(w.ws, "show", "--name-only", "--format=", "HEAD").split("\n").sort(), ["README.md", "build.txt", "src/greet.py"]);
+    assert.equal(git(w.origin, "log", "-1", "--format=%s", "feature/greet"), "Add the greeting module");
+    assert.equal(git(w.ws, "status", "--porcelain"), "");
+
+    // Figures: end of streaming to results sent, overlay update per chunk.
+    const m = await popup.evaluate(() => chrome.runtime.sendMessage({ type: "metrics" }));
+    const sent = m.value.endToSent;
+    assert.ok(sent.length >= 4, JSON.stringify(m));
+    console.log(`figure: end of streaming → results sent (ms): ${sent.join(", ")}`);
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+});
+
+/** A 60,000-character file body full of what markdown rendering mangles outside a code block. */
+function trickyContent(chars) {
+  const lines = [];
+  for (let i = 0; lines.join("\n").length < chars; i++) {
+    const kind = i % 12;
+    lines.push(
+      kind === 0 ? `# heading ${i} that markdown would eat` :
+      kind === 1 ? `    indented ${i}\twith a tab and *stars* and <b>tags</b>` :
+      kind === 2 ? "```js" :
+      kind === 3 ? `  const x${i} = "quotes \\" and \\\\ backslash";` :
+      kind === 4 ? "```" :
+      kind === 5 ? `- list item ${i} with trailing spaces   ` :
+      kind === 6 ? "@@end" :
+      kind === 7 ? "" :
+      kind === 8 ? `ünïcödé ${i} — “quotes” and emoji 🚀` :
+      kind === 9 ? `<<<NOT_A_MARKER ${i}` :
+      kind === 10 ? `1. numbered ${i} > quoted` :
+      `plain line ${i} ${"x".repeat(i % 40)}`,
+    );
+  }
+  return lines.join("\n").slice(0, chars).replace(/\n+$/, "").replace(/[ \t]+$/, "");
+}
+
+function extensionRss() {
+  const each = [];
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      if (!cmd.includes("--extension-process")) continue;
+      const roll = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+      const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, "m").exec(roll)?.[1] ?? 0) / 1024;
+      each.push({ rss: kb("Rss"), pss: kb("Pss"), priv: kb("Private_Dirty") + kb("Private_Clean") });
+    } catch {
+      // the process ended
+    }
+  }
+  return each;
+}
+
+const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
+
+test("adapters are data: a Claude-like page, a 60,000-character reply, results as an attachment, the doctor", async () => {
+  const w = workspace();
+  // Two files, each under MaxFileContentChars (40,000), in one reply of about 60,000 characters.
+  const body = trickyContent(29000);
+  const body2 = trickyContent(29000).replace(/line/g, "row");
+  const big = fenced(
+    ["@@newfile docs/big.md", "<<<CONTENT", body, "CONTENT>>>", "@@end", "@@newfile docs/big2.md", "<<<CONTENT", body2, "CONTENT>>>", "@@end", "@@readfile docs/big.md", "@@end", "@@next", "@@end", "@@eof"].join("\n"),
+  );
+  assert.ok(big.length >= 58000 && big.length <= 60500, String(big.length));
+  const chat = await startFakeChat([
+    { text: big, chunk: 600, delayMs: 30 },
+    { text: fenced(["@@ask", "<<<MSG", "Which license should docs/big.md carry?", "MSG>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")) },
+    { text: fenced(["@@done", "@@end", "@@eof"].join("\n")) },
+  ]);
+  const host = await startHost(w.ws, w.config, "auto");
+  const { context, worker, extensionId } = await launchWithExtension(chat.port);
+  try {
+    // A selector override from the options page: Claude takes at most 1,000 pasted characters
+    // here, so the results go as a file attachment.
+    const options = await context.newPage();
+    await options.goto(`chrome-extension://${extensionId}/options.html`);
+    await options.locator("#overrides").fill('{"claude": {"max_paste_chars": 10}}');
+    await options.locator("#check").click();
+    await until("the verdict", async () => (await options.locator("#verdict").textContent()) !== "");
+    assert.match(await options.locator("#verdict").textContent(), /KA_CONFIG_VALIDATION selector overrides: claude\.max_paste_chars: must be 1000–1000000, got 10/);
+    await options.locator("#overrides").fill('{"claude": {"max_paste_chars": 1000}}');
+    await options.locator("#save").click();
+    await until("saved", async () => (await options.locator("#verdict").textContent()).startsWith("Saved"));
+    await options.screenshot({ path: join(shots, "extension-options.png") });
+    await options.close();
+
+    const page = await context.newPage();
+    await page.goto("https://claude.ai/chat");
+    await page.locator('div[aria-label="Write your prompt to Claude"] .ProseMirror').waitFor();
+    const tabId = await until("the chat tab", () => tabIdOf(worker, "https://claude.ai/*"));
+    const popup = await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "Write docs/big.md." });
+    await page.bringToFront();
+
+    await until("the prompt at the model", () => chat.received.length >= 1);
+    assert.equal(chat.received[0].site, "claude");
+    await until("the attached results", () => chat.received.length >= 2, 60000);
+    // The file on disk is byte-exact what the model wrote, through the rendered DOM.
+    assert.equal(readFileSync(join(w.ws, "docs/big.md"), "utf8"), `${body}\n`);
+    assert.equal(readFileSync(join(w.ws, "docs/big2.md"), "utf8"), `${body2}\n`);
+    const r = chat.received[1];
+    assert.equal(r.attachments.length, 1, JSON.stringify(r).slice(0, 300));
+    assert.equal(r.attachments[0].name, "keyless-results-t1-b1.txt");
+    assert.match(r.attachments[0].text, /^\[KEYLESSAGENT RESULTS\] turn=1 batch=1\n--- result 1\/3 \| #1 newfile \| docs\/big\.md ---\nstatus: ok/);
+    assert.match(r.text, /^\[KEYLESSAGENT RESULTS\] turn=1 batch=1\nThe full results \(\d+ characters\) are in the attached file keyless-results-t1-b1\.txt\./);
+    // @@ask: the overlay's answer box; the answer reaches the model in the results.
+    const answer = overlay(page).locator("input.answer");
+    await answer.waitFor({ timeout: 30000 });
+    assert.match(await overlay(page).locator(".prompt code").textContent(), /Which license/);
+    await answer.fill("MIT");
+    await page.screenshot({ path: join(shots, "extension-ask.png") });
+    await overlay(page).locator("button", { hasText: "Answer" }).click();
+    await until("the answer at the model", () => chat.received.length >= 3);
+    assert.match(chat.received[2].text, /#1 ask \| Which license should docs\/big\.md carry\? ---\nstatus: ok\n<<<OUTPUT\nMIT\nOUTPUT>>>/);
+    await until("the done state", async () => (await pill(page).textContent()) === "done");
+    await page.screenshot({ path: join(shots, "extension-claude-done.png") });
+
+    // The doctor runs every selector on the page, then names the one an override broke.
+    await popup.reload();
+    await popup.locator("#doctor-box summary").click();
+    await popup.locator("#doctor").click();
+    await until("the doctor", async () => (await popup.locator("#doctor-out tr").count()) === 9);
+    const rows = await popup.locator("#doctor-out tr").allTextContents();
+    assert.ok(rows.includes("composerok1 match"), rows.join("\n"));
+    assert.ok(rows.includes("assistant_messageok3 matches"), rows.join("\n"));
+    await popup.evaluate(() => chrome.runtime.sendMessage({ type: "setSettings", selectorOverrides: '{"claude": {"selectors": {"composer": "div.renamed-editor"}}}' }));
+    await popup.locator("#doctor").click();
+    await until("the broken composer", async () => (await popup.locator("#doctor-out").textContent()).includes("KA_SELECTOR_NOT_FOUND: no match, and the composer is always on the page"));
+    await popup.screenshot({ path: join(shots, "extension-doctor.png"), fullPage: true });
+
+    // Figures.
+    const m = (await popup.evaluate(() => chrome.runtime.sendMessage({ type: "metrics" }))).value;
+    const big60 = m.overlayUpdate.filter((_, i) => m.overlayChars[i] > 1000);
+    assert.ok(big60.length >= 20, `${big60.length} overlay updates`);
+    console.log(
+      `figure: overlay update per streamed chunk, 60,000-character reply: ${big60.length} updates, median ${pct(big60, 50)} ms, p95 ${pct(big60, 95)} ms, max ${Math.max(...big60)} ms (last at ${Math.max(...m.overlayChars)} chars)`,
+    );
+    console.log(`figure: end of streaming → results sent (attachment) (ms): ${m.endToSent.join(", ")}`);
+    const rss = extensionRss();
+    console.log(
+      `figure: extension processes (worker + wasm core, popup page open): ${rss.map((m) => `RSS ${m.rss.toFixed(1)} MB, PSS ${m.pss.toFixed(1)} MB, private ${m.priv.toFixed(1)} MB`).join(" + ")}`,
+    );
+    const heap = await popup.evaluate(() => performance.memory?.usedJSHeapSize ?? 0);
+    console.log(`figure: popup page JS heap ${(heap / 1048576).toFixed(1)} MB`);
+  } finally {
+    await context.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+});

@@ -1,0 +1,314 @@
+// The fake chat page. Two DOMs from one script: ChatGPT-like (chatgpt.com) and Claude-like
+// (claude.ai), each following the selectors in SITES.md. Replies are rendered from markdown the
+// way chat sites do: prose in <p> with <br> for single newlines, code blocks in <pre> with a
+// header (language label + Copy button), re-rendered on every streamed chunk.
+"use strict";
+(() => {
+  const SITE = document.documentElement.dataset.site === "claude" ? "claude" : "chatgpt";
+  const h = (tag, attrs = {}, ...kids) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+      if (k === "class") e.className = v;
+      else if (k === "text") e.textContent = v;
+      else e.setAttribute(k, v);
+    }
+    for (const k of kids) if (k) e.append(k);
+    return e;
+  };
+
+  // ---- markdown (enough of it to be faithful to how replies are mangled) ----
+  function codeBlock(code, lang) {
+    const codeEl = h("code", { class: `whitespace-pre! language-${lang || "plaintext"}` });
+    for (const line of code.split("\n")) {
+      const span = h("span", { class: line.trim().startsWith("@@") ? "hljs-keyword" : "hljs-line", text: line });
+      codeEl.append(span, document.createTextNode("\n"));
+    }
+    if (codeEl.lastChild) codeEl.lastChild.remove();
+    if (SITE === "chatgpt") {
+      return h("pre", { class: "overflow-visible!" },
+        h("div", { class: "contain-inline-size rounded-md border" },
+          h("div", { class: "flex items-center text-token-text-secondary px-4 py-2 text-xs font-sans justify-between select-none", text: lang || "plaintext" }),
+          h("div", { class: "sticky top-9" }, h("div", { class: "absolute bottom-0 right-2 flex h-9 items-center" },
+            h("button", { class: "flex gap-1 items-center", "aria-label": "Copy", text: "Copy code" }))),
+          h("div", { class: "overflow-y-auto p-4", dir: "ltr" }, codeEl)));
+    }
+    return h("div", { class: "relative flex flex-col rounded-lg" },
+      h("div", { class: "code-block__header text-text-300 text-xs p-3.5 pb-0", text: lang || "text" }),
+      h("div", { class: "pointer-events-none sticky" }, h("div", { class: "absolute right-0 h-8" },
+        h("button", { class: "pointer-events-auto", text: "Copy" }))),
+      h("div", {}, h("pre", { class: "code-block__code" }, codeEl)));
+  }
+
+  function inline(text, into) {
+    // **bold** and `code`, the rest as text
+    const re = /(\*\*[^*]+\*\*|`[^`]+`)/g;
+    let last = 0;
+    for (const m of text.matchAll(re)) {
+      if (m.index > last) into.append(document.createTextNode(text.slice(last, m.index)));
+      const t = m[0];
+      into.append(t.startsWith("**") ? h("strong", { text: t.slice(2, -2) }) : h("code", { text: t.slice(1, -1) }));
+      last = m.index + t.length;
+    }
+    if (last < text.length) into.append(document.createTextNode(text.slice(last)));
+  }
+
+  function render(md, into) {
+    into.replaceChildren();
+    const lines = md.split("\n");
+    let i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      const fence = /^\s*(`{3,}|~{3,})\s*([\w+#.-]*)\s*$/.exec(line);
+      if (fence) {
+        const [, mark, lang] = fence;
+        const body = [];
+        i++;
+        while (i < lines.length) {
+          const close = /^\s*(`{3,}|~{3,})\s*$/.exec(lines[i]);
+          if (close && close[1][0] === mark[0] && close[1].length >= mark.length) break;
+          body.push(lines[i]);
+          i++;
+        }
+        i++;
+        into.append(codeBlock(body.join("\n"), lang));
+        continue;
+      }
+      if (line.trim() === "") {
+        i++;
+        continue;
+      }
+      const head = /^(#{1,6})\s+(.*)$/.exec(line);
+      if (head) {
+        const e = h(`h${head[1].length}`);
+        inline(head[2], e);
+        into.append(e);
+        i++;
+        continue;
+      }
+      if (/^\s*[-*]\s+/.test(line)) {
+        const ul = h("ul");
+        while (i < lines.length && /^\s*[-*]\s+/.test(lines[i])) {
+          const li = h("li");
+          inline(lines[i].replace(/^\s*[-*]\s+/, ""), li);
+          ul.append(li);
+          i++;
+        }
+        into.append(ul);
+        continue;
+      }
+      const p = h("p");
+      let first = true;
+      while (i < lines.length && lines[i].trim() !== "" && !/^\s*(`{3,}|~{3,})/.test(lines[i]) && !/^#{1,6}\s/.test(lines[i])) {
+        if (!first) p.append(h("br"));
+        inline(lines[i], p);
+        first = false;
+        i++;
+      }
+      into.append(p);
+    }
+  }
+
+  // ---- a ProseMirror-like composer: its state is the truth; DOM writes that do not come through
+  // its input path (beforeinput, paste, or an `input` event) never reach the state ----
+  class Editor {
+    constructor(el, onChange) {
+      this.el = el;
+      this.lines = [""];
+      this.onChange = onChange;
+      el.addEventListener("beforeinput", (e) => this.beforeInput(e));
+      el.addEventListener("paste", (e) => {
+        e.preventDefault();
+        this.insert(e.clipboardData ? e.clipboardData.getData("text/plain") : "");
+      });
+      // execCommand and other native edits: read the DOM back, as ProseMirror's DOM observer does.
+      el.addEventListener("input", () => this.readDom());
+      this.render();
+    }
+    allSelected() {
+      const sel = window.getSelection();
+      if (!sel || sel.rangeCount === 0) return false;
+      const r = sel.getRangeAt(0);
+      if (r.collapsed) return false;
+      const all = document.createRange();
+      all.selectNodeContents(this.el);
+      return r.compareBoundaryPoints(Range.START_TO_START, all) <= 0 && r.compareBoundaryPoints(Range.END_TO_END, all) >= 0;
+    }
+    beforeInput(e) {
+      const t = e.inputType;
+      if (t === "insertText" && e.data !== null) {
+        e.preventDefault();
+        this.insert(e.data);
+      } else if (t === "insertParagraph" || t === "insertLineBreak") {
+        e.preventDefault();
+        this.insert("\n");
+      } else if (t === "deleteContentBackward") {
+        e.preventDefault();
+        if (this.allSelected()) this.lines = [""];
+        else {
+          const last = this.lines.length - 1;
+          if (this.lines[last].length > 0) this.lines[last] = this.lines[last].slice(0, -1);
+          else if (last > 0) this.lines.pop();
+        }
+        this.commit();
+      }
+    }
+    insert(text) {
+      if (this.allSelected()) this.lines = [""];
+      const parts = text.replace(/\r\n?/g, "\n").split("\n");
+      this.lines[this.lines.length - 1] += parts[0];
+      for (const p of parts.slice(1)) this.lines.push(p);
+      this.commit();
+    }
+    readDom() {
+      const blocks = Array.from(this.el.children);
+      this.lines = blocks.length ? blocks.map((b) => b.textContent ?? "") : [this.el.textContent ?? ""];
+      if (this.lines.length === 0) this.lines = [""];
+      this.commit(false);
+    }
+    commit(rerender = true) {
+      if (rerender) this.render();
+      this.onChange();
+    }
+    render() {
+      this.el.replaceChildren(...this.lines.map((l) => (l ? h("p", { text: l }) : h("p", {}, h("br", { class: "ProseMirror-trailingBreak" })))));
+      this.el.classList.toggle("is-empty", this.text() === "");
+      const sel = window.getSelection();
+      if (sel && document.activeElement === this.el) {
+        const r = document.createRange();
+        r.selectNodeContents(this.el);
+        r.collapse(false);
+        sel.removeAllRanges();
+        sel.addRange(r);
+      }
+    }
+    text() {
+      return this.lines.join("\n");
+    }
+    clear() {
+      this.lines = [""];
+      this.commit();
+    }
+  }
+
+  // ---- the page ----
+  const root = document.getElementById("root");
+  const thread = h("div", { class: "thread" });
+  const main = h("main", {}, thread);
+  const fileInput = h("input", { type: "file", multiple: "", hidden: "" });
+  const chips = h("div", { class: "chips" });
+  const editorEl = h("div", { contenteditable: "true", class: "ProseMirror", translate: "no" });
+  if (SITE === "chatgpt") editorEl.id = "prompt-textarea";
+  const hiddenTextarea = h("textarea", { name: "prompt-textarea", hidden: "" });
+  const sendBtn = SITE === "chatgpt"
+    ? h("button", { "data-testid": "send-button", "aria-label": "Send prompt", class: "send", text: "↑" })
+    : h("button", { "aria-label": "Send message", class: "send", text: "↑" });
+  const stopBtn = SITE === "chatgpt"
+    ? h("button", { "data-testid": "stop-button", "aria-label": "Stop streaming", class: "stop", text: "■" })
+    : h("button", { "aria-label": "Stop response", class: "stop", text: "■" });
+  const attachBtn = h("button", { class: "attach", "aria-label": "Attach files", text: "+" });
+  const editorBox = SITE === "claude" ? h("div", { "aria-label": "Write your prompt to Claude", class: "editor-box" }, editorEl) : h("div", { class: "editor-box" }, hiddenTextarea, editorEl);
+  const form = h("form", { class: "composer" }, chips, h("div", { class: "row" }, attachBtn, editorBox, h("div", { class: "actions" }, sendBtn)), fileInput);
+  root.append(h("header", { class: "top", text: SITE === "claude" ? "Claude" : "ChatGPT" }), main, form);
+
+  let attachments = [];
+  let streaming = false;
+  let stopRequested = false;
+  let turn = 0;
+  const editor = new Editor(editorEl, () => updateSend());
+
+  function updateSend() {
+    sendBtn.disabled = streaming || (editor.text().trim() === "" && attachments.length === 0);
+  }
+  updateSend();
+
+  attachBtn.addEventListener("click", (e) => {
+    e.preventDefault();
+    fileInput.click();
+  });
+  fileInput.addEventListener("change", async () => {
+    for (const f of Array.from(fileInput.files ?? [])) {
+      const text = await f.text();
+      attachments.push({ name: f.name, text });
+      chips.append(h("div", { class: "chip", "data-testid": SITE === "chatgpt" ? "attachment-chip" : "file-thumbnail", text: f.name }));
+    }
+    fileInput.value = "";
+    updateSend();
+  });
+
+  function userTurn(text, files) {
+    turn++;
+    if (SITE === "chatgpt") {
+      const body = h("div", { class: "whitespace-pre-wrap", text });
+      const bubble = h("div", { "data-message-author-role": "user", "data-message-id": `u${turn}` }, body);
+      for (const f of files) bubble.append(h("div", { class: "file", text: `📎 ${f.name}` }));
+      thread.append(h("article", { "data-testid": `conversation-turn-${turn * 2 - 1}`, class: "turn user" }, h("h5", { class: "sr-only", text: "You said:" }), bubble));
+    } else {
+      const body = h("div", { "data-testid": "user-message", class: "user-message" }, h("p", { class: "whitespace-pre-wrap", text }));
+      for (const f of files) body.append(h("div", { class: "file", text: `📎 ${f.name}` }));
+      thread.append(h("div", { class: "turn user" }, body));
+    }
+  }
+
+  function assistantTurn() {
+    if (SITE === "chatgpt") {
+      const md = h("div", { class: "markdown prose w-full break-words" });
+      const msg = h("div", { "data-message-author-role": "assistant", "data-message-id": `a${turn}` }, md);
+      thread.append(h("article", { "data-testid": `conversation-turn-${turn * 2}`, class: "turn assistant" }, h("h6", { class: "sr-only", text: "ChatGPT said:" }), msg));
+      return { md, done() {} };
+    }
+    const md = h("div", { class: "grid-cols-1 grid gap-2.5" });
+    const wrap = h("div", { "data-is-streaming": "true", class: "group relative" }, h("div", { class: "font-claude-message" }, md));
+    thread.append(h("div", { class: "turn assistant" }, wrap));
+    return { md, done() { wrap.setAttribute("data-is-streaming", "false"); } };
+  }
+
+  function setStreaming(on) {
+    streaming = on;
+    if (on) sendBtn.replaceWith(stopBtn);
+    else if (stopBtn.isConnected) stopBtn.replaceWith(sendBtn);
+    updateSend();
+  }
+  stopBtn.addEventListener("click", (e) => {
+    e.preventDefault();
+    stopRequested = true;
+  });
+
+  async function submit() {
+    const text = editor.text();
+    if (streaming || (text.trim() === "" && attachments.length === 0)) return;
+    const files = attachments;
+    attachments = [];
+    chips.replaceChildren();
+    editor.clear();
+    userTurn(text, files);
+    setStreaming(true);
+    stopRequested = false;
+    const res = await fetch("/backend/conversation", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text, attachments: files }) });
+    const { text: reply, chunk, delayMs } = await res.json();
+    const a = assistantTurn();
+    let shown = 0;
+    await new Promise((r) => setTimeout(r, 200));
+    while (shown < reply.length && !stopRequested) {
+      shown = Math.min(reply.length, shown + chunk);
+      render(reply.slice(0, shown), a.md);
+      main.scrollTop = main.scrollHeight;
+      await new Promise((r) => setTimeout(r, delayMs));
+    }
+    // Sites keep the stop button a moment after the last token.
+    await new Promise((r) => setTimeout(r, 300));
+    a.done();
+    setStreaming(false);
+  }
+
+  sendBtn.addEventListener("click", (e) => {
+    e.preventDefault();
+    void submit();
+  });
+  editorEl.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) {
+      e.preventDefault();
+      void submit();
+    }
+  });
+  form.addEventListener("submit", (e) => e.preventDefault());
+})();

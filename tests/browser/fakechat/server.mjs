@@ -1,0 +1,83 @@
+// A local imitation of a chat site, served over HTTPS (self-signed) so Chromium can reach it as
+// https://chatgpt.com or https://claude.ai through --host-resolver-rules. The page follows the
+// site's DOM (see SITES.md), streams each reply in small chunks with a stop button, has a
+// ProseMirror-like composer, and is served under a strict Content-Security-Policy (no inline code,
+// no 'wasm-unsafe-eval'). A scripted "model" answers each message with the next reply of a list.
+import { createServer } from "node:https";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+
+function certificate() {
+  const dir = mkdtempSync(join(tmpdir(), "keyless-fakechat-cert-"));
+  execFileSync("openssl", [
+    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=chatgpt.com",
+    "-addext", "subjectAltName=DNS:chatgpt.com,DNS:claude.ai,DNS:localhost",
+    "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
+  ], { stdio: "ignore" });
+  return { key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) };
+}
+
+/**
+ * Starts the fake chat site on 127.0.0.1:0.
+ * `replies`: what the model answers, in order; each is a string or {text, chunk, delayMs}.
+ * Resolves with {port, received, setReplies, close}; `received` lists every message the model got:
+ * {site, text, attachments: [{name, text}]}.
+ */
+export function startFakeChat(replies = []) {
+  const state = { replies: [...replies], next: 0, received: [] };
+  const files = {
+    "/chat.js": ["text/javascript", readFileSync(join(here, "chat.js"))],
+    "/chat.css": ["text/css", readFileSync(join(here, "chat.css"))],
+  };
+  const server = createServer(certificate(), (req, res) => {
+    const host = (req.headers.host ?? "").split(":")[0];
+    const site = host.includes("claude") ? "claude" : "chatgpt";
+    const url = new URL(req.url ?? "/", "https://x");
+    const headers = { "content-security-policy": CSP, "cache-control": "no-store" };
+    if (req.method === "POST" && url.pathname === "/backend/conversation") {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        const msg = JSON.parse(body);
+        state.received.push({ site, text: msg.text, attachments: msg.attachments ?? [] });
+        const r = state.replies[state.next++] ?? "I have nothing more to say.";
+        const reply = typeof r === "string" ? { text: r } : r;
+        res.writeHead(200, { ...headers, "content-type": "application/json" });
+        res.end(JSON.stringify({ text: reply.text, chunk: reply.chunk ?? 24, delayMs: reply.delayMs ?? 25 }));
+      });
+      return;
+    }
+    if (files[url.pathname]) {
+      const [type, data] = files[url.pathname];
+      res.writeHead(200, { ...headers, "content-type": type });
+      res.end(data);
+      return;
+    }
+    if (url.pathname === "/" || url.pathname.startsWith("/c/") || url.pathname.startsWith("/chat")) {
+      res.writeHead(200, { ...headers, "content-type": "text/html; charset=utf-8" });
+      res.end(`<!doctype html><html lang="en" data-site="${site}"><head><meta charset="utf-8"><title>${site === "claude" ? "Claude" : "ChatGPT"}</title><link rel="stylesheet" href="/chat.css"></head><body class="${site}"><div id="root"></div><script src="/chat.js"></script></body></html>`);
+      return;
+    }
+    res.writeHead(404, headers);
+    res.end("not found");
+  });
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => {
+      resolve({
+        port: server.address().port,
+        received: state.received,
+        setReplies(list) {
+          state.replies = [...list];
+          state.next = 0;
+        },
+        close: () => new Promise((r) => server.close(r)),
+      });
+    });
+  });
+}
