@@ -61,6 +61,48 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// Where a 1-based line of a text sits in JS string positions: UTF-16 code-unit offsets
+/// `start..end`, the line break (`\n` or `\r\n`) excluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Utf16Span {
+    pub line: u32,
+    pub start: u32,
+    pub end: u32,
+}
+
+/// The UTF-16 span of each requested line (`None` past the end), in one pass over the text.
+#[must_use]
+pub fn utf16_line_spans(text: &str, lines: &[u32]) -> Vec<Option<Utf16Span>> {
+    let mut starts = Vec::new();
+    let mut pos: u32 = 0;
+    let mut line_start: u32 = 0;
+    let mut content_end: u32 = 0;
+    for c in text.chars() {
+        let w = u32::try_from(c.len_utf16()).unwrap_or(2);
+        if c == '\n' {
+            starts.push((line_start, content_end));
+            pos = pos.saturating_add(w);
+            line_start = pos;
+            content_end = pos;
+            continue;
+        }
+        pos = pos.saturating_add(w);
+        if c != '\r' {
+            content_end = pos;
+        }
+    }
+    starts.push((line_start, content_end));
+    lines
+        .iter()
+        .map(|&line| {
+            let i = usize::try_from(line).ok()?.checked_sub(1)?;
+            starts
+                .get(i)
+                .map(|&(start, end)| Utf16Span { line, start, end })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +120,30 @@ mod tests {
         );
         assert_eq!(edit_distance("newfle", "newfile"), 1);
         assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn utf16_spans_count_code_units() {
+        // "a😀" is 3 UTF-16 units; the CRLF is not part of the line.
+        let t = "a\u{1F600}\r\nb\n\n";
+        let spans = utf16_line_spans(t, &[1, 2, 3, 4, 5, 0]);
+        let at = |l: u32, s: u32, e: u32| {
+            Some(Utf16Span {
+                line: l,
+                start: s,
+                end: e,
+            })
+        };
+        assert_eq!(
+            spans,
+            vec![
+                at(1, 0, 3),
+                at(2, 5, 6),
+                at(3, 7, 7),
+                at(4, 8, 8),
+                None,
+                None
+            ]
+        );
     }
 }

@@ -170,6 +170,11 @@ async function submit(text: string, endAt: number): Promise<void> {
     o.setPhase(a.turn_ended === "done" ? "done" : a.turn_ended, a.turn_ended === "done" ? "ok" : "bad");
     return;
   }
+  if (run.state === "stopped") {
+    o.results(a, "Stopped: nothing was sent.");
+    o.setPhase("stopped", "");
+    return;
+  }
   if (!outcome.send) {
     o.results(a, "Not sent automatically.");
     o.setPhase(run.state === "paused" ? "paused" : "ready to send", "wait");

@@ -259,11 +259,13 @@ const handlers: Handlers = {
     const answer = await postReply(run, req.text);
     const s = await settings();
     const ended = answer.turn_ended !== null;
+    // The user may have paused or stopped the run while the batch ran.
+    const now = (await runOf(tabId)) ?? run;
     const next: TabRun = {
-      ...run,
+      ...now,
       turn: answer.next_turn,
       batch: answer.next_batch,
-      state: ended ? "ended" : run.state,
+      state: ended ? "ended" : now.state,
       ...(ended ? { reason: answer.turn_ended ?? "done" } : {}),
     };
     await saveRun(tabId, next);

@@ -316,3 +316,46 @@ test("adapters are data: a Claude-like page, a 60,000-character reply, results a
     await chat.close();
   }
 });
+
+test("Pause holds a finished reply until Resume; Stop cancels the running command and sends nothing", async () => {
+  const w = workspace();
+  const chat = await startFakeChat([
+    { text: fenced(["@@mkdir held", "@@end", "@@next", "@@end", "@@eof"].join("\n")), chunk: 8, delayMs: 40 },
+    { text: fenced(["@@runcommand", "<<<CMD", "sleep 30", "CMD>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")) },
+  ]);
+  const host = await startHost(w.ws, w.config, "auto");
+  const { context, worker, extensionId } = await launchWithExtension(chat.port);
+  try {
+    const page = await context.newPage();
+    await page.goto("https://chatgpt.com/");
+    await page.locator("#prompt-textarea").waitFor();
+    const tabId = await until("the chat tab", () => tabIdOf(worker, "https://chatgpt.com/*"));
+    const popup = await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "Make a folder." });
+    await popup.locator("#pause").click();
+    await until("paused", async () => (await popup.locator("#run").textContent()).includes("paused"));
+    // The reply completes while paused: it waits, nothing runs.
+    await until("the held reply", async () => (await pill(page).textContent()) === "paused");
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(chat.received.length, 1);
+    assert.ok(!existsSync(join(w.ws, "held")));
+    await popup.locator("#pause").click(); // Resume
+    await until("the results after Resume", () => chat.received.length >= 2);
+    assert.ok(existsSync(join(w.ws, "held")));
+    // The next reply runs `sleep 30`: Stop kills it and nothing goes back to the chat.
+    await until("the running command", async () => (await overlay(page).locator(".s-running").count()) === 1);
+    await popup.locator("#stop").click();
+    await until("stopped", async () => (await popup.locator("#run").textContent()).includes("stopped"));
+    await until("the stopped overlay", async () => (await pill(page).textContent()) === "stopped", 15000);
+    await until("the cancelled batch's summary", async () => /Stopped: nothing was sent/.test(await overlay(page).locator(".summary").textContent()), 15000);
+    assert.equal(await pill(page).textContent(), "stopped");
+    await page.screenshot({ path: join(shots, "extension-stopped.png") });
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(chat.received.length, 2, "nothing is sent after Stop");
+    const batches = await (await fetch(`http://127.0.0.1:${host.port}/v1/audit?limit=5`, { headers: { authorization: `Bearer ${host.token}` } })).json();
+    assert.ok(batches.some((b) => b.command === "runcommand" && b.code === "KA_CANCELLED"), JSON.stringify(batches));
+  } finally {
+    await context.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+});

@@ -9,6 +9,8 @@
 #![allow(clippy::expect_used, clippy::panic)]
 
 use keyless_core::{Pace, Settings};
+
+pub mod wasm;
 use std::path::{Path, PathBuf};
 
 /// One corpus entry.

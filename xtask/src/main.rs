@@ -333,12 +333,24 @@ fn test() -> Result {
         "-D",
         "warnings",
     ]))?;
+    run(cargo().args([
+        "clippy",
+        "-p",
+        "keyless-wasm",
+        "--tests",
+        "--target",
+        WASM_TARGET,
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
     run(cargo().args(["test", "--workspace"]))?;
     // The fuzz targets must keep building (cargo-fuzz adds its instrumentation on nightly).
     run(cargo().args(["build", "--manifest-path", "fuzz/Cargo.toml"]))?;
     let pkg = build()?;
     wasm_smoke_test(&pkg)?;
     if ensure_chromium()? {
+        wasm_browser_tests()?;
         let host = root().join("target").join("release").join("keyless-host");
         run(Command::new("node")
             .args(["--test", "tests/browser/"])
@@ -352,12 +364,28 @@ fn test() -> Result {
     Ok(())
 }
 
+/// The wasm adapter's own tests (core/wasm/tests/browser.rs) in headless Chromium, through
+/// wasm-bindgen-test-runner (installed with wasm-bindgen-cli) and Debian's chromedriver.
+fn wasm_browser_tests() -> Result {
+    let chromedriver = Path::new("/usr/bin/chromedriver");
+    if !chromedriver.exists() {
+        println!("/usr/bin/chromedriver is missing: skipping the wasm-bindgen tests in Chromium (install chromium-driver)");
+        return Ok(());
+    }
+    let runner = tools_dir().join("bin").join("wasm-bindgen-test-runner");
+    run(cargo()
+        .args(["test", "-p", "keyless-wasm", "--target", WASM_TARGET])
+        .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", runner)
+        .env("CHROMEDRIVER", chromedriver))
+}
+
 fn bench() -> Result {
     build()?;
     run(cargo().args(["bench", "-p", "keyless-core", "--bench", "parse"]))?;
     run(Command::new("node")
         .arg("tests/bench/wasm_parse.mjs")
         .current_dir(root()))?;
+    run(cargo().args(["bench", "-p", "keyless-tests", "--bench", "side_by_side"]))?;
     run(cargo().args(["bench", "-p", "keyless-core", "--bench", "piece"]))?;
     run(cargo().args(["bench", "-p", "keyless-host", "--bench", "batch"]))?;
     run(cargo().args(["build", "--release", "-p", "keyless-host"]))?;

@@ -7,8 +7,8 @@ use keyless_core::piece::tools::effective;
 use keyless_core::piece::{graph, validate, Strictness};
 use keyless_core::policy::decide;
 use keyless_core::site::{
-    delivery, doctor, explain_serde, follow, resolve_sites, site_for_host, PageObservation,
-    SelectorProbe, SiteAdapter, SitesPatch, DEFAULTS_SOURCE, DEFAULT_SITES_JSON, OVERRIDES_SOURCE,
+    delivery, doctor, follow, load_sites, site_for_host, PageObservation, SelectorProbe,
+    SiteAdapter, DEFAULT_SITES_JSON,
 };
 use keyless_core::{parse_partial, Limits, Mode, Pace, Settings};
 use serde::Deserialize;
@@ -147,33 +147,10 @@ fn loaded(yaml: &str) -> Result<keyless_core::piece::Piece, JsError> {
     }
 }
 
-/// Parses JSON text with the JS engine (no JSON parser in the module): KA_CONFIG_INVALID.
-fn json(source: &str, text: &str) -> Result<JsValue, JsError> {
-    js_sys::JSON::parse(text).map_err(|e| {
-        let why = js_sys::Error::from(e).message();
-        into_error(
-            keyless_core::Code::ConfigInvalid,
-            format!("{source}: not valid JSON: {why}"),
-        )
-    })
-}
-
-fn patches(source: &str, value: JsValue) -> Result<SitesPatch, JsError> {
-    serde_wasm_bindgen::from_value(value).map_err(|e| {
-        into_error(
-            keyless_core::Code::ConfigValidation,
-            format!("{source}: {}", explain_serde(&e.to_string())),
-        )
-    })
-}
-
+/// The shipped adapters with the user's overrides: the core's own loader (the same JSON parser
+/// and the same errors as native; serde-wasm-bindgen would ignore unknown keys).
 fn sites(overrides: Option<String>) -> Result<Vec<SiteAdapter>, JsError> {
-    let base = patches(DEFAULTS_SOURCE, json(DEFAULTS_SOURCE, DEFAULT_SITES_JSON)?)?;
-    let over = match overrides.as_deref().filter(|t| !t.trim().is_empty()) {
-        Some(t) => Some(patches(OVERRIDES_SOURCE, json(OVERRIDES_SOURCE, t)?)?),
-        None => None,
-    };
-    resolve_sites(base, over.as_ref()).map_err(|e| into_error(e.code(), e))
+    load_sites(DEFAULT_SITES_JSON, overrides.as_deref()).map_err(|e| into_error(e.code(), e))
 }
 
 fn from_js<T: serde::de::DeserializeOwned>(value: JsValue) -> Result<T, JsError> {
@@ -222,4 +199,11 @@ pub fn doctor_report(site: JsValue, probes: JsValue) -> Result<JsValue, JsError>
     let site: SiteAdapter = from_js(site)?;
     let probes: Vec<SelectorProbe> = from_js(probes)?;
     to_js(&doctor(&site, &probes))
+}
+
+/// JS string positions (UTF-16 code units) of 1-based lines: `[{line, start, end} | null]`, so a
+/// diagnostic's line can be selected or highlighted in a textarea or editor.
+#[wasm_bindgen(js_name = utf16Spans)]
+pub fn utf16_spans(text: &str, lines: Vec<u32>) -> Result<JsValue, JsError> {
+    to_js(&keyless_core::text::utf16_line_spans(text, &lines))
 }
