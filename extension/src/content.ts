@@ -51,7 +51,7 @@ function contentOf(message: Element): Element {
 }
 
 function exhaustedNow(now: number): boolean {
-  if (!site || site.exhausted_phrases.length === 0 || now - lastExhaustedCheck < 3000) return exhausted;
+  if (!site || site.exhausted_phrases.length === 0 || now - lastExhaustedCheck < 1000) return exhausted;
   lastExhaustedCheck = now;
   const text = document.body.textContent ?? "";
   exhausted = site.exhausted_phrases.some((p) => text.includes(p));
@@ -101,7 +101,8 @@ async function tick(): Promise<void> {
         siteStreaming: streaming,
         quietMs: Math.round(now - w.lastChange),
         waitedMs: Math.round(now - w.sentAt),
-        exhausted: !streaming && now - w.lastChange > 1500 ? exhaustedNow(now) : false,
+        // Checked (at most once a second) once the site stopped and before the reply can complete.
+        exhausted: !streaming && now - w.lastChange >= 400 ? exhaustedNow(now) : false,
         truncationBudgetSeconds: settings.truncationBudgetSeconds,
         replyTimeoutSeconds: settings.replyTimeoutSeconds,
       },
@@ -142,7 +143,7 @@ async function tick(): Promise<void> {
       o.note("Paused: this reply runs when you press Resume in the keyless popup.");
       return;
     }
-    void submit(text, endAt);
+    void submit(text, endAt, report.verdict === "truncated" ? `${report.code ?? "KA_REPLY_TRUNCATED"}: the last reply had no @@eof` : "");
   } catch (e) {
     const [code, msg] = errText(e);
     ui().error(code, msg);
@@ -151,7 +152,7 @@ async function tick(): Promise<void> {
   }
 }
 
-async function submit(text: string, endAt: number): Promise<void> {
+async function submit(text: string, endAt: number, notice = ""): Promise<void> {
   const o = ui();
   o.setPhase(text ? "sent to keyless-host" : "empty reply", "run");
   let outcome: ReplyOutcome;
@@ -159,7 +160,7 @@ async function submit(text: string, endAt: number): Promise<void> {
     outcome = await ask("reply", { text });
   } catch (e) {
     const [code, msg] = errText(e);
-    o.error(code, msg, [{ label: "Retry", run: () => void submit(text, endAt) }]);
+    o.error(code, msg, [{ label: "Retry", run: () => void submit(text, endAt, notice) }]);
     return;
   }
   run = outcome.run;
@@ -183,10 +184,10 @@ async function submit(text: string, endAt: number): Promise<void> {
     return;
   }
   o.results(a, a.status === "rejected" ? "Sending the correction…" : "Sending the results…");
-  await deliver(a.text, outcome.delivery, endAt);
+  await deliver(a.text, outcome.delivery, endAt, notice);
 }
 
-async function deliver(text: string, delivery: Delivery, endAt: number): Promise<void> {
+async function deliver(text: string, delivery: Delivery, endAt: number, notice = ""): Promise<void> {
   if (!site) return;
   const o = ui();
   unsent = { text, delivery, endAt };
@@ -204,7 +205,7 @@ async function deliver(text: string, delivery: Delivery, endAt: number): Promise
     o.clearError();
     if (fallback) o.error(fallback, "The file upload failed; the results were pasted instead.");
     follow(before);
-    o.note(`results sent ${Math.round(ms)} ms after the reply ended`);
+    o.note(`${notice ? `${notice}; its correction was sent` : `results sent ${Math.round(ms)} ms after the reply ended`}`);
   } catch (e) {
     const [code, msg] = errText(e);
     ask("delivered", { ok: false, code }).catch(() => undefined);

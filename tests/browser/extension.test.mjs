@@ -359,3 +359,42 @@ test("Pause holds a finished reply until Resume; Stop cancels the running comman
     await chat.close();
   }
 });
+
+test("a reply that stays without @@eof is KA_REPLY_TRUNCATED and gets its correction; a full chat is KA_CHAT_EXHAUSTED", async () => {
+  const w = workspace();
+  const chat = await startFakeChat([
+    // AgentScript that stops before @@eof (the model ran out of output).
+    { text: fenced(["@@mkdir half", "@@end", "@@newfile half/a.txt", "<<<CONTENT", "cut off here"].join("\n")) },
+    // The chat is full: the site says so under a reply that is not AgentScript.
+    { text: "I cannot continue here.", banner: "You've reached the maximum length for this conversation, but you can keep talking by starting a new chat." },
+  ]);
+  const host = await startHost(w.ws, w.config, "auto");
+  const { context, worker, extensionId } = await launchWithExtension(chat.port);
+  try {
+    const options = await context.newPage();
+    await options.goto(`chrome-extension://${extensionId}/options.html`);
+    await options.locator("#truncation").fill("5");
+    await options.locator("#save").click();
+    await until("saved", async () => (await options.locator("#verdict").textContent()).startsWith("Saved"));
+    await options.close();
+    const page = await context.newPage();
+    await page.goto("https://chatgpt.com/");
+    await page.locator("#prompt-textarea").waitFor();
+    const tabId = await until("the chat tab", () => tabIdOf(worker, "https://chatgpt.com/*"));
+    await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "Make half a folder." });
+    await page.bringToFront();
+    await until("the correction", () => chat.received.length >= 2, 30000);
+    await until("the truncation notice", async () => /^KA_REPLY_TRUNCATED: the last reply had no @@eof; its correction was sent/.test(await overlay(page).locator(".foot").textContent()));
+    assert.match(chat.received[1].text, /^\[KEYLESSAGENT FORMAT ERROR\]/);
+    assert.match(chat.received[1].text, /Your response looks truncated\. Resend it in SMALLER pieces/);
+    assert.ok(!existsSync(join(w.ws, "half")), "nothing of a truncated reply runs");
+    await until("KA_CHAT_EXHAUSTED", async () => (await overlay(page).locator(".error .code").textContent().catch(() => "")) === "KA_CHAT_EXHAUSTED", 30000);
+    await page.screenshot({ path: join(shots, "extension-exhausted.png") });
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(chat.received.length, 2, "nothing is sent into a full chat");
+  } finally {
+    await context.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+});

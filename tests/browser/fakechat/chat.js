@@ -284,7 +284,7 @@
     setStreaming(true);
     stopRequested = false;
     const res = await fetch("/backend/conversation", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text, attachments: files }) });
-    const { text: reply, chunk, delayMs } = await res.json();
+    const { text: reply, chunk, delayMs, banner } = await res.json();
     const a = assistantTurn();
     let shown = 0;
     await new Promise((r) => setTimeout(r, 200));
@@ -297,6 +297,7 @@
     // Sites keep the stop button a moment after the last token.
     await new Promise((r) => setTimeout(r, 300));
     a.done();
+    if (banner) thread.append(h("div", { class: "banner", role: "alert", text: banner }));
     setStreaming(false);
   }
 

@@ -25,7 +25,8 @@ function certificate() {
 
 /**
  * Starts the fake chat site on 127.0.0.1:0.
- * `replies`: what the model answers, in order; each is a string or {text, chunk, delayMs}.
+ * `replies`: what the model answers, in order; each is a string or {text, chunk, delayMs, banner}
+ * (`banner`: a notice the site shows under the reply, such as its "conversation is full" text).
  * Resolves with {port, received, setReplies, close}; `received` lists every message the model got:
  * {site, text, attachments: [{name, text}]}.
  */
@@ -49,7 +50,7 @@ export function startFakeChat(replies = []) {
         const r = state.replies[state.next++] ?? "I have nothing more to say.";
         const reply = typeof r === "string" ? { text: r } : r;
         res.writeHead(200, { ...headers, "content-type": "application/json" });
-        res.end(JSON.stringify({ text: reply.text, chunk: reply.chunk ?? 24, delayMs: reply.delayMs ?? 25 }));
+        res.end(JSON.stringify({ text: reply.text, chunk: reply.chunk ?? 24, delayMs: reply.delayMs ?? 25, banner: reply.banner ?? null }));
       });
       return;
     }
