@@ -342,6 +342,16 @@ const handlers: Handlers = {
     void _t;
     const next = { ...(await settings()), ...patch };
     await chrome.storage.local.set({ settings: next });
+    // A new mode or pace applies to the running sessions too, from their next batch on.
+    if (patch.mode !== undefined || patch.pace !== undefined) {
+      const all = await chrome.storage.session.get(null);
+      for (const [key, value] of Object.entries(all)) {
+        const run = value as TabRun;
+        if (!key.startsWith("run:") || (run.state !== "running" && run.state !== "paused")) continue;
+        await api(`/v1/sessions/${run.session}/settings`, { mode: next.mode, pace: next.pace });
+        await saveRun(Number(key.slice(4)), { ...run, mode: next.mode, pace: next.pace });
+      }
+    }
     return next;
   },
   async checkOverrides(req) {

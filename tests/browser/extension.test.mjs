@@ -338,6 +338,18 @@ test("Pause holds a finished reply until Resume; Stop cancels the running comman
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(chat.received.length, 1);
     assert.ok(!existsSync(join(w.ws, "held")));
+    // Changing the mode in the popup changes the running session's mode at the host.
+    await popup.selectOption("#mode", "AutoSafe");
+    await until("the session's new mode", async () => {
+      const sessions = await (await fetch(`http://127.0.0.1:${host.port}/v1/sessions`, { headers: { authorization: `Bearer ${host.token}` } })).json();
+      const res = await fetch(`http://127.0.0.1:${host.port}/v1/sessions/${sessions[0].session}/settings`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${host.token}`, "content-type": "application/json" },
+        body: "{}",
+      });
+      return (await res.json()).mode === "AutoSafe";
+    });
+    await popup.selectOption("#mode", "Auto");
     await popup.locator("#pause").click(); // Resume
     await until("the results after Resume", () => chat.received.length >= 2);
     assert.ok(existsSync(join(w.ws, "held")));
