@@ -10,7 +10,11 @@ import { ask, type Delivery, type HostEvent, type ReplyOutcome, type Settings, t
 interface Watch {
   /// Assistant messages that existed before the message this reply answers.
   baseline: number;
-  sentAt: number;
+  /// When the message this reply answers was sent; null until the user sends it (after a Start
+  /// that only pasted the prompt).
+  sentAt: number | null;
+  /// User messages on the page when the watch began.
+  users: number;
   lastText: string;
   lastChange: number;
   done: boolean;
@@ -59,9 +63,10 @@ function exhaustedNow(now: number): boolean {
 }
 
 /// Starts following the reply to a message that was just sent.
-function follow(baseline: number): void {
+function follow(baseline: number, sent = true): void {
   const now = performance.now();
-  watch = { baseline, sentAt: now, lastText: "", lastChange: now, done: false };
+  const users = site ? queryAll(site.selectors.user_message).length : 0;
+  watch = { baseline, sentAt: sent ? now : null, users, lastText: "", lastChange: now, done: false };
   exhausted = false;
   lastExhaustedCheck = 0;
   ui().reset();
@@ -87,6 +92,7 @@ async function tick(): Promise<void> {
     const t0 = performance.now();
     const msgs = assistantMessages();
     const newest = msgs.length > w.baseline ? msgs[msgs.length - 1] : undefined;
+    if (w.sentAt === null && site && (newest || queryAll(site.selectors.user_message).length > w.users)) w.sentAt = performance.now();
     const text = newest ? replyText(contentOf(newest), site.selectors.ignore) : "";
     const now = performance.now();
     const changed = text !== w.lastText;
@@ -100,7 +106,7 @@ async function tick(): Promise<void> {
       page: {
         siteStreaming: streaming,
         quietMs: Math.round(now - w.lastChange),
-        waitedMs: Math.round(now - w.sentAt),
+        waitedMs: w.sentAt === null ? 0 : Math.round(now - w.sentAt),
         // Checked (at most once a second) once the site stopped and before the reply can complete.
         exhausted: !streaming && now - w.lastChange >= 400 ? exhaustedNow(now) : false,
         truncationBudgetSeconds: settings.truncationBudgetSeconds,
@@ -269,9 +275,9 @@ async function onPaste(text: string, sendIt: boolean): Promise<void> {
       follow(before);
     } else {
       await write(site, text);
+      // Follow the reply once the user sends (the reply timeout starts then).
+      follow(before, false);
       o.setPhase("add your task, then send", "wait");
-      // Follow the reply once the user sends.
-      follow(before);
     }
   } catch (e) {
     const [code, msg] = errText(e);

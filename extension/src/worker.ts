@@ -308,7 +308,12 @@ const handlers: Handlers = {
   status,
   async pair(req) {
     const hostUrl = req.hostUrl.trim().replace(/\/+$/, "");
-    const url = new URL(hostUrl);
+    let url: URL;
+    try {
+      url = new URL(hostUrl);
+    } catch {
+      throw new Error(`KA_CONFIG_VALIDATION "${hostUrl}" is not an address; use http://127.0.0.1:<port> as keyless-host serve prints it`);
+    }
     if (url.protocol !== "http:" || !["127.0.0.1", "localhost"].includes(url.hostname)) {
       throw new Error("KA_CONFIG_VALIDATION the host address must be http://127.0.0.1:<port> or http://localhost:<port>");
     }

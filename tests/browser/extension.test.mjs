@@ -67,6 +67,29 @@ async function tabIdOf(worker, url) {
   return worker.evaluate(async (u) => (await chrome.tabs.query({ url: u }))[0]?.id, url);
 }
 
+/**
+ * A workspace, the fake chat with `replies`, a host in `mode`, and Chromium with the extension on
+ * the `site` page (chatgpt or claude). Runs `body`, then tears everything down.
+ */
+async function withChat(site, replies, mode, body) {
+  const w = workspace();
+  const chat = await startFakeChat(replies);
+  const host = await startHost(w.ws, w.config, mode);
+  const { context, worker, extensionId } = await launchWithExtension(chat.port);
+  try {
+    const page = await context.newPage();
+    const origin = site === "claude" ? "https://claude.ai" : "https://chatgpt.com";
+    await page.goto(`${origin}/`);
+    await page.locator(".ProseMirror").waitFor();
+    const tabId = await until("the chat tab", () => tabIdOf(worker, `${origin}/*`));
+    await body({ w, chat, host, context, worker, extensionId, page, tabId });
+  } finally {
+    await context.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+}
+
 const overlay = (page) => page.locator("keyless-overlay");
 const pill = (page) => overlay(page).locator(".pill");
 
@@ -318,18 +341,10 @@ test("adapters are data: a Claude-like page, a 60,000-character reply, results a
 });
 
 test("Pause holds a finished reply until Resume; Stop cancels the running command and sends nothing", async () => {
-  const w = workspace();
-  const chat = await startFakeChat([
+  await withChat("chatgpt", [
     { text: fenced(["@@mkdir held", "@@end", "@@next", "@@end", "@@eof"].join("\n")), chunk: 8, delayMs: 40 },
     { text: fenced(["@@runcommand", "<<<CMD", "sleep 30", "CMD>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")) },
-  ]);
-  const host = await startHost(w.ws, w.config, "auto");
-  const { context, worker, extensionId } = await launchWithExtension(chat.port);
-  try {
-    const page = await context.newPage();
-    await page.goto("https://chatgpt.com/");
-    await page.locator("#prompt-textarea").waitFor();
-    const tabId = await until("the chat tab", () => tabIdOf(worker, "https://chatgpt.com/*"));
+  ], "auto", async ({ w, chat, host, context, extensionId, page, tabId }) => {
     const popup = await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "Make a folder." });
     await popup.locator("#pause").click();
     await until("paused", async () => (await popup.locator("#run").textContent()).includes("paused"));
@@ -365,34 +380,22 @@ test("Pause holds a finished reply until Resume; Stop cancels the running comman
     assert.equal(chat.received.length, 2, "nothing is sent after Stop");
     const batches = await (await fetch(`http://127.0.0.1:${host.port}/v1/audit?limit=5`, { headers: { authorization: `Bearer ${host.token}` } })).json();
     assert.ok(batches.some((b) => b.command === "runcommand" && b.code === "KA_CANCELLED"), JSON.stringify(batches));
-  } finally {
-    await context.close();
-    host.child.kill("SIGTERM");
-    await chat.close();
-  }
+  });
 });
 
 test("a reply that stays without @@eof is KA_REPLY_TRUNCATED and gets its correction; a full chat is KA_CHAT_EXHAUSTED", async () => {
-  const w = workspace();
-  const chat = await startFakeChat([
+  await withChat("chatgpt", [
     // AgentScript that stops before @@eof (the model ran out of output).
     { text: fenced(["@@mkdir half", "@@end", "@@newfile half/a.txt", "<<<CONTENT", "cut off here"].join("\n")) },
     // The chat is full: the site says so under a reply that is not AgentScript.
     { text: "I cannot continue here.", banner: "You've reached the maximum length for this conversation, but you can keep talking by starting a new chat." },
-  ]);
-  const host = await startHost(w.ws, w.config, "auto");
-  const { context, worker, extensionId } = await launchWithExtension(chat.port);
-  try {
+  ], "auto", async ({ w, chat, host, context, extensionId, page, tabId }) => {
     const options = await context.newPage();
     await options.goto(`chrome-extension://${extensionId}/options.html`);
     await options.locator("#truncation").fill("5");
     await options.locator("#save").click();
     await until("saved", async () => (await options.locator("#verdict").textContent()).startsWith("Saved"));
     await options.close();
-    const page = await context.newPage();
-    await page.goto("https://chatgpt.com/");
-    await page.locator("#prompt-textarea").waitFor();
-    const tabId = await until("the chat tab", () => tabIdOf(worker, "https://chatgpt.com/*"));
     await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "Make half a folder." });
     await page.bringToFront();
     await until("the correction", () => chat.received.length >= 2, 30000);
@@ -404,9 +407,36 @@ test("a reply that stays without @@eof is KA_REPLY_TRUNCATED and gets its correc
     await page.screenshot({ path: join(shots, "extension-exhausted.png") });
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(chat.received.length, 2, "nothing is sent into a full chat");
-  } finally {
-    await context.close();
-    host.child.kill("SIGTERM");
-    await chat.close();
-  }
+  });
+});
+
+test("Start without a task pastes the prompt only; offline, nothing is sent, and the results go out when the browser is back", async () => {
+  await withChat("chatgpt", [
+    { text: fenced(["@@runcommand", "<<<CMD", "sleep 2", "CMD>>>", "@@end", "@@mkdir later", "@@end", "@@next", "@@end", "@@eof"].join("\n")) },
+  ], "auto", async ({ w, chat, host, context, extensionId, page, tabId }) => {
+    // Start with no task: the prompt is only pasted; the user adds the task and sends it.
+    await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "" });
+    await page.bringToFront();
+    await until("the pasted prompt", async () => (await page.locator("#prompt-textarea").textContent()).startsWith("You are a coding agent"));
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(chat.received.length, 0, "nothing is sent before the user sends");
+    assert.equal(await pill(page).textContent(), "add your task, then send");
+    await page.locator("#prompt-textarea").click();
+    await page.keyboard.press("End");
+    await page.keyboard.press("Shift+Enter");
+    await page.keyboard.type("# Task: wait, then make a folder.");
+    await page.keyboard.press("Enter");
+    await until("the prompt at the model", () => chat.received.length >= 1);
+    assert.match(chat.received[0].text, /^You are a coding agent[\s\S]*# Task: wait, then make a folder\.$/);
+    // The batch runs on the host (sleep 2); the page goes offline before the results are written.
+    await until("the running batch", async () => (await overlay(page).locator(".s-running").count()) === 1);
+    await context.setOffline(true);
+    await until("KA_NETWORK_OFFLINE", async () => (await overlay(page).locator(".error .code").textContent().catch(() => "")) === "KA_NETWORK_OFFLINE", 20000);
+    assert.ok(existsSync(join(w.ws, "later")), "the batch itself ran");
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(chat.received.length, 1, "nothing is sent while offline");
+    await context.setOffline(false);
+    await until("the results once online", () => chat.received.length >= 2, 20000);
+    assert.match(chat.received[1].text, /^\[KEYLESSAGENT RESULTS\] turn=1 batch=1/);
+  });
 });
