@@ -69,31 +69,84 @@ pub struct SiteAdapter {
     pub exhausted_phrases: Vec<String>,
 }
 
-/// Every selector key, whether the extension cannot work without it, and when it is expected to
-/// match (for the doctor).
-pub const SELECTOR_KEYS: &[(&str, bool, &str)] = &[
+/// When a selector is expected to match: what its absence on the page means to the doctor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// On the page at all times: no match means the selector broke.
+    Always,
+    /// Required, and present once the chat has the thing it finds: no match is
+    /// KA_SELECTOR_NOT_FOUND, with when it should match.
+    Expected,
+    /// Required, but present only for moments (the stop button while the model answers): no
+    /// match is not a problem by itself.
+    Transient,
+    /// Not required.
+    Optional,
+}
+
+/// Every selector key, its presence, and when it is expected to match (for the doctor).
+pub const SELECTOR_KEYS: &[(&str, Presence, &str)] = &[
     (
         "assistant_message",
-        true,
+        Presence::Expected,
         "once the model has answered in this chat",
     ),
     (
         "assistant_content",
-        false,
+        Presence::Optional,
         "inside each assistant message once the model has answered",
     ),
     (
         "user_message",
-        true,
+        Presence::Expected,
         "once a message has been sent in this chat",
     ),
-    ("streaming", true, "only while the model is answering"),
-    ("composer", true, "always"),
-    ("send_button", true, "when the composer holds text"),
-    ("file_input", false, "always, on sites that take files"),
-    ("attachment_chip", false, "while a file is attached"),
-    ("ignore", false, "where the page has screen-reader text"),
+    (
+        "streaming",
+        Presence::Transient,
+        "only while the model is answering",
+    ),
+    ("composer", Presence::Always, "always"),
+    (
+        "send_button",
+        Presence::Expected,
+        "when the composer holds text",
+    ),
+    (
+        "file_input",
+        Presence::Optional,
+        "always, on sites that take files",
+    ),
+    (
+        "attachment_chip",
+        Presence::Optional,
+        "while a file is attached",
+    ),
+    (
+        "ignore",
+        Presence::Optional,
+        "where the page has screen-reader text",
+    ),
 ];
+
+impl Selectors {
+    /// The selector set for `key` (a key of [`SELECTOR_KEYS`]), if any.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "assistant_message" => Some(&self.assistant_message),
+            "assistant_content" => self.assistant_content.as_deref(),
+            "user_message" => Some(&self.user_message),
+            "streaming" => Some(&self.streaming),
+            "composer" => Some(&self.composer),
+            "send_button" => Some(&self.send_button),
+            "file_input" => self.file_input.as_deref(),
+            "attachment_chip" => self.attachment_chip.as_deref(),
+            "ignore" => self.ignore.as_deref(),
+            _ => None,
+        }
+    }
+}
 
 /// Range of `max_paste_chars`.
 pub const MAX_PASTE_RANGE: (u32, u32) = (1_000, 1_000_000);
@@ -209,20 +262,8 @@ fn check_site(source: &str, site: &SiteAdapter) -> Result<(), ConfigFileError> {
             format!("must be {lo}–{hi}, got {}", site.max_paste_chars),
         ));
     }
-    let s = &site.selectors;
-    let all = [
-        ("assistant_message", Some(&s.assistant_message)),
-        ("assistant_content", s.assistant_content.as_ref()),
-        ("user_message", Some(&s.user_message)),
-        ("streaming", Some(&s.streaming)),
-        ("composer", Some(&s.composer)),
-        ("send_button", Some(&s.send_button)),
-        ("file_input", s.file_input.as_ref()),
-        ("attachment_chip", s.attachment_chip.as_ref()),
-        ("ignore", s.ignore.as_ref()),
-    ];
-    for (k, v) in all {
-        if let Some(v) = v {
+    for (k, _, _) in SELECTOR_KEYS {
+        if let Some(v) = site.selectors.get(k) {
             check_selector(source, &format!("{}.selectors.{k}", site.id), v)?;
         }
     }
@@ -238,7 +279,7 @@ fn check_site(source: &str, site: &SiteAdapter) -> Result<(), ConfigFileError> {
 
 /// Turns serde's "unknown field `composr`, expected one of …" into a did-you-mean.
 #[must_use]
-pub fn explain_serde(message: &str) -> String {
+fn explain_serde(message: &str) -> String {
     let Some(rest) = message.strip_prefix("unknown field `") else {
         return message.to_string();
     };
@@ -369,9 +410,9 @@ impl SitePatch {
 }
 
 /// Name of the shipped adapters file in messages.
-pub const DEFAULTS_SOURCE: &str = "sites.json";
+const DEFAULTS_SOURCE: &str = "sites.json";
 /// Name of the user's overrides in messages.
-pub const OVERRIDES_SOURCE: &str = "selector overrides";
+const OVERRIDES_SOURCE: &str = "selector overrides";
 
 /// Applies the user's `overrides` to the shipped `defaults` and validates every site: an existing
 /// site is merged field by field (selectors one by one), a new id must be complete.
@@ -724,21 +765,10 @@ pub struct DoctorLine {
 /// The doctor's verdict on each selector of `site`, from what the page matched.
 #[must_use]
 pub fn doctor(site: &SiteAdapter, probes: &[SelectorProbe]) -> Vec<DoctorLine> {
-    let s = &site.selectors;
     SELECTOR_KEYS
         .iter()
-        .map(|&(key, required, when)| {
-            let selector = match key {
-                "assistant_message" => Some(s.assistant_message.clone()),
-                "assistant_content" => s.assistant_content.clone(),
-                "user_message" => Some(s.user_message.clone()),
-                "streaming" => Some(s.streaming.clone()),
-                "composer" => Some(s.composer.clone()),
-                "send_button" => Some(s.send_button.clone()),
-                "file_input" => s.file_input.clone(),
-                "attachment_chip" => s.attachment_chip.clone(),
-                _ => s.ignore.clone(),
-            };
+        .map(|&(key, presence, when)| {
+            let selector = site.selectors.get(key).map(str::to_string);
             let probe = probes.iter().find(|p| p.key == key);
             let (status, code, message) = match (&selector, probe.map(|p| p.matches)) {
                 (None, _) => ("unset", None, "not set for this site".to_string()),
@@ -753,18 +783,21 @@ pub fn doctor(site: &SiteAdapter, probes: &[SelectorProbe]) -> Vec<DoctorLine> {
                     None,
                     format!("{n} match{}", if n == 1 { "" } else { "es" }),
                 ),
-                (Some(_), Some(Some(_))) if key == "composer" => (
-                    "broken",
-                    Some(Code::SelectorNotFound),
-                    "no match, and the composer is always on the page: this selector broke; override it in the options page".to_string(),
-                ),
-                // The stop indicator is absent whenever the model is idle: no code for that.
-                (Some(_), Some(Some(_))) if required && key != "streaming" => (
-                    "missing",
-                    Some(Code::SelectorNotFound),
-                    format!("no match (expected {when})"),
-                ),
-                (Some(_), Some(Some(_))) => ("missing", None, format!("no match (expected {when})")),
+                (Some(_), Some(Some(_))) => match presence {
+                    Presence::Always => (
+                        "broken",
+                        Some(Code::SelectorNotFound),
+                        format!("no match, and the {} is always on the page: this selector broke; override it in the options page", key.replace('_', " ")),
+                    ),
+                    Presence::Expected => (
+                        "missing",
+                        Some(Code::SelectorNotFound),
+                        format!("no match (expected {when})"),
+                    ),
+                    Presence::Transient | Presence::Optional => {
+                        ("missing", None, format!("no match (expected {when})"))
+                    }
+                },
             };
             DoctorLine {
                 key: key.to_string(),

@@ -309,20 +309,16 @@ function onRun(next: TabRun | null): void {
   }
 }
 
-/// Runs each selector of the adapter the worker resolved (with the user's current overrides).
+/// Runs each selector of the adapter the worker resolved (with the user's current overrides);
+/// the core's doctor reports the keys the adapter leaves unset.
 function probe(selectors: Selectors): { key: string; matches: number | null }[] {
-  const sel = selectors as unknown as Record<string, string | undefined>;
-  return ["assistant_message", "assistant_content", "user_message", "streaming", "composer", "send_button", "file_input", "attachment_chip", "ignore"].map(
-    (key) => {
-      const s = sel[key];
-      if (!s) return { key, matches: 0 };
-      try {
-        return { key, matches: document.querySelectorAll(s).length };
-      } catch {
-        return { key, matches: null };
-      }
-    },
-  );
+  return Object.entries(selectors).map(([key, s]: [string, string]) => {
+    try {
+      return { key, matches: document.querySelectorAll(s).length };
+    } catch {
+      return { key, matches: null };
+    }
+  });
 }
 
 chrome.runtime.onMessage.addListener((msg: TabMessage, _sender, sendResponse) => {

@@ -63,12 +63,20 @@ async function saveRun(tabId: number, run: TabRun | null): Promise<void> {
   const key = `run:${tabId}`;
   if (run) await chrome.storage.session.set({ [key]: run });
   else await chrome.storage.session.remove(key);
+  const active = await activeRuns();
+  for (const [session, tab] of active) if (tab === tabId) active.delete(session);
+  const live = run !== null && (run.state === "running" || run.state === "paused");
+  if (live) active.set(run.session, tabId);
   const msg: TabMessage = { type: "run", run };
   chrome.tabs.sendMessage(tabId, msg).catch(() => undefined);
-  if (run && (run.state === "running" || run.state === "paused")) void ensureEvents();
+  if (live) void ensureEvents();
 }
 
-async function allRuns(): Promise<Map<string, number>> {
+/// Running or paused sessions → their tab. Read from storage once per worker start, then kept
+/// up to date by saveRun, so the event stream does not read storage for every event.
+let activeCache: Map<string, number> | null = null;
+async function activeRuns(): Promise<Map<string, number>> {
+  if (activeCache) return activeCache;
   const all = await chrome.storage.session.get(null);
   const bySession = new Map<string, number>();
   for (const [k, v] of Object.entries(all)) {
@@ -76,7 +84,8 @@ async function allRuns(): Promise<Map<string, number>> {
     const run = v as TabRun;
     if (run.state === "running" || run.state === "paused") bySession.set(run.session, Number(k.slice(4)));
   }
-  return bySession;
+  activeCache ??= bySession;
+  return activeCache;
 }
 
 // ---- keyless-host ----
@@ -142,7 +151,7 @@ let events: AbortController | null = null;
 async function ensureEvents(): Promise<void> {
   if (events) return;
   const p = await pairing();
-  if (!p || (await allRuns()).size === 0) return;
+  if (!p || (await activeRuns()).size === 0) return;
   const ctl = new AbortController();
   events = ctl;
   try {
@@ -171,7 +180,7 @@ async function ensureEvents(): Promise<void> {
   } finally {
     if (events === ctl) events = null;
   }
-  if (!ctl.signal.aborted && (await allRuns()).size > 0) {
+  if (!ctl.signal.aborted && (await activeRuns()).size > 0) {
     await sleep(1000);
     void ensureEvents();
   }
@@ -185,7 +194,7 @@ async function dispatch(data: string): Promise<void> {
     return;
   }
   if (!event.session) return;
-  const tab = (await allRuns()).get(event.session);
+  const tab = (await activeRuns()).get(event.session);
   if (tab === undefined) return;
   const msg: TabMessage = { type: "event", event };
   chrome.tabs.sendMessage(tab, msg).catch(() => undefined);
@@ -460,7 +469,7 @@ chrome.runtime.onMessage.addListener((msg: { type?: string }, sender, sendRespon
 });
 
 chrome.tabs.onRemoved.addListener((tabId) => {
-  void chrome.storage.session.remove(`run:${tabId}`);
+  void saveRun(tabId, null);
 });
 
 // A worker that Chrome restarted picks the event stream up again for the running tabs.

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { join, extname } from "node:path";
-import { launch, root } from "../browser/host.mjs";
+import { launch, root, keystrokeToDiagnostics } from "../browser/host.mjs";
 
 const [wasmPath, replyPath, expected] = process.argv.slice(2);
 const wasm = readFileSync(wasmPath).toString("base64");
@@ -51,21 +51,8 @@ try {
     return [per[10], per[0]];
   }, { wasm, reply, expected });
   // The playground: type into a 60,000-character reply and wait for its diagnostics.
-  const keystroke = await page.evaluate((text) => {
-    const area = document.getElementById("reply");
-    area.value = text;
-    const times = [];
-    for (let i = 0; i < 20; i++) {
-      const t = performance.now();
-      area.value += i % 2 ? "" : " ";
-      area.dispatchEvent(new Event("input"));
-      document.getElementById("verdict").textContent;
-      times.push(performance.now() - t);
-    }
-    times.sort((a, b) => a - b);
-    return [times[10], area.value.length];
-  }, reply);
-  console.log(`${parse[0]} ${parse[1]} ${keystroke[0]} ${keystroke[1]}`);
+  const keystroke = await keystrokeToDiagnostics(page, reply);
+  console.log(`${parse[0]} ${parse[1]} ${keystroke.median} ${keystroke.chars}`);
 } finally {
   await browser.close();
   server.close();

@@ -1,18 +1,10 @@
 // Parse throughput of the wasm build through its JS adapter (Node's V8), on the same maximal
-// reply as core/benches/parse.rs. Run by cargo xtask bench after the wasm build.
+// reply as tests/benches/parse.rs. Run by cargo xtask bench after the wasm build.
 import { readFileSync } from "node:fs";
 import { initSync, checkReply, parsePartial } from "../../target/wasm-pkg/keyless_wasm.js";
 initSync({ module: readFileSync(new URL("../../target/wasm-pkg/keyless_wasm_bg.wasm", import.meta.url)) });
-// The same maximal reply as core/benches/parse.rs: ~60,000 characters of new files.
-const source = readFileSync(new URL("../../core/benches/parse.rs", import.meta.url), "utf8").match(/let source = r#"([\s\S]*?)"#;/)[1];
-let reply = "~~~~agentscript\n@@say\n<<<MSG\nI will add the store modules and run the tests.\nMSG>>>\n@@end\n";
-const tail = "@@editfile src/lib.rs\n<<<FIND\npub mod api;\nFIND>>>\n<<<REPLACE\npub mod api;\npub mod store;\nREPLACE>>>\n@@end\n@@runcommand timeout=600\n<<<CMD\ncargo test --workspace\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n~~~~\n";
-for (let i = 0; ; i++) {
-  const block = `@@newfile src/store/part_${i}.rs\n<<<CONTENT\n${source}CONTENT>>>\n@@end\n`;
-  if (reply.length + block.length + tail.length > 59990) break;
-  reply += block;
-}
-reply += tail;
+// The same maximal reply, written by the native parse bench (tests/benches/parse.rs) just before.
+const reply = readFileSync(new URL("../../target/bench-reply.txt", import.meta.url), "utf8");
 const settings = { limits: { MaxCommandsPerResponse: 100 } };
 const ok = checkReply(reply, settings);
 if (!ok.ok) throw new Error(JSON.stringify(ok.diagnostics));

@@ -8,63 +8,24 @@
 
 #![allow(clippy::expect_used, clippy::cast_precision_loss)]
 
+use keyless_tests::bench::{gbps, measure, realistic_reply};
 use keyless_tests::wasm::{wasm_file, workspace_root, WasmCore};
 use std::hint::black_box;
 use std::process::Command;
-use std::time::{Duration, Instant};
-
-/// The maximal reply of core/benches/parse.rs: its Rust source, repeated as new files in one fence.
-fn maximal_reply() -> String {
-    let bench =
-        std::fs::read_to_string(workspace_root().join("core/benches/parse.rs")).expect("bench");
-    let start = bench.find("let source = r#\"").expect("source") + "let source = r#\"".len();
-    let source = &bench[start..start + bench[start..].find("\"#;").expect("end")];
-    let mut out = String::from("~~~~agentscript\n@@say\n<<<MSG\nI will add the store modules and run the tests.\nMSG>>>\n@@end\n");
-    let tail = "@@editfile src/lib.rs\n<<<FIND\npub mod api;\nFIND>>>\n<<<REPLACE\npub mod api;\npub mod store;\nREPLACE>>>\n@@end\n@@runcommand timeout=600\n<<<CMD\ncargo test --workspace\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n~~~~\n";
-    for i in 0.. {
-        let block =
-            format!("@@newfile src/store/part_{i}.rs\n<<<CONTENT\n{source}CONTENT>>>\n@@end\n");
-        if out.len() + block.len() + tail.len() > 59_990 {
-            break;
-        }
-        out.push_str(&block);
-    }
-    out.push_str(tail);
-    out
-}
-
-/// 20 windows of about 50 ms: (median, best) per call.
-fn measure<F: FnMut()>(mut f: F) -> (Duration, Duration) {
-    for _ in 0..30 {
-        f();
-    }
-    let mut per_call = Vec::new();
-    for _ in 0..20 {
-        let start = Instant::now();
-        let mut n = 0u32;
-        while start.elapsed() < Duration::from_millis(50) {
-            f();
-            n += 1;
-        }
-        per_call.push(start.elapsed() / n);
-    }
-    per_call.sort();
-    (per_call[per_call.len() / 2], per_call[0])
-}
+use std::time::Duration;
 
 fn line(name: &str, bytes: usize, (median, best): (Duration, Duration)) {
-    let gbps = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e9;
     println!(
         "{name:<28} median {:>7.0} µs ({:.2} GB/s)   best {:>7.0} µs ({:.2} GB/s)",
         median.as_secs_f64() * 1e6,
-        gbps(median),
+        gbps(bytes, median),
         best.as_secs_f64() * 1e6,
-        gbps(best)
+        gbps(bytes, best)
     );
 }
 
 fn main() {
-    let reply = maximal_reply();
+    let reply = realistic_reply(59_990);
     let bytes = reply.len();
     let expected = keyless_abi::parse_counts(&reply);
     println!(

@@ -66,3 +66,21 @@ export async function launchWithExtension(chatPort) {
   const extensionId = new URL(worker.url()).host;
   return { context, worker, extensionId };
 }
+
+/** The playground's time from a keystroke to its diagnostics, with `text` in the reply box (median of 20). */
+export function keystrokeToDiagnostics(page, text) {
+  return page.evaluate((t) => {
+    const area = document.getElementById("reply");
+    area.value = t;
+    const times = [];
+    for (let i = 0; i < 20; i++) {
+      const start = performance.now();
+      area.value += i % 2 ? "" : " ";
+      area.dispatchEvent(new Event("input"));
+      document.getElementById("verdict").textContent;
+      times.push(performance.now() - start);
+    }
+    times.sort((a, b) => a - b);
+    return { median: times[10], chars: area.value.length };
+  }, text);
+}

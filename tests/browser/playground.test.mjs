@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startHost, launch, shots } from "./host.mjs";
+import { startHost, launch, shots, keystrokeToDiagnostics } from "./host.mjs";
 
 test("the playground shows the core's verdict live", async () => {
   // Served by the host, under its strict CSP (only the playground may compile wasm).
@@ -37,23 +37,10 @@ test("the playground shows the core's verdict live", async () => {
     const tiers = await page.locator("#plan .chip").allTextContents();
     assert.ok(tiers.includes("Build · run") && tiers.includes("Denied · deny"), tiers.join(", "));
     // Keystroke to diagnostics on a maximal (≈60,000-character) reply.
-    const ms = await page.evaluate(() => {
-      const area = document.getElementById("reply");
-      const block = "@@newfile src/part.rs\n<<<CONTENT\n" + "let value = compute(input, options); // realistic line\n".repeat(40) + "CONTENT>>>\n@@end\n";
-      let text = "";
-      while (text.length + block.length < 59_800) text += block;
-      area.value = text + "@@next\n@@end\n@@eof\n";
-      const times = [];
-      for (let i = 0; i < 20; i++) {
-        const t = performance.now();
-        area.value += i % 2 ? "" : " ";
-        area.dispatchEvent(new Event("input"));
-        document.getElementById("verdict").textContent;
-        times.push(performance.now() - t);
-      }
-      times.sort((a, b) => a - b);
-      return { median: times[10], chars: area.value.length };
-    });
+    const block = "@@newfile src/part.rs\n<<<CONTENT\n" + "let value = compute(input, options); // realistic line\n".repeat(40) + "CONTENT>>>\n@@end\n";
+    let text = "";
+    while (text.length + block.length < 59_800) text += block;
+    const ms = await keystrokeToDiagnostics(page, text + "@@next\n@@end\n@@eof\n");
     console.log(`keystroke to diagnostics for a ${ms.chars}-character reply: median ${ms.median.toFixed(1)} ms`);
     // The piece tab: findings, tools, and the graph as SVG.
     await page.getByRole("button", { name: "Piece" }).click();

@@ -10,6 +10,7 @@
 
 use keyless_core::{Pace, Settings};
 
+pub mod bench;
 pub mod wasm;
 use std::path::{Path, PathBuf};
 

@@ -307,20 +307,21 @@ console.log("wasm smoke test: " + (n + 2) + " passed, 0 failed");
     run(Command::new("node").arg(&file))
 }
 
+/// `cargo clippy ARGS -- -D warnings`.
+fn clippy(args: &[&str]) -> Result {
+    run(cargo()
+        .arg("clippy")
+        .args(args)
+        .args(["--", "-D", "warnings"]))
+}
+
 fn test() -> Result {
     let start = Instant::now();
     ensure_wasm_target()?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
-    run(cargo().args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
-    run(cargo().args([
-        "clippy",
+    clippy(&["--workspace", "--all-targets"])?;
+    // The pure crates and the adapter for wasm32, and the adapter's browser tests.
+    clippy(&[
         "-p",
         "keyless-core",
         "-p",
@@ -329,21 +330,8 @@ fn test() -> Result {
         "keyless-abi",
         "--target",
         WASM_TARGET,
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
-    run(cargo().args([
-        "clippy",
-        "-p",
-        "keyless-wasm",
-        "--tests",
-        "--target",
-        WASM_TARGET,
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
+    ])?;
+    clippy(&["-p", "keyless-wasm", "--tests", "--target", WASM_TARGET])?;
     run(cargo().args(["test", "--workspace"]))?;
     // The fuzz targets must keep building (cargo-fuzz adds its instrumentation on nightly).
     run(cargo().args(["build", "--manifest-path", "fuzz/Cargo.toml"]))?;
@@ -381,7 +369,7 @@ fn wasm_browser_tests() -> Result {
 
 fn bench() -> Result {
     build()?;
-    run(cargo().args(["bench", "-p", "keyless-core", "--bench", "parse"]))?;
+    run(cargo().args(["bench", "-p", "keyless-tests", "--bench", "parse"]))?;
     run(Command::new("node")
         .arg("tests/bench/wasm_parse.mjs")
         .current_dir(root()))?;
