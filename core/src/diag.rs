@@ -99,6 +99,8 @@ codes! {
     PieceTransition => "KA_PIECE_TRANSITION", "a directive the current movement's rules do not allow";
     Unauthorized => "KA_UNAUTHORIZED", "a host API request without a valid pairing token";
     HostUnreachable => "KA_HOST_UNREACHABLE", "keyless-host is not running or not reachable at the paired address";
+    FileChanged => "KA_FILE_CHANGED", "the file changed on disk while the command ran; nothing was written";
+    RateLimited => "KA_RATE_LIMITED", "too many failed attempts (pairing); wait before trying again";
 }
 
 impl fmt::Display for Code {

@@ -99,6 +99,7 @@ impl EnvSnapshot {
 pub fn missing_program(missing: &[String], line: &str) -> Option<String> {
     crate::policy::programs(line)
         .into_iter()
+        .map(|p| p.to_ascii_lowercase())
         .find(|p| missing.iter().any(|m| m == p))
 }
 

@@ -212,6 +212,30 @@ impl KeylessConfig {
     /// # Errors
     /// KA_CONFIG_INVALID (with line and column) or KA_CONFIG_VALIDATION.
     pub fn apply_file(&mut self, source_name: &str, text: &str) -> Result<(), ConfigFileError> {
+        self.apply_layer(source_name, text, true).map(|_| ())
+    }
+
+    /// Applies a workspace `keyless.json`, which the model may have written. Unless the user
+    /// approved this exact text (`approved`), a setting that would widen what runs without asking
+    /// (see [`TRUST_KEYS`]) is left as it was and returned; everything else applies.
+    ///
+    /// # Errors
+    /// KA_CONFIG_INVALID (with line and column) or KA_CONFIG_VALIDATION.
+    pub fn apply_workspace_file(
+        &mut self,
+        source_name: &str,
+        text: &str,
+        approved: bool,
+    ) -> Result<Vec<Ignored>, ConfigFileError> {
+        self.apply_layer(source_name, text, approved)
+    }
+
+    fn apply_layer(
+        &mut self,
+        source_name: &str,
+        text: &str,
+        trusted: bool,
+    ) -> Result<Vec<Ignored>, ConfigFileError> {
         let root: Value = serde_json::from_str(text).map_err(|e| ConfigFileError::Invalid {
             source_name: source_name.to_string(),
             line: e.line(),
@@ -223,6 +247,7 @@ impl KeylessConfig {
                 .unwrap_or("")
                 .to_string(),
         })?;
+        let mut ignored = Vec::new();
         let Value::Object(groups) = root else {
             return Err(ConfigFileError::Validation {
                 source_name: source_name.into(),
@@ -239,10 +264,49 @@ impl KeylessConfig {
                 });
             };
             for (k, v) in entries {
-                self.set(&format!("{group}.{k}"), v, source_name)?;
+                let key = format!("{group}.{k}");
+                if trusted || !TRUST_KEYS.contains(&key.as_str()) {
+                    self.set(&key, v, source_name)?;
+                    continue;
+                }
+                let mut trial = self.clone();
+                trial.set(&key, v, source_name)?;
+                if trial.widens(self, &key) {
+                    ignored.push(Ignored {
+                        key,
+                        source: source_name.to_string(),
+                        wanted: trial.value_text(&format!("{group}.{k}")),
+                    });
+                } else {
+                    *self = trial;
+                }
             }
         }
-        self.check(source_name)
+        self.check(source_name)?;
+        Ok(ignored)
+    }
+
+    /// Whether this configuration lets more run without asking than `before`, in `key`.
+    fn widens(&self, before: &Self, key: &str) -> bool {
+        let rank = |m: Mode| match m {
+            Mode::Ask => 0,
+            Mode::AutoSafe => 1,
+            Mode::Auto => 2,
+        };
+        match key {
+            "Commands.Mode" => rank(self.mode) > rank(before.mode),
+            "Commands.Network" => self.network && !before.network,
+            "Commands.AllowList" => self
+                .allow_list
+                .iter()
+                .any(|p| !before.allow_list.contains(p)),
+            "Git.ProtectedBranches" => before
+                .protected_branches
+                .iter()
+                .any(|p| !self.protected_branches.contains(p)),
+            "Git.AutoInit" => self.auto_init && !before.auto_init,
+            _ => false,
+        }
     }
 
     /// Cross-field checks (the limits against each other).
@@ -298,6 +362,45 @@ impl KeylessConfig {
     }
 }
 
+/// The settings that widen what runs without the user's confirmation. From a workspace file they
+/// apply only when the user approved that file (or when they narrow what runs).
+pub const TRUST_KEYS: &[&str] = &[
+    "Commands.Mode",
+    "Commands.Network",
+    "Commands.AllowList",
+    "Git.ProtectedBranches",
+    "Git.AutoInit",
+];
+
+/// A workspace setting left out because the file is not approved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Ignored {
+    pub key: String,
+    pub source: String,
+    /// The value the file asks for, as display text.
+    pub wanted: String,
+}
+
+impl std::fmt::Display for Ignored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} asks for {}, which widens what runs without asking; ignored until you approve the file (keyless-host config --approve)",
+            self.key, self.source, self.wanted
+        )
+    }
+}
+
+/// The fingerprint an approval records: SHA-256 of the file's bytes, in hex.
+#[must_use]
+pub fn approval_hash(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Loads the layers in order: `(source name, text)`.
 ///
 /// # Errors
@@ -336,6 +439,58 @@ mod tests {
         assert!(c
             .render()
             .contains("Commands.Mode                      = Auto"));
+    }
+
+    #[test]
+    fn an_unapproved_workspace_file_cannot_widen() {
+        let mut c = load(&[(
+            "user",
+            r#"{"Commands": {"Mode": "AutoSafe", "AllowList": ["npm test"]}}"#,
+        )])
+        .unwrap();
+        let ws = r#"{"Commands": {"Mode": "Auto", "Network": true, "AllowList": ["*"], "TimeoutSeconds": 30},
+                     "Git": {"ProtectedBranches": [], "AutoInit": true}, "Agent": {"Pace": "Step"}}"#;
+        let ignored = c.apply_workspace_file("keyless.json", ws, false).unwrap();
+        let keys: Vec<&str> = ignored.iter().map(|i| i.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "Commands.AllowList",
+                "Commands.Mode",
+                "Commands.Network",
+                "Git.AutoInit",
+                "Git.ProtectedBranches"
+            ]
+        );
+        assert_eq!(c.mode, Mode::AutoSafe);
+        assert!(!c.network);
+        assert_eq!(c.allow_list, ["npm test"]);
+        assert_eq!(c.protected_branches, ["main", "master", "release/*"]);
+        // Settings that do not widen what runs still apply.
+        assert_eq!(c.timeout_seconds, 30);
+        assert_eq!(c.settings.pace, Pace::Step);
+        assert!(
+            ignored[1].to_string().contains("asks for Auto"),
+            "{}",
+            ignored[1]
+        );
+        // Narrowing applies without approval.
+        let ignored = c
+            .apply_workspace_file(
+                "keyless.json",
+                r#"{"Commands": {"Mode": "Ask", "AllowList": []}, "Git": {"ProtectedBranches": ["main", "master", "release/*", "dev"]}}"#,
+                false,
+            )
+            .unwrap();
+        assert!(ignored.is_empty(), "{ignored:?}");
+        assert_eq!(c.mode, Mode::Ask);
+        assert!(c.allow_list.is_empty());
+        // An approved file applies whole.
+        let ignored = c.apply_workspace_file("keyless.json", ws, true).unwrap();
+        assert!(ignored.is_empty());
+        assert_eq!(c.mode, Mode::Auto);
+        assert!(c.network);
+        assert_eq!(approval_hash("x").len(), 64);
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! The policy table: every line of `policy_table.txt` classified, and decided in every mode.
+//! The policy table: every line of `policy_table.txt` classified, and decided in every mode; the
+//! bypass corpus (`policy_bypass.txt`) never rated below its floor.
+#![allow(clippy::expect_used)] // a malformed corpus line must fail the test
 
 use keyless_core::policy::{decide, Decision, Tier};
 use keyless_core::Mode;
@@ -98,17 +100,85 @@ fn quoted_operators_do_not_split() {
 fn newlines_and_heredocs() {
     let v = decide("cargo build\ncargo test\n", Mode::Ask, &[]);
     assert_eq!(v.segments.len(), 2);
+    // A here-document's body is data for cat, but a here-document is never proven read-only:
+    // with an unquoted delimiter its body is expanded like a double-quoted string.
     let v = decide(
         "cat <<EOF\nrm -rf /\nshutdown now\nEOF\necho done",
         Mode::Ask,
         &[],
     );
-    assert_eq!(v.tier, Tier::ReadOnly, "{v:?}");
+    assert_eq!(v.tier, Tier::Execute, "{v:?}");
     assert_eq!(v.segments.len(), 2);
+    let v = decide("cat <<EOF\n$(shutdown now)\nEOF", Mode::Auto, &[]);
+    assert_eq!(v.tier, Tier::Denied, "{v:?}");
+    let v = decide("cat <<'EOF'\n$(shutdown now)\nEOF", Mode::Auto, &[]);
+    assert_eq!(v.tier, Tier::Execute, "{v:?}");
     let v = decide("cat <<EOF | bash\nshutdown now\nEOF", Mode::Auto, &[]);
     assert_eq!(v.tier, Tier::Denied, "{v:?}");
     let v = decide("bash <<'EOF'\ngit push --force\nEOF", Mode::Auto, &[]);
     assert_eq!(v.tier, Tier::Denied, "{v:?}");
     let v = decide("python3 <<EOF\nprint(1)\nEOF", Mode::Ask, &[]);
     assert_eq!(v.decision, Decision::Confirm, "{v:?}");
+}
+
+/// `\n` and `\u{XXXX}` escapes in the corpus files.
+fn unescape(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if let Some(t) = tail.strip_prefix("\\n") {
+            out.push('\n');
+            rest = t;
+        } else if let Some(t) = tail.strip_prefix("\\r") {
+            out.push('\r');
+            rest = t;
+        } else if let Some(t) = tail.strip_prefix("\\u{") {
+            let (hex, after) = t.split_once('}').expect("\\u{…}");
+            out.push(char::from_u32(u32::from_str_radix(hex, 16).expect("hex")).expect("char"));
+            rest = after;
+        } else {
+            out.push('\\');
+            rest = &tail[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn bypass_corpus_is_never_underrated() {
+    let table = include_str!("policy_bypass.txt");
+    let mut failures = Vec::new();
+    let mut rows = 0;
+    for line in table
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let (tier_name, rest) = line.split_once(" | ").expect("tier | command");
+        let min = tier(tier_name.trim());
+        let command = unescape(rest.trim_end());
+        rows += 1;
+        let v = decide(&command, Mode::AutoSafe, &[]);
+        if v.tier < min {
+            failures.push(format!(
+                "{command:?}: {} ({}), want at least {min}",
+                v.tier, v.reason
+            ));
+        }
+        if min >= Tier::Execute && v.decision == Decision::Run {
+            failures.push(format!(
+                "{command:?} runs unconfirmed in AutoSafe ({})",
+                v.reason
+            ));
+        }
+    }
+    assert!(rows >= 150, "only {rows} rows");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -133,6 +133,46 @@ proptest! {
         let _ = decide(&line, Mode::AutoSafe, &["npm run test *".to_string()]);
     }
 
+    /// No line holding a command substitution, a here-document or a process substitution (in a
+    /// place the shell expands it) is ever ReadOnly, whatever surrounds it.
+    #[test]
+    fn substitutions_and_heredocs_are_never_read_only(
+        before in prop::collection::vec(prop_oneof![
+            Just("ls -la"), Just("git status"), Just("cat README.md"), Just("echo hi"), Just("grep -rn x src"),
+            Just("wc -l f"), Just("pwd"), Just("true"), Just("sort f"), Just("head -n 3 f"),
+        ], 0..3),
+        program in prop_oneof![
+            Just("ls"), Just("cat"), Just("echo"), Just("grep x"), Just("wc -l"), Just("git log"), Just("sed -n p"),
+            Just("head"), Just("sort"), Just("printf %s"), Just("test -f"), Just("jq ."), Just("rg x"),
+        ],
+        inner in prop_oneof![Just("id"), Just("ls"), Just("cat /etc/passwd"), Just("echo x"), Just("true")],
+        construct in 0usize..14,
+        sep in prop_oneof![Just("; "), Just(" && "), Just(" | "), Just(" || "), Just("\n")],
+    ) {
+        let c = match construct {
+            0 => format!("{program} $({inner})"),
+            1 => format!("{program} \"$({inner})\""),
+            2 => format!("{program} `{inner}`"),
+            3 => format!("{program} \"a`{inner}`b\""),
+            4 => format!("{program} <({inner})"),
+            5 => format!("{program} >({inner})"),
+            6 => format!("{program} <<EOF\nx\nEOF"),
+            7 => format!("{program} <<'EOF'\n$({inner})\nEOF"),
+            8 => format!("{program} < $({inner})"),
+            9 => format!("{program} <<< \"$({inner})\""),
+            10 => format!("{program} ${{X:-$({inner})}}"),
+            11 => format!("{program} $((1 + $({inner})))"),
+            12 => format!("{program} <<-EOF\n\t`{inner}`\n\tEOF"),
+            _ => format!("X=$({inner}) {program}"),
+        };
+        let mut parts: Vec<String> = before.iter().map(ToString::to_string).collect();
+        parts.push(c);
+        let line = parts.join(sep);
+        let v = decide(&line, Mode::AutoSafe, &[]);
+        prop_assert!(v.tier > keyless_core::policy::Tier::ReadOnly, "{line:?} is {:?}: {}", v.tier, v.reason);
+        prop_assert!(v.decision != keyless_core::policy::Decision::Run || v.tier == keyless_core::policy::Tier::Build, "{line:?} runs: {}", v.reason);
+    }
+
     #[test]
     fn policy_never_panics_on_shell_soup(parts in prop::collection::vec(prop_oneof![
         Just("git"), Just("push"), Just("-f"), Just("rm"), Just("-rf"), Just("/"), Just("|"), Just("&&"), Just(";"),

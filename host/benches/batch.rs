@@ -98,6 +98,7 @@ fn main() {
         cfg: &cfg,
         session: "bench",
         gate: None,
+        repo: &keyless_host::exec::git::RepoRecord::default(),
     };
     let rounds = 200;
     let replies: Vec<String> = (0..rounds).map(reply).collect();

@@ -82,15 +82,29 @@ enum Cmd {
         #[arg(long)]
         batch: Option<String>,
     },
-    /// Internal: the Landlock wrapper that runs one command (`runcommand` starts it).
+    /// Internal: the sandbox wrapper that runs one command (`runcommand` starts it).
     #[command(name = "__sandbox", hide = true)]
     Sandbox {
+        #[arg(long)]
+        workspace: PathBuf,
+        #[arg(long)]
+        tmp: PathBuf,
         #[arg(long = "write")]
         write: Vec<PathBuf>,
+        #[arg(long = "readonly")]
+        readonly: Vec<PathBuf>,
         #[arg(long)]
         network: bool,
         #[arg(long)]
         probe: bool,
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Internal: PID 1 of a sandboxed command's namespace.
+    #[command(name = "__sandbox-init", hide = true)]
+    SandboxInit {
+        #[arg(long)]
+        parent: u32,
         #[arg(last = true)]
         command: Vec<String>,
     },
@@ -108,6 +122,10 @@ enum Cmd {
     Config {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
+        /// Trust the workspace keyless.json as it is now: settings that widen what runs (mode,
+        /// network, allow-list, protected branches, auto-init) then apply, until the file changes.
+        #[arg(long)]
+        approve: bool,
     },
     /// Show the audit trail of file changes and commands.
     Log {
@@ -329,34 +347,104 @@ pub fn user_config_path() -> Option<PathBuf> {
     Some(base.join("keyless").join("keyless.json"))
 }
 
-/// Loads defaults → user keyless.json → workspace keyless.json.
+/// A loaded configuration: the settings, the files they came from, and the workspace settings
+/// left out because the user has not approved the workspace file.
+#[derive(Debug)]
+pub struct Loaded {
+    pub cfg: KeylessConfig,
+    pub files: Vec<PathBuf>,
+    pub ignored: Vec<keyless_core::keyless_json::Ignored>,
+}
+
+/// `<config>/keyless/approved.json`: the workspace files the user approved, by path, with the
+/// SHA-256 of the approved text.
+fn approvals_path() -> Option<PathBuf> {
+    user_config_path().map(|p| p.with_file_name("approved.json"))
+}
+
+fn approvals() -> std::collections::BTreeMap<String, String> {
+    approvals_path()
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+fn workspace_config_file(workspace: &std::path::Path) -> PathBuf {
+    std::fs::canonicalize(workspace)
+        .unwrap_or_else(|_| workspace.to_path_buf())
+        .join("keyless.json")
+}
+
+/// Loads defaults → user keyless.json → workspace keyless.json. Settings of the workspace file
+/// that widen what runs apply only when the user approved that exact file.
 ///
 /// # Errors
 /// KA_CONFIG_INVALID / KA_CONFIG_VALIDATION from a file, KA_FILE_IO when one cannot be read.
-pub fn load_config(
-    workspace: &std::path::Path,
-) -> Result<(KeylessConfig, Vec<PathBuf>), HostError> {
+pub fn load_config(workspace: &std::path::Path) -> Result<Loaded, HostError> {
     let mut cfg = KeylessConfig::default();
-    let mut used = Vec::new();
-    for path in user_config_path()
-        .into_iter()
-        .chain(std::iter::once(workspace.join("keyless.json")))
-    {
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                cfg.apply_file(&path.display().to_string(), &text)?;
-                used.push(path);
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(HostError::Read {
-                    path: path.display().to_string(),
-                    source,
-                })
-            }
+    let mut files = Vec::new();
+    let mut ignored = Vec::new();
+    let read = |path: &PathBuf| match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(HostError::Read {
+            path: path.display().to_string(),
+            source,
+        }),
+    };
+    if let Some(user) = user_config_path() {
+        if let Some(text) = read(&user)? {
+            cfg.apply_file(&user.display().to_string(), &text)?;
+            files.push(user);
         }
     }
-    Ok((cfg, used))
+    let ws_file = workspace_config_file(workspace);
+    if let Some(text) = read(&ws_file)? {
+        let approved = approvals()
+            .get(&ws_file.display().to_string())
+            .is_some_and(|h| *h == keyless_core::keyless_json::approval_hash(&text));
+        ignored = cfg.apply_workspace_file(&ws_file.display().to_string(), &text, approved)?;
+        files.push(ws_file);
+    }
+    Ok(Loaded {
+        cfg,
+        files,
+        ignored,
+    })
+}
+
+/// `keyless-host config --approve`: trusts the workspace keyless.json as it is now.
+fn approve_workspace_file(workspace: &std::path::Path) -> Result<String, HostError> {
+    let ws_file = workspace_config_file(workspace);
+    let text = std::fs::read_to_string(&ws_file).map_err(|source| HostError::Read {
+        path: ws_file.display().to_string(),
+        source,
+    })?;
+    // Validate it first: an approval of a broken file would be useless.
+    let mut probe = KeylessConfig::default();
+    probe.apply_file(&ws_file.display().to_string(), &text)?;
+    let path = approvals_path().ok_or_else(|| {
+        HostError::Usage("no user config dir (set HOME or XDG_CONFIG_HOME)".into())
+    })?;
+    let mut all = approvals();
+    all.insert(
+        ws_file.display().to_string(),
+        keyless_core::keyless_json::approval_hash(&text),
+    );
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| HostError::Read {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+    let json = serde_json::to_vec_pretty(&all)?;
+    crate::exec::workspace::write_atomic(&path, &json)
+        .and_then(|()| crate::pairing::set_private(&path))
+        .map_err(|source| HostError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+    Ok(ws_file.display().to_string())
 }
 
 #[derive(Debug, Args)]
@@ -419,15 +507,29 @@ pub fn main() -> ExitCode {
         Cmd::Piece(p) => crate::piece_cli::run(p),
         Cmd::Run(a) => run_replies(a),
         Cmd::Undo { workspace, batch } => crate::run_cli::undo_cmd(&workspace, batch.as_deref()),
-        Cmd::Config { workspace } => show_config(&workspace),
+        Cmd::Config { workspace, approve } => show_config(&workspace, approve),
         Cmd::Doctor { workspace } => crate::doctor::run(&workspace),
         Cmd::Sandbox {
+            workspace,
+            tmp,
             write,
+            readonly,
             network,
             probe,
             command,
         } => {
-            return crate::exec::sandbox::wrapper_main(write, network, probe, &command.join(" "));
+            return crate::exec::sandbox::wrapper_main(&crate::exec::sandbox::WrapperArgs {
+                workspace,
+                tmp,
+                write,
+                readonly,
+                network,
+                probe,
+                command: command.join(" "),
+            });
+        }
+        Cmd::SandboxInit { parent, command } => {
+            return crate::exec::sandbox::init_main(parent, &command.join(" "));
         }
         Cmd::Log {
             workspace,
@@ -644,7 +746,10 @@ fn run_policy(a: &PolicyArgs) -> Result<ExitCode, HostError> {
 }
 
 fn run_replies(a: RunArgs) -> Result<ExitCode, HostError> {
-    let (mut cfg, _) = load_config(&a.workspace)?;
+    let Loaded {
+        mut cfg, ignored, ..
+    } = load_config(&a.workspace)?;
+    warn_ignored(&ignored);
     a.limits.apply(&mut cfg)?;
     let src = "command line";
     if let Some(m) = a.mode {
@@ -701,14 +806,17 @@ fn exec_settings(cfg: &KeylessConfig, push: bool) -> crate::exec::batch::ExecSet
             push,
             ..crate::exec::git::GitSettings::default()
         },
-        sandbox: std::env::current_exe().ok(),
+        sandbox: true,
         network: cfg.network,
         missing_tools: Vec::new(),
     }
 }
 
 fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
-    let (mut cfg, _) = load_config(&a.workspace)?;
+    let Loaded {
+        mut cfg, ignored, ..
+    } = load_config(&a.workspace)?;
+    warn_ignored(&ignored);
     if let Some(m) = a.mode {
         cfg.set(
             "Commands.Mode",
@@ -756,8 +864,23 @@ fn pair_cmd(reset: bool) -> Result<ExitCode, HostError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn show_config(workspace: &std::path::Path) -> Result<ExitCode, HostError> {
-    let (cfg, used) = load_config(workspace)?;
+/// Tells the user which workspace settings are left out, on stderr.
+fn warn_ignored(ignored: &[keyless_core::keyless_json::Ignored]) {
+    for i in ignored {
+        eprintln!("keyless-host: {} {i}", Code::ConfigValidation);
+    }
+}
+
+fn show_config(workspace: &std::path::Path, approve: bool) -> Result<ExitCode, HostError> {
+    if approve {
+        let file = approve_workspace_file(workspace)?;
+        println!("approved {file}: its settings apply until the file changes");
+    }
+    let Loaded {
+        cfg,
+        files: used,
+        ignored,
+    } = load_config(workspace)?;
     let mut out = io::stdout().lock();
     let files: Vec<String> = used.iter().map(|p| p.display().to_string()).collect();
     let w = |out: &mut io::StdoutLock<'_>| -> io::Result<()> {
@@ -770,7 +893,11 @@ fn show_config(workspace: &std::path::Path) -> Result<ExitCode, HostError> {
                 files.join(", ")
             }
         )?;
-        write!(out, "{}", cfg.render())
+        write!(out, "{}", cfg.render())?;
+        for i in &ignored {
+            writeln!(out, "not applied: {i}")?;
+        }
+        Ok(())
     };
     w(&mut out).map_err(HostError::Write)?;
     Ok(ExitCode::SUCCESS)
@@ -779,9 +906,7 @@ fn show_config(workspace: &std::path::Path) -> Result<ExitCode, HostError> {
 fn run_prompt(a: &PromptArgs) -> Result<ExitCode, HostError> {
     let settings = a.limits.settings()?;
     let environment = a.workspace.as_ref().map(|w| {
-        let sandbox = std::env::current_exe()
-            .map(|exe| crate::exec::sandbox::probe(&exe, w, false).describe(false))
-            .unwrap_or_default();
+        let sandbox = crate::exec::sandbox::probe(w, false).describe();
         crate::exec::snapshot::gather(w, sandbox).text()
     });
     let ctx = PromptContext {

@@ -31,7 +31,14 @@ impl Report {
 pub fn run(workspace: &Path) -> Result<ExitCode, HostError> {
     let mut r = Report { rows: Vec::new() };
     let cfg = match load_config(workspace) {
-        Ok((cfg, files)) => {
+        Ok(crate::cli::Loaded {
+            cfg,
+            files,
+            ignored,
+        }) => {
+            for i in &ignored {
+                r.add(Level::Warn, "config", format!("KA_CONFIG_VALIDATION {i}"));
+            }
             let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
             r.add(
                 Level::Ok,
@@ -132,19 +139,13 @@ pub fn run(workspace: &Path) -> Result<ExitCode, HostError> {
                 "KA_NOT_A_GIT_REPOSITORY: @@commit will fail (run git init, or set Git.AutoInit)",
             ),
         }
-        let sandbox = std::env::current_exe()
-            .map(|exe| crate::exec::sandbox::probe(&exe, ws.root(), cfg.network));
-        match sandbox {
-            Ok(s @ crate::exec::sandbox::SandboxStatus::Full) => {
-                r.add(Level::Ok, "sandbox", s.describe(cfg.network))
-            }
-            Ok(s) => r.add(Level::Warn, "sandbox", s.describe(cfg.network)),
-            Err(e) => r.add(
-                Level::Warn,
-                "sandbox",
-                format!("cannot find the keyless-host binary to probe: {e}"),
-            ),
-        }
+        let sandbox = crate::exec::sandbox::probe(ws.root(), cfg.network);
+        let level = if sandbox.is_full() {
+            Level::Ok
+        } else {
+            Level::Warn
+        };
+        r.add(level, "sandbox", sandbox.describe());
         let snap = crate::exec::snapshot::gather(ws.root(), String::new());
         let found = snap.tools.iter().filter(|(_, v)| v.is_some()).count();
         let missing = snap.missing();

@@ -2,6 +2,7 @@
 //! so benchmarks and the later server can drive the executor directly.
 
 pub mod cli;
+pub mod conn;
 pub mod doctor;
 pub mod exec;
 pub mod pairing;

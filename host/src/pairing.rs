@@ -51,6 +51,57 @@ pub fn hash(token: &str) -> String {
         .collect()
 }
 
+/// Wrong pairing codes allowed before pairing locks.
+pub const FREE_ATTEMPTS: u32 = 3;
+
+/// How long pairing stays locked after `failures` wrong codes in a row: nothing for the first
+/// [`FREE_ATTEMPTS`], then 2 s, doubling with every further wrong code, at most 10 minutes.
+#[must_use]
+pub fn lock_seconds(failures: u32) -> u64 {
+    if failures < FREE_ATTEMPTS {
+        return 0;
+    }
+    let n = failures - FREE_ATTEMPTS;
+    (2u64 << n.min(16)).min(600)
+}
+
+/// Wrong pairing codes in a row, and until when pairing is locked.
+#[derive(Debug, Default)]
+pub struct Throttle {
+    failures: u32,
+    locked_until: Option<std::time::Instant>,
+}
+
+impl Throttle {
+    /// Seconds left of a lock, if pairing is locked at `now`.
+    #[must_use]
+    pub fn locked(&self, now: std::time::Instant) -> Option<u64> {
+        self.locked_until
+            .filter(|t| *t > now)
+            .map(|t| t.duration_since(now).as_secs().max(1))
+    }
+
+    /// Records a wrong code; returns the lock it starts, in seconds (0: none yet).
+    pub fn failed(&mut self, now: std::time::Instant) -> u64 {
+        self.failures += 1;
+        let secs = lock_seconds(self.failures);
+        if secs > 0 {
+            self.locked_until = Some(now + std::time::Duration::from_secs(secs));
+        }
+        secs
+    }
+
+    #[must_use]
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+
+    /// A right code clears the count.
+    pub fn succeeded(&mut self) {
+        *self = Self::default();
+    }
+}
+
 /// Compares two strings in time independent of where they differ.
 #[must_use]
 pub fn constant_time_eq(a: &str, b: &str) -> bool {
@@ -148,13 +199,13 @@ impl Pairings {
 }
 
 #[cfg(unix)]
-fn set_private(path: &Path) -> std::io::Result<()> {
+pub fn set_private(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
 }
 
 #[cfg(not(unix))]
-fn set_private(_path: &Path) -> std::io::Result<()> {
+pub fn set_private(_path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
@@ -189,5 +240,26 @@ mod tests {
         assert_eq!(code.len(), 9);
         assert!(valid_extension_id(ext) && !valid_extension_id("xyz"));
         let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[cfg(test)]
+mod throttle_tests {
+    use super::*;
+
+    #[test]
+    fn wrong_codes_lock_pairing_for_a_growing_delay() {
+        assert_eq!(
+            (0..10).map(lock_seconds).collect::<Vec<_>>(),
+            [0, 0, 0, 2, 4, 8, 16, 32, 64, 128]
+        );
+        assert_eq!(lock_seconds(40), 600);
+        let mut t = Throttle::default();
+        let now = std::time::Instant::now();
+        assert_eq!((t.failed(now), t.failed(now), t.failed(now)), (0, 0, 2));
+        assert_eq!(t.locked(now), Some(2));
+        assert_eq!(t.locked(now + std::time::Duration::from_secs(3)), None);
+        t.succeeded();
+        assert_eq!(t.failures(), 0);
     }
 }

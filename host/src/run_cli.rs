@@ -92,6 +92,24 @@ fn session_id() -> String {
     format!("run-{secs}-{}", std::process::id())
 }
 
+/// The repository recorded at the session's start; recorded now for a new session (or one made
+/// before keyless recorded it).
+///
+/// # Errors
+/// SQLite failures.
+pub fn session_repo(
+    store: &Store,
+    session: &str,
+    root: &Path,
+) -> Result<crate::exec::git::RepoRecord, crate::store::StoreError> {
+    if let Some(r) = store.repo(session)? {
+        return Ok(r);
+    }
+    let r = crate::exec::git::RepoRecord::capture(root);
+    store.set_repo(session, &r)?;
+    Ok(r)
+}
+
 fn store_err(e: &crate::store::StoreError) -> HostError {
     HostError::Usage(format!("{} {e}", e.code()))
 }
@@ -106,6 +124,7 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
         path: o.workspace.display().to_string(),
         source,
     })?;
+    ws.clean_leftovers();
     let db = ws
         .agent_dir()
         .map_err(|source| HostError::Read {
@@ -121,6 +140,7 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
             .map_err(|e| store_err(&e))?,
     };
     let session = pos.id.clone();
+    let repo = session_repo(&store, &session, ws.root()).map_err(|e| store_err(&e))?;
     let mut out = io::stdout().lock();
     let _ = writeln!(
         out,
@@ -134,6 +154,7 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
         cfg: &o.exec,
         session: &session,
         gate: None,
+        repo: &repo,
     };
     let _ = out.flush();
     let mut any_rejected = false;

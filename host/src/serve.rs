@@ -65,6 +65,12 @@ pub enum ApiError {
     NotFound,
     #[error("the request took longer than {}s", REQUEST_TIMEOUT.as_secs())]
     Timeout,
+    #[error("the request body is larger than {MAX_BODY_BYTES} bytes")]
+    TooLarge,
+    #[error(
+        "pairing is locked for {0}s after {1} wrong codes; wait, then enter the code serve printed"
+    )]
+    PairingLocked(u64, u32),
     #[error("internal error; see the host's log")]
     Internal(String),
 }
@@ -89,6 +95,8 @@ impl IntoResponse for ApiError {
             ApiError::Conflict(_) => (StatusCode::CONFLICT, Code::ConfigValidation),
             ApiError::NotFound => (StatusCode::NOT_FOUND, Code::ConfigInvalid),
             ApiError::Timeout => (StatusCode::REQUEST_TIMEOUT, Code::Timeout),
+            ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, Code::ConfigInvalid),
+            ApiError::PairingLocked(..) => (StatusCode::TOO_MANY_REQUESTS, Code::RateLimited),
             ApiError::Internal(detail) => {
                 tracing::error!(detail = %detail, "internal error");
                 (StatusCode::INTERNAL_SERVER_ERROR, Code::Internal)
@@ -142,6 +150,8 @@ pub struct Shared {
     environment: String,
     pairings: Pairings,
     pairing_code: Mutex<Option<String>>,
+    /// Wrong pairing codes lock pairing for a growing delay.
+    pair_throttle: Mutex<crate::pairing::Throttle>,
     local_token: String,
     db: PathBuf,
     workspace_lock: Arc<tokio::sync::Mutex<()>>,
@@ -370,6 +380,15 @@ async fn pair(
     if origin != want {
         return Err(ApiError::BadOrigin(origin.to_string()));
     }
+    let now = std::time::Instant::now();
+    let mut throttle = st
+        .pair_throttle
+        .lock()
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    if let Some(left) = throttle.locked(now) {
+        tracing::warn!(seconds_left = left, "pairing attempt while locked; refused");
+        return Err(ApiError::PairingLocked(left, throttle.failures()));
+    }
     let ok = {
         let mut code = st
             .pairing_code
@@ -388,8 +407,19 @@ async fn pair(
         matches
     };
     if !ok {
+        let lock = throttle.failed(now);
+        tracing::warn!(
+            wrong_codes = throttle.failures(),
+            locked_seconds = lock,
+            "pairing: wrong code"
+        );
+        if lock > 0 {
+            return Err(ApiError::PairingLocked(lock, throttle.failures()));
+        }
         return Err(ApiError::Unauthorized);
     }
+    throttle.succeeded();
+    drop(throttle);
     let token = st
         .pairings
         .add(&input.extension_id)
@@ -644,6 +674,7 @@ async fn create_session(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Re
             crate::pairing::random_hex(8).map_err(|e| ApiError::Internal(e.to_string()))?
         );
         let pos = store.create_session(&id, &st2.ws.root().display().to_string())?;
+        crate::run_cli::session_repo(&store, &id, st2.ws.root())?;
         store.set_session_settings(&id, mode, pace)?;
         let movement = match piece {
             Some((yaml, piece)) => {
@@ -761,11 +792,13 @@ fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOu
     let mut run = piece_run(&store, session)?;
     let gate = run.as_ref().map(keyless_core::piece::run::PieceRun::tools);
     let cfg = session_exec(st, &store, session)?;
+    let repo = crate::run_cli::session_repo(&store, session, st.ws.root())?;
     let exec = Executor {
         ws: &st.ws,
         cfg: &cfg,
         session,
         gate: gate.as_ref(),
+        repo: &repo,
     };
     let mut prompter = ServerPrompter {
         shared: st.clone(),
@@ -1122,6 +1155,22 @@ async fn dashboard_asset(
 async fn log_and_limit(req: Request<Body>, next: Next) -> Response {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let start = std::time::Instant::now();
+    // Every body must arrive within BODY_TIMEOUT, however slowly a client sends it.
+    let (parts, body) = req.into_parts();
+    let body = match tokio::time::timeout(
+        crate::conn::BODY_TIMEOUT,
+        axum::body::to_bytes(body, MAX_BODY_BYTES),
+    )
+    .await
+    {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => return ApiError::TooLarge.into_response(),
+        Err(_) => {
+            tracing::warn!(%method, %path, "request body too slow; closed");
+            return ApiError::Timeout.into_response();
+        }
+    };
+    let req = Request::from_parts(parts, Body::from(body));
     let long = path == "/v1/events" || path.ends_with("/replies");
     let res = if long {
         next.run(req).await
@@ -1200,6 +1249,7 @@ impl Shared {
             environment: p.environment,
             pairings: p.pairings,
             pairing_code: Mutex::new(Some(p.pairing_code)),
+            pair_throttle: Mutex::new(crate::pairing::Throttle::default()),
             local_token: p.local_token,
             db,
             workspace_lock: Arc::new(tokio::sync::Mutex::new(())),
@@ -1230,6 +1280,7 @@ pub struct ServeOptions {
 /// When the port cannot be bound or the workspace opened.
 pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
     let ws = Workspace::open(&o.workspace)?;
+    ws.clean_leftovers();
     let snapshot = crate::exec::snapshot::gather_for(ws.root(), &mut o.exec);
     let code = crate::pairing::pairing_code()?;
     let local_token = crate::pairing::random_hex(32)?;
@@ -1282,9 +1333,7 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         println!("Press Ctrl-C to stop.");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
-        axum::serve(listener, router(st))
-            .with_graceful_shutdown(shutdown_signal())
-            .await
+        crate::conn::serve(listener, router(st), shutdown_signal()).await
     })
 }
 

@@ -117,7 +117,15 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.execute_batch(SCHEMA)?;
         // Databases made before pieces: add the columns (an "already exists" error is fine).
-        for col in ["piece_yaml", "piece_state", "mode", "pace"] {
+        for col in [
+            "piece_yaml",
+            "piece_state",
+            "mode",
+            "pace",
+            "git_dir",
+            "origin_url",
+            "repo_recorded",
+        ] {
             let _ = conn.execute(&format!("ALTER TABLE sessions ADD COLUMN {col} TEXT"), []);
         }
         let _ = conn.execute("ALTER TABLE batches ADD COLUMN reply TEXT", []);
@@ -141,6 +149,50 @@ impl Store {
             batch: 1,
             invalid_in_a_row: 0,
         })
+    }
+
+    /// Records the repository as it is at session start (see [`crate::exec::git::RepoRecord`]).
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn set_repo(
+        &self,
+        session: &str,
+        r: &crate::exec::git::RepoRecord,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE sessions SET repo_recorded = '1', git_dir = ?2, origin_url = ?3 WHERE id = ?1",
+            params![
+                session,
+                r.git_dir.as_ref().map(|p| p.display().to_string()),
+                r.origin_url
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The repository recorded at session start; `None` for sessions made before keyless
+    /// recorded it.
+    ///
+    /// # Errors
+    /// KA_SESSION_NOT_FOUND, SQLite failures.
+    pub fn repo(&self, session: &str) -> Result<Option<crate::exec::git::RepoRecord>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT repo_recorded, git_dir, origin_url FROM sessions WHERE id = ?1",
+                params![session],
+                |r| {
+                    let recorded: Option<String> = r.get(0)?;
+                    let git_dir: Option<String> = r.get(1)?;
+                    let origin_url: Option<String> = r.get(2)?;
+                    Ok(recorded.map(|_| crate::exec::git::RepoRecord {
+                        git_dir: git_dir.map(std::path::PathBuf::from),
+                        origin_url,
+                    }))
+                },
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::SessionNotFound(session.to_string()))
     }
 
     /// # Errors

@@ -51,6 +51,7 @@ fn confirmations_and_questions_go_through_the_prompter() {
         cfg: &cfg,
         session: "s",
         gate: None,
+        repo: &keyless_host::exec::git::RepoRecord::default(),
     };
     let reply = "@@say\n<<<MSG\nhello\nMSG>>>\n@@end\n\
 @@runcommand\n<<<CMD\necho one > one.txt\nCMD>>>\n@@end\n\

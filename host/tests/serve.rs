@@ -16,6 +16,8 @@ struct Server {
     port: u16,
     code: String,
     token: String,
+    /// What serve wrote to stderr (its log).
+    log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 fn spawn(workspace: &Path, config: &Path, extra: &[&str]) -> Server {
@@ -25,8 +27,23 @@ fn spawn(workspace: &Path, config: &Path, extra: &[&str]) -> Server {
         .args(extra)
         .env("XDG_CONFIG_HOME", config)
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    {
+        let log = log.clone();
+        let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while err.read_line(&mut line).unwrap_or(0) > 0 {
+                if let Ok(mut l) = log.lock() {
+                    l.push_str(&line);
+                }
+                line.clear();
+            }
+        });
+    }
     let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
     let (mut port, mut code, mut token) = (0, String::new(), String::new());
     loop {
@@ -57,6 +74,7 @@ fn spawn(workspace: &Path, config: &Path, extra: &[&str]) -> Server {
         port,
         code,
         token,
+        log,
     }
 }
 
@@ -816,4 +834,124 @@ fn a_client_that_disconnects_mid_batch_gets_the_result_later() {
         "x\n",
         "not run twice"
     );
+}
+
+#[test]
+fn wrong_pairing_codes_lock_pairing_for_a_growing_delay() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &[]);
+    let origin = format!("chrome-extension://{EXT}");
+    let pair = |code: &str| {
+        let b = serde_json::json!({"code": code, "extension_id": EXT}).to_string();
+        srv.raw(&Req {
+            method: "POST",
+            path: "/v1/pair",
+            body: b.as_bytes(),
+            host: None,
+            content_type: Some("application/json"),
+            origin: Some(&origin),
+            token: None,
+        })
+    };
+    for _ in 0..2 {
+        assert_eq!(pair("AAAA-AAAA").0, 401);
+    }
+    let (s, b) = pair("AAAA-AAAA");
+    assert_eq!(s, 429, "{b}");
+    assert!(
+        b.contains("KA_RATE_LIMITED") && b.contains("locked for 2s"),
+        "{b}"
+    );
+    // Locked: even the right code waits.
+    let (s, b) = pair(&srv.code);
+    assert_eq!(s, 429, "{b}");
+    std::thread::sleep(Duration::from_millis(2200));
+    let (s, b) = pair(&srv.code);
+    assert_eq!(s, 200, "{b}");
+    let log = srv.log.lock().expect("log").clone();
+    assert!(
+        log.contains("pairing: wrong code") && log.contains("locked_seconds=2"),
+        "{log}"
+    );
+}
+
+#[test]
+fn slow_idle_and_flooding_connections_cannot_hold_the_server() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &[]);
+    // A flood of connections that never send a request: more than the cap.
+    let mut idle = Vec::new();
+    for _ in 0..1100 {
+        match TcpStream::connect(("127.0.0.1", srv.port)) {
+            Ok(c) => idle.push(c),
+            Err(_) => break,
+        }
+    }
+    let start = Instant::now();
+    let (status, _) = srv.get("/v1/status");
+    assert_eq!(status, 200, "a client got through the flood");
+    eprintln!(
+        "/v1/status behind {} idle connections: {:?}",
+        idle.len(),
+        start.elapsed()
+    );
+    // A client that never finishes its headers is closed at the header deadline.
+    let mut slow = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    slow.write_all(b"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .expect("write");
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let started = Instant::now();
+    let mut buf = [0u8; 256];
+    let n = slow.read(&mut buf).unwrap_or(0);
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(15),
+        "a slow-header connection stayed open {waited:?} ({n} bytes)"
+    );
+    // A body that never completes is answered with KA_TIMEOUT at the body deadline.
+    let mut slow_body = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    let head = format!(
+        "POST /v1/check HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAuthorization: Bearer {}\r\nContent-Length: 100\r\n\r\n{{\"reply\"",
+        srv.port, srv.token
+    );
+    slow_body.write_all(head.as_bytes()).expect("write");
+    slow_body
+        .set_read_timeout(Some(Duration::from_secs(40)))
+        .expect("timeout");
+    let mut out = Vec::new();
+    let _ = slow_body.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("KA_TIMEOUT"), "{text}");
+    drop(idle);
+    assert_eq!(srv.get("/v1/status").0, 200);
+}
+
+#[test]
+fn cancel_holds_under_continuous_output() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let session = srv.session();
+    std::thread::scope(|s| {
+        let srv = &srv;
+        let session = session.as_str();
+        let t = s.spawn(move || srv.reply(session, &run_cmd("yes")));
+        std::thread::sleep(Duration::from_millis(1500));
+        let asked = Instant::now();
+        srv.post(
+            &format!("/v1/sessions/{session}/cancel"),
+            &serde_json::json!({}),
+        );
+        let v = t.join().expect("reply");
+        let took = asked.elapsed();
+        eprintln!("cancel under `yes` answered after {took:?}");
+        assert!(took < Duration::from_secs(5), "cancel took {took:?}");
+        assert!(
+            v["text"]
+                .as_str()
+                .expect("text")
+                .contains("code: KA_CANCELLED"),
+            "{v}"
+        );
+    });
 }

@@ -7,7 +7,7 @@ use super::workspace::{BatchBackup, Workspace};
 use super::Failure;
 use keyless_core::message::{correction, results, BatchRef, CommandResult, Outcome};
 use keyless_core::plan::{failure_stops_batch, plan, SkipReason};
-use keyless_core::policy::{decide, Decision, Verdict};
+use keyless_core::policy::{decide_with, Decision, Verdict};
 use keyless_core::{
     parse, BatchFailureMode, Code, CommandKind, Control, Mode, SectionName, Settings,
 };
@@ -43,9 +43,9 @@ pub struct ExecSettings {
     /// Commands.TimeoutSeconds, unless a command sets `timeout=`.
     pub timeout_seconds: u32,
     pub git: GitSettings,
-    /// Confine runcommand with Landlock through this wrapper binary (normally keyless-host
-    /// itself); `None` runs commands unconfined.
-    pub sandbox: Option<std::path::PathBuf>,
+    /// Confine runcommand in the sandbox (see [`super::sandbox`]); false runs commands unconfined
+    /// (tests of the runner itself only).
+    pub sandbox: bool,
     /// Commands.Network: whether confined commands may use TCP.
     pub network: bool,
     /// Tools the environment snapshot lists as missing (KA_TOOL_MISSING).
@@ -61,7 +61,7 @@ impl Default for ExecSettings {
             failure_mode: BatchFailureMode::default(),
             timeout_seconds: 600,
             git: GitSettings::default(),
-            sandbox: None,
+            sandbox: false,
             network: false,
             missing_tools: Vec::new(),
         }
@@ -87,6 +87,8 @@ pub struct Executor<'a> {
     pub session: &'a str,
     /// The current piece movement's tools: commands outside them are KA_COMMAND_DENIED.
     pub gate: Option<&'a keyless_core::piece::tools::EffectiveTools>,
+    /// The repository as recorded at session start: `@@commit` commits and pushes only there.
+    pub repo: &'a git::RepoRecord,
 }
 
 impl std::fmt::Debug for dyn Prompter + '_ {
@@ -208,11 +210,13 @@ impl Executor<'_> {
                 )),
             },
             CommandKind::Commit => {
-                git::commit(self.ws, &self.cfg.git, text(SectionName::Msg)).map(|t| Outcome::Ok {
-                    exit_code: None,
-                    duration_ms: None,
-                    verified: None,
-                    output: Some(t),
+                git::commit(self.ws, &self.cfg.git, self.repo, text(SectionName::Msg)).map(|t| {
+                    Outcome::Ok {
+                        exit_code: None,
+                        duration_ms: None,
+                        verified: None,
+                        output: Some(t),
+                    }
                 })
             }
             CommandKind::RunCommand => return self.run_command(cmd, prompter),
@@ -259,8 +263,18 @@ impl Executor<'_> {
         prompter: &mut dyn Prompter,
     ) -> (Result<Outcome, Failure>, Option<keyless_core::policy::Tier>) {
         let line = cmd.section_text(SectionName::Cmd).unwrap_or("").trim();
-        let verdict = decide(line, self.cfg.mode, &self.cfg.allow);
+        // A program the shell would take from a folder the model can write is never a known one.
+        let untrusted = super::programs::untrusted_in_line(line, self.ws.root());
+        let verdict = decide_with(
+            line,
+            self.cfg.mode,
+            &self.cfg.allow,
+            &keyless_core::policy::Context {
+                untrusted: &untrusted,
+            },
+        );
         let tier = Some(verdict.tier);
+        let mut approved = false;
         match verdict.decision {
             Decision::Deny => {
                 return (
@@ -271,16 +285,19 @@ impl Executor<'_> {
                     tier,
                 )
             }
-            Decision::Confirm if !prompter.confirm(line, &verdict) => {
-                return (
-                    Err(Failure::new(
-                        Code::CommandDeclined,
-                        format!("the user declined ({})", verdict.reason),
-                    )),
-                    tier,
-                );
+            Decision::Confirm => {
+                if !prompter.confirm(line, &verdict) {
+                    return (
+                        Err(Failure::new(
+                            Code::CommandDeclined,
+                            format!("the user declined ({})", verdict.reason),
+                        )),
+                        tier,
+                    );
+                }
+                approved = true;
             }
-            _ => {}
+            Decision::Run => {}
         }
         if let Some(tool) =
             keyless_core::environment::missing_program(&self.cfg.missing_tools, line)
@@ -296,15 +313,11 @@ impl Executor<'_> {
                 .unwrap_or(self.cfg.timeout_seconds),
         ));
         let max = self.cfg.settings.limits.max_command_output_chars as usize;
-        let confine = self.cfg.sandbox.as_ref().map(|w| {
-            let mut write = vec![self.ws.root().to_path_buf()];
-            write.extend(super::sandbox::temp_dirs());
-            shell::Confinement {
-                wrapper: w.clone(),
-                write,
-                network: self.cfg.network,
-            }
-        });
+        // A command the user saw and approved may write .git; nothing else may.
+        let confine = self
+            .cfg
+            .sandbox
+            .then(|| super::sandbox::spec_for(self.ws.root(), self.cfg.network, approved));
         let out = match shell::run(line, confine.as_ref(), self.ws.root(), timeout, max, |c| {
             if !c.is_empty() {
                 prompter.output(c);

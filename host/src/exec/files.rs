@@ -1,11 +1,11 @@
-//! The file commands, with the seed's semantics and codes.
+//! The file commands, with the seed's semantics and codes. Every one resolves its path beneath
+//! the workspace handle and acts on the handle of the target's folder (see [`super::workspace`]).
 
-use super::workspace::{write_atomic, BatchBackup, Workspace};
+use super::workspace::{BatchBackup, Target, Workspace};
 use super::Failure;
 use keyless_core::message::{cap_output, verified_line, Outcome, VERIFIED_DIR};
 use keyless_core::textfile::{apply_edit, dominant, editorconfig_eol, file_content, Eol, TextFile};
 use keyless_core::Code;
-use std::fs;
 use std::io::{self, Read};
 use std::path::Path;
 
@@ -20,71 +20,62 @@ pub struct FileCtx<'a> {
     pub max_output_chars: usize,
 }
 
-fn ok_verified(rel: &str, abs: &Path) -> Result<Outcome, Failure> {
-    let bytes = fs::read(abs).map_err(|e| Failure::io("cannot re-read", rel, &e))?;
+fn ok_verified(ws: &Workspace, t: &Target) -> Result<Outcome, Failure> {
+    let bytes = ws.read(t)?;
     Ok(Outcome::Ok {
         exit_code: None,
         duration_ms: None,
-        verified: Some(verified_line(rel, &bytes)),
+        verified: Some(verified_line(&t.rel, &bytes)),
         output: None,
     })
 }
 
-fn read_existing_file(rel: &str, abs: &Path) -> Result<Vec<u8>, Failure> {
-    match fs::metadata(abs) {
-        Ok(m) if m.is_dir() => Err(Failure::new(
-            Code::FileIo,
-            format!("{rel} is a folder, not a file"),
-        )),
-        Ok(_) => fs::read(abs).map_err(|e| Failure::io("cannot read", rel, &e)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Failure::new(
-            Code::FileNotFound,
-            format!("{rel} does not exist"),
-        )),
-        Err(e) => Err(Failure::io("cannot read", rel, &e)),
-    }
-}
-
-fn ensure_parent(rel: &str, abs: &Path) -> Result<(), Failure> {
-    if let Some(p) = abs.parent() {
-        fs::create_dir_all(p).map_err(|e| Failure::io("cannot create the folder for", rel, &e))?;
-    }
-    Ok(())
+/// Whether something (a file, folder or symlink) is at the target now.
+fn exists(ws: &Workspace, t: &Target) -> bool {
+    ws.dir_of(t, false)
+        .is_ok_and(|d| d.symlink_metadata(&t.name).is_ok())
 }
 
 /// The line ending for a new file: .editorconfig `end_of_line` → .gitattributes `eol` (libgit2)
 /// → the dominant ending of sibling text files → the platform.
 #[must_use]
-pub fn new_file_eol(ws: &Workspace, rel: &str, abs: &Path) -> Eol {
-    editorconfig_for(ws, abs)
-        .or_else(|| gitattributes_eol(ws, rel))
-        .or_else(|| sibling_eol(abs))
+pub fn new_file_eol(ws: &Workspace, t: &Target) -> Eol {
+    editorconfig_for(ws, t)
+        .or_else(|| gitattributes_eol(ws, &t.rel))
+        .or_else(|| sibling_eol(ws, t))
         .unwrap_or_else(Eol::platform)
 }
 
-fn editorconfig_for(ws: &Workspace, abs: &Path) -> Option<Eol> {
+/// Reads `dir/.editorconfig` through the workspace handle.
+fn read_editorconfig(ws: &Workspace, dir: &str) -> Option<String> {
+    let rel = if dir.is_empty() {
+        ".editorconfig".to_string()
+    } else {
+        format!("{dir}/.editorconfig")
+    };
+    let t = ws.resolve(&rel).ok()?;
+    String::from_utf8(ws.read(&t).ok()?).ok()
+}
+
+fn editorconfig_for(ws: &Workspace, t: &Target) -> Option<Eol> {
     // Nearest folder last: collect upward until root = true or the workspace root.
+    let segments: Vec<&str> = t.dir.split('/').filter(|s| !s.is_empty()).collect();
     let mut found: Vec<(String, String)> = Vec::new();
-    let mut dir = abs.parent();
-    while let Some(d) = dir {
-        if !d.starts_with(ws.root()) {
-            break;
-        }
-        if let Ok(text) = fs::read_to_string(d.join(".editorconfig")) {
-            let rel = abs
-                .strip_prefix(d)
-                .map(|r| r.to_string_lossy().replace('\\', "/"))
-                .unwrap_or_default();
+    for depth in (0..=segments.len()).rev() {
+        let dir = segments[..depth].join("/");
+        if let Some(text) = read_editorconfig(ws, &dir) {
+            let rel = segments[depth..]
+                .iter()
+                .copied()
+                .chain(std::iter::once(t.name.as_str()))
+                .collect::<Vec<_>>()
+                .join("/");
             let root = editorconfig_eol(&text, &rel).1;
             found.push((text, rel));
             if root {
                 break;
             }
         }
-        if d == ws.root() {
-            break;
-        }
-        dir = d.parent();
     }
     found.iter().rev().fold(None, |acc, (text, rel)| {
         editorconfig_eol(text, rel).0.or(acc)
@@ -103,23 +94,27 @@ fn gitattributes_eol(ws: &Workspace, rel: &str) -> Option<Eol> {
     }
 }
 
-fn sibling_eol(abs: &Path) -> Option<Eol> {
-    let dir = abs.parent()?;
+fn sibling_eol(ws: &Workspace, t: &Target) -> Option<Eol> {
+    let dir = ws.dir_of(t, false).ok()?;
     let (mut crlf, mut lf) = (0, 0);
-    for entry in fs::read_dir(dir).ok()?.filter_map(Result::ok).take(50) {
-        let p = entry.path();
-        if p == abs || !entry.file_type().is_ok_and(|t| t.is_file()) {
+    for entry in dir.entries().ok()?.filter_map(Result::ok).take(50) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == t.name || !entry.file_type().is_ok_and(|ft| ft.is_file()) {
             continue;
         }
         let mut buf = Vec::new();
-        if fs::File::open(&p)
+        let mut o = cap_std::fs::OpenOptions::new();
+        o.read(true);
+        cap_fs_ext::OpenOptionsFollowExt::follow(&mut o, cap_fs_ext::FollowSymlinks::No);
+        if dir
+            .open_with(&name, &o)
             .and_then(|f| f.take(256 * 1024).read_to_end(&mut buf))
             .is_err()
         {
             continue;
         }
-        if let Some(t) = std::str::from_utf8(&buf).ok().filter(|s| !s.contains('\0')) {
-            let (c, l) = keyless_core::textfile::count_endings(t);
+        if let Some(text) = std::str::from_utf8(&buf).ok().filter(|s| !s.contains('\0')) {
+            let (c, l) = keyless_core::textfile::count_endings(text);
             crlf += c;
             lf += l;
         }
@@ -131,34 +126,41 @@ fn sibling_eol(abs: &Path) -> Option<Eol> {
     }
 }
 
+/// Resolves a path a command will change.
+fn writable(ws: &Workspace, rel: &str) -> Result<Target, Failure> {
+    let t = ws.resolve(rel)?;
+    ws.check_writable(&t)?;
+    Ok(t)
+}
+
 pub fn newfile(ctx: &mut FileCtx<'_>, rel: &str, payload: &str) -> Result<Outcome, Failure> {
-    let abs = ctx.ws.resolve(rel)?;
-    if fs::symlink_metadata(&abs).is_ok() {
+    let t = writable(ctx.ws, rel)?;
+    if exists(ctx.ws, &t) {
         return Err(Failure::new(
             Code::FileAlreadyExists,
             format!("{rel} already exists; use updatefile or editfile to change it"),
         ));
     }
-    ensure_parent(rel, &abs)?;
-    let eol = new_file_eol(ctx.ws, rel, &abs);
+    let eol = new_file_eol(ctx.ws, &t);
     let bytes = TextFile::encode(&file_content(payload), false, eol);
-    ctx.backup.created(rel)?;
-    write_atomic(&abs, &bytes).map_err(|e| Failure::io("cannot write", rel, &e))?;
-    ok_verified(rel, &abs)
+    ctx.backup.created(ctx.ws, &t.rel)?;
+    // Expect "nothing there" right up to the rename: a file that appears meanwhile is kept.
+    ctx.ws.write(&t, &bytes, Some(&[]))?;
+    ok_verified(ctx.ws, &t)
 }
 
 pub fn updatefile(ctx: &mut FileCtx<'_>, rel: &str, payload: &str) -> Result<Outcome, Failure> {
-    let abs = ctx.ws.resolve(rel)?;
-    let old = read_existing_file(rel, &abs)?;
+    let t = writable(ctx.ws, rel)?;
+    let old = ctx.ws.read(&t)?;
     let (bom, eol) = match TextFile::decode(&old) {
-        Some(t) => (t.bom, t.eol),
+        Some(f) => (f.bom, f.eol),
         None => (false, None),
     };
-    let eol = eol.unwrap_or_else(|| new_file_eol(ctx.ws, rel, &abs));
+    let eol = eol.unwrap_or_else(|| new_file_eol(ctx.ws, &t));
     let bytes = TextFile::encode(&file_content(payload), bom, eol);
-    ctx.backup.save(rel, &abs)?;
-    write_atomic(&abs, &bytes).map_err(|e| Failure::io("cannot write", rel, &e))?;
-    ok_verified(rel, &abs)
+    ctx.backup.save(ctx.ws, &t.rel, &old)?;
+    ctx.ws.write(&t, &bytes, Some(&old))?;
+    ok_verified(ctx.ws, &t)
 }
 
 pub fn editfile(
@@ -167,8 +169,8 @@ pub fn editfile(
     find: &str,
     replace: &str,
 ) -> Result<Outcome, Failure> {
-    let abs = ctx.ws.resolve(rel)?;
-    let old = read_existing_file(rel, &abs)?;
+    let t = writable(ctx.ws, rel)?;
+    let old = ctx.ws.read(&t)?;
     let file = TextFile::decode(&old).ok_or_else(|| {
         Failure::new(
             Code::FileIo,
@@ -180,18 +182,22 @@ pub fn editfile(
     let eol = file
         .eol
         .or_else(|| dominant(replace))
-        .unwrap_or_else(|| new_file_eol(ctx.ws, rel, &abs));
+        .unwrap_or_else(|| new_file_eol(ctx.ws, &t));
     let bytes = TextFile::encode(&edited, file.bom, eol);
-    ctx.backup.save(rel, &abs)?;
-    write_atomic(&abs, &bytes).map_err(|e| Failure::io("cannot write", rel, &e))?;
-    ok_verified(rel, &abs)
+    ctx.backup.save(ctx.ws, &t.rel, &old)?;
+    // The file must still be what was read: another writer's lines are never overwritten.
+    ctx.ws.write(&t, &bytes, Some(&old))?;
+    ok_verified(ctx.ws, &t)
 }
 
 pub fn deletefile(ctx: &mut FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
-    let abs = ctx.ws.resolve(rel)?;
-    read_existing_file(rel, &abs)?;
-    ctx.backup.save(rel, &abs)?;
-    fs::remove_file(&abs).map_err(|e| Failure::io("cannot delete", rel, &e))?;
+    let t = writable(ctx.ws, rel)?;
+    let old = ctx.ws.read(&t)?;
+    ctx.backup.save(ctx.ws, &t.rel, &old)?;
+    ctx.ws
+        .dir_of(&t, false)?
+        .remove_file(&t.name)
+        .map_err(|e| Failure::io("cannot delete", rel, &e))?;
     Ok(Outcome::Ok {
         exit_code: None,
         duration_ms: None,
@@ -201,30 +207,46 @@ pub fn deletefile(ctx: &mut FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> 
 }
 
 pub fn movefile(ctx: &mut FileCtx<'_>, rel: &str, to: &str) -> Result<Outcome, Failure> {
-    let src = ctx.ws.resolve(rel)?;
-    let dest = ctx.ws.resolve(to)?;
-    read_existing_file(rel, &src)?;
-    if fs::symlink_metadata(&dest).is_ok() {
+    let src = writable(ctx.ws, rel)?;
+    let dest = writable(ctx.ws, to)?;
+    let old = ctx.ws.read(&src)?;
+    if exists(ctx.ws, &dest) {
         return Err(Failure::new(
             Code::FileAlreadyExists,
             format!("{to} already exists; movefile never overwrites"),
         ));
     }
-    ensure_parent(to, &dest)?;
-    ctx.backup.save(rel, &src)?;
-    ctx.backup.created(to)?;
-    if fs::rename(&src, &dest).is_err() {
-        // Another filesystem: copy atomically, then remove the source.
-        let bytes = fs::read(&src).map_err(|e| Failure::io("cannot read", rel, &e))?;
-        write_atomic(&dest, &bytes).map_err(|e| Failure::io("cannot write", to, &e))?;
-        fs::remove_file(&src).map_err(|e| Failure::io("cannot remove", rel, &e))?;
+    let src_dir = ctx.ws.dir_of(&src, false)?;
+    let dest_dir = ctx.ws.dir_of(&dest, true)?;
+    ctx.backup.save(ctx.ws, &src.rel, &old)?;
+    ctx.backup.created(ctx.ws, &dest.rel)?;
+    // A hard link never replaces an existing file, so "never overwrites" holds even against a
+    // file created meanwhile; then the source name goes.
+    match src_dir.hard_link(&src.name, &dest_dir, &dest.name) {
+        Ok(()) => src_dir
+            .remove_file(&src.name)
+            .map_err(|e| Failure::io("cannot remove", rel, &e))?,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            return Err(Failure::new(
+                Code::FileAlreadyExists,
+                format!("{to} already exists; movefile never overwrites"),
+            ))
+        }
+        Err(_) => {
+            // Another filesystem (or no hard links): copy atomically, then remove the source.
+            ctx.ws.write(&dest, &old, Some(&[]))?;
+            src_dir
+                .remove_file(&src.name)
+                .map_err(|e| Failure::io("cannot remove", rel, &e))?;
+        }
     }
-    ok_verified(to, &dest)
+    ok_verified(ctx.ws, &dest)
 }
 
 pub fn readfile(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
-    let abs = ctx.ws.resolve(rel)?;
-    let meta = match fs::metadata(&abs) {
+    let t = ctx.ws.resolve(rel)?;
+    let dir = ctx.ws.dir_of(&t, false)?;
+    let meta = match dir.symlink_metadata(&t.name) {
         Ok(m) if m.is_dir() => {
             return Err(Failure::new(
                 Code::FileIo,
@@ -240,8 +262,11 @@ pub fn readfile(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
         }
         Err(e) => return Err(Failure::io("cannot read", rel, &e)),
     };
+    let mut o = cap_std::fs::OpenOptions::new();
+    o.read(true);
+    cap_fs_ext::OpenOptionsFollowExt::follow(&mut o, cap_fs_ext::FollowSymlinks::No);
     let mut buf = Vec::new();
-    fs::File::open(&abs)
+    dir.open_with(&t.name, &o)
         .and_then(|f| f.take(MAX_READ_BYTES).read_to_end(&mut buf))
         .map_err(|e| Failure::io("cannot read", rel, &e))?;
     let file = TextFile::decode(&buf).ok_or_else(|| {
@@ -266,14 +291,22 @@ pub fn readfile(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
 }
 
 pub fn mkdir(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
-    let abs = ctx.ws.resolve(rel)?;
-    if abs.is_file() {
-        return Err(Failure::new(
-            Code::FileAlreadyExists,
-            format!("{rel} exists and is a file"),
-        ));
+    let t = writable(ctx.ws, rel)?;
+    let parent = ctx.ws.dir_of(&t, true)?;
+    match parent.symlink_metadata(&t.name) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(Failure::new(
+                Code::FileAlreadyExists,
+                format!("{rel} exists and is a file"),
+            ))
+        }
+        Err(_) => match parent.create_dir(&t.name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Failure::io("cannot create", rel, &e)),
+        },
     }
-    fs::create_dir_all(&abs).map_err(|e| Failure::io("cannot create", rel, &e))?;
     Ok(Outcome::Ok {
         exit_code: None,
         duration_ms: None,

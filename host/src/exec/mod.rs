@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod files;
 pub mod git;
+pub mod programs;
 pub mod sandbox;
 pub mod shell;
 pub mod snapshot;

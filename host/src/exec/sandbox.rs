@@ -1,170 +1,723 @@
-//! The Landlock sandbox for runcommand. The host starts commands through itself
-//! (`keyless-host __sandbox … -- COMMAND`): that wrapper restricts itself with Landlock (writes only
-//! in the workspace, the temp folders and a few `/dev` files; TCP denied unless the network is
-//! allowed), then replaces itself with `/bin/sh -c COMMAND`. No `unsafe` is needed.
+//! The sandbox every runcommand (and every snapshot script) runs in.
+//!
+//! The host starts a command through itself: `keyless-host __sandbox … -- COMMAND`. That wrapper
+//! confines itself, then starts the command, so no `unsafe` is needed. On Linux, in this order:
+//!
+//! 1. `PR_SET_PDEATHSIG`: the wrapper dies with the host, even on a kill -9 of the host;
+//! 2. new mount and PID namespaces (inside a new user namespace when the host is not root);
+//! 3. read-only bind mounts over keyless's own files: `.agent`, `keyless.json`, `.git/hooks`,
+//!    `.git/config`, the whole `.git` for commands the user did not approve, the user's keyless
+//!    config folder and the host binary when they live in a writable folder;
+//! 4. Landlock at the best ABI the kernel offers: writes only in the workspace, the session's
+//!    private temp folder and a few `/dev` files; TCP denied unless the network is allowed;
+//!    signals and abstract Unix sockets scoped to the sandbox (ABI 6+);
+//! 5. a seccomp filter: sockets other than Unix ones are refused unless the network is allowed,
+//!    and the calls that could undo the confinement (mount, unshare, setns, ptrace of others via
+//!    `process_vm_*`, io_uring, bpf, keyctl, kernel modules, open_by_handle_at) fail with EPERM;
+//! 6. the command runs under a small init (`__sandbox-init`) that is PID 1 of the new PID
+//!    namespace: when the command ends, init ends, and the kernel kills every process the command
+//!    started, `setsid` and double forks included.
+//!
+//! Where a step is unavailable the rest still applies, and [`Report`] says what holds; `doctor`,
+//! `run` and `serve` print it.
 
-use std::path::PathBuf;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
-/// What the sandbox enforces on this machine.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SandboxStatus {
-    /// Every requested restriction is enforced.
-    Full,
-    /// Some restrictions are enforced (an older kernel ABI); the text says which are missing.
-    Partial(String),
-    /// Nothing is enforced; the text says why.
-    Unavailable(String),
+/// What the sandbox enforces on this machine (the wrapper's `--probe` answer).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// The Landlock ABI in use (0: none).
+    pub landlock_abi: u32,
+    /// Every requested Landlock restriction is enforced.
+    pub landlock_full: bool,
+    /// The seccomp socket filter is installed.
+    pub seccomp: bool,
+    /// Mount and PID namespaces: read-only protection of keyless's files, and every process of a
+    /// command ends with it.
+    pub namespaces: bool,
+    /// Whether the network is allowed (Commands.Network).
+    pub network: bool,
+    /// What could not be applied, for the user.
+    pub missing: Vec<String>,
 }
 
-impl SandboxStatus {
+impl Report {
+    /// Nothing is enforced.
     #[must_use]
-    pub fn describe(&self, network: bool) -> String {
-        let net = if network {
+    pub fn unavailable(why: impl Into<String>) -> Self {
+        Self {
+            missing: vec![why.into()],
+            ..Self::default()
+        }
+    }
+
+    /// Every layer holds.
+    #[must_use]
+    pub fn is_full(&self) -> bool {
+        self.landlock_full && self.seccomp && self.namespaces
+    }
+
+    /// Whether anything confines commands at all.
+    #[must_use]
+    pub fn is_enforced(&self) -> bool {
+        self.landlock_abi > 0 || self.namespaces
+    }
+
+    /// One line for `run`, `serve`, `doctor` and the system prompt.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let net = if self.network {
             "network allowed"
         } else {
             "network denied"
         };
-        match self {
-            SandboxStatus::Full => format!("Landlock enforced: writes only in the workspace and temp folders; {net}"),
-            SandboxStatus::Partial(why) => format!("Landlock partly enforced ({why}): writes confined to the workspace and temp folders where the kernel allows"),
-            SandboxStatus::Unavailable(why) => format!("UNAVAILABLE ({why}): commands run without confinement, limited only by the command policy"),
+        if !self.is_enforced() {
+            return format!(
+                "UNAVAILABLE ({}): commands run without confinement, limited only by the command policy",
+                self.missing.join("; ")
+            );
         }
+        let mut parts = Vec::new();
+        if self.landlock_abi > 0 {
+            parts.push(format!(
+                "Landlock ABI {}{}",
+                self.landlock_abi,
+                if self.landlock_full { "" } else { " (partial)" }
+            ));
+        }
+        if self.seccomp {
+            parts.push("seccomp socket filter".to_string());
+        }
+        if self.namespaces {
+            parts.push("mount+PID namespaces".to_string());
+        }
+        let head = if self.is_full() {
+            "enforced"
+        } else {
+            "partly enforced"
+        };
+        let mut line = format!(
+            "{head} ({}): writes only in the workspace and a private temp folder; .agent, keyless.json and .git/hooks, .git/config read-only; .git read-only unless you approved the command; every process ends with its command; {net}; reads outside the workspace are allowed",
+            parts.join(", ")
+        );
+        if !self.missing.is_empty() {
+            line.push_str(&format!("; missing: {}", self.missing.join("; ")));
+        }
+        line
     }
 }
 
-/// Folders a sandboxed command may write to, besides the workspace.
+/// How one command is confined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    pub workspace: PathBuf,
+    /// The private temp folder (`TMPDIR`), writable.
+    pub tmp: PathBuf,
+    /// Other folders the command may write.
+    pub write: Vec<PathBuf>,
+    /// Paths that stay read-only inside the sandbox (bind mounts), when they exist.
+    pub readonly: Vec<PathBuf>,
+    pub network: bool,
+}
+
+/// The private temp folder of a workspace's sandboxed commands: `.agent/sandbox-tmp`. Inside the
+/// sandbox it is the only writable place under `.agent` (a bind mount of its own).
 #[must_use]
-pub fn temp_dirs() -> Vec<PathBuf> {
+pub fn private_tmp(workspace: &Path) -> PathBuf {
+    workspace.join(".agent").join("sandbox-tmp")
+}
+
+/// The paths keyless protects inside the sandbox. `approved`: the user saw and approved the
+/// command, so it may write `.git` (but never its hooks or config).
+#[must_use]
+pub fn protected_paths(workspace: &Path, approved: bool) -> Vec<PathBuf> {
     let mut v = vec![
-        std::env::temp_dir(),
-        PathBuf::from("/tmp"),
-        PathBuf::from("/var/tmp"),
+        workspace.join(".agent"),
+        workspace.join("keyless.json"),
+        workspace.join(".git").join("hooks"),
+        workspace.join(".git").join("config"),
     ];
-    v.sort();
-    v.dedup();
-    v.retain(|p| p.is_dir());
+    if !approved {
+        v.insert(0, workspace.join(".git"));
+    }
+    // The user's own keyless configuration and the host binary, when a writable folder holds them.
+    if let Some(cfg) =
+        crate::cli::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf))
+    {
+        v.push(cfg);
+    }
+    if let Ok(exe) = std::fs::read_link("/proc/self/exe").or_else(|_| std::env::current_exe()) {
+        v.push(exe);
+    }
     v
 }
 
-/// Applies the restrictions to the current process.
-///
-/// # Errors
-/// When the ruleset cannot be built (a programming error, not a kernel limitation).
-#[cfg(target_os = "linux")]
-pub fn restrict_self(write_dirs: &[PathBuf], network: bool) -> Result<SandboxStatus, String> {
-    use landlock::{
-        path_beneath_rules, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr,
-        RulesetStatus, ABI,
-    };
-    let abi = ABI::V5;
-    let mut ruleset = Ruleset::default()
-        .handle_access(AccessFs::from_all(abi))
-        .map_err(|e| e.to_string())?;
-    if !network {
-        ruleset = ruleset
-            .handle_access(AccessNet::from_all(abi))
-            .map_err(|e| e.to_string())?;
-    }
-    let devices = [
-        "/dev/null",
-        "/dev/zero",
-        "/dev/full",
-        "/dev/tty",
-        "/dev/random",
-        "/dev/urandom",
-    ];
-    let status = ruleset
-        .create()
-        .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
-        .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(write_dirs, AccessFs::from_all(abi)))
-        .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(devices, AccessFs::from_all(abi)))
-        .map_err(|e| e.to_string())?
-        .restrict_self()
-        .map_err(|e| e.to_string())?;
-    Ok(match status.ruleset {
-        RulesetStatus::FullyEnforced => SandboxStatus::Full,
-        RulesetStatus::PartiallyEnforced => SandboxStatus::Partial(
-            "this kernel's Landlock ABI lacks some of the requested rights".into(),
-        ),
-        RulesetStatus::NotEnforced => {
-            SandboxStatus::Unavailable("this kernel does not offer Landlock".into())
-        }
-    })
-}
-
-/// Landlock exists only on Linux.
-///
-/// # Errors
-/// Never; the status says the sandbox is unavailable.
-#[cfg(not(target_os = "linux"))]
-pub fn restrict_self(_write_dirs: &[PathBuf], _network: bool) -> Result<SandboxStatus, String> {
-    Ok(SandboxStatus::Unavailable("Landlock is Linux-only".into()))
-}
-
-/// `keyless-host __sandbox --write DIR… [--network] [--probe] -- COMMAND`: restrict, then exec the
-/// shell (or, with `--probe`, print the status and exit).
+/// The spec for a command in `workspace`.
 #[must_use]
-pub fn wrapper_main(
-    write: Vec<PathBuf>,
-    network: bool,
-    probe: bool,
-    command: &str,
-) -> std::process::ExitCode {
-    let status = restrict_self(&write, network);
-    if probe {
-        match status {
-            Ok(SandboxStatus::Full) => println!("full"),
-            Ok(SandboxStatus::Partial(why)) => println!("partial: {why}"),
-            Ok(SandboxStatus::Unavailable(why)) => println!("unavailable: {why}"),
-            Err(e) => println!("unavailable: {e}"),
-        }
-        return std::process::ExitCode::SUCCESS;
+pub fn spec_for(workspace: &Path, network: bool, approved: bool) -> Spec {
+    let mut write = Vec::new();
+    if Path::new("/dev/shm").is_dir() {
+        write.push(PathBuf::from("/dev/shm"));
     }
-    if let Err(e) = status {
-        eprintln!("keyless sandbox: {e}");
-        return std::process::ExitCode::from(126);
+    Spec {
+        workspace: workspace.to_path_buf(),
+        tmp: private_tmp(workspace),
+        write,
+        readonly: protected_paths(workspace, approved),
+        network,
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        let err = std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(command)
-            .exec();
-        eprintln!("keyless sandbox: cannot start /bin/sh: {err}");
-        std::process::ExitCode::from(126)
+}
+
+/// The wrapper program: the running host binary. `/proc/self/exe` names the binary the host is
+/// running from even if its file was replaced since, so a model that rebuilds the host inside the
+/// workspace cannot swap the wrapper.
+#[must_use]
+pub fn wrapper_program() -> PathBuf {
+    let proc_exe = PathBuf::from("/proc/self/exe");
+    if proc_exe.exists() {
+        proc_exe
+    } else {
+        std::env::current_exe().unwrap_or(proc_exe)
     }
-    #[cfg(not(unix))]
-    {
-        let _ = command;
-        std::process::ExitCode::from(126)
+}
+
+/// The wrapper's arguments for a spec (after the program).
+#[must_use]
+pub fn wrapper_args(spec: &Spec) -> Vec<std::ffi::OsString> {
+    let mut a: Vec<std::ffi::OsString> = vec!["__sandbox".into(), "--workspace".into()];
+    a.push(spec.workspace.clone().into());
+    a.push("--tmp".into());
+    a.push(spec.tmp.clone().into());
+    for w in &spec.write {
+        a.push("--write".into());
+        a.push(w.clone().into());
     }
+    for r in &spec.readonly {
+        a.push("--readonly".into());
+        a.push(r.clone().into());
+    }
+    if spec.network {
+        a.push("--network".into());
+    }
+    a
 }
 
 /// Asks the wrapper what it can enforce here.
 #[must_use]
-pub fn probe(exe: &std::path::Path, workspace: &std::path::Path, network: bool) -> SandboxStatus {
-    let mut c = std::process::Command::new(exe);
-    c.arg("__sandbox")
+pub fn probe(workspace: &Path, network: bool) -> Report {
+    let spec = spec_for(workspace, network, false);
+    let _ = std::fs::create_dir_all(&spec.tmp);
+    let out = std::process::Command::new(wrapper_program())
+        .args(wrapper_args(&spec))
         .arg("--probe")
-        .arg("--write")
-        .arg(workspace);
-    if network {
-        c.arg("--network");
+        .arg("--")
+        .arg("true")
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) => serde_json::from_slice::<Report>(&o.stdout).unwrap_or_else(|_| {
+            Report::unavailable(format!(
+                "the sandbox probe answered {:?}",
+                String::from_utf8_lossy(&o.stdout).trim()
+            ))
+        }),
+        Err(e) => Report::unavailable(format!("cannot run the sandbox probe: {e}")),
     }
-    match c.arg("--").arg("true").output() {
-        Ok(out) => {
-            let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            match text.split_once(": ") {
-                _ if text == "full" => SandboxStatus::Full,
-                Some(("partial", why)) => SandboxStatus::Partial(why.to_string()),
-                Some((_, why)) => SandboxStatus::Unavailable(why.to_string()),
-                None => SandboxStatus::Unavailable(format!("the probe answered \"{text}\"")),
+}
+
+/// The arguments of `keyless-host __sandbox`.
+#[derive(Debug, Clone)]
+pub struct WrapperArgs {
+    pub workspace: PathBuf,
+    pub tmp: PathBuf,
+    pub write: Vec<PathBuf>,
+    pub readonly: Vec<PathBuf>,
+    pub network: bool,
+    pub probe: bool,
+    pub command: String,
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::{Report, WrapperArgs};
+    use nix::mount::{mount, MsFlags};
+    use nix::sched::{unshare, CloneFlags};
+    use nix::sys::signal::Signal;
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    use nix::unistd::{getgid, getuid, Pid};
+    use std::path::{Path, PathBuf};
+
+    /// Enters new mount and PID namespaces (and a user namespace when not root). The PID
+    /// namespace applies to the children started afterwards.
+    fn enter_namespaces() -> Result<(), String> {
+        let root = getuid().is_root();
+        let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+        if !root {
+            flags |= CloneFlags::CLONE_NEWUSER;
+        }
+        let (uid, gid) = (getuid(), getgid());
+        unshare(flags).map_err(|e| format!("namespaces unavailable ({e})"))?;
+        if !root {
+            // Keep the user's own ids: files created stay theirs, and no root appears inside.
+            std::fs::write("/proc/self/setgroups", "deny")
+                .map_err(|e| format!("setgroups: {e}"))?;
+            std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1"))
+                .map_err(|e| format!("uid_map: {e}"))?;
+            std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"))
+                .map_err(|e| format!("gid_map: {e}"))?;
+        }
+        // Our mounts must never propagate back to the host.
+        mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&str>,
+        )
+        .map_err(|e| format!("private mounts: {e}"))
+    }
+
+    /// The flags a read-only remount must keep (a user namespace may not drop locked ones).
+    fn kept_flags(path: &Path) -> MsFlags {
+        use nix::sys::statvfs::{statvfs, FsFlags};
+        let mut f = MsFlags::empty();
+        if let Ok(s) = statvfs(path) {
+            let fl = s.flags();
+            for (st, ms) in [
+                (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+                (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+                (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+                (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+                (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+                (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+            ] {
+                if fl.contains(st) {
+                    f |= ms;
+                }
             }
         }
-        Err(e) => SandboxStatus::Unavailable(format!("cannot run the sandbox probe: {e}")),
+        f
+    }
+
+    fn bind(path: &Path, readonly: bool) -> Result<(), String> {
+        mount(
+            Some(path),
+            path,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| format!("bind {}: {e}", path.display()))?;
+        // A bind mount copies the flags of the mount it comes from, so a writable one inside a
+        // read-only folder must be remounted writable explicitly.
+        let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | kept_flags(path);
+        if readonly {
+            flags |= MsFlags::MS_RDONLY;
+        } else {
+            flags.remove(MsFlags::MS_RDONLY);
+        }
+        mount(None::<&str>, path, None::<&str>, flags, None::<&str>)
+            .map_err(|e| format!("remount {}: {e}", path.display()))?;
+        Ok(())
+    }
+
+    /// Read-only bind mounts over the protected paths, then the private temp folder writable again
+    /// (it lives under `.agent`).
+    fn protect(a: &WrapperArgs) -> Result<(), String> {
+        let writable: Vec<&Path> = std::iter::once(a.workspace.as_path())
+            .chain(std::iter::once(a.tmp.as_path()))
+            .chain(a.write.iter().map(PathBuf::as_path))
+            .collect();
+        for p in &a.readonly {
+            // Only what exists and what a writable folder holds needs a mount.
+            let Ok(meta) = std::fs::symlink_metadata(p) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() || !writable.iter().any(|w| p.starts_with(w)) {
+                continue;
+            }
+            bind(p, true)?;
+        }
+        if a.tmp.is_dir() && a.readonly.iter().any(|r| a.tmp.starts_with(r)) {
+            bind(&a.tmp, false)?;
+        }
+        Ok(())
+    }
+
+    /// Landlock at the best ABI the kernel offers. Returns (ABI in use, fully enforced).
+    fn landlock(a: &WrapperArgs) -> Result<(u32, bool), String> {
+        use landlock::{
+            path_beneath_rules, Access, AccessFs, AccessNet, LandlockStatus, Ruleset, RulesetAttr,
+            RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+        };
+        let abi = ABI::V10;
+        let mut ruleset = Ruleset::default()
+            .handle_access(AccessFs::from_all(abi))
+            .map_err(|e| e.to_string())?
+            .scope(Scope::from_all(abi))
+            .map_err(|e| e.to_string())?;
+        if !a.network {
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(abi))
+                .map_err(|e| e.to_string())?;
+        }
+        let devices = [
+            "/dev/null",
+            "/dev/zero",
+            "/dev/full",
+            "/dev/tty",
+            "/dev/random",
+            "/dev/urandom",
+            "/dev/ptmx",
+            "/dev/pts",
+        ];
+        let mut writable: Vec<&Path> = vec![a.workspace.as_path(), a.tmp.as_path()];
+        writable.extend(a.write.iter().map(PathBuf::as_path));
+        let status = ruleset
+            .create()
+            .map_err(|e| e.to_string())?
+            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+            .map_err(|e| e.to_string())?
+            .add_rules(path_beneath_rules(&writable, AccessFs::from_all(abi)))
+            .map_err(|e| e.to_string())?
+            .add_rules(path_beneath_rules(devices, AccessFs::from_all(abi)))
+            .map_err(|e| e.to_string())?
+            .restrict_self()
+            .map_err(|e| e.to_string())?;
+        let in_use = match status.landlock {
+            LandlockStatus::Available { effective_abi, .. } => effective_abi as u32,
+            _ => 0,
+        };
+        // Best effort asks for the rights of every ABI this crate knows; what the kernel lacks is
+        // named by its ABI. Everything keyless relies on (files, TCP, signal and abstract-socket
+        // scoping) is there from ABI 6.
+        Ok(match status.ruleset {
+            RulesetStatus::NotEnforced => (0, false),
+            RulesetStatus::PartiallyEnforced | RulesetStatus::FullyEnforced => {
+                (in_use, in_use >= 6)
+            }
+        })
+    }
+
+    /// The seccomp filter: no sockets but Unix ones (Unix, IP and netlink when the network is
+    /// allowed), and none of the calls that could undo the confinement.
+    fn seccomp(network: bool) -> Result<(), String> {
+        use seccompiler::{
+            BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+            SeccompFilter, SeccompRule,
+        };
+        use std::collections::BTreeMap;
+        // x32 system calls reach the kernel with this bit set and the x86_64 architecture.
+        const X32: i64 = 0x4000_0000;
+        let allowed_domains: &[i32] = if network {
+            &[
+                nix::libc::AF_UNIX,
+                nix::libc::AF_INET,
+                nix::libc::AF_INET6,
+                nix::libc::AF_NETLINK,
+            ]
+        } else {
+            &[nix::libc::AF_UNIX]
+        };
+        let socket_rule = || -> Result<Vec<SeccompRule>, String> {
+            // One rule that matches when the domain is none of the allowed ones.
+            let conds = allowed_domains
+                .iter()
+                .map(|d| {
+                    SeccompCondition::new(
+                        0,
+                        SeccompCmpArgLen::Dword,
+                        SeccompCmpOp::Ne,
+                        u64::try_from(*d).unwrap_or(0),
+                    )
+                    .map_err(|e| e.to_string())
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(vec![SeccompRule::new(conds).map_err(|e| e.to_string())?])
+        };
+        let denied: &[i64] = &[
+            nix::libc::SYS_mount,
+            nix::libc::SYS_umount2,
+            nix::libc::SYS_pivot_root,
+            nix::libc::SYS_unshare,
+            nix::libc::SYS_setns,
+            nix::libc::SYS_move_mount,
+            nix::libc::SYS_open_tree,
+            nix::libc::SYS_fsopen,
+            nix::libc::SYS_fsmount,
+            nix::libc::SYS_fsconfig,
+            nix::libc::SYS_fspick,
+            nix::libc::SYS_mount_setattr,
+            nix::libc::SYS_io_uring_setup,
+            nix::libc::SYS_io_uring_enter,
+            nix::libc::SYS_io_uring_register,
+            nix::libc::SYS_bpf,
+            nix::libc::SYS_perf_event_open,
+            nix::libc::SYS_keyctl,
+            nix::libc::SYS_add_key,
+            nix::libc::SYS_request_key,
+            nix::libc::SYS_init_module,
+            nix::libc::SYS_finit_module,
+            nix::libc::SYS_delete_module,
+            nix::libc::SYS_kexec_load,
+            nix::libc::SYS_open_by_handle_at,
+            nix::libc::SYS_name_to_handle_at,
+            nix::libc::SYS_process_vm_writev,
+            nix::libc::SYS_userfaultfd,
+        ];
+        let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+        for nr in [nix::libc::SYS_socket, nix::libc::SYS_socket | X32] {
+            rules.insert(nr, socket_rule()?);
+        }
+        for nr in denied {
+            rules.insert(*nr, Vec::new());
+            rules.insert(*nr | X32, Vec::new());
+        }
+        let arch = std::env::consts::ARCH
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| e.to_string())?;
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(u32::try_from(nix::libc::EPERM).unwrap_or(1)),
+            arch,
+        )
+        .map_err(|e| e.to_string())?;
+        let program: BpfProgram = filter
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| e.to_string())?;
+        nix::sys::prctl::set_no_new_privs().map_err(|e| e.to_string())?;
+        seccompiler::apply_filter(&program).map_err(|e| e.to_string())
+    }
+
+    /// Confines this process (and so every child). Returns what holds.
+    pub fn confine(a: &WrapperArgs) -> Result<Report, String> {
+        let mut r = Report {
+            network: a.network,
+            ..Report::default()
+        };
+        // Die with the host.
+        let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+        match enter_namespaces() {
+            Ok(()) => {
+                protect(a)?;
+                r.namespaces = true;
+            }
+            Err(why) => r.missing.push(format!(
+                "{why}: .git and .agent are not write-protected and background processes may outlive their command"
+            )),
+        }
+        match landlock(a) {
+            Ok((abi, full)) => {
+                r.landlock_abi = abi;
+                r.landlock_full = full;
+                if abi == 0 {
+                    r.missing.push("this kernel does not offer Landlock".into());
+                } else if !full {
+                    r.missing.push(format!(
+                        "Landlock ABI {abi}{}{}",
+                        if abi < 4 { " cannot restrict TCP" } else { "" },
+                        " cannot scope signals and abstract Unix sockets (ABI 6)"
+                    ));
+                }
+            }
+            Err(e) => return Err(format!("Landlock: {e}")),
+        }
+        match seccomp(a.network) {
+            Ok(()) => r.seccomp = true,
+            Err(e) => r.missing.push(format!("seccomp unavailable ({e})")),
+        }
+        Ok(r)
+    }
+
+    /// Without a PID namespace: become the subreaper of the command's processes, so that those
+    /// still running when it ends can be found and killed.
+    pub fn subreaper() {
+        let _ = nix::sys::prctl::set_child_subreaper(true);
+    }
+
+    /// Kills every process left below this one (orphans are reparented here as the subreaper),
+    /// and reaps them.
+    pub fn kill_descendants() {
+        let me = std::process::id();
+        for _ in 0..50 {
+            let children = children_of(me);
+            if children.is_empty() {
+                break;
+            }
+            for c in &children {
+                let _ = nix::sys::signal::kill(Pid::from_raw(*c), Signal::SIGKILL);
+            }
+            while let Ok(s) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                if s == WaitStatus::StillAlive {
+                    break;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    fn children_of(pid: u32) -> Vec<i32> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .ok()
+                    .and_then(|s| {
+                        // pid (comm) state ppid …; comm may hold spaces and parentheses.
+                        let rest = s.rsplit_once(')')?.1;
+                        rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                    })
+                    == Some(pid)
+            })
+            .collect()
+    }
+
+    /// `__sandbox-init`: PID 1 of the command's namespace. Runs the command, reaps every orphan,
+    /// and exits with the command's status; the kernel then kills whatever is left.
+    pub fn init_main(parent: u32, command: &str) -> std::process::ExitCode {
+        let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+        // The wrapper may have died before the line above: then stop here.
+        if !Path::new(&format!("/proc/{parent}")).exists() {
+            return std::process::ExitCode::from(137);
+        }
+        let child = match std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(command)
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("keyless sandbox: cannot start /bin/sh: {e}");
+                return std::process::ExitCode::from(126);
+            }
+        };
+        let main = Pid::from_raw(i32::try_from(child.id()).unwrap_or(-1));
+        loop {
+            match waitpid(None, None) {
+                Ok(WaitStatus::Exited(p, code)) if p == main => {
+                    return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
+                }
+                Ok(WaitStatus::Signaled(p, sig, _)) if p == main => {
+                    return std::process::ExitCode::from(
+                        128u8.saturating_add(u8::try_from(sig as i32).unwrap_or(0)),
+                    )
+                }
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => return std::process::ExitCode::from(1),
+            }
+        }
+    }
+}
+
+fn exit_status_code(status: std::process::ExitStatus) -> std::process::ExitCode {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            return std::process::ExitCode::from(
+                128u8.saturating_add(u8::try_from(sig).unwrap_or(0)),
+            );
+        }
+    }
+    std::process::ExitCode::from(u8::try_from(status.code().unwrap_or(1)).unwrap_or(1))
+}
+
+/// `keyless-host __sandbox …`: confine, then run the command (or, with `--probe`, print what
+/// holds as JSON and exit).
+#[must_use]
+pub fn wrapper_main(a: &WrapperArgs) -> std::process::ExitCode {
+    #[cfg(target_os = "linux")]
+    {
+        let report = match linux::confine(a) {
+            Ok(r) => r,
+            Err(e) => {
+                if a.probe {
+                    println!(
+                        "{}",
+                        serde_json::to_string(&Report::unavailable(e)).unwrap_or_default()
+                    );
+                    return std::process::ExitCode::SUCCESS;
+                }
+                eprintln!("keyless sandbox: {e}");
+                return std::process::ExitCode::from(126);
+            }
+        };
+        if a.probe {
+            println!("{}", serde_json::to_string(&report).unwrap_or_default());
+            return std::process::ExitCode::SUCCESS;
+        }
+        let child = if report.namespaces {
+            // The first child becomes PID 1 of the new PID namespace.
+            std::process::Command::new(wrapper_program())
+                .arg("__sandbox-init")
+                .arg("--parent")
+                .arg(std::process::id().to_string())
+                .arg("--")
+                .arg(&a.command)
+                .spawn()
+        } else {
+            linux::subreaper();
+            std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(&a.command)
+                .spawn()
+        };
+        let status = match child.and_then(|mut c| c.wait()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("keyless sandbox: cannot start the command: {e}");
+                return std::process::ExitCode::from(126);
+            }
+        };
+        if !report.namespaces {
+            linux::kill_descendants();
+        }
+        exit_status_code(status)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        if a.probe {
+            println!(
+                "{}",
+                serde_json::to_string(&Report::unavailable("the sandbox is Linux-only"))
+                    .unwrap_or_default()
+            );
+            return std::process::ExitCode::SUCCESS;
+        }
+        match std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&a.command)
+            .status()
+        {
+            Ok(s) => exit_status_code(s),
+            Err(_) => std::process::ExitCode::from(126),
+        }
+    }
+}
+
+/// `keyless-host __sandbox-init --parent PID -- COMMAND` (see the module docs).
+#[must_use]
+pub fn init_main(parent: u32, command: &str) -> std::process::ExitCode {
+    #[cfg(target_os = "linux")]
+    {
+        linux::init_main(parent, command)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = parent;
+        match std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(command)
+            .status()
+        {
+            Ok(s) => exit_status_code(s),
+            Err(_) => std::process::ExitCode::from(126),
+        }
     }
 }

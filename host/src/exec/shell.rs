@@ -91,30 +91,17 @@ fn kill_group(pid: u32) {
 #[cfg(not(unix))]
 fn kill_group(_pid: u32) {}
 
-/// How to confine a command: the host binary that acts as the Landlock wrapper, the folders it may
-/// write, and whether it may use the network.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Confinement {
-    pub wrapper: std::path::PathBuf,
-    pub write: Vec<std::path::PathBuf>,
-    pub network: bool,
-}
-
-fn shell_command(line: &str, confine: Option<&Confinement>) -> Command {
+fn shell_command(line: &str, confine: Option<&super::sandbox::Spec>) -> Command {
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
         let mut c = match confine {
-            Some(cf) => {
-                let mut c = Command::new(&cf.wrapper);
-                c.arg("__sandbox");
-                for w in &cf.write {
-                    c.arg("--write").arg(w);
-                }
-                if cf.network {
-                    c.arg("--network");
-                }
-                c.arg("--").arg(line);
+            Some(spec) => {
+                let mut c = Command::new(super::sandbox::wrapper_program());
+                c.args(super::sandbox::wrapper_args(spec))
+                    .arg("--")
+                    .arg(line)
+                    .env("TMPDIR", &spec.tmp);
                 c
             }
             None => {
@@ -135,19 +122,29 @@ fn shell_command(line: &str, confine: Option<&Confinement>) -> Command {
     }
 }
 
-/// Runs `line` in `cwd`. `on_output` sees every chunk as it arrives (for live output).
+/// How often the runner looks at the clock and the cancel flag, whatever the command prints.
+const TICK: Duration = Duration::from_millis(20);
+
+/// Runs `line` in `cwd`, confined by `confine` when given. `on_output` sees every chunk as it
+/// arrives (for live output) and returns false to cancel the command.
+///
+/// The deadline and a cancel hold within [`TICK`] however much the command prints: the clock is
+/// read on every turn of the loop, not only when the output pauses.
 ///
 /// # Errors
 /// When the shell cannot be started.
 pub fn run(
     line: &str,
-    confine: Option<&Confinement>,
+    confine: Option<&super::sandbox::Spec>,
     cwd: &Path,
     timeout: Duration,
     max_output_chars: usize,
     mut on_output: impl FnMut(&str) -> bool,
 ) -> std::io::Result<ShellOutput> {
     let start = Instant::now();
+    if let Some(spec) = confine {
+        std::fs::create_dir_all(&spec.tmp)?;
+    }
     let mut child = shell_command(line, confine)
         .current_dir(cwd)
         .env("KEYLESS", "1")
@@ -171,50 +168,53 @@ pub fn run(
     let mut status = None;
     let mut exited_at: Option<Instant> = None;
     loop {
-        match rx.recv_timeout(Duration::from_millis(20)) {
-            Ok(chunk) => {
-                if !on_output(&chunk) && status.is_none() {
-                    cancelled = true;
-                }
-                cap.push(&chunk);
-                continue;
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                if status.is_some() {
-                    break;
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if !on_output("") && status.is_none() {
-                    cancelled = true;
-                }
-            }
-        }
+        let now = Instant::now();
         if status.is_none() {
             status = child.try_wait()?;
             if status.is_some() {
-                exited_at = Some(Instant::now());
+                exited_at = Some(now);
             }
         }
-        let now = Instant::now();
-        if status.is_none() && cancelled {
-            kill_group(pid);
-            let _ = child.kill();
-            status = Some(child.wait()?);
-            exited_at = Some(now);
-        }
-        if status.is_none() && now >= deadline {
-            timed_out = true;
+        if status.is_none() && (cancelled || now >= deadline) {
+            timed_out = !cancelled;
             kill_group(pid);
             let _ = child.kill();
             status = Some(child.wait()?);
             exited_at = Some(now);
         }
         // A background process still holds the pipes open: give it a moment, then end the group.
-        if exited_at.is_some_and(|t| now.duration_since(t) > Duration::from_millis(500)) {
-            kill_group(pid);
-            if exited_at.is_some_and(|t| now.duration_since(t) > Duration::from_secs(2)) {
+        if let Some(t) = exited_at {
+            let since = now.duration_since(t);
+            if since > Duration::from_millis(500) {
+                kill_group(pid);
+            }
+            if since > Duration::from_secs(2) {
                 break;
+            }
+        }
+        let wait = if status.is_none() {
+            TICK.min(deadline.saturating_duration_since(now))
+        } else {
+            TICK
+        };
+        match rx.recv_timeout(wait.max(Duration::from_millis(1))) {
+            Ok(chunk) => {
+                if !on_output(&chunk) && status.is_none() {
+                    cancelled = true;
+                }
+                cap.push(&chunk);
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                if status.is_some() {
+                    break;
+                }
+                // Both pipes are closed but the process lives on: wait for it without spinning.
+                std::thread::sleep(TICK);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if !on_output("") && status.is_none() {
+                    cancelled = true;
+                }
             }
         }
     }
@@ -225,7 +225,7 @@ pub fn run(
     }
     let code = status.and_then(|s| s.code());
     Ok(ShellOutput {
-        exit_code: if timed_out { None } else { code },
+        exit_code: if timed_out || cancelled { None } else { code },
         duration: start.elapsed(),
         output: cap.finish(),
         timed_out,

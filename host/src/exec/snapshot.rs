@@ -29,10 +29,15 @@ fn clean(line: &str) -> String {
     keyless_core::text::truncate_chars(out.trim(), 60)
 }
 
-fn probe_tool(tool: &str) -> Option<String> {
+fn probe_tool(tool: &str, workspace: &Path) -> Option<String> {
+    // Only from PATH folders the model cannot write, and run outside the workspace: a tool may
+    // read settings from its working folder (rust-toolchain.toml, .npmrc, go.mod …).
+    let program = super::programs::trusted(tool, workspace)?;
+    let neutral = std::env::temp_dir();
     for arg in ["--version", "version"] {
-        let out = std::process::Command::new(tool)
+        let out = std::process::Command::new(&program)
             .arg(arg)
+            .current_dir(&neutral)
             .stdin(std::process::Stdio::null())
             .output();
         match out {
@@ -56,18 +61,30 @@ fn probe_tool(tool: &str) -> Option<String> {
     Some("installed".into())
 }
 
-/// Runs the snapshot scripts, in name order.
+/// The folders snapshot scripts come from: the user's own (`<config>/keyless/snapshot`), then the
+/// workspace's `.agent/snapshot`.
+fn script_dirs(workspace: &Path) -> Vec<std::path::PathBuf> {
+    let mut v = Vec::new();
+    if let Some(cfg) =
+        crate::cli::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf))
+    {
+        v.push(cfg.join("snapshot"));
+    }
+    v.push(workspace.join(".agent").join("snapshot"));
+    v
+}
+
+/// Runs the snapshot scripts, in name order, each in the sandbox (network denied), like any
+/// command: a script is never trusted to run unconfined.
 fn scripts(workspace: &Path) -> Vec<(String, ScriptOutcome)> {
-    let dir = workspace.join(".agent").join("snapshot");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
+    let mut files: Vec<std::path::PathBuf> = script_dirs(workspace)
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|entries| entries.filter_map(Result::ok).map(|e| e.path()))
         .filter(|p| p.is_file())
         .collect();
-    files.sort();
+    files.sort_by_key(|p| p.file_name().map(std::ffi::OsStr::to_os_string));
+    let spec = super::sandbox::spec_for(workspace, false, false);
     files
         .into_iter()
         .map(|p| {
@@ -78,7 +95,7 @@ fn scripts(workspace: &Path) -> Vec<(String, ScriptOutcome)> {
             let line = format!("sh '{}'", p.display().to_string().replace('\'', "'\\''"));
             let outcome = match shell::run(
                 &line,
-                None,
+                Some(&spec),
                 workspace,
                 Duration::from_secs(10),
                 4_000,
@@ -103,9 +120,10 @@ fn scripts(workspace: &Path) -> Vec<(String, ScriptOutcome)> {
 /// status line, and records the missing tools in `exec` so a gated command can name them.
 #[must_use]
 pub fn gather_for(workspace: &Path, exec: &mut super::batch::ExecSettings) -> EnvSnapshot {
-    let sandbox = match &exec.sandbox {
-        Some(w) => super::sandbox::probe(w, workspace, exec.network).describe(exec.network),
-        None => "off".to_string(),
+    let sandbox = if exec.sandbox {
+        super::sandbox::probe(workspace, exec.network).describe()
+    } else {
+        "off".to_string()
     };
     let snapshot = gather(workspace, sandbox);
     exec.missing_tools = snapshot.missing();
@@ -117,7 +135,13 @@ pub fn gather_for(workspace: &Path, exec: &mut super::batch::ExecSettings) -> En
 pub fn gather(workspace: &Path, sandbox: String) -> EnvSnapshot {
     let handles: Vec<_> = PROBED_TOOLS
         .iter()
-        .map(|t| (t.to_string(), std::thread::spawn(move || probe_tool(t))))
+        .map(|t| {
+            let ws = workspace.to_path_buf();
+            (
+                t.to_string(),
+                std::thread::spawn(move || probe_tool(t, &ws)),
+            )
+        })
         .collect();
     let tools = handles
         .into_iter()

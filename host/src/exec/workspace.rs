@@ -1,37 +1,89 @@
-//! The workspace: every path goes through [`Workspace::resolve`], writes are atomic, and anything
-//! overwritten or removed is backed up first.
+//! The workspace: every file command resolves its path beneath a directory handle, writes are
+//! atomic, and anything overwritten or removed is backed up first.
+//!
+//! No check is followed by a use of the same path: [`Workspace::resolve`] walks the path one
+//! segment at a time with handle-relative, no-follow opens (cap-std, `openat` beneath the
+//! workspace handle). A symlink is read, resolved as a workspace path, checked against the path
+//! rules, and the walk restarts from the root; it is never followed by the kernel. The operation
+//! itself then runs on the handle of the target's folder, so a folder swapped for a symlink
+//! between the check and the write makes the write fail instead of landing outside.
 
 use super::Failure;
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, OpenOptions};
 use keyless_core::Code;
-use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// keyless's own folder inside the workspace.
 pub const AGENT_DIR: &str = ".agent";
-
-#[derive(Debug, Clone)]
-pub struct Workspace {
-    root: PathBuf,
-}
+/// The workspace settings file, written only by the user.
+pub const SETTINGS_FILE: &str = "keyless.json";
+/// How many symlinks one path may pass through.
+const MAX_SYMLINKS: usize = 40;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A path resolved beneath the workspace: its workspace-relative form with every symlink
+/// resolved, split into the folder and the last name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The resolved workspace-relative path (`/`-separated).
+    pub rel: String,
+    /// Its folder, workspace-relative (empty for the root).
+    pub dir: String,
+    /// The last segment.
+    pub name: String,
+}
+
+#[derive(Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    dir: Dir,
+    /// Absolute paths keyless owns that may sit inside the workspace (the user's keyless config
+    /// folder, the host binary): file commands never write there.
+    protected: Vec<PathBuf>,
+}
+
+fn nofollow_read() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.read(true).follow(FollowSymlinks::No);
+    o
+}
+
+fn outside(rel: &str, why: impl std::fmt::Display) -> Failure {
+    Failure::new(Code::PathOutside, format!("{rel}: {why}"))
+}
 
 impl Workspace {
     /// Opens a workspace folder (it must exist).
     ///
     /// # Errors
-    /// When the folder does not exist or cannot be resolved.
+    /// When the folder does not exist or cannot be opened.
     pub fn open(dir: &Path) -> io::Result<Self> {
-        let root = fs::canonicalize(dir)?;
+        let root = std::fs::canonicalize(dir)?;
         if !root.is_dir() {
             return Err(io::Error::new(
                 io::ErrorKind::NotADirectory,
                 format!("{} is not a folder", root.display()),
             ));
         }
-        Ok(Self { root })
+        let handle = Dir::open_ambient_dir(&root, cap_std::ambient_authority())?;
+        let mut protected = Vec::new();
+        if let Some(cfg) =
+            crate::cli::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf))
+        {
+            protected.push(std::fs::canonicalize(&cfg).unwrap_or(cfg));
+        }
+        if let Ok(exe) = std::env::current_exe() {
+            protected.push(std::fs::canonicalize(&exe).unwrap_or(exe));
+        }
+        Ok(Self {
+            root,
+            dir: handle,
+            protected,
+        })
     }
 
     #[must_use]
@@ -39,70 +91,194 @@ impl Workspace {
         &self.root
     }
 
-    /// Resolves a workspace-relative path. Applies the path rules, then walks the path one segment
-    /// at a time: a symlink is followed only when its target stays inside the workspace and out of
-    /// `.git` and `.agent`.
+    /// Resolves a workspace-relative path (see the module docs).
     ///
     /// # Errors
-    /// KA_PATH_OUTSIDE for a path that breaks the rules or escapes; KA_FILE_IO when a segment cannot
-    /// be inspected.
-    pub fn resolve(&self, rel: &str) -> Result<PathBuf, Failure> {
-        let norm = keyless_core::path::normalize(rel)
-            .map_err(|p| Failure::new(Code::PathOutside, format!("{rel}: {p}")))?;
-        let mut cur = self.root.clone();
-        let mut segments = norm.split('/').peekable();
-        while let Some(seg) = segments.next() {
-            cur.push(seg);
-            match fs::symlink_metadata(&cur) {
+    /// KA_PATH_OUTSIDE for a path that breaks the rules or leaves the workspace through a
+    /// symlink; KA_FILE_IO when a segment cannot be inspected.
+    pub fn resolve(&self, rel: &str) -> Result<Target, Failure> {
+        let norm = keyless_core::path::normalize(rel).map_err(|p| outside(rel, p))?;
+        let mut pending: Vec<String> = norm.split('/').rev().map(str::to_string).collect();
+        let mut done: Vec<String> = Vec::new();
+        let mut hops = 0;
+        let mut dir = self
+            .dir
+            .try_clone()
+            .map_err(|e| Failure::io("cannot open the workspace for", rel, &e))?;
+        // Once a segment is missing, the rest cannot hold a symlink: it is only named.
+        let mut missing = false;
+        while let Some(seg) = pending.pop() {
+            if missing {
+                done.push(seg);
+                continue;
+            }
+            match dir.symlink_metadata(&seg) {
                 Ok(m) if m.file_type().is_symlink() => {
-                    let target = fs::canonicalize(&cur).map_err(|_| {
-                        Failure::new(
-                            Code::PathOutside,
-                            format!(
-                                "{rel}: {} is a symlink whose target does not exist",
-                                self.display(&cur)
-                            ),
-                        )
-                    })?;
-                    self.check_inside(rel, &target)?;
-                    cur = target;
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    // The rest does not exist yet, so it cannot hold a symlink.
-                    for rest in segments.by_ref() {
-                        cur.push(rest);
+                    hops += 1;
+                    if hops > MAX_SYMLINKS {
+                        return Err(outside(rel, "too many symlinks"));
                     }
-                    break;
+                    let link = dir
+                        .read_link_contents(&seg)
+                        .map_err(|e| Failure::io("cannot read the symlink in", rel, &e))?;
+                    let joined = self.link_target(rel, &done, &link)?;
+                    // Restart from the root with the link's target in place of the segment.
+                    for s in joined.iter().rev() {
+                        pending.push(s.clone());
+                    }
+                    done.clear();
+                    dir = self
+                        .dir
+                        .try_clone()
+                        .map_err(|e| Failure::io("cannot open the workspace for", rel, &e))?;
+                }
+                Ok(m) if m.is_dir() && !pending.is_empty() => {
+                    dir = dir.open_dir_nofollow(&seg).map_err(|e| {
+                        outside(rel, format!("{seg} changed while it was resolved ({e})"))
+                    })?;
+                    done.push(seg);
+                }
+                Ok(_) if !pending.is_empty() => {
+                    return Err(Failure::new(
+                        Code::FileIo,
+                        format!("{rel}: {} is a file, not a folder", done_path(&done, &seg)),
+                    ))
+                }
+                Ok(_) => done.push(seg),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    missing = true;
+                    done.push(seg);
                 }
                 Err(e) => return Err(Failure::io("cannot inspect", rel, &e)),
             }
         }
-        Ok(cur)
+        let name = done
+            .pop()
+            .ok_or_else(|| outside(rel, "the path names the workspace root"))?;
+        let t = Target {
+            rel: if done.is_empty() {
+                name.clone()
+            } else {
+                format!("{}/{name}", done.join("/"))
+            },
+            dir: done.join("/"),
+            name,
+        };
+        Ok(t)
     }
 
-    fn check_inside(&self, rel: &str, target: &Path) -> Result<(), Failure> {
-        let Ok(inside) = target.strip_prefix(&self.root) else {
-            return Err(Failure::new(
-                Code::PathOutside,
-                format!(
-                    "{rel}: follows a symlink out of the workspace (to {})",
-                    target.display()
-                ),
-            ));
+    /// A symlink's target as workspace segments, or KA_PATH_OUTSIDE when it leaves the workspace
+    /// or enters `.git`/`.agent`.
+    fn link_target(&self, rel: &str, at: &[String], link: &Path) -> Result<Vec<String>, Failure> {
+        let text = link.to_string_lossy().replace('\\', "/");
+        let mut out: Vec<String> = if link.is_absolute() {
+            let inside = Path::new(&text).strip_prefix(&self.root).map_err(|_| {
+                outside(
+                    rel,
+                    format!("follows a symlink out of the workspace (to {text})"),
+                )
+            })?;
+            inside
+                .to_string_lossy()
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        } else {
+            at.to_vec()
         };
-        let reserved = inside.components().any(|c| {
-            let s = c.as_os_str().to_string_lossy().to_ascii_lowercase();
-            let s = s.trim_end_matches(['.', ' ']);
-            s == ".git" || s == ".agent"
-        });
-        if reserved {
-            return Err(Failure::new(
-                Code::PathOutside,
-                format!("{rel}: follows a symlink into .git or .agent"),
+        if !link.is_absolute() {
+            for s in text.split('/') {
+                match s {
+                    "" | "." => {}
+                    ".." => {
+                        if out.pop().is_none() {
+                            return Err(outside(
+                                rel,
+                                format!("follows a symlink out of the workspace (to {text})"),
+                            ));
+                        }
+                    }
+                    s => out.push(s.to_string()),
+                }
+            }
+        }
+        if out.is_empty() {
+            return Err(outside(rel, "follows a symlink to the workspace root"));
+        }
+        keyless_core::path::normalize(&out.join("/"))
+            .map_err(|_| outside(rel, "follows a symlink into .git or .agent"))?;
+        Ok(out)
+    }
+
+    /// Refuses writes to keyless's own files: `keyless.json` at the root, and the user's config
+    /// folder or the host binary when the workspace holds them.
+    ///
+    /// # Errors
+    /// KA_PATH_OUTSIDE.
+    pub fn check_writable(&self, t: &Target) -> Result<(), Failure> {
+        if t.rel.eq_ignore_ascii_case(SETTINGS_FILE) {
+            return Err(outside(
+                &t.rel,
+                "keyless.json holds keyless's own settings; only the user edits it",
+            ));
+        }
+        let abs = self.root.join(&t.rel);
+        if let Some(p) = self
+            .protected
+            .iter()
+            .find(|p| abs.starts_with(p) || p.starts_with(&abs))
+        {
+            return Err(outside(
+                &t.rel,
+                format!("{} belongs to keyless itself", p.display()),
             ));
         }
         Ok(())
+    }
+
+    /// The handle of a target's folder. With `create`, missing folders are made (never through
+    /// a symlink: a segment that is one now fails).
+    ///
+    /// # Errors
+    /// KA_FILE_IO, or KA_PATH_OUTSIDE when the folder changed into a symlink since it was resolved.
+    pub fn dir_of(&self, t: &Target, create: bool) -> Result<Dir, Failure> {
+        self.open_dir(&t.dir, create, &t.rel)
+    }
+
+    fn open_dir(&self, dir: &str, create: bool, rel: &str) -> Result<Dir, Failure> {
+        let mut d = self
+            .dir
+            .try_clone()
+            .map_err(|e| Failure::io("cannot open the workspace for", rel, &e))?;
+        for seg in dir.split('/').filter(|s| !s.is_empty()) {
+            d = match d.open_dir_nofollow(seg) {
+                Ok(next) => next,
+                Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
+                    match d.create_dir(seg) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(Failure::io("cannot create the folder for", rel, &e)),
+                    }
+                    d.open_dir_nofollow(seg).map_err(|e| {
+                        outside(rel, format!("{seg} changed while it was created ({e})"))
+                    })?
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(Failure::new(
+                        Code::FileNotFound,
+                        format!("{rel} does not exist"),
+                    ))
+                }
+                Err(e) => {
+                    return Err(outside(
+                        rel,
+                        format!("{seg} is not a plain folder any more ({e})"),
+                    ))
+                }
+            };
+        }
+        Ok(d)
     }
 
     /// A path for messages: relative to the workspace when inside it.
@@ -112,36 +288,268 @@ impl Workspace {
             .map_or_else(|_| p.display().to_string(), |r| r.display().to_string())
     }
 
-    /// The `.agent` folder, created on first use and excluded from git.
+    /// The `.agent` folder's handle, created on first use (never through a symlink).
+    ///
+    /// # Errors
+    /// When the folder cannot be created, or `.agent` is not a plain folder.
+    pub fn agent(&self) -> io::Result<Dir> {
+        match self.dir.create_dir(AGENT_DIR) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        self.dir.open_dir_nofollow(AGENT_DIR).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("{AGENT_DIR} is not a plain folder ({e}); keyless will not use it"),
+            )
+        })
+    }
+
+    /// The `.agent` folder, created on first use and excluded from git, with the start-up
+    /// leftovers of an interrupted write removed.
     ///
     /// # Errors
     /// When the folder cannot be created.
     pub fn agent_dir(&self) -> io::Result<PathBuf> {
-        let dir = self.root.join(AGENT_DIR);
-        fs::create_dir_all(&dir)?;
-        let exclude = self.root.join(".git").join("info").join("exclude");
-        if exclude.parent().is_some_and(Path::is_dir) {
-            let current = fs::read_to_string(&exclude).unwrap_or_default();
-            if !current
-                .lines()
-                .any(|l| l.trim() == "/.agent/" || l.trim() == ".agent/" || l.trim() == "/.agent")
-            {
-                let mut f = fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&exclude)?;
-                if !current.is_empty() && !current.ends_with('\n') {
-                    writeln!(f)?;
+        self.agent()?;
+        self.exclude_from_git()?;
+        Ok(self.root.join(AGENT_DIR))
+    }
+
+    /// Adds `/.agent/` and keyless's temp-file pattern to `.git/info/exclude`, through handles.
+    fn exclude_from_git(&self) -> io::Result<()> {
+        let Ok(git) = self.dir.open_dir_nofollow(".git") else {
+            return Ok(());
+        };
+        let Ok(info) = git.open_dir_nofollow("info") else {
+            return Ok(());
+        };
+        let mut current = String::new();
+        if let Ok(mut f) = info.open_with("exclude", &nofollow_read()) {
+            let _ = f.read_to_string(&mut current);
+        }
+        let wanted = ["/.agent/", TEMP_PATTERN];
+        let missing: Vec<&str> = wanted
+            .iter()
+            .copied()
+            .filter(|w| !current.lines().any(|l| l.trim() == *w))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut o = OpenOptions::new();
+        o.append(true).create(true).follow(FollowSymlinks::No);
+        let mut f = info.open_with("exclude", &o)?;
+        if !current.is_empty() && !current.ends_with('\n') {
+            writeln!(f)?;
+        }
+        for m in missing {
+            writeln!(f, "{m}")?;
+        }
+        Ok(())
+    }
+
+    /// Removes what an interrupted run left: `.agent/tmp` and temp files recorded in its journal.
+    pub fn clean_leftovers(&self) {
+        let Ok(agent) = self.agent() else { return };
+        if let Ok(text) = agent.read_to_string(JOURNAL) {
+            for rel in text.lines().filter(|l| !l.is_empty()) {
+                if let Ok(t) = self.resolve(rel) {
+                    if is_temp_name(&t.name) {
+                        if let Ok(d) = self.dir_of(&t, false) {
+                            let _ = d.remove_file(&t.name);
+                        }
+                    }
                 }
-                writeln!(f, "/.agent/")?;
+            }
+            let _ = agent.remove_file(JOURNAL);
+        }
+        let _ = agent.remove_dir_all("tmp");
+    }
+
+    /// Reads a target's bytes (a file, never through a symlink).
+    ///
+    /// # Errors
+    /// KA_FILE_NOT_FOUND, KA_FILE_IO (a folder, or unreadable).
+    pub fn read(&self, t: &Target) -> Result<Vec<u8>, Failure> {
+        let d = self.dir_of(t, false)?;
+        read_in(&d, t)
+    }
+
+    /// Writes `bytes` to a target atomically: a temp file beside keyless's own state (or, on
+    /// another filesystem, beside the target), flushed, then renamed over the target through the
+    /// folder's handle. The original's permissions are kept. `expect` guards against a concurrent
+    /// writer: when given, the target must still hold exactly these bytes just before the rename.
+    ///
+    /// # Errors
+    /// KA_FILE_IO; KA_FILE_CHANGED when the file changed since it was read. The target is then
+    /// untouched and the temp file removed.
+    pub fn write(&self, t: &Target, bytes: &[u8], expect: Option<&[u8]>) -> Result<(), Failure> {
+        let d = self.dir_of(t, true)?;
+        let perms = d
+            .symlink_metadata(&t.name)
+            .ok()
+            .filter(cap_std::fs::Metadata::is_file)
+            .map(|m| m.permissions());
+        let agent = self
+            .agent()
+            .map_err(|e| Failure::io("cannot prepare .agent for", &t.rel, &e))?;
+        let tmp_name = temp_name(&t.name);
+        // The temp file: in .agent/tmp when it can be renamed from there, else beside the target.
+        let tmp_dir = agent
+            .create_dir_all("tmp")
+            .and_then(|()| agent.open_dir_nofollow("tmp"))
+            .map_err(|e| Failure::io("cannot prepare .agent/tmp for", &t.rel, &e))?;
+        write_new(&tmp_dir, &tmp_name, bytes, perms.clone())
+            .map_err(|e| Failure::io("cannot write", &t.rel, &e))?;
+        let check = |d: &Dir| -> Result<(), Failure> {
+            if let Some(want) = expect {
+                let now = read_in(d, t).unwrap_or_default();
+                if now != want {
+                    return Err(Failure::new(
+                        Code::FileChanged,
+                        format!("{} changed on disk while the command ran (another program wrote it); nothing was written. Read it again, then retry.", t.rel),
+                    ));
+                }
+            }
+            Ok(())
+        };
+        if let Err(f) = check(&d) {
+            let _ = tmp_dir.remove_file(&tmp_name);
+            return Err(f);
+        }
+        // Hold the original open: a writer that appends between the check above and the rename
+        // below writes to it, and is seen after the rename.
+        let original = expect
+            .filter(|e| !e.is_empty())
+            .and_then(|_| d.open_with(&t.name, &nofollow_read()).ok());
+        match tmp_dir.rename(&tmp_name, &d, &t.name) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(18) => {
+                // EXDEV: the target is on another filesystem; write the temp file beside it.
+                let _ = tmp_dir.remove_file(&tmp_name);
+                let record = format!("{}\n", join_rel(&t.dir, &tmp_name));
+                let mut o = OpenOptions::new();
+                o.append(true).create(true).follow(FollowSymlinks::No);
+                if let Ok(mut j) = agent.open_with(JOURNAL, &o) {
+                    let _ = j.write_all(record.as_bytes());
+                }
+                write_new(&d, &tmp_name, bytes, perms)
+                    .map_err(|e| Failure::io("cannot write", &t.rel, &e))?;
+                if let Err(f) = check(&d) {
+                    let _ = d.remove_file(&tmp_name);
+                    return Err(f);
+                }
+                d.rename(&tmp_name, &d, &t.name).map_err(|e| {
+                    let _ = d.remove_file(&tmp_name);
+                    Failure::io("cannot write", &t.rel, &e)
+                })?;
+            }
+            Err(e) => {
+                let _ = tmp_dir.remove_file(&tmp_name);
+                return Err(Failure::io("cannot write", &t.rel, &e));
             }
         }
-        Ok(dir)
+        if let (Some(want), Some(mut f)) = (expect, original) {
+            // The original grew or changed after the check: put it back whole, with what the
+            // other writer added, and report the conflict.
+            let mut now = Vec::new();
+            if f.seek(io::SeekFrom::Start(0)).is_ok()
+                && f.read_to_end(&mut now).is_ok()
+                && now != want
+            {
+                let _ = self.write(t, &now, None);
+                return Err(Failure::new(
+                    Code::FileChanged,
+                    format!("{} changed on disk while the command ran (another program wrote it); its content is kept as the other program left it. Read it again, then retry.", t.rel),
+                ));
+            }
+        }
+        if let Ok(f) = d.open(".") {
+            let _ = f.sync_all();
+        }
+        Ok(())
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temp file in the same folder, flushed to disk, then
-/// renamed over the target. The original's permissions are kept. Parents must exist.
+/// Temp files carry this in their name: `.NAME.keyless-PID-N.tmp`.
+pub const TEMP_PATTERN: &str = "*.keyless-*.tmp";
+/// Temp files written beside their target are listed here until they are renamed.
+const JOURNAL: &str = "tmp-journal";
+
+fn temp_name(name: &str) -> String {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(".{name}.keyless-{}-{n}.tmp", std::process::id())
+}
+
+fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.contains(".keyless-") && name.ends_with(".tmp")
+}
+
+fn join_rel(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+fn done_path(done: &[String], seg: &str) -> String {
+    join_rel(&done.join("/"), seg)
+}
+
+fn read_in(d: &Dir, t: &Target) -> Result<Vec<u8>, Failure> {
+    match d.symlink_metadata(&t.name) {
+        Ok(m) if m.is_dir() => {
+            return Err(Failure::new(
+                Code::FileIo,
+                format!("{} is a folder, not a file", t.rel),
+            ))
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(Failure::new(
+                Code::FileNotFound,
+                format!("{} does not exist", t.rel),
+            ))
+        }
+        Err(e) => return Err(Failure::io("cannot read", &t.rel, &e)),
+    }
+    let mut f = d
+        .open_with(&t.name, &nofollow_read())
+        .map_err(|e| Failure::io("cannot read", &t.rel, &e))?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf)
+        .map_err(|e| Failure::io("cannot read", &t.rel, &e))?;
+    Ok(buf)
+}
+
+/// Creates `name` in `d` (it must not exist), writes and flushes it.
+fn write_new(
+    d: &Dir,
+    name: &str,
+    bytes: &[u8],
+    perms: Option<cap_std::fs::Permissions>,
+) -> io::Result<()> {
+    let mut o = OpenOptions::new();
+    o.write(true).create_new(true).follow(FollowSymlinks::No);
+    let result = (|| {
+        let mut f = d.open_with(name, &o)?;
+        f.write_all(bytes)?;
+        if let Some(p) = perms {
+            f.set_permissions(p)?;
+        }
+        f.sync_all()
+    })();
+    if result.is_err() {
+        let _ = d.remove_file(name);
+    }
+    result
+}
+
+/// Writes a file keyless owns outside the workspace (pairing, approvals) atomically: a temp file
+/// in the same folder, flushed, then renamed over the target. Parents must exist.
 ///
 /// # Errors
 /// Any I/O failure; the target is then untouched and the temp file removed.
@@ -153,29 +561,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.keyless-{}-{n}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        if let Ok(meta) = fs::metadata(path) {
-            fs::set_permissions(&tmp, meta.permissions())?;
-        }
-        fs::rename(&tmp, path)?;
-        #[cfg(unix)]
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    let d = Dir::open_ambient_dir(dir, cap_std::ambient_authority())?;
+    let perms = d.metadata(&name).ok().map(|m| m.permissions());
+    let tmp = temp_name(&name);
+    write_new(&d, &tmp, bytes, perms)?;
+    d.rename(&tmp, &d, &name).inspect_err(|_| {
+        let _ = d.remove_file(&tmp);
+    })?;
+    if let Ok(f) = d.open(".") {
+        let _ = f.sync_all();
     }
-    result
+    Ok(())
 }
 
 /// What a backup entry restores.
@@ -191,7 +587,8 @@ pub struct BackupEntry {
 /// The backups of one batch: `.agent/backups/<session>/<turn>-<batch>/<n>/<path>` plus a manifest.
 #[derive(Debug)]
 pub struct BatchBackup {
-    dir: PathBuf,
+    /// Relative to `.agent`.
+    dir: String,
     entries: Vec<BackupEntry>,
 }
 
@@ -199,37 +596,34 @@ impl BatchBackup {
     /// # Errors
     /// When the `.agent` folder cannot be created.
     pub fn new(ws: &Workspace, session: &str, turn: u32, batch: u32) -> io::Result<Self> {
-        let dir = ws
-            .agent_dir()?
-            .join("backups")
-            .join(session)
-            .join(format!("{turn}-{batch}"));
+        ws.agent_dir()?;
         Ok(Self {
-            dir,
+            dir: format!("backups/{session}/{turn}-{batch}"),
             entries: Vec::new(),
         })
     }
 
-    /// Copies the bytes at `abs` before they are overwritten or removed.
+    /// Keeps the bytes of `rel` before they are overwritten or removed.
     ///
     /// # Errors
     /// KA_FILE_IO: the command must not go on without its backup.
-    pub fn save(&mut self, rel: &str, abs: &Path) -> Result<(), Failure> {
+    pub fn save(&mut self, ws: &Workspace, rel: &str, bytes: &[u8]) -> Result<(), Failure> {
         let n = self.entries.len() + 1;
-        let dest = self.dir.join(n.to_string()).join(rel);
         let go = || -> io::Result<()> {
-            if let Some(p) = dest.parent() {
-                fs::create_dir_all(p)?;
-            }
-            fs::copy(abs, &dest)?;
-            Ok(())
+            let agent = ws.agent()?;
+            let dest = format!("{}/{n}/{rel}", self.dir);
+            let (parent, name) = dest.rsplit_once('/').unwrap_or(("", dest.as_str()));
+            agent.create_dir_all(parent)?;
+            let d = agent.open_dir(parent)?;
+            let _ = d.remove_file(name);
+            write_new(&d, name, bytes, None)
         };
         go().map_err(|e| Failure::io("cannot back up", rel, &e))?;
         self.entries.push(BackupEntry {
             path: rel.to_string(),
             existed: true,
         });
-        self.write_manifest()
+        self.write_manifest(ws)
             .map_err(|e| Failure::io("cannot record the backup of", rel, &e))
     }
 
@@ -237,19 +631,23 @@ impl BatchBackup {
     ///
     /// # Errors
     /// KA_FILE_IO when the manifest cannot be written.
-    pub fn created(&mut self, rel: &str) -> Result<(), Failure> {
+    pub fn created(&mut self, ws: &Workspace, rel: &str) -> Result<(), Failure> {
         self.entries.push(BackupEntry {
             path: rel.to_string(),
             existed: false,
         });
-        self.write_manifest()
+        self.write_manifest(ws)
             .map_err(|e| Failure::io("cannot record", rel, &e))
     }
 
-    fn write_manifest(&self) -> io::Result<()> {
-        fs::create_dir_all(&self.dir)?;
+    fn write_manifest(&self, ws: &Workspace) -> io::Result<()> {
+        let agent = ws.agent()?;
+        agent.create_dir_all(&self.dir)?;
+        let d = agent.open_dir(&self.dir)?;
         let json = serde_json::to_vec_pretty(&self.entries).map_err(io::Error::other)?;
-        write_atomic(&self.dir.join("manifest.json"), &json)
+        let tmp = temp_name("manifest.json");
+        write_new(&d, &tmp, &json, None)?;
+        d.rename(&tmp, &d, "manifest.json")
     }
 }
 
@@ -260,7 +658,7 @@ impl BatchBackup {
 /// When the backup cannot be read or restored.
 pub fn undo_batch(ws: &Workspace, backup_dir: &Path) -> io::Result<Vec<String>> {
     let restored = undo(ws, backup_dir)?;
-    fs::rename(backup_dir, backup_dir.with_extension("undone"))?;
+    std::fs::rename(backup_dir, backup_dir.with_extension("undone"))?;
     Ok(restored)
 }
 
@@ -269,7 +667,7 @@ pub fn undo_batch(ws: &Workspace, backup_dir: &Path) -> io::Result<Vec<String>> 
 /// # Errors
 /// When the manifest cannot be read or a file cannot be restored.
 pub fn undo(ws: &Workspace, backup_dir: &Path) -> io::Result<Vec<String>> {
-    let manifest = fs::read(backup_dir.join("manifest.json"))?;
+    let manifest = std::fs::read(backup_dir.join("manifest.json"))?;
     let entries: Vec<BackupEntry> = serde_json::from_slice(&manifest).map_err(io::Error::other)?;
     let mut restored = Vec::new();
     for (i, e) in entries.iter().enumerate().rev() {
@@ -277,13 +675,13 @@ pub fn undo(ws: &Workspace, backup_dir: &Path) -> io::Result<Vec<String>> {
             .resolve(&e.path)
             .map_err(|f| io::Error::other(f.reason))?;
         if e.existed {
-            let saved = fs::read(backup_dir.join((i + 1).to_string()).join(&e.path))?;
-            if let Some(p) = target.parent() {
-                fs::create_dir_all(p)?;
+            let saved = std::fs::read(backup_dir.join((i + 1).to_string()).join(&e.path))?;
+            ws.write(&target, &saved, None)
+                .map_err(|f| io::Error::other(f.reason))?;
+        } else if let Ok(d) = ws.dir_of(&target, false) {
+            if d.symlink_metadata(&target.name).is_ok_and(|m| m.is_file()) {
+                d.remove_file(&target.name)?;
             }
-            write_atomic(&target, &saved)?;
-        } else if target.is_file() {
-            fs::remove_file(&target)?;
         }
         restored.push(e.path.clone());
     }

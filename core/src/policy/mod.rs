@@ -1,0 +1,309 @@
+//! The command policy: split a command line into segments, classify each into a risk tier, and
+//! decide run / confirm / deny for a mode.
+//!
+//! A line is ReadOnly or Build only when that is proven: every segment is a program on the
+//! known-safe list ([`known`]) with options on its list. An option the list does not know
+//! (abbreviations included) makes the segment at least Execute; an option known to run another
+//! program or write a file makes it Risky. The lexer ([`lexer`]) notices everything a shell could
+//! do behind a reader's back (substitutions, redirections, here-documents, subshells, control
+//! structures, odd characters); any construct it does not model makes the segment Risky.
+//! Programs that run other programs (sudo, env, xargs, `sh -c`, `find -exec`, …) are unwrapped
+//! and the inner command is classified too, so that `sudo shutdown` is Denied, not just Risky.
+//!
+//! - [`lexer`]: the shell lexer;
+//! - [`args`]: option parsing against a known-safe spec;
+//! - [`known`]: the known-safe lists (ReadOnly and Build);
+//! - [`programs`]: everything else: wrappers, interpreters, package managers, git, deletions, the
+//!   denied list;
+//! - [`pattern`]: allow-list patterns.
+
+mod args;
+mod known;
+mod lexer;
+mod pattern;
+mod programs;
+
+use crate::config::Mode;
+use serde::Serialize;
+use std::fmt;
+
+pub use pattern::pattern_matches;
+
+/// Risk tiers, ordered from harmless to never-run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Tier {
+    ReadOnly,
+    Build,
+    Execute,
+    Risky,
+    Denied,
+}
+
+impl Tier {
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Tier::ReadOnly => "ReadOnly",
+            Tier::Build => "Build",
+            Tier::Execute => "Execute",
+            Tier::Risky => "Risky",
+            Tier::Denied => "Denied",
+        }
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What happens to a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Run,
+    Confirm,
+    Deny,
+}
+
+impl Decision {
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Decision::Run => "run",
+            Decision::Confirm => "confirm",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One classified segment of a command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentVerdict {
+    pub text: String,
+    pub tier: Tier,
+    pub reason: String,
+}
+
+/// A classified command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Classification {
+    pub tier: Tier,
+    pub segments: Vec<SegmentVerdict>,
+}
+
+/// The decision for a command line under a mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub tier: Tier,
+    pub decision: Decision,
+    /// The deciding segment's reason, e.g. "segment 2: redirection writes a file".
+    pub reason: String,
+    pub segments: Vec<SegmentVerdict>,
+}
+
+/// What the host knows about the machine that the policy cannot see: programs that the shell
+/// would take from a folder the model can write (`(name, where)`). Such a program is never a
+/// known one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context<'a> {
+    pub untrusted: &'a [(String, String)],
+}
+
+/// Nesting depth for `sh -c`, `$(…)` and wrappers.
+const MAX_DEPTH: u32 = 4;
+/// Command lines longer than this are classified Risky without analysis.
+const MAX_ANALYSED_CHARS: usize = 16_384;
+
+/// A tier with its reason.
+pub(crate) type Rated = (Tier, String);
+
+pub(crate) fn rated(tier: Tier, reason: impl Into<String>) -> Rated {
+    (tier, reason.into())
+}
+
+/// The worse of two ratings (the first wins a tie).
+pub(crate) fn worse(a: Rated, b: Rated) -> Rated {
+    if b.0 > a.0 {
+        b
+    } else {
+        a
+    }
+}
+
+/// Classifies a whole line at nesting `depth`; the worst segment decides.
+pub(crate) fn classify_line(line: &str, depth: u32, ctx: &Context<'_>) -> Rated {
+    if depth > MAX_DEPTH {
+        return rated(Tier::Risky, "too deeply nested to analyse");
+    }
+    let c = classify_at(line, depth, ctx);
+    match c
+        .segments
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, s)| (s.tier, std::cmp::Reverse(*i)))
+    {
+        Some((_, s)) => (s.tier, s.reason.clone()),
+        None => rated(Tier::ReadOnly, "nothing to run"),
+    }
+}
+
+fn classify_at(line: &str, depth: u32, ctx: &Context<'_>) -> Classification {
+    if line.chars().count() > MAX_ANALYSED_CHARS {
+        let seg = SegmentVerdict {
+            text: crate::text::truncate_chars(line, 80),
+            tier: Tier::Risky,
+            reason: format!("the command line is longer than {MAX_ANALYSED_CHARS} characters"),
+        };
+        return Classification {
+            tier: Tier::Risky,
+            segments: vec![seg],
+        };
+    }
+    if let Some(name) = fork_bomb(line) {
+        let seg = SegmentVerdict {
+            text: crate::text::truncate_chars(line.trim(), 80),
+            tier: Tier::Denied,
+            reason: format!(
+                "a fork bomb (the function {name} starts itself twice, in the background)"
+            ),
+        };
+        return Classification {
+            tier: Tier::Denied,
+            segments: vec![seg],
+        };
+    }
+    let raw = lexer::segments(line);
+    let segments = programs::classify_segments(&raw, depth, ctx);
+    let tier = segments
+        .iter()
+        .map(|s| s.tier)
+        .max()
+        .unwrap_or(Tier::ReadOnly);
+    Classification { tier, segments }
+}
+
+/// A function that pipes itself into itself in the background (`:(){ :|:& };:`), however it is
+/// spaced or named.
+fn fork_bomb(line: &str) -> Option<String> {
+    let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+    let calls_itself_twice = |name: &str, body: &str| {
+        !name.is_empty()
+            && (body.contains(&format!("{name}|{name}&"))
+                || body.contains(&format!("{name}&{name}&")))
+    };
+    // `name(){ … }`
+    let mut from = 0;
+    while let Some(at) = compact[from..].find("(){") {
+        let end = from + at;
+        let name: String = compact[..end]
+            .chars()
+            .rev()
+            .take_while(|c| !matches!(c, ';' | '&' | '|' | '(' | ')' | '{' | '}'))
+            .collect::<Vec<char>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let name = name.strip_prefix("function").unwrap_or(&name).to_string();
+        let body = compact[end + 3..].split('}').next().unwrap_or("");
+        if calls_itself_twice(&name, body) {
+            return Some(name);
+        }
+        from = end + 3;
+    }
+    // `function name { … }`
+    let mut from = 0;
+    while let Some(at) = compact[from..].find("function") {
+        let start = from + at + "function".len();
+        let rest = &compact[start..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| !matches!(c, '{' | '('))
+            .collect();
+        if let Some(open) = rest.find('{') {
+            let body = rest[open + 1..].split('}').next().unwrap_or("");
+            if calls_itself_twice(&name, body) {
+                return Some(name);
+            }
+        }
+        from = start;
+    }
+    None
+}
+
+/// The program of each segment of a command line (after `VAR=value` prefixes), as written but
+/// without its folder.
+#[must_use]
+pub fn programs(line: &str) -> Vec<String> {
+    if line.chars().count() > MAX_ANALYSED_CHARS {
+        return Vec::new();
+    }
+    lexer::segments(line)
+        .iter()
+        .filter_map(|seg| seg.program().map(|w| lexer::base_name(&w.text).to_string()))
+        .collect()
+}
+
+/// Splits and classifies a command line.
+#[must_use]
+pub fn classify(line: &str) -> Classification {
+    classify_at(line, 0, &Context::default())
+}
+
+/// Splits and classifies a command line, knowing which programs come from untrusted folders.
+#[must_use]
+pub fn classify_with(line: &str, ctx: &Context<'_>) -> Classification {
+    classify_at(line, 0, ctx)
+}
+
+/// Decides what happens to a command line under a mode and an allow-list.
+#[must_use]
+pub fn decide(line: &str, mode: Mode, allow: &[String]) -> Verdict {
+    decide_with(line, mode, allow, &Context::default())
+}
+
+/// [`decide`] with what the host knows about the machine.
+#[must_use]
+pub fn decide_with(line: &str, mode: Mode, allow: &[String], ctx: &Context<'_>) -> Verdict {
+    let c = classify_with(line, ctx);
+    let mut worst: Option<(Decision, usize, String)> = None;
+    for (i, s) in c.segments.iter().enumerate() {
+        let (decision, why) = match (s.tier, mode) {
+            (Tier::Denied, _) => (Decision::Deny, s.reason.clone()),
+            (_, Mode::Auto) | (Tier::ReadOnly | Tier::Build, _) => {
+                (Decision::Run, s.reason.clone())
+            }
+            (Tier::Execute, Mode::AutoSafe) => {
+                if allow.iter().any(|p| pattern_matches(p, &s.text)) {
+                    (Decision::Run, format!("{} (allow-listed)", s.reason))
+                } else {
+                    (
+                        Decision::Confirm,
+                        format!("{} and is not in Commands.AllowList", s.reason),
+                    )
+                }
+            }
+            (Tier::Execute | Tier::Risky, _) => (Decision::Confirm, s.reason.clone()),
+        };
+        if worst.as_ref().is_none_or(|(d, _, _)| decision > *d) {
+            worst = Some((decision, i, why));
+        }
+    }
+    let (decision, reason) = match worst {
+        Some((d, i, why)) => (d, format!("segment {}: {why}", i + 1)),
+        None => (Decision::Run, "nothing to run".to_string()),
+    };
+    Verdict {
+        tier: c.tier,
+        decision,
+        reason,
+        segments: c.segments,
+    }
+}

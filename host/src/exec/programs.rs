@@ -1,0 +1,93 @@
+//! Where programs come from. The host runs `git` and the version probes itself, outside the
+//! sandbox, so it finds them only in PATH folders the model cannot write: absolute, and outside
+//! the workspace and the temp folders. A command line whose program the shell would find inside
+//! the workspace (a PATH entry such as `node_modules/.bin`, `.venv/bin` or `.`) is marked for the
+//! policy, which then never treats it as a known program.
+
+use std::path::{Path, PathBuf};
+
+/// Folders a sandboxed command can write, besides the workspace: the model's programs may be
+/// there.
+fn writable_roots(workspace: &Path) -> Vec<PathBuf> {
+    let mut v = vec![workspace.to_path_buf()];
+    for t in [
+        std::env::temp_dir(),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+        PathBuf::from("/dev/shm"),
+    ] {
+        v.push(std::fs::canonicalize(&t).unwrap_or(t));
+    }
+    v
+}
+
+fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+/// The PATH folders, as given.
+fn path_dirs() -> Vec<PathBuf> {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default()
+}
+
+/// Finds `name` in the PATH folders the model cannot write (see the module docs).
+#[must_use]
+pub fn trusted(name: &str, workspace: &Path) -> Option<PathBuf> {
+    let roots = writable_roots(workspace);
+    path_dirs()
+        .into_iter()
+        .filter(|d| d.is_absolute())
+        .filter(|d| {
+            let real = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
+            !roots.iter().any(|r| real.starts_with(r))
+        })
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+/// Where the shell would find `name` when it runs in `workspace`, if that is somewhere the model
+/// can write.
+#[must_use]
+pub fn untrusted_location(name: &str, workspace: &Path) -> Option<PathBuf> {
+    if name.is_empty() || name.contains('/') {
+        return None; // a path is judged by the policy itself
+    }
+    let roots = writable_roots(workspace);
+    for d in path_dirs() {
+        let dir = if d.is_absolute() {
+            d
+        } else {
+            workspace.join(d)
+        };
+        let p = dir.join(name);
+        if is_executable(&p) {
+            let real = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
+            let dir_real = std::fs::canonicalize(&dir).unwrap_or(dir);
+            return roots
+                .iter()
+                .any(|r| real.starts_with(r) || dir_real.starts_with(r))
+                .then_some(p);
+        }
+    }
+    None
+}
+
+/// The programs of a command line that the shell would take from a place the model can write,
+/// as `(program, where)`.
+#[must_use]
+pub fn untrusted_in_line(line: &str, workspace: &Path) -> Vec<(String, String)> {
+    keyless_core::policy::programs(line)
+        .into_iter()
+        .filter_map(|p| untrusted_location(&p, workspace).map(|w| (p, w.display().to_string())))
+        .collect()
+}

@@ -1,0 +1,118 @@
+//! Shared fixture of the host's integration tests: a temp folder with a git workspace (`ws/`, on
+//! branch `feature`, one commit, origin = the bare `origin.git` beside it) and the user's config
+//! folder (`config/`), so that nothing outside the temp folder is read or written.
+#![allow(dead_code, clippy::expect_used)] // each test file uses a part; fixture helpers fail loudly
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Fixture {
+    _tmp: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+impl Fixture {
+    /// `ws/` is a git repository on branch `feature` with one commit and `origin` = `origin.git`.
+    pub fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().to_path_buf();
+        git(&root, &["init", "-q", "--bare", "origin.git"]);
+        git(&root, &["init", "-q", "-b", "feature", "ws"]);
+        let ws = root.join("ws");
+        git(&ws, &["config", "user.name", "Test"]);
+        git(&ws, &["config", "user.email", "test@example.com"]);
+        std::fs::write(ws.join("README.md"), "# demo\n").expect("write");
+        git(&ws, &["add", "-A"]);
+        git(&ws, &["commit", "-qm", "init"]);
+        git(&ws, &["remote", "add", "origin", "../origin.git"]);
+        std::fs::create_dir_all(root.join("config")).expect("config dir");
+        Fixture { _tmp: tmp, root }
+    }
+
+    pub fn ws(&self) -> PathBuf {
+        self.root.join("ws")
+    }
+
+    /// The user's keyless config folder (`$XDG_CONFIG_HOME/keyless`).
+    pub fn user_config(&self) -> PathBuf {
+        self.root.join("config").join("keyless")
+    }
+
+    /// The host binary with this fixture's config folder.
+    pub fn host(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_keyless-host"));
+        c.env("XDG_CONFIG_HOME", self.root.join("config"));
+        c
+    }
+
+    /// Writes the replies to files and runs them as one session.
+    pub fn run(&self, replies: &[&str], extra: &[&str]) -> (Output, String) {
+        let files = self.reply_files(replies);
+        let out = self
+            .host()
+            .arg("run")
+            .arg("--workspace")
+            .arg(self.ws())
+            .args(extra)
+            .args(&files)
+            .output()
+            .expect("run");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out, text)
+    }
+
+    pub fn reply_files(&self, replies: &[&str]) -> Vec<PathBuf> {
+        replies
+            .iter()
+            .map(|r| {
+                let n = std::fs::read_dir(&self.root).map_or(0, Iterator::count);
+                let f = self.root.join(format!("reply-{n}.txt"));
+                std::fs::write(&f, r).expect("write reply");
+                f
+            })
+            .collect()
+    }
+
+    pub fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.ws().join(rel)).expect("read")
+    }
+}
+
+/// Runs the host with `args` and this fixture's config folder.
+pub fn host_in(fx: &Fixture, args: &[&str]) -> (Output, String) {
+    let out = fx.host().args(args).output().expect("run");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out, text)
+}
+
+pub fn block(cmd: &str, sections: &[(&str, &str)]) -> String {
+    let mut s = format!("@@{cmd}\n");
+    for (name, text) in sections {
+        s.push_str(&format!("<<<{name}\n{text}\n{name}>>>\n"));
+    }
+    s.push_str("@@end\n");
+    s
+}
+
+pub fn reply(blocks: &[String]) -> String {
+    blocks.concat() + "@@next\n@@end\n@@eof\n"
+}
+
+/// A reply that runs one command line.
+pub fn run_cmd(line: &str) -> String {
+    reply(&[block("runcommand", &[("CMD", line)])])
+}

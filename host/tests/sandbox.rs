@@ -1,0 +1,723 @@
+//! Attacks on the sandbox boundary, each against the real `keyless-host` binary in a temp folder.
+//! A canary file outside the workspace (in the fixture's own temp folder) shows whether anything
+//! the model wrote ran outside the sandbox.
+#![allow(clippy::expect_used, clippy::panic)] // fixture helpers fail the test loudly
+
+mod common;
+
+use common::{block, git, host_in, reply, run_cmd, Fixture};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A shell script that writes `canary` (an absolute path) when it runs.
+fn canary_script(canary: &Path) -> String {
+    format!("#!/bin/sh\necho ran > '{}'\n", canary.display())
+}
+
+fn sandbox_line(fx: &Fixture) -> String {
+    let (_, text) = host_in(
+        fx,
+        &["doctor", "--workspace", fx.ws().to_str().expect("utf8")],
+    );
+    text.lines()
+        .find(|l| l.contains("sandbox"))
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Whether mount and PID namespaces are available here (they are for root and on most distros).
+fn namespaces(fx: &Fixture) -> bool {
+    let line = sandbox_line(fx);
+    if !line.contains("mount+PID namespaces") {
+        eprintln!("namespaces are not available here: {line}");
+        return false;
+    }
+    true
+}
+
+fn commit_reply(msg: &str) -> String {
+    block("commit", &[("MSG", msg)]) + "@@next\n@@end\n@@eof\n"
+}
+
+#[test]
+fn hooks_written_by_a_command_never_run() {
+    let fx = Fixture::new();
+    if !namespaces(&fx) {
+        return;
+    }
+    let canary = fx.root.join("canary-hook");
+    let script = canary_script(&canary);
+    // A command that runs without confirmation plants a pre-push hook and a pre-commit hook.
+    let plant = run_cmd(&format!(
+        "printf '%s' \"{}\" > .git/hooks/pre-push; chmod +x .git/hooks/pre-push; cp .git/hooks/pre-push .git/hooks/pre-commit; echo planted",
+        script.replace('"', "\\\"").replace('\n', "\\n")
+    ));
+    let (_, text) = fx.run(
+        &[
+            &plant,
+            &reply(&[block("newfile a.txt", &[("CONTENT", "a")])]),
+            &commit_reply("a"),
+        ],
+        &["--mode", "auto"],
+    );
+    assert!(text.contains("Read-only file system"), "{text}");
+    assert!(!fx.ws().join(".git/hooks/pre-push").exists());
+    assert!(!canary.exists(), "a hook ran outside the sandbox: {text}");
+    assert!(
+        git(
+            &fx.root.join("origin.git"),
+            &["log", "--format=%s", "feature"]
+        )
+        .starts_with("a\n"),
+        "{text}"
+    );
+    // A command the user approved may write .git, but never its hooks or config.
+    let (_, text) = fx.run(&[&plant], &["--mode", "ask", "--yes"]);
+    assert!(text.contains("[approved by --yes]"), "{text}");
+    assert!(text.contains("Read-only file system"), "{text}");
+    assert!(!fx.ws().join(".git/hooks/pre-push").exists());
+    let (_, text) = fx.run(
+        &[&run_cmd(
+            "git config core.fsmonitor 'touch /tmp/x' && echo set",
+        )],
+        &["--mode", "ask", "--yes"],
+    );
+    assert!(
+        !text.contains("\nset\n"),
+        "an approved command changed .git/config: {text}"
+    );
+}
+
+#[test]
+fn hooks_and_config_planted_before_never_run_in_the_host() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let hooks = ws.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).expect("hooks");
+    let mut canaries = Vec::new();
+    for hook in [
+        "pre-push",
+        "pre-commit",
+        "post-commit",
+        "commit-msg",
+        "reference-transaction",
+    ] {
+        let c = fx.root.join(format!("canary-{hook}"));
+        std::fs::write(hooks.join(hook), canary_script(&c)).expect("hook");
+        make_executable(&hooks.join(hook));
+        canaries.push(c);
+    }
+    // Config that names programs: each writes its own canary when git runs it.
+    let alt_hooks = ws.join("alt-hooks");
+    std::fs::create_dir_all(&alt_hooks).expect("dir");
+    let c = fx.root.join("canary-hookspath");
+    std::fs::write(alt_hooks.join("pre-push"), canary_script(&c)).expect("hook");
+    make_executable(&alt_hooks.join("pre-push"));
+    canaries.push(c);
+    let mut program = |name: &str| {
+        let c = fx.root.join(format!("canary-{name}"));
+        let p = format!("sh -c 'echo ran > {}' #", c.display());
+        canaries.push(c);
+        p
+    };
+    let settings = [
+        ("core.hooksPath", alt_hooks.display().to_string()),
+        ("core.fsmonitor", program("fsmonitor")),
+        ("core.pager", program("pager")),
+        ("core.sshCommand", program("ssh")),
+        ("core.askPass", program("askpass")),
+        ("credential.helper", format!("!{}", program("credential"))),
+        ("remote.origin.receivepack", program("receivepack")),
+        ("remote.origin.uploadpack", program("uploadpack")),
+        ("gpg.program", program("gpg")),
+        ("commit.gpgSign", "true".into()),
+        ("diff.external", program("diff")),
+    ];
+    for (k, v) in &settings {
+        git(&ws, &["config", k, v]);
+    }
+    let (_, text) = fx.run(
+        &[
+            &reply(&[block("newfile b.txt", &[("CONTENT", "b")])]),
+            &commit_reply("b"),
+        ],
+        &["--mode", "auto"],
+    );
+    for c in &canaries {
+        assert!(
+            !c.exists(),
+            "{} ran outside the sandbox: {text}",
+            c.display()
+        );
+    }
+    assert!(text.contains("pushed to origin/feature"), "{text}");
+    assert!(git(
+        &fx.root.join("origin.git"),
+        &["log", "--format=%s", "feature"]
+    )
+    .starts_with("b\n"));
+}
+
+#[test]
+fn push_goes_only_to_the_origin_recorded_at_session_start() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    git(&fx.root, &["init", "-q", "--bare", "evil.git"]);
+    // A command cannot repoint origin (its config is read-only in the sandbox).
+    let (_, text) = fx.run(
+        &[&run_cmd(
+            "git remote set-url origin ../evil.git; git remote get-url origin",
+        )],
+        &["--mode", "auto"],
+    );
+    if namespaces(&fx) {
+        assert!(text.contains("../origin.git"), "{text}");
+    }
+    // If origin changed anyway after the session started, nothing is pushed there.
+    let (_, text) = fx.run(&[&reply(&[block("say", &[("MSG", "hi")])])], &[]);
+    let session = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("session "))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("session id")
+        .to_string();
+    git(&ws, &["remote", "set-url", "origin", "../evil.git"]);
+    std::fs::write(ws.join("c.txt"), "c\n").expect("write");
+    let (_, text) = fx.run(&[&commit_reply("c")], &["--session", &session]);
+    assert!(
+        text.contains("code: KA_GIT_FAILURE")
+            && text.contains("not to ../origin.git as recorded at session start"),
+        "{text}"
+    );
+    assert_eq!(
+        git(&fx.root.join("evil.git"), &["for-each-ref"]),
+        "",
+        "nothing was pushed to the model's remote"
+    );
+}
+
+#[test]
+fn a_repository_made_during_the_session_is_not_used() {
+    let fx = Fixture::new();
+    let plain = fx.root.join("plain");
+    std::fs::create_dir_all(&plain).expect("dir");
+    // Another repository elsewhere, which a planted .git file would point to.
+    git(&fx.root, &["init", "-q", "-b", "dev", "other"]);
+    let other = fx.root.join("other");
+    git(
+        &other,
+        &[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "theirs",
+            "--author",
+            "T <t@x>",
+        ],
+    );
+    let plant = run_cmd(&format!(
+        "printf 'gitdir: {}/.git\\n' > .git",
+        other.display()
+    ));
+    let files = fx.reply_files(&[&plant, &commit_reply("mine")]);
+    let out = fx
+        .host()
+        .args([
+            "run",
+            "--mode",
+            "auto",
+            "--auto-init",
+            "--protect",
+            "release/*",
+            "--workspace",
+        ])
+        .arg(&plain)
+        .args(&files)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("code: KA_NOT_A_GIT_REPOSITORY"), "{text}");
+    assert_eq!(
+        git(&other, &["log", "--format=%s"]),
+        "theirs\n",
+        "the other repository is untouched"
+    );
+}
+
+#[test]
+fn agent_state_is_read_only_and_snapshot_scripts_are_confined() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let snap = ws.join(".agent/snapshot");
+    std::fs::create_dir_all(&snap).expect("dir");
+    let canary = fx.root.join("canary-snapshot");
+    std::fs::write(
+        snap.join("10-probe.sh"),
+        format!("echo pwned > '{}'; echo probe ran\n", canary.display()),
+    )
+    .expect("write");
+    let user_snap = fx.user_config().join("snapshot");
+    std::fs::create_dir_all(&user_snap).expect("dir");
+    std::fs::write(user_snap.join("20-user.sh"), "echo from the user config\n").expect("write");
+    let (_, text) = host_in(&fx, &["prompt", "--workspace", ws.to_str().expect("utf8")]);
+    assert!(text.contains("probe ran"), "{text}");
+    assert!(text.contains("from the user config"), "{text}");
+    assert!(
+        !canary.exists(),
+        "a snapshot script wrote outside the sandbox"
+    );
+    if !namespaces(&fx) {
+        return;
+    }
+    let (_, text) = fx.run(
+        &[&run_cmd(
+            "echo 'echo hi' > .agent/snapshot/30-evil.sh; echo x > .agent/keyless.db; ls .agent",
+        )],
+        &["--mode", "auto"],
+    );
+    assert!(text.contains("Read-only file system"), "{text}");
+    assert!(!snap.join("30-evil.sh").exists());
+}
+
+#[test]
+fn workspace_settings_cannot_widen_what_runs_until_approved() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    // The model cannot write keyless.json with a file command…
+    let (_, text) = fx.run(
+        &[&reply(&[block(
+            "newfile keyless.json",
+            &[("CONTENT", r#"{"Commands": {"Mode": "Auto"}}"#)],
+        )])],
+        &[],
+    );
+    assert!(text.contains("code: KA_PATH_OUTSIDE"), "{text}");
+    assert!(!ws.join("keyless.json").exists());
+    // …and when one is there (planted some other way), it does not widen anything unapproved.
+    std::fs::write(
+        ws.join("keyless.json"),
+        r#"{"Commands": {"Mode": "Auto", "Network": true, "AllowList": ["*"]}, "Limits": {"MaxCommandsPerResponse": 7}}"#,
+    )
+    .expect("write");
+    let touch = run_cmd("touch pwned.txt");
+    let (_, text) = fx.run(&[&touch], &[]);
+    assert!(text.contains("code: KA_COMMAND_DECLINED"), "{text}");
+    assert!(!ws.join("pwned.txt").exists());
+    let (_, cfg) = host_in(&fx, &["config", "--workspace", ws.to_str().expect("utf8")]);
+    assert!(
+        cfg.contains("Commands.Mode                      = Ask"),
+        "{cfg}"
+    );
+    assert!(cfg.contains("not applied: Commands.Mode:"), "{cfg}");
+    assert!(
+        cfg.contains("Limits.MaxCommandsPerResponse      = 7"),
+        "{cfg}"
+    );
+    // The user approves it: now it applies…
+    let (out, text) = host_in(
+        &fx,
+        &[
+            "config",
+            "--approve",
+            "--workspace",
+            ws.to_str().expect("utf8"),
+        ],
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("Commands.Mode                      = Auto"),
+        "{text}"
+    );
+    let (_, text) = fx.run(&[&touch], &[]);
+    assert!(ws.join("pwned.txt").exists(), "{text}");
+    // …until it changes.
+    std::fs::write(
+        ws.join("keyless.json"),
+        r#"{"Commands": {"Mode": "Auto", "Network": true, "AllowList": ["*", "rm *"]}}"#,
+    )
+    .expect("write");
+    let (_, cfg) = host_in(&fx, &["config", "--workspace", ws.to_str().expect("utf8")]);
+    assert!(
+        cfg.contains("Commands.Mode                      = Ask"),
+        "{cfg}"
+    );
+    if namespaces(&fx) {
+        let (_, text) = fx.run(&[&run_cmd("echo '{}' > keyless.json")], &["--mode", "auto"]);
+        assert!(text.contains("Read-only file system"), "{text}");
+    }
+}
+
+#[test]
+fn the_host_binary_in_the_workspace_is_protected() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let tools = ws.join("tools");
+    std::fs::create_dir_all(&tools).expect("dir");
+    let exe = tools.join("keyless-host");
+    std::fs::copy(env!("CARGO_BIN_EXE_keyless-host"), &exe).expect("copy");
+    make_executable(&exe);
+    let files = fx.reply_files(&[
+        &reply(&[block(
+            "updatefile tools/keyless-host",
+            &[("CONTENT", "#!/bin/sh\necho replaced")],
+        )]),
+        &run_cmd(
+            "echo '#!/bin/sh' > tools/keyless-host; mv tools/keyless-host tools/old; echo done",
+        ),
+    ]);
+    let out = Command::new(&exe)
+        .env("XDG_CONFIG_HOME", fx.root.join("config"))
+        .args([
+            "run",
+            "--mode",
+            "auto",
+            "--failure-mode",
+            "continue",
+            "--workspace",
+        ])
+        .arg(&ws)
+        .args(&files)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("code: KA_PATH_OUTSIDE"), "{text}");
+    let bytes = std::fs::read(&exe).expect("read");
+    assert_eq!(
+        bytes,
+        std::fs::read(env!("CARGO_BIN_EXE_keyless-host")).expect("read"),
+        "the host binary was changed: {text}"
+    );
+}
+
+#[test]
+fn every_process_ends_with_its_command() {
+    let fx = Fixture::new();
+    if !namespaces(&fx) {
+        return;
+    }
+    let ws = fx.ws();
+    let line = "(sleep 1; touch bg1) & setsid sh -c 'sleep 1; touch bg2' & nohup sh -c 'sleep 1; touch bg3' >/dev/null 2>&1 & sh -c 'sleep 1; touch bg4' </dev/null >/dev/null 2>&1 & echo started";
+    let (_, text) = fx.run(&[&run_cmd(line)], &["--mode", "auto"]);
+    assert!(text.contains("started"), "{text}");
+    std::thread::sleep(Duration::from_millis(2500));
+    for f in ["bg1", "bg2", "bg3", "bg4"] {
+        assert!(
+            !ws.join(f).exists(),
+            "{f}: a background process outlived its command"
+        );
+    }
+    // A kill -9 of the host ends them too.
+    let files = fx.reply_files(&[&run_cmd(
+        "setsid sh -c 'sleep 2; touch late1' & (sleep 2; touch late2) & sleep 30",
+    )]);
+    let mut child = fx
+        .host()
+        .args(["run", "--mode", "auto", "--workspace"])
+        .arg(&ws)
+        .args(&files)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1200));
+    let _ = child.kill();
+    let _ = child.wait();
+    std::thread::sleep(Duration::from_millis(2500));
+    for f in ["late1", "late2"] {
+        assert!(
+            !ws.join(f).exists(),
+            "{f}: a process outlived a kill -9 of the host"
+        );
+    }
+}
+
+#[test]
+fn the_timeout_holds_under_continuous_output() {
+    let fx = Fixture::new();
+    let r = reply(&[block("runcommand timeout=2", &[("CMD", "yes")])]);
+    let start = Instant::now();
+    let (_, text) = fx.run(&[&r], &["--mode", "auto"]);
+    let took = start.elapsed();
+    assert!(
+        text.contains("code: KA_TIMEOUT"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    let line = text
+        .lines()
+        .find(|l| l.contains("KA_TIMEOUT | duration: "))
+        .expect("duration");
+    let secs: f64 = line
+        .rsplit("duration: ")
+        .next()
+        .and_then(|d| d.trim_end_matches('s').parse().ok())
+        .expect("seconds");
+    eprintln!(
+        "timeout=2 under `yes`: the command ended after {secs:.2}s; the whole run took {took:?}"
+    );
+    // A correctness bound, not a speed figure: before the fix this took up to 45 s.
+    assert!(secs < 4.0, "the deadline did not hold: {secs}s");
+}
+
+#[test]
+fn the_kernel_confines_writes_network_signals_and_sockets() {
+    let fx = Fixture::new();
+    let line = sandbox_line(&fx);
+    if !line.contains("Landlock ABI") {
+        assert!(
+            line.contains("UNAVAILABLE") || line.contains("partly"),
+            "{line}"
+        );
+        eprintln!("Landlock is not available here: {line}");
+        return;
+    }
+    assert!(line.contains("seccomp"), "{line}");
+    let outside = fx.root.join("outside");
+    std::fs::create_dir_all(&outside).expect("dir");
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("tcp");
+    let tcp_port = tcp.local_addr().expect("addr").port();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+    udp.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let udp_port = udp.local_addr().expect("addr").port();
+    let abstract_name = format!("keyless-test-{}", std::process::id());
+    let unix = abstract_listener(&abstract_name);
+    let me = std::process::id();
+    let py = [
+        "import socket, os".to_string(),
+        "checks = [".to_string(),
+        format!("    ('tcp', lambda: socket.create_connection(('127.0.0.1', {tcp_port}), timeout=2)),"),
+        format!("    ('udp', lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {udp_port}))),"),
+        format!("    ('abstract', lambda: socket.socket(socket.AF_UNIX).connect('\\0{abstract_name}')),"),
+        format!("    ('signal', lambda: os.kill({me}, 0)),"),
+        "]".to_string(),
+        "for what, f in checks:".to_string(),
+        "    try:".to_string(),
+        "        f(); print(what, 'ALLOWED')".to_string(),
+        "    except Exception as e:".to_string(),
+        "        print(what, 'refused', type(e).__name__)".to_string(),
+    ]
+    .join("\n");
+    std::fs::write(fx.ws().join("probe.py"), py).expect("write");
+    let cmd = format!(
+        "echo in > inside.txt; echo out > {}/x.txt; echo t > /tmp/keyless-sandbox-probe-{me}; python3 probe.py",
+        outside.display()
+    );
+    let (_, text) = fx.run(&[&run_cmd(&cmd)], &["--mode", "auto"]);
+    assert_eq!(
+        fx.read("inside.txt"),
+        b"in\n",
+        "the workspace is writable: {text}"
+    );
+    assert!(
+        !outside.join("x.txt").exists(),
+        "a write outside the workspace: {text}"
+    );
+    assert!(
+        !Path::new(&format!("/tmp/keyless-sandbox-probe-{me}")).exists(),
+        "a write to /tmp outside the private temp folder: {text}"
+    );
+    for what in ["tcp", "udp", "abstract", "signal"] {
+        assert!(text.contains(&format!("{what} refused")), "{what}: {text}");
+    }
+    let mut buf = [0u8; 4];
+    assert!(udp.recv(&mut buf).is_err(), "a UDP datagram got out");
+    drop(unix);
+    // Commands.Network, approved by the user, lets TCP through.
+    std::fs::write(
+        fx.ws().join("keyless.json"),
+        r#"{"Commands": {"Network": true}}"#,
+    )
+    .expect("write");
+    let (out, _) = host_in(
+        &fx,
+        &[
+            "config",
+            "--approve",
+            "--workspace",
+            fx.ws().to_str().expect("utf8"),
+        ],
+    );
+    assert!(out.status.success());
+    let (_, text) = fx.run(&[&run_cmd("python3 probe.py")], &["--mode", "auto"]);
+    assert!(text.contains("tcp ALLOWED"), "{text}");
+    assert!(text.contains("signal refused"), "{text}");
+    assert!(text.contains("network allowed"), "{text}");
+}
+
+#[test]
+fn a_symlink_swap_never_redirects_a_write() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let outside = fx.root.join("outside");
+    std::fs::create_dir_all(&outside).expect("dir");
+    let d = ws.join("d");
+    std::fs::create_dir_all(&d).expect("dir");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, d, outside) = (stop.clone(), d.clone(), outside.clone());
+        std::thread::spawn(move || {
+            let real = d.with_file_name("d-real");
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // d is a folder, then a symlink to the outside folder, and so on.
+                let _ = std::fs::rename(&d, &real);
+                let _ = std::os::unix::fs::symlink(&outside, &d);
+                std::thread::yield_now();
+                let _ = std::fs::remove_file(&d);
+                let _ = std::fs::rename(&real, &d);
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let mut writes = 0;
+    for round in 0..6 {
+        let blocks: Vec<String> = (0..100)
+            .map(|i| {
+                block(
+                    &format!("newfile d/r{round}-f{i}.txt"),
+                    &[("CONTENT", "agent content")],
+                )
+            })
+            .collect();
+        let (_, _) = fx.run(
+            &[&reply(&blocks)],
+            &[
+                "--pace",
+                "batch",
+                "--max-commands",
+                "100",
+                "--failure-mode",
+                "continue",
+            ],
+        );
+        writes += 100;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    let leaked: Vec<_> = std::fs::read_dir(&outside)
+        .expect("read")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    eprintln!(
+        "{writes} writes against {swaps} folder/symlink swaps; files outside: {}",
+        leaked.len()
+    );
+    assert!(
+        leaked.is_empty(),
+        "writes landed outside the workspace: {leaked:?}"
+    );
+}
+
+#[test]
+fn leftover_temp_files_are_removed_and_never_committed() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::create_dir_all(ws.join(".agent/tmp")).expect("dir");
+    std::fs::write(ws.join(".agent/tmp/.a.txt.keyless-1-1.tmp"), "partial").expect("write");
+    std::fs::create_dir_all(ws.join("src")).expect("dir");
+    std::fs::write(ws.join("src/.b.txt.keyless-2-2.tmp"), "partial").expect("write");
+    std::fs::write(
+        ws.join(".agent/tmp-journal"),
+        "src/.b.txt.keyless-2-2.tmp\n",
+    )
+    .expect("write");
+    // A temp file the journal does not list (a write interrupted on another filesystem by an
+    // older host) is at least never committed.
+    std::fs::write(ws.join(".c.txt.keyless-3-3.tmp"), "partial").expect("write");
+    let (_, text) = fx.run(
+        &[
+            &reply(&[block("newfile e.txt", &[("CONTENT", "e")])]),
+            &commit_reply("e"),
+        ],
+        &[],
+    );
+    assert!(!ws.join(".agent/tmp/.a.txt.keyless-1-1.tmp").exists());
+    assert!(!ws.join("src/.b.txt.keyless-2-2.tmp").exists(), "{text}");
+    assert_eq!(
+        git(
+            &fx.root.join("origin.git"),
+            &["ls-tree", "-r", "--name-only", "feature"]
+        ),
+        "README.md\ne.txt\n",
+        "{text}"
+    );
+    assert_eq!(git(&ws, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn editfile_never_loses_what_another_writer_appends() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let log = ws.join("log.txt");
+    let mut initial = String::new();
+    for i in 0..60 {
+        initial.push_str(&format!("marker {i}\n"));
+    }
+    std::fs::write(&log, &initial).expect("write");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let appender = {
+        let (stop, log) = (stop.clone(), log.clone());
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&log) {
+                    let _ = writeln!(f, "appended {n}");
+                    n += 1;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            n
+        })
+    };
+    let blocks: Vec<String> = (0..60)
+        .map(|i| {
+            block(
+                "editfile log.txt",
+                &[
+                    ("FIND", &format!("marker {i}\n")),
+                    ("REPLACE", &format!("edited {i}\n")),
+                ],
+            )
+        })
+        .collect();
+    let (_, text) = fx.run(
+        &[&reply(&blocks)],
+        &[
+            "--pace",
+            "batch",
+            "--max-commands",
+            "60",
+            "--failure-mode",
+            "continue",
+        ],
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let appended = appender.join().expect("appender");
+    let content = std::fs::read_to_string(&log).expect("read");
+    let kept = content
+        .lines()
+        .filter(|l| l.starts_with("appended "))
+        .count();
+    let conflicts = text.matches("code: KA_FILE_CHANGED").count();
+    eprintln!(
+        "{appended} lines appended while 60 edits ran; {conflicts} edits reported KA_FILE_CHANGED"
+    );
+    assert_eq!(kept, appended, "lines another writer appended were lost");
+}
+
+fn make_executable(p: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+fn abstract_listener(name: &str) -> std::os::unix::net::UnixListener {
+    use std::os::linux::net::SocketAddrExt;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).expect("addr");
+    std::os::unix::net::UnixListener::bind_addr(&addr).expect("bind")
+}
