@@ -4,7 +4,7 @@
 //! Run with `cargo xtask bench` (it builds the host and sets KEYLESS_HOST_BIN).
 #![allow(clippy::expect_used, clippy::panic)] // a broken setup should stop the benchmark
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,6 +12,16 @@ use std::time::{Duration, Instant};
 const CLIENTS: usize = 8;
 const BATCHES_PER_CLIENT: usize = 25;
 const CHECKS_PER_CLIENT: usize = 250;
+const IDLE_CONNECTIONS: usize = 5_000;
+const STATUS_UNDER_FLOOD: usize = 200;
+
+/// This client opens thousands of sockets: lift its soft file limit to the hard one.
+fn raise_file_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+}
 
 fn request(port: u16, token: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
@@ -84,25 +94,13 @@ fn main() {
         .args(["serve", "--port", "0", "--mode", "auto", "--workspace"])
         .arg(&ws)
         .env("XDG_CONFIG_HOME", tmp.path().join("config"))
+        .env("RUST_LOG", "keyless_host=warn")
         .stdout(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {bin}: {e} (run cargo xtask bench)"));
     let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
-    let (mut port, mut token) = (0u16, String::new());
-    loop {
-        let mut line = String::new();
-        assert!(
-            reader.read_line(&mut line).expect("banner") > 0,
-            "serve exited"
-        );
-        if let Some(a) = line.split("http://127.0.0.1:").nth(1) {
-            port = a.trim().parse().expect("port");
-        } else if let Some(t) = line.strip_prefix("local token: ") {
-            token = t.split_whitespace().next().expect("token").to_string();
-        } else if line.starts_with("Press Ctrl-C") {
-            break;
-        }
-    }
+    let banner = keyless_tests::serve::read_banner(&mut reader);
+    let (port, token) = (banner.port, banner.token);
     std::thread::spawn(move || {
         let mut sink = String::new();
         let _ = reader.read_to_string(&mut sink);
@@ -180,6 +178,45 @@ fn main() {
         "host after load: RSS {} KiB, peak {} KiB",
         rss_kib(pid, "VmRSS:"),
         rss_kib(pid, "VmHWM:")
+    );
+
+    // 5,000 connections that never send a request, then a client asking for /v1/status.
+    raise_file_limit();
+    let mut idle = Vec::new();
+    for _ in 0..IDLE_CONNECTIONS {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(c) => idle.push(c),
+            Err(e) => {
+                println!("opened {} idle connections, then: {e}", idle.len());
+                break;
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let start = Instant::now();
+    let lat: Vec<Duration> = (0..STATUS_UNDER_FLOOD)
+        .map(|_| {
+            let t = Instant::now();
+            assert_eq!(request(port, &token, "GET", "/v1/status", "").0, 200);
+            t.elapsed()
+        })
+        .collect();
+    report(
+        &format!("GET /v1/status, {} idle", idle.len()),
+        lat,
+        start.elapsed(),
+    );
+    println!(
+        "host with {} idle connections: RSS {} KiB, peak {} KiB",
+        idle.len(),
+        rss_kib(pid, "VmRSS:"),
+        rss_kib(pid, "VmHWM:")
+    );
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(500));
+    println!(
+        "host after the idle connections closed: RSS {} KiB",
+        rss_kib(pid, "VmRSS:")
     );
     let _ = child.kill();
     let _ = child.wait();

@@ -87,7 +87,13 @@ pub fn run(workspace: &Path) -> Result<ExitCode, HostError> {
             None
         }
     };
-    match std::process::Command::new("git").arg("--version").output() {
+    let git = crate::exec::programs::trusted("git", workspace)
+        .unwrap_or_else(|| std::path::PathBuf::from("git"));
+    match std::process::Command::new(git)
+        .arg("--version")
+        .current_dir(std::env::temp_dir())
+        .output()
+    {
         Ok(o) if o.status.success() => r.add(
             Level::Ok,
             "git",

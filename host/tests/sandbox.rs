@@ -27,9 +27,10 @@ fn sandbox_line(fx: &Fixture) -> String {
 }
 
 /// Whether mount and PID namespaces are available here (they are for root and on most distros).
+/// Only a host that says they are unavailable skips the checks that need them.
 fn namespaces(fx: &Fixture) -> bool {
     let line = sandbox_line(fx);
-    if !line.contains("mount+PID namespaces") {
+    if line.contains("namespaces unavailable") || line.contains("UNAVAILABLE") {
         eprintln!("namespaces are not available here: {line}");
         return false;
     }
@@ -709,6 +710,31 @@ fn editfile_never_loses_what_another_writer_appends() {
         "{appended} lines appended while 60 edits ran; {conflicts} edits reported KA_FILE_CHANGED"
     );
     assert_eq!(kept, appended, "lines another writer appended were lost");
+}
+
+#[test]
+fn a_program_shadowed_inside_the_workspace_is_not_trusted() {
+    let fx = Fixture::new();
+    let bin = fx.ws().join("node_modules/.bin");
+    std::fs::create_dir_all(&bin).expect("dir");
+    std::fs::write(bin.join("ls"), "#!/bin/sh\necho model code > ran.txt\n").expect("write");
+    make_executable(&bin.join("ls"));
+    let path = format!("node_modules/.bin:{}", std::env::var("PATH").unwrap_or_default());
+    let files = fx.reply_files(&[&run_cmd("ls")]);
+    let out = fx
+        .host()
+        .env("PATH", path)
+        .args(["run", "--mode", "autosafe", "--workspace"])
+        .arg(fx.ws())
+        .args(&files)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("code: KA_COMMAND_DECLINED") && text.contains("from a folder the model can write"),
+        "{text}"
+    );
+    assert!(!fx.ws().join("ran.txt").exists());
 }
 
 fn make_executable(p: &Path) {

@@ -45,25 +45,9 @@ fn spawn(workspace: &Path, config: &Path, extra: &[&str]) -> Server {
         });
     }
     let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
-    let (mut port, mut code, mut token) = (0, String::new(), String::new());
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).expect("banner") == 0 {
-            panic!("serve exited early");
-        }
-        if let Some(a) = line
-            .strip_prefix("keyless-host ")
-            .and_then(|l| l.split("http://127.0.0.1:").nth(1))
-        {
-            port = a.trim().parse().expect("port");
-        } else if let Some(c) = line.strip_prefix("pairing code: ") {
-            code = c.split_whitespace().next().expect("code").to_string();
-        } else if let Some(t) = line.strip_prefix("local token: ") {
-            token = t.split_whitespace().next().expect("token").to_string();
-        } else if line.starts_with("Press Ctrl-C") {
-            break;
-        }
-    }
+    let keyless_tests::serve::Banner {
+        port, code, token, ..
+    } = keyless_tests::serve::read_banner(&mut reader);
     // Keep draining stdout so the server never blocks on a full pipe.
     std::thread::spawn(move || {
         let mut sink = String::new();

@@ -11,6 +11,7 @@
 use keyless_core::{Pace, Settings};
 
 pub mod bench;
+pub mod serve;
 pub mod wasm;
 use std::path::{Path, PathBuf};
 
