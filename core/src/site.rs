@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_SITES_JSON: &str = include_str!("../data/sites.json");
 
 /// How long the reply text must stay unchanged, after the site stopped generating and `@@eof`
-/// arrived, before the reply counts as complete.
+/// arrived, before the reply counts as complete — only on a page whose stop signal was never
+/// seen during this reply (a broken `streaming` selector, or a reply too quick to show it). Where
+/// the stop signal was seen, `@@eof` and its end are decisive.
 pub const QUIET_MS: u64 = 700;
 /// No complete reply this long after the message was sent: KA_REPLY_TIMEOUT.
 pub const DEFAULT_REPLY_TIMEOUT_SECONDS: u32 = 600;
@@ -484,6 +486,8 @@ pub struct WatchInput {
     pub has_eof: bool,
     /// The site shows it is still generating (stop button, streaming flag).
     pub site_streaming: bool,
+    /// The site's stop signal was seen at least once during this reply.
+    pub stop_signal_seen: bool,
     /// Milliseconds since the reply's text last changed.
     pub quiet_ms: u64,
     /// Milliseconds since the message this reply answers was sent.
@@ -528,8 +532,9 @@ impl WatchVerdict {
     }
 }
 
-/// Completion needs three signals at once: the format's end marker, the site's own "stopped
-/// generating" signal, and a short quiet period. A stall alone never completes a reply.
+/// Completion needs the format's end marker and the site's own "stopped generating" signal; a
+/// short quiet period too where the stop signal was never seen. A stall alone never completes a
+/// reply.
 #[must_use]
 pub fn watch(i: &WatchInput) -> WatchVerdict {
     let budget_ms = u64::from(if i.truncation_budget_seconds == 0 {
@@ -545,11 +550,11 @@ pub fn watch(i: &WatchInput) -> WatchVerdict {
     if i.exhausted && !i.site_streaming {
         return WatchVerdict::Exhausted;
     }
-    if i.has_reply && !i.site_streaming && i.quiet_ms >= QUIET_MS {
-        if i.has_eof {
+    if i.has_reply && !i.site_streaming {
+        if i.has_eof && (i.stop_signal_seen || i.quiet_ms >= QUIET_MS) {
             return WatchVerdict::Complete;
         }
-        if !i.has_command {
+        if !i.has_command && i.quiet_ms >= QUIET_MS {
             return WatchVerdict::CompleteWithoutEof;
         }
     }
@@ -594,6 +599,8 @@ pub fn delivery(text: &str, site: &SiteAdapter, turn: u32, batch: u32) -> Delive
 #[serde(rename_all = "camelCase", default)]
 pub struct PageObservation {
     pub site_streaming: bool,
+    /// The site's stop signal was seen at least once during this reply.
+    pub stop_signal_seen: bool,
     pub quiet_ms: u64,
     pub waited_ms: u64,
     pub exhausted: bool,
@@ -645,6 +652,30 @@ pub fn ends_with_eof(text: &str) -> bool {
         .is_some_and(|l| l.eq_ignore_ascii_case("@@eof"))
 }
 
+/// The part of a reply a streaming parse may judge. While the site still writes, the last line
+/// is unfinished, even when a closing fence line follows it (an open code block is rendered as a
+/// closed one): a final fence-only line is dropped with the line break before it, and the partial
+/// parse then leaves the line that is last unjudged.
+#[must_use]
+pub fn streaming_view(text: &str, site_streaming: bool) -> &str {
+    if !site_streaming {
+        return text;
+    }
+    let body = text.trim_end_matches(['\n', '\r', ' ', '\t']);
+    let (before, last) = match body.rfind('\n') {
+        Some(i) => (&body[..i], &body[i + 1..]),
+        None => ("", body),
+    };
+    let fence = last.trim();
+    let is_fence =
+        fence.len() >= 3 && (fence.bytes().all(|b| b == b'`') || fence.bytes().all(|b| b == b'~'));
+    if is_fence {
+        before
+    } else {
+        text
+    }
+}
+
 fn has_command_line(text: &str) -> bool {
     text.lines().any(|l| l.trim_start().starts_with("@@"))
 }
@@ -664,6 +695,7 @@ pub fn follow(
         has_command: has_command_line(text),
         has_eof: ends_with_eof(text),
         site_streaming: page.site_streaming,
+        stop_signal_seen: page.stop_signal_seen,
         quiet_ms: page.quiet_ms,
         waited_ms: page.waited_ms,
         exhausted: page.exhausted,
@@ -724,7 +756,7 @@ pub fn follow(
             diagnostics: out.diagnostics,
         };
     }
-    let out = parse_partial(text, &settings.limits);
+    let out = parse_partial(streaming_view(text, page.site_streaming), &settings.limits);
     FollowReport {
         verdict,
         code: verdict.code(),
@@ -873,6 +905,13 @@ mod tests {
             ..base
         };
         assert_eq!(watch(&noisy), WatchVerdict::Waiting);
+        // Where the stop signal was seen, @@eof and its end are decisive: no quiet period.
+        let signalled = WatchInput {
+            quiet_ms: 0,
+            stop_signal_seen: true,
+            ..base
+        };
+        assert_eq!(watch(&signalled), WatchVerdict::Complete);
         let no_eof = WatchInput {
             has_eof: false,
             ..base

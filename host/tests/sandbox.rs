@@ -719,7 +719,10 @@ fn a_program_shadowed_inside_the_workspace_is_not_trusted() {
     std::fs::create_dir_all(&bin).expect("dir");
     std::fs::write(bin.join("ls"), "#!/bin/sh\necho model code > ran.txt\n").expect("write");
     make_executable(&bin.join("ls"));
-    let path = format!("node_modules/.bin:{}", std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "node_modules/.bin:{}",
+        std::env::var("PATH").unwrap_or_default()
+    );
     let files = fx.reply_files(&[&run_cmd("ls")]);
     let out = fx
         .host()
@@ -731,7 +734,8 @@ fn a_program_shadowed_inside_the_workspace_is_not_trusted() {
         .expect("run");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("code: KA_COMMAND_DECLINED") && text.contains("from a folder the model can write"),
+        text.contains("code: KA_COMMAND_DECLINED")
+            && text.contains("from a folder the model can write"),
         "{text}"
     );
     assert!(!fx.ws().join("ran.txt").exists());

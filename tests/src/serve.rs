@@ -37,7 +37,10 @@ pub fn read_banner(reader: &mut impl BufRead) -> Banner {
         } else if let Some(d) = line.strip_prefix("dashboard: http") {
             b.dashboard = Some(format!("http{d}"));
         } else if line.starts_with("Press Ctrl-C") {
-            assert!(b.port != 0 && !b.token.is_empty(), "incomplete banner: {b:?}");
+            assert!(
+                b.port != 0 && !b.token.is_empty(),
+                "incomplete banner: {b:?}"
+            );
             return b;
         }
     }
@@ -54,6 +57,9 @@ mod tests {
         assert_eq!(b.port, 4242);
         assert_eq!(b.code, "ABCD-EFGH");
         assert_eq!(b.token, "00ff");
-        assert_eq!(b.dashboard.as_deref(), Some("http://127.0.0.1:4242/?token=00ff"));
+        assert_eq!(
+            b.dashboard.as_deref(),
+            Some("http://127.0.0.1:4242/?token=00ff")
+        );
     }
 }
