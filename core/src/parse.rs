@@ -116,6 +116,46 @@ pub fn parse_partial(text: &str, limits: &Limits) -> PartialOutput {
     p.finish_partial()
 }
 
+/// [`parse_partial`] that resumes at `from` (when the text still starts with what the checkpoint
+/// saw) and returns the checkpoint to resume at next time. The output is the same as
+/// `parse_partial(text, limits)`: only the lines after the checkpoint are parsed again.
+#[must_use]
+pub fn parse_partial_resumable(
+    text: &str,
+    limits: &Limits,
+    from: Option<&Checkpoint>,
+) -> (PartialOutput, Option<Checkpoint>) {
+    let complete = match text.rfind('\n') {
+        Some(idx) => &text[..idx],
+        None => "",
+    };
+    if chars_over(text, limits.max_response_chars as usize).is_some()
+        || (complete.is_empty() && !text.contains('\n'))
+    {
+        return (parse_partial(text, limits), None);
+    }
+    match from.filter(|cp| cp.offset <= complete.len() && complete.is_char_boundary(cp.offset)) {
+        Some(cp) => {
+            let mut p = Parser::resume(&complete[cp.offset..], limits, cp);
+            p.run();
+            let (out, next) = p.finish_partial_with_checkpoint();
+            // A resumed parse that closed no block keeps the old checkpoint.
+            let next = next
+                .map(|mut n| {
+                    n.offset += cp.offset;
+                    n
+                })
+                .or_else(|| Some(cp.clone()));
+            (out, next)
+        }
+        None => {
+            let mut p = Parser::new(complete, limits, true);
+            p.run();
+            p.finish_partial_with_checkpoint()
+        }
+    }
+}
+
 fn response_too_long(n: usize, limits: &Limits) -> Diagnostic {
     Diagnostic::new(
         Code::LimitResponseChars,
@@ -193,8 +233,12 @@ struct Stray {
 
 struct Parser<'a> {
     src: &'a str,
-    /// Byte offset of each line's start in `src`; line `i` runs to `starts[i + 1] - 1`.
-    starts: Vec<usize>,
+    /// One past the last line: lines are addressed by the byte offset where they start, and the
+    /// last one starts at most at `src.len()`.
+    end: usize,
+    /// The last line number computed: (line start, 1-based number in `src`). Line numbers are
+    /// counted on demand from here, so payload lines are never visited one by one.
+    line_cache: std::cell::Cell<(usize, u32)>,
     closer_finder: memchr::memmem::Finder<'static>,
     limits: &'a Limits,
     partial: bool,
@@ -208,8 +252,43 @@ struct Parser<'a> {
     seen_block: bool,
     eof_seen: bool,
     stray: Option<Stray>,
+    /// Where the last line holding more than whitespace starts.
     last_nonblank: Option<usize>,
     rescued: bool,
+    /// Lines before `src` (a parse resumed at a checkpoint).
+    line_base: u32,
+    /// Where a partial parse can resume: after the last closed block.
+    resume_at: Option<Mark>,
+}
+
+/// The parser's state right after a closed block: enough to resume there.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    /// Where the next line starts.
+    line: usize,
+    commands: usize,
+    diags: usize,
+    suppressed: usize,
+    next_number: u32,
+    seen_block: bool,
+    fence_open: Option<(u8, usize)>,
+    fence_close_used: bool,
+}
+
+/// Where a streaming parse can pick up again: the byte offset of the line after the last closed
+/// block, and everything the parse had found before it. Valid for any later text that starts
+/// with the same `offset` bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub offset: usize,
+    lines: u32,
+    commands: Vec<Command>,
+    diags: Vec<Diagnostic>,
+    suppressed: usize,
+    next_number: u32,
+    seen_block: bool,
+    fence_open: Option<(u8, usize)>,
+    fence_close_used: bool,
 }
 
 impl std::fmt::Debug for Parser<'_> {
@@ -220,34 +299,35 @@ impl std::fmt::Debug for Parser<'_> {
     }
 }
 
-/// Byte offsets where lines start: 0, then one past each `\n`. Scans eight bytes at a time.
-fn line_starts(bytes: &[u8]) -> Vec<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    const NEWLINES: u64 = ONES * b'\n' as u64;
-    let mut starts = Vec::with_capacity(bytes.len() / 32 + 2);
-    starts.push(0);
-    let mut chunks = bytes.chunks_exact(8);
-    let mut base = 0;
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word) ^ NEWLINES;
-        // Exact zero-byte test: high bit set in each byte of x that was zero.
-        let mut zeros = !(((x & !HIGHS) + !HIGHS) | x) & HIGHS;
-        while zeros != 0 {
-            let byte = (zeros.trailing_zeros() / 8) as usize;
-            starts.push(base + byte + 1);
-            zeros &= zeros - 1;
-        }
-        base += 8;
+/// `str::trim` with an ASCII fast path: most lines are ASCII at both ends.
+fn trim(s: &str) -> &str {
+    // The ASCII characters `char::is_whitespace` accepts (vertical tab included).
+    let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+    let b = s.as_bytes();
+    let mut start = 0;
+    while start < b.len() && ws(b[start]) {
+        start += 1;
     }
-    for (i, b) in chunks.remainder().iter().enumerate() {
-        if *b == b'\n' {
-            starts.push(base + i + 1);
-        }
+    let mut end = b.len();
+    while end > start && ws(b[end - 1]) {
+        end -= 1;
     }
-    starts
+    let t = &s[start..end];
+    match (t.as_bytes().first(), t.as_bytes().last()) {
+        (Some(f), Some(l)) if f.is_ascii() && l.is_ascii() => t,
+        (None, None) => t,
+        // A non-ASCII character at an end may be Unicode whitespace.
+        _ => t.trim(),
+    }
+}
+
+/// `NAME:nonce` → (`NAME`, `Some(nonce)`); a byte search (a `char` pattern costs more on short
+/// strings).
+fn split_colon(s: &str) -> (&str, Option<&str>) {
+    match s.bytes().position(|b| b == b':') {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    }
 }
 
 fn strip_cr(line: &str) -> &str {
@@ -384,16 +464,13 @@ const SECTION_HELP: &str =
 
 impl<'a> Parser<'a> {
     fn new(src: &'a str, limits: &'a Limits, partial: bool) -> Self {
-        let starts = line_starts(src.as_bytes());
-        let n = starts.len();
-        let line_at = |i: usize| {
-            let end = starts.get(i + 1).map_or(src.len(), |e| e - 1);
-            src.get(starts[i]..end).unwrap_or("")
-        };
-        let last_nonblank = (0..n).rev().find(|i| !line_at(*i).trim().is_empty());
+        let body = src.trim_end();
+        let last_nonblank = (!body.trim().is_empty())
+            .then(|| memchr::memrchr(b'\n', body.as_bytes()).map_or(0, |n| n + 1));
         Self {
             src,
-            starts,
+            end: src.len() + 1,
+            line_cache: std::cell::Cell::new((0, 1)),
             closer_finder: memchr::memmem::Finder::new(">>>"),
             limits,
             partial,
@@ -409,17 +486,92 @@ impl<'a> Parser<'a> {
             stray: None,
             last_nonblank,
             rescued: false,
+            line_base: 0,
+            resume_at: None,
         }
     }
 
-    fn line_count(&self) -> usize {
-        self.starts.len()
+    /// A partial parser for the text after `cp`, in the state the checkpoint recorded.
+    fn resume(src: &'a str, limits: &'a Limits, cp: &Checkpoint) -> Self {
+        let mut p = Self::new(src, limits, true);
+        p.line_base = cp.lines;
+        p.commands.clone_from(&cp.commands);
+        p.diags.clone_from(&cp.diags);
+        p.suppressed = cp.suppressed;
+        p.next_number = cp.next_number;
+        p.seen_block = cp.seen_block;
+        p.fence_open = cp.fence_open;
+        p.fence_close_used = cp.fence_close_used;
+        p
     }
 
-    /// Line `i` without its `\n`.
+    fn mark(&mut self, next_line: usize) {
+        if self.partial && self.stray.is_none() && !self.eof_seen {
+            self.resume_at = Some(Mark {
+                line: next_line,
+                commands: self.commands.len(),
+                diags: self.diags.len(),
+                suppressed: self.suppressed,
+                next_number: self.next_number,
+                seen_block: self.seen_block,
+                fence_open: self.fence_open,
+                fence_close_used: self.fence_close_used,
+            });
+        }
+    }
+
+    /// The checkpoint of the last closed block, if any (before the final sort and checks).
+    fn checkpoint(&self) -> Option<Checkpoint> {
+        let m = self.resume_at?;
+        let offset = m.line;
+        if offset > self.src.len() {
+            return None;
+        }
+        Some(Checkpoint {
+            offset,
+            lines: self.lineno(offset) - 1,
+            commands: self.commands[..m.commands].to_vec(),
+            diags: self.diags[..m.diags].to_vec(),
+            suppressed: m.suppressed,
+            next_number: m.next_number,
+            seen_block: m.seen_block,
+            fence_open: m.fence_open,
+            fence_close_used: m.fence_close_used,
+        })
+    }
+
+    /// The line starting at byte `i`, without its `\n`.
     fn line(&self, i: usize) -> &'a str {
-        let end = self.starts.get(i + 1).map_or(self.src.len(), |e| e - 1);
-        self.src.get(self.starts[i]..end).unwrap_or("")
+        let rest = self.src.get(i..).unwrap_or("");
+        match memchr::memchr(b'\n', rest.as_bytes()) {
+            Some(n) => &rest[..n],
+            None => rest,
+        }
+    }
+
+    /// Where the line after the one starting at `i` starts, or `self.end` after the last one.
+    fn next(&self, i: usize) -> usize {
+        match self
+            .src
+            .as_bytes()
+            .get(i..)
+            .and_then(|rest| memchr::memchr(b'\n', rest))
+        {
+            Some(n) => i + n + 1,
+            None => self.end,
+        }
+    }
+
+    /// The 1-based number of the line starting at `i`, counting the lines before a resumed parse.
+    fn lineno(&self, i: usize) -> u32 {
+        let (at, no) = self.line_cache.get();
+        let (from, base) = if i >= at { (at, no) } else { (0, 1) };
+        let i = i.min(self.src.len());
+        let more = memchr::memchr_iter(b'\n', &self.src.as_bytes()[from.min(i)..i]).count();
+        #[allow(clippy::cast_possible_truncation)]
+        let n = base + more as u32;
+        self.line_cache.set((i, n));
+        self.line_base + n
     }
 
     fn push(&mut self, d: Diagnostic) {
@@ -433,7 +585,7 @@ impl<'a> Parser<'a> {
     fn run(&mut self) {
         let mut i = 0;
         loop {
-            while i < self.line_count() {
+            while i < self.end {
                 i = self.step(i);
             }
             // A payload that never closes swallows the rest of the reply. Report it, then resume
@@ -445,44 +597,44 @@ impl<'a> Parser<'a> {
                 State::Payload(_, sec) => self.unclosed_details(sec).0,
                 _ => None,
             };
-            let Some(end_idx) = resume else { break };
+            let Some(end_at) = resume else { break };
             self.rescued = true;
             let state = std::mem::replace(&mut self.state, State::Outside);
             if let State::Payload(_, sec) = state {
                 self.report_unclosed_section(&sec);
             }
-            i = end_idx + 1;
+            i = self.next(end_at);
         }
     }
 
     /// Handles line `i` and returns the index of the next line to handle.
     fn step(&mut self, i: usize) -> usize {
         let raw = strip_cr(self.line(i));
-        let trimmed = raw.trim();
-        #[allow(clippy::cast_possible_truncation)]
-        let lineno = (i + 1) as u32;
+        let trimmed = trim(raw);
+        let lineno = self.lineno(i);
         let state = std::mem::replace(&mut self.state, State::Outside);
         match state {
             State::Payload(block, sec) => {
                 let end = self.scan_payload(&sec, i);
-                if end < self.line_count() {
+                if end < self.end {
                     let block = self.close_section(block, sec, end);
                     self.state = State::Block(block);
+                    self.next(end)
                 } else {
                     self.state = State::Payload(block, sec);
+                    self.end
                 }
-                end + 1
             }
             State::AfterEof => {
                 if !trimmed.is_empty() && !self.try_close_fence(trimmed, i, true) {
                     self.stray_line(Code::ParseTextAfterEof, lineno, trimmed, None);
                 }
                 self.state = State::AfterEof;
-                i + 1
+                self.next(i)
             }
             State::Outside => {
                 if trimmed.is_empty() {
-                    return i + 1;
+                    return self.next(i);
                 }
                 if !self.seen_block
                     && !self.eof_seen
@@ -492,11 +644,11 @@ impl<'a> Parser<'a> {
                     if let Some(open) = is_fence_open(trimmed) {
                         self.fence_open = Some(open);
                         self.flush_stray();
-                        return i + 1;
+                        return self.next(i);
                     }
                 }
                 if self.try_close_fence(trimmed, i, false) {
-                    return i + 1;
+                    return self.next(i);
                 }
                 if trimmed.starts_with("@@") {
                     self.flush_stray();
@@ -525,18 +677,20 @@ impl<'a> Parser<'a> {
                 } else {
                     self.stray_line(Code::ParseStrayText, lineno, trimmed, None);
                 }
-                i + 1
+                self.next(i)
             }
             State::Block(block) => {
                 if trimmed.is_empty() {
                     self.state = State::Block(block);
-                    return i + 1;
+                    return self.next(i);
                 }
                 if trimmed.eq_ignore_ascii_case("@@end") {
                     self.flush_stray();
                     self.close_block(block);
                     self.state = State::Outside;
-                    return i + 1;
+                    let next = self.next(i);
+                    self.mark(next);
+                    return next;
                 }
                 if trimmed.starts_with("@@") {
                     // A new block starts before this one ended: report, then reread the line
@@ -554,11 +708,11 @@ impl<'a> Parser<'a> {
                         block.bad_section = true;
                     }
                     self.state = State::Payload(block, sec);
-                    return i + 1;
+                    return self.next(i);
                 }
                 if self.try_close_fence(trimmed, i, false) {
                     self.state = State::Block(block);
-                    return i + 1;
+                    return self.next(i);
                 }
                 if trimmed.ends_with(">>>") {
                     self.flush_stray();
@@ -577,7 +731,7 @@ impl<'a> Parser<'a> {
                     self.stray_line(Code::ParseStrayText, lineno, trimmed, block.kind);
                 }
                 self.state = State::Block(block);
-                i + 1
+                self.next(i)
             }
         }
     }
@@ -840,10 +994,7 @@ impl<'a> Parser<'a> {
     /// Reads a `<<<NAME[:nonce]` marker. Reports malformed markers; always returns a section so the
     /// payload is skipped up to its closing marker.
     fn open_section_raw(&mut self, rest: &str, lineno: u32, i: usize, report: bool) -> OpenSection {
-        let (name_raw, nonce_raw) = match rest.split_once(':') {
-            Some((n, k)) => (n, Some(k)),
-            None => (rest, None),
-        };
+        let (name_raw, nonce_raw) = split_colon(rest);
         let closer = name_raw.split_whitespace().next().unwrap_or("").to_string();
         let name = SectionName::from_name(name_raw);
         let nonce_ok = nonce_raw.is_none_or(valid_nonce);
@@ -882,33 +1033,31 @@ impl<'a> Parser<'a> {
             closer,
             nonce: nonce_raw.map(str::to_string),
             line: lineno,
-            start: i + 1,
+            start: self.next(i),
             keep: problem.is_none(),
         }
     }
 
-    /// Returns the index of the line that closes the payload opened before line `i`, or the
-    /// number of lines when it never closes. Only lines holding `>>>` can close a payload, so the
-    /// scan jumps from one `>>>` to the next.
+    /// Returns where the line that closes the payload (whose content starts at `i`) starts, or
+    /// `self.end` when it never closes. Only lines holding `>>>` can close a payload, so the scan
+    /// jumps from one `>>>` to the next and never visits the content line by line.
     fn scan_payload(&self, sec: &OpenSection, i: usize) -> usize {
-        if i >= self.line_count() {
-            return self.line_count();
-        }
-        let mut from = self.starts[i];
-        while let Some(hit) = self.closer_finder.find(&self.src.as_bytes()[from..]) {
+        let bytes = self.src.as_bytes();
+        let mut from = i;
+        while from <= bytes.len() {
+            let Some(hit) = self.closer_finder.find(&bytes[from..]) else {
+                break;
+            };
             let pos = from + hit;
-            // The line holding `pos`: the last line starting at or before it.
-            let idx = self.starts.partition_point(|s| *s <= pos) - 1;
-            let trimmed = strip_cr(self.line(idx)).trim();
+            // The line holding `pos` starts after the last line break before it.
+            let start = memchr::memrchr(b'\n', &bytes[from..pos]).map_or(from, |n| from + n + 1);
+            let trimmed = trim(strip_cr(self.line(start)));
             if self.is_closer(trimmed, sec) {
-                return idx;
+                return start;
             }
-            match self.starts.get(idx + 1) {
-                Some(next) => from = *next,
-                None => break,
-            }
+            from = self.next(start);
         }
-        self.line_count()
+        self.end
     }
 
     /// For a payload that never closed: its first whole-line `@@end` (where to resume) and the
@@ -916,19 +1065,20 @@ impl<'a> Parser<'a> {
     fn unclosed_details(&self, sec: &OpenSection) -> (Option<usize>, Option<(u32, String)>) {
         let mut first_end = None;
         let mut near_miss = None;
-        for i in sec.start..self.line_count() {
-            let trimmed = strip_cr(self.line(i)).trim();
+        let mut i = sec.start;
+        while i < self.end {
+            let trimmed = trim(strip_cr(self.line(i)));
             if first_end.is_none() && trimmed.eq_ignore_ascii_case("@@end") {
                 first_end = Some(i);
             }
             if near_miss.is_none() && looks_like_closer(trimmed, &sec.closer) {
-                #[allow(clippy::cast_possible_truncation)]
-                let lineno = (i + 1) as u32;
+                let lineno = self.lineno(i);
                 near_miss = Some((lineno, trimmed.to_string()));
             }
             if first_end.is_some() && near_miss.is_some() {
                 break;
             }
+            i = self.next(i);
         }
         (first_end, near_miss)
     }
@@ -937,10 +1087,7 @@ impl<'a> Parser<'a> {
         let Some(body) = trimmed.strip_suffix(">>>") else {
             return false;
         };
-        let (name, nonce) = match body.split_once(':') {
-            Some((n, k)) => (n, Some(k)),
-            None => (body, None),
-        };
+        let (name, nonce) = split_colon(body);
         name.eq_ignore_ascii_case(&sec.closer) && nonce == sec.nonce.as_deref()
     }
 
@@ -984,11 +1131,10 @@ impl<'a> Parser<'a> {
         if start >= end {
             return String::new();
         }
-        let from = self.starts[start];
-        let to = self.starts[end] - 1; // the '\n' ending line end-1
-        let slice = &self.src[from..to];
+        // From the first content line to the line break before the closing line.
+        let slice = &self.src[start..end - 1];
         let slice = slice.strip_suffix('\r').unwrap_or(slice);
-        if slice.contains('\r') {
+        if memchr::memchr(b'\r', slice.as_bytes()).is_some() {
             slice.replace("\r\n", "\n")
         } else {
             slice.to_string()
@@ -1206,7 +1352,12 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn finish_partial(mut self) -> PartialOutput {
+    fn finish_partial(self) -> PartialOutput {
+        self.finish_partial_with_checkpoint().0
+    }
+
+    fn finish_partial_with_checkpoint(mut self) -> (PartialOutput, Option<Checkpoint>) {
+        let checkpoint = self.checkpoint();
         self.flush_stray();
         self.control_checks();
         self.sort_diags();
@@ -1224,16 +1375,20 @@ impl<'a> Parser<'a> {
             },
         };
         #[allow(clippy::cast_possible_truncation)]
-        let complete_lines = self.line_count() as u32;
-        PartialOutput {
-            reply: Reply {
-                commands: self.commands,
+        let complete_lines =
+            self.line_base + 1 + memchr::memchr_iter(b'\n', self.src.as_bytes()).count() as u32;
+        (
+            PartialOutput {
+                reply: Reply {
+                    commands: self.commands,
+                },
+                diagnostics: self.diags,
+                suppressed: self.suppressed,
+                state,
+                complete_lines,
             },
-            diagnostics: self.diags,
-            suppressed: self.suppressed,
-            state,
-            complete_lines,
-        }
+            checkpoint,
+        )
     }
 }
 
@@ -1293,10 +1448,11 @@ fn set_option(kind: CommandKind, key: &str, value: &str, o: &mut Options) -> Res
 
 #[cfg(test)]
 mod tests {
-    use super::line_starts;
+    use super::{Limits, Parser};
 
     #[test]
-    fn line_starts_match_a_plain_split() {
+    fn line_walk_matches_a_plain_split() {
+        let limits = Limits::default();
         for text in [
             "",
             "\n",
@@ -1309,9 +1465,30 @@ mod tests {
             "é\nü\r\n€\n",
             &"ab\ncd\n".repeat(37),
         ] {
-            let mut want = vec![0];
-            want.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-            assert_eq!(line_starts(text.as_bytes()), want, "{text:?}");
+            let p = Parser::new(text, &limits, false);
+            let want: Vec<&str> = text.split('\n').collect();
+            let mut got = Vec::new();
+            let mut numbers = Vec::new();
+            let mut i = 0;
+            while i < p.end {
+                got.push(p.line(i));
+                numbers.push(p.lineno(i));
+                i = p.next(i);
+            }
+            assert_eq!(got, want, "{text:?}");
+            let expected: Vec<u32> = (1..=u32::try_from(want.len()).unwrap()).collect();
+            assert_eq!(numbers, expected, "{text:?}");
+            // Asked out of order, numbers stay right.
+            if let Some(&last) = numbers.last() {
+                let mut back = 0;
+                let mut j = 0;
+                while j < p.end {
+                    back += 1;
+                    assert_eq!(p.lineno(j), back);
+                    j = p.next(j);
+                }
+                assert_eq!(back, last);
+            }
         }
     }
 }

@@ -9,7 +9,6 @@ use crate::check::{checked, Checked};
 use crate::config::{Mode, Settings};
 use crate::diag::{Code, Diagnostic};
 use crate::keyless_json::ConfigFileError;
-use crate::parse::parse_partial;
 use crate::policy::{decide, Decision, Tier};
 use crate::reply::{Command, CommandKind, Control, SectionName};
 use crate::text::edit_distance;
@@ -691,24 +690,59 @@ pub fn follow(
     allow: &[String],
     page: &PageObservation,
 ) -> FollowReport {
-    let verdict = watch(&WatchInput {
-        has_command: has_command_line(text),
-        has_eof: ends_with_eof(text),
-        site_streaming: page.site_streaming,
-        stop_signal_seen: page.stop_signal_seen,
-        quiet_ms: page.quiet_ms,
-        waited_ms: page.waited_ms,
-        exhausted: page.exhausted,
-        has_reply: !text.trim().is_empty(),
-        truncation_budget_seconds: page.truncation_budget_seconds,
-        reply_timeout_seconds: page.reply_timeout_seconds,
-    });
-    let policy = |c: &Command| {
-        (c.kind == CommandKind::RunCommand)
-            .then(|| decide(c.section_text(SectionName::Cmd).unwrap_or(""), mode, allow))
-    };
-    let overlay = |c: &Command, run: Option<bool>, skip: Option<String>| {
-        let v = policy(c);
+    Follower::new(*settings, mode, allow.to_vec()).update(text, page)
+}
+
+/// A reply followed update by update. Each update parses only what follows the last block the
+/// previous update saw closed (when the text before it is unchanged), and decides the policy only
+/// for commands it has not seen, so an update costs about the size of what streamed in since.
+/// Pure: the extension's worker keeps one per tab.
+#[derive(Debug, Clone)]
+pub struct Follower {
+    settings: Settings,
+    mode: Mode,
+    allow: Vec<String>,
+    /// The text of the last update.
+    text: String,
+    checkpoint: Option<crate::parse::Checkpoint>,
+    /// Policy verdicts by command number, with the command line they were decided for.
+    verdicts: Vec<Option<(String, crate::policy::Verdict)>>,
+}
+
+impl Follower {
+    #[must_use]
+    pub fn new(settings: Settings, mode: Mode, allow: Vec<String>) -> Self {
+        Self {
+            settings,
+            mode,
+            allow,
+            text: String::new(),
+            checkpoint: None,
+            verdicts: Vec::new(),
+        }
+    }
+
+    fn verdict(&mut self, c: &Command) -> Option<crate::policy::Verdict> {
+        if c.kind != CommandKind::RunCommand {
+            return None;
+        }
+        let line = c.section_text(SectionName::Cmd).unwrap_or("");
+        let slot = c.number as usize;
+        if self.verdicts.len() <= slot {
+            self.verdicts.resize(slot + 1, None);
+        }
+        if let Some((seen, v)) = &self.verdicts[slot] {
+            if seen == line {
+                return Some(v.clone());
+            }
+        }
+        let v = decide(line, self.mode, &self.allow);
+        self.verdicts[slot] = Some((line.to_string(), v.clone()));
+        Some(v)
+    }
+
+    fn row(&mut self, c: &Command, run: Option<bool>, skip: Option<String>) -> OverlayCommand {
+        let v = self.verdict(c);
         OverlayCommand {
             number: c.number,
             command: c.kind.name().to_string(),
@@ -720,58 +754,92 @@ pub fn follow(
             decision: v.as_ref().map(|v| v.decision),
             reason: v.map(|v| v.reason),
         }
-    };
-    let complete = matches!(
-        verdict,
-        WatchVerdict::Complete | WatchVerdict::CompleteWithoutEof | WatchVerdict::Truncated
-    );
-    if complete {
-        let Checked {
-            out,
-            planned,
-            correction,
-        } = checked(text, settings);
+    }
+
+    /// The page's text now, and what the page shows about it.
+    pub fn update(&mut self, text: &str, page: &PageObservation) -> FollowReport {
+        let verdict = watch(&WatchInput {
+            has_command: has_command_line(text),
+            has_eof: ends_with_eof(text),
+            site_streaming: page.site_streaming,
+            stop_signal_seen: page.stop_signal_seen,
+            quiet_ms: page.quiet_ms,
+            waited_ms: page.waited_ms,
+            exhausted: page.exhausted,
+            has_reply: !text.trim().is_empty(),
+            truncation_budget_seconds: page.truncation_budget_seconds,
+            reply_timeout_seconds: page.reply_timeout_seconds,
+        });
+        let complete = matches!(
+            verdict,
+            WatchVerdict::Complete | WatchVerdict::CompleteWithoutEof | WatchVerdict::Truncated
+        );
+        if complete {
+            let Checked {
+                out,
+                planned,
+                correction,
+            } = checked(text, &self.settings);
+            let commands = out
+                .reply
+                .commands
+                .iter()
+                .map(|c| {
+                    let e = planned.as_ref().and_then(|p| p.entry(c.number));
+                    self.row(
+                        c,
+                        Some(e.is_some_and(|e| e.run)),
+                        e.and_then(|e| e.skip).map(|s| s.to_string()),
+                    )
+                })
+                .collect();
+            return FollowReport {
+                verdict,
+                code: verdict.code(),
+                r#final: true,
+                ok: out.ok(),
+                correction,
+                control: planned.map(|p| p.control),
+                commands,
+                lines: u32::try_from(text.lines().count()).unwrap_or(u32::MAX),
+                diagnostics: out.diagnostics,
+            };
+        }
+        let view = streaming_view(text, page.site_streaming);
+        // The checkpoint holds while the text before it is what the last update saw.
+        let same = self.checkpoint.as_ref().is_some_and(|cp| {
+            view.len() >= cp.offset
+                && self.text.len() >= cp.offset
+                && view.as_bytes()[..cp.offset] == self.text.as_bytes()[..cp.offset]
+        });
+        if !same {
+            self.checkpoint = None;
+        }
+        let (out, next) = crate::parse::parse_partial_resumable(
+            view,
+            &self.settings.limits,
+            self.checkpoint.as_ref(),
+        );
+        self.checkpoint = next;
+        self.text.clear();
+        self.text.push_str(view);
         let commands = out
             .reply
             .commands
             .iter()
-            .map(|c| {
-                let e = planned.as_ref().and_then(|p| p.entry(c.number));
-                overlay(
-                    c,
-                    Some(e.is_some_and(|e| e.run)),
-                    e.and_then(|e| e.skip).map(|s| s.to_string()),
-                )
-            })
+            .map(|c| self.row(c, None, None))
             .collect();
-        return FollowReport {
+        FollowReport {
             verdict,
             code: verdict.code(),
-            r#final: true,
-            ok: out.ok(),
-            correction,
-            control: planned.map(|p| p.control),
+            r#final: false,
+            ok: out.diagnostics.is_empty(),
             commands,
-            lines: u32::try_from(text.lines().count()).unwrap_or(u32::MAX),
+            control: out.reply.control(),
+            correction: None,
+            lines: out.complete_lines,
             diagnostics: out.diagnostics,
-        };
-    }
-    let out = parse_partial(streaming_view(text, page.site_streaming), &settings.limits);
-    FollowReport {
-        verdict,
-        code: verdict.code(),
-        r#final: false,
-        ok: out.diagnostics.is_empty(),
-        commands: out
-            .reply
-            .commands
-            .iter()
-            .map(|c| overlay(c, None, None))
-            .collect(),
-        control: out.reply.control(),
-        correction: None,
-        lines: out.complete_lines,
-        diagnostics: out.diagnostics,
+        }
     }
 }
 

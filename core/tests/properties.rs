@@ -115,6 +115,31 @@ proptest! {
         }
     }
 
+    /// A partial parse resumed at the last closed block answers exactly like a fresh one, for
+    /// every prefix of a reply fed in order (and after a prefix that changed).
+    #[test]
+    fn resumed_partial_parse_equals_a_fresh_one(text in vocab_text(), cuts in prop::collection::vec(0usize..4000, 1..12)) {
+        let limits = Limits::default();
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(text.len())).filter(|c| text.is_char_boundary(*c)).collect();
+        cuts.sort_unstable();
+        cuts.push(text.len());
+        let mut cp = None;
+        for cut in cuts {
+            let prefix = &text[..cut];
+            let (out, next) = parse::parse_partial_resumable(prefix, &limits, cp.as_ref());
+            prop_assert_eq!(&out, &parse_partial(prefix, &limits), "at {}", cut);
+            cp = next;
+        }
+        // The follower, fed the same way, reports like a fresh follow.
+        let page = keyless_core::site::PageObservation { site_streaming: true, ..Default::default() };
+        let mut f = keyless_core::site::Follower::new(keyless_core::Settings::default(), Mode::Ask, vec![]);
+        for (i, _) in text.match_indices('\n') {
+            let prefix = &text[..=i];
+            let fresh = keyless_core::site::follow(prefix, &keyless_core::Settings::default(), Mode::Ask, &[], &page);
+            prop_assert_eq!(f.update(prefix, &page), fresh);
+        }
+    }
+
     #[test]
     fn render_then_parse_round_trips(reply in reply_strategy()) {
         let text = render_reply(&reply);

@@ -102,14 +102,17 @@ proptest! {
     #[test]
     fn completion_needs_eof_and_stop(
         has_command: bool, has_eof: bool, site_streaming: bool, exhausted: bool, has_reply: bool,
+        stop_signal_seen: bool,
         quiet_ms in 0u64..200_000, waited_ms in 0u64..1_000_000,
         budget in 0u32..200, timeout in 0u32..2000,
     ) {
-        let i = WatchInput { has_command, has_eof, site_streaming, quiet_ms, waited_ms, exhausted, has_reply,
+        let i = WatchInput { has_command, has_eof, site_streaming, stop_signal_seen, quiet_ms, waited_ms, exhausted, has_reply,
             truncation_budget_seconds: budget, reply_timeout_seconds: timeout };
         let v = watch(&i);
         if v == keyless_core::site::WatchVerdict::Complete {
             prop_assert!(has_eof && !site_streaming && has_reply);
+            // Without a stop signal seen during the reply, the quiet period guards completion.
+            prop_assert!(stop_signal_seen || quiet_ms >= keyless_core::site::QUIET_MS);
         }
         if v == keyless_core::site::WatchVerdict::CompleteWithoutEof {
             prop_assert!(!has_command && !site_streaming);

@@ -5,7 +5,7 @@
 import { query, queryAll, send, write } from "./composer.js";
 import { replyText } from "./extract.js";
 import { Overlay, type PromptEvent } from "./overlay.js";
-import { ask, type Delivery, type HostEvent, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
+import { ask, type Delivery, type FollowReport, type HostEvent, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
 
 interface Watch {
   /// Assistant messages that existed before the message this reply answers.
@@ -17,6 +17,12 @@ interface Watch {
   users: number;
   lastText: string;
   lastChange: number;
+  /// The text the worker has for this reply (updates send only what changed).
+  sent: string;
+  /// The site's stop signal was seen during this reply.
+  stopSeen: boolean;
+  /// The reply's commands as the worker last reported them.
+  commands: FollowReport["commands"];
   done: boolean;
 }
 
@@ -54,6 +60,16 @@ function contentOf(message: Element): Element {
   return (site?.selectors.assistant_content && query(site.selectors.assistant_content, message)) || message;
 }
 
+/// How many leading characters two strings share.
+function commonPrefix(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  // Compare in slices first: streaming text mostly grows at its end.
+  while (i + 256 <= n && a.slice(i, i + 256) === b.slice(i, i + 256)) i += 256;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
 function exhaustedNow(now: number): boolean {
   if (!site || site.exhausted_phrases.length === 0 || now - lastExhaustedCheck < 1000) return exhausted;
   lastExhaustedCheck = now;
@@ -66,7 +82,7 @@ function exhaustedNow(now: number): boolean {
 function follow(baseline: number, sent = true): void {
   const now = performance.now();
   const users = site ? queryAll(site.selectors.user_message).length : 0;
-  watch = { baseline, sentAt: sent ? now : null, users, lastText: "", lastChange: now, done: false };
+  watch = { baseline, sentAt: sent ? now : null, users, lastText: "", lastChange: now, sent: "", stopSeen: false, commands: [], done: false };
   exhausted = false;
   lastExhaustedCheck = 0;
   ui().reset();
@@ -93,33 +109,49 @@ async function tick(): Promise<void> {
     const msgs = assistantMessages();
     const newest = msgs.length > w.baseline ? msgs[msgs.length - 1] : undefined;
     if (w.sentAt === null && site && (newest || queryAll(site.selectors.user_message).length > w.users)) w.sentAt = performance.now();
-    const text = newest ? replyText(contentOf(newest), site.selectors.ignore) : "";
+    const streaming = query(site.selectors.streaming) !== null;
+    if (streaming) w.stopSeen = true;
+    const text = newest ? replyText(contentOf(newest), site.selectors.ignore, streaming) : "";
     const now = performance.now();
     const changed = text !== w.lastText;
     if (changed) {
       w.lastText = text;
       w.lastChange = now;
     }
-    const streaming = query(site.selectors.streaming) !== null;
-    const report = await ask("follow", {
-      text,
-      page: {
-        siteStreaming: streaming,
-        quietMs: Math.round(now - w.lastChange),
-        waitedMs: w.sentAt === null ? 0 : Math.round(now - w.sentAt),
-        // Checked (at most once a second) once the site stopped and before the reply can complete.
-        exhausted: !streaming && now - w.lastChange >= 400 ? exhaustedNow(now) : false,
-        truncationBudgetSeconds: settings.truncationBudgetSeconds,
-        replyTimeoutSeconds: settings.replyTimeoutSeconds,
-      },
-    });
+    const page = {
+      siteStreaming: streaming,
+      stopSignalSeen: w.stopSeen,
+      quietMs: Math.round(now - w.lastChange),
+      waitedMs: w.sentAt === null ? 0 : Math.round(now - w.sentAt),
+      // Checked (at most once a second) once the site stopped, before the reply can complete.
+      exhausted: !streaming ? exhaustedNow(now) : false,
+      truncationBudgetSeconds: settings.truncationBudgetSeconds,
+      replyTimeoutSeconds: settings.replyTimeoutSeconds,
+    };
+    // Only what changed goes to the worker: the length of the text it already has, then the rest.
+    const keep = commonPrefix(w.sent, text);
+    const tAsk = performance.now();
+    let answer = await ask("follow", { keep, tail: text.slice(keep), page });
+    const tBack = performance.now();
+    if ("resync" in answer) {
+      w.commands = [];
+      answer = await ask("follow", { keep: 0, tail: text, page });
+    }
+    if ("resync" in answer) throw new Error("KA_INTERNAL the worker lost the reply it follows");
+    w.sent = text;
+    // The worker sends the commands that changed; the ones before `commandsFrom` are as before.
+    w.commands = [...w.commands.slice(0, answer.commandsFrom), ...answer.commands];
+    const report: FollowReport = { ...answer, commands: w.commands };
     if (watch !== w) return;
     const o = ui();
     o.follow(report);
     if (changed && text) {
-      const ms = performance.now() - t0;
-      o.note(`${report.lines} lines · overlay updated in ${ms.toFixed(1)} ms`);
-      ask("metric", { overlayMs: Math.round(ms * 100) / 100, chars: text.length }).catch(() => undefined);
+      const end = performance.now();
+      const ms = end - t0;
+      // The page's own work: reading the reply and drawing; the worker's round trip is async.
+      const pageMs = tAsk - t0 + (end - tBack);
+      o.note(`${report.lines} lines · overlay updated in ${ms.toFixed(1)} ms (page ${pageMs.toFixed(2)} ms)`);
+      ask("metric", { overlayMs: Math.round(ms * 100) / 100, chars: text.length, pageMs: Math.round(pageMs * 1000) / 1000 }).catch(() => undefined);
       o.setPhase(streaming ? "streaming" : "checking", "follow");
     }
     switch (report.verdict) {

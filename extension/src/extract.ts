@@ -32,9 +32,13 @@ function codeOf(pre: Element): { code: string; lang: string } {
   return { code, lang: m?.[1] ?? "" };
 }
 
-/// The reply text of an assistant message element.
-export function replyText(message: Element, ignore: string | undefined): string {
+/// The reply text of an assistant message element. While the site still streams (`streaming`),
+/// a code block that ends the message may still be open: it gets no closing fence, so its last,
+/// unfinished line is never mistaken for a complete one.
+export function replyText(message: Element, ignore: string | undefined, streaming = false): string {
   const out: string[] = [];
+  /// Index in `out` of the closing fence of the last code block, while nothing follows it.
+  let lastFence = -1;
   let line = "";
   const newline = () => {
     out.push(line.replace(/[ \t]+$/, ""));
@@ -45,7 +49,9 @@ export function replyText(message: Element, ignore: string | undefined): string 
   };
   const walk = (node: Node) => {
     if (node.nodeType === Node.TEXT_NODE) {
-      line += (node.nodeValue ?? "").replace(/[\n\r]+/g, " ").replace(/\u00a0/g, " ");
+      const t = (node.nodeValue ?? "").replace(/[\n\r]+/g, " ").replace(/\u00a0/g, " ");
+      if (t.trim() !== "") lastFence = -1;
+      line += t;
       return;
     }
     if (node.nodeType !== Node.ELEMENT_NODE) return;
@@ -63,6 +69,7 @@ export function replyText(message: Element, ignore: string | undefined): string 
       const { code, lang } = codeOf(el);
       const fence = "`".repeat(Math.max(3, longestFenceRun(code, "`") + 1));
       out.push(fence + lang, ...code.split("\n"), fence);
+      lastFence = out.length - 1;
       return;
     }
     const block = BLOCK.has(tag);
@@ -72,6 +79,7 @@ export function replyText(message: Element, ignore: string | undefined): string 
   };
   walk(message);
   boundary();
+  if (streaming && lastFence >= 0 && out.slice(lastFence + 1).every((l) => l.trim() === "")) out.length = lastFence;
   while (out.length && out[0]?.trim() === "") out.shift();
   while (out.length && out[out.length - 1]?.trim() === "") out.pop();
   return out.join("\n");

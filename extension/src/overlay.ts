@@ -89,9 +89,14 @@ export class Overlay {
   private readonly summary: HTMLDivElement;
   private readonly errorBox: HTMLDivElement;
   private readonly foot: HTMLDivElement;
+  /// Each command's state cell (updated by host events while the batch runs).
   private readonly rows = new Map<number, HTMLTableCellElement>();
+  /// Each command's row and the key of what it shows: a row is rebuilt only when its key changes.
+  private readonly rowEls = new Map<number, { tr: HTMLTableRowElement; key: string }>();
+  private table: HTMLTableElement | null = null;
+  private readonly tableHead = el("h4");
   private outText = "";
-  private lastKey = "";
+  private diagKey = "";
 
   constructor(onStop: () => void) {
     this.host = document.createElement("keyless-overlay");
@@ -147,6 +152,9 @@ export class Overlay {
   /// A new reply: forget the previous batch's state.
   reset(): void {
     this.rows.clear();
+    this.rowEls.clear();
+    this.table = null;
+    this.commands.replaceChildren();
     this.outText = "";
     this.out.textContent = "";
     this.live.classList.add("hidden");
@@ -154,15 +162,17 @@ export class Overlay {
     this.says.replaceChildren();
     this.prompts.replaceChildren();
     this.clearError();
-    this.lastKey = "";
+    this.diagKey = "";
   }
 
-  /// Shows what the core says about the reply so far.
+  /// Shows what the core says about the reply so far. Only what changed is drawn again: the
+  /// problems when they change, and the rows of the commands that are new or changed.
   follow(report: FollowReport): void {
-    const key = JSON.stringify([report.diagnostics, report.commands, report.final]);
-    if (key === this.lastKey) return;
-    this.lastKey = key;
-    this.renderDiagnostics(report.diagnostics, report.final, report.ok);
+    const diagKey = report.diagnostics.length === 0 ? `${report.final}|${report.ok}` : JSON.stringify([report.diagnostics, report.final, report.ok]);
+    if (diagKey !== this.diagKey) {
+      this.diagKey = diagKey;
+      this.renderDiagnostics(report.diagnostics, report.final, report.ok);
+    }
     this.renderCommands(report.commands);
   }
 
@@ -184,32 +194,66 @@ export class Overlay {
   }
 
   private renderCommands(list: OverlayCommand[]): void {
-    this.commands.replaceChildren();
     const shown = list.filter((c) => c.command !== "eof");
-    if (shown.length === 0) return;
-    this.commands.append(el("h4", "", `Commands (${shown.length})`));
-    const table = el("table");
-    for (const c of shown) {
-      const tr = el("tr");
-      tr.append(el("td", "n", String(c.number)));
-      const cmd = el("td", "cmd", c.command);
-      if (c.tier) cmd.append(el("span", `badge t-${c.tier}`, c.tier));
-      tr.append(cmd);
-      const target = el("td", "target", c.target);
-      const why = c.skip_reason ?? (c.decision && c.decision !== "run" ? `${c.decision}: ${c.reason ?? ""}` : null);
-      if (why) target.append(el("div", "why", why));
-      tr.append(target);
-      const state = el("td", "state");
-      const old = this.rows.get(c.number);
-      if (old) state.replaceChildren(...Array.from(old.childNodes).map((n) => n.cloneNode(true)));
-      else if (c.run === false) state.append(el("span", "s-skipped", "skip"));
-      else if (c.decision === "confirm") state.append(el("span", "why", "asks you"));
-      else if (c.decision === "deny") state.append(el("span", "s-error", "denied"));
-      this.rows.set(c.number, state);
-      tr.append(state);
-      table.append(tr);
+    if (shown.length === 0) {
+      if (this.table) {
+        this.commands.replaceChildren();
+        this.table = null;
+        this.rowEls.clear();
+      }
+      return;
     }
-    this.commands.append(table);
+    if (!this.table) {
+      this.table = el("table");
+      this.commands.replaceChildren(this.tableHead, this.table);
+    }
+    const title = `Commands (${shown.length})`;
+    if (this.tableHead.textContent !== title) this.tableHead.textContent = title;
+    const seen = new Set<number>();
+    let prev: HTMLTableRowElement | null = null;
+    for (const c of shown) {
+      seen.add(c.number);
+      const key = `${c.command}\u0000${c.tier ?? ""}\u0000${c.target}\u0000${c.skip_reason ?? ""}\u0000${c.decision ?? ""}\u0000${c.reason ?? ""}\u0000${String(c.run)}`;
+      const old = this.rowEls.get(c.number);
+      let tr = old?.tr;
+      if (!old || old.key !== key) {
+        const fresh = this.row(c);
+        if (old) old.tr.replaceWith(fresh);
+        else if (prev) prev.after(fresh);
+        else this.table.prepend(fresh);
+        this.rowEls.set(c.number, { tr: fresh, key });
+        tr = fresh;
+      }
+      prev = tr ?? prev;
+    }
+    for (const [n, r] of this.rowEls) {
+      if (!seen.has(n)) {
+        r.tr.remove();
+        this.rowEls.delete(n);
+        this.rows.delete(n);
+      }
+    }
+  }
+
+  private row(c: OverlayCommand): HTMLTableRowElement {
+    const tr = el("tr");
+    tr.append(el("td", "n", String(c.number)));
+    const cmd = el("td", "cmd", c.command);
+    if (c.tier) cmd.append(el("span", `badge t-${c.tier}`, c.tier));
+    tr.append(cmd);
+    const target = el("td", "target", c.target);
+    const why = c.skip_reason ?? (c.decision && c.decision !== "run" ? `${c.decision}: ${c.reason ?? ""}` : null);
+    if (why) target.append(el("div", "why", why));
+    tr.append(target);
+    const state = el("td", "state");
+    const old = this.rows.get(c.number);
+    if (old) state.replaceChildren(...Array.from(old.childNodes).map((n) => n.cloneNode(true)));
+    else if (c.run === false) state.append(el("span", "s-skipped", "skip"));
+    else if (c.decision === "confirm") state.append(el("span", "why", "asks you"));
+    else if (c.decision === "deny") state.append(el("span", "s-error", "denied"));
+    this.rows.set(c.number, state);
+    tr.append(state);
+    return tr;
   }
 
   batchStarted(): void {

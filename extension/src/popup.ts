@@ -35,8 +35,17 @@ function showRun(run: TabRun | null): void {
   byId("start").textContent = run?.state === "ended" && run.reason === "done" ? "Next task" : "Start";
 }
 
+/// Tried once per popup: pairing through keyless-host's native-messaging host, with no code.
+let triedAutoPair = false;
+
 async function refresh(): Promise<void> {
-  const st = await ask("status", {});
+  let st = await ask("status", {});
+  if (!st.paired && !triedAutoPair) {
+    triedAutoPair = true;
+    const auto = await ask("autoPair", {});
+    st = auto;
+    byId("auto-pair-note").textContent = auto.paired ? "" : (auto.autoPair ?? "");
+  }
   const dot = byId("conn");
   dot.className = `dot ${st.connected && st.paired ? "ok" : "bad"}`;
   byId("conn-text").textContent = st.paired ? (st.connected ? `connected to ${st.hostUrl}` : "host not reachable") : "not paired";

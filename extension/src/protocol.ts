@@ -87,6 +87,8 @@ export interface FollowReport {
 
 export interface PageObservation {
   siteStreaming: boolean;
+  /// The site's stop signal was seen during this reply: then @@eof and its end are decisive.
+  stopSignalSeen: boolean;
   quietMs: number;
   waitedMs: number;
   exhausted: boolean;
@@ -163,6 +165,10 @@ export interface Metrics {
   overlayUpdate: number[];
   /// Characters of the reply at each update.
   overlayChars: number[];
+  /// Of each update: the page's own work (reading the reply from the DOM, then drawing).
+  pageMs: number[];
+  /// Of each update: the worker's core (the follower's update, in wasm).
+  coreMs: number[];
 }
 
 export interface HostStatus {
@@ -177,17 +183,24 @@ export interface HostStatus {
 export interface Requests {
   // from content scripts
   site: { req: { host: string }; res: { site: SiteAdapter | null; error: string | null; settings: Settings } };
-  follow: { req: { text: string; page: PageObservation }; res: FollowReport };
+  /// The page's text is the last text the worker saw for this tab, cut to `keep` characters, then
+  /// `tail`. A worker that lost that text (it restarted) answers `{resync: true}`.
+  /// The answer carries only the commands from `commandsFrom` on (those before are unchanged since
+  /// the last answer for this reply).
+  follow: { req: { keep: number; tail: string; page: PageObservation }; res: (FollowReport & { commandsFrom: number }) | { resync: true } };
   reply: { req: { text: string }; res: ReplyOutcome };
   answer: { req: { id: number; approve?: boolean; answer?: string }; res: { ok: boolean } };
   cancel: { req: Record<string, never>; res: { ok: boolean } };
   tabRun: { req: Record<string, never>; res: { run: TabRun | null } };
   delivered: { req: { ok: boolean; code?: string; endToSentMs?: number }; res: { ok: boolean } };
-  metric: { req: { overlayMs: number; chars: number }; res: { ok: boolean } };
+  metric: { req: { overlayMs: number; chars: number; pageMs: number }; res: { ok: boolean } };
   ping: { req: Record<string, never>; res: { ok: boolean } };
   // from the popup and the options page
   status: { req: Record<string, never>; res: HostStatus };
   pair: { req: { hostUrl: string; code: string }; res: HostStatus };
+  /// Pairs through the native-messaging host that `keyless-host install` registers: no code.
+  /// `autoPair` in the answer says why that was not possible (then the code is the way).
+  autoPair: { req: Record<string, never>; res: HostStatus & { autoPair?: string } };
   unpair: { req: Record<string, never>; res: HostStatus };
   pieces: { req: Record<string, never>; res: { pieces: { name: string; description: string }[] } };
   getSettings: { req: Record<string, never>; res: Settings };

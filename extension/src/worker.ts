@@ -6,7 +6,7 @@ import init, {
   defaultSitesJson,
   deliveryFor,
   doctorReport,
-  followReply,
+  ReplyFollower,
   loadSites,
   siteForHost,
 } from "../../target/wasm-pkg/keyless_wasm.js";
@@ -36,6 +36,23 @@ function core(): Promise<unknown> {
   return wasm;
 }
 
+/// The native-messaging host `keyless-host install` registers (keyless_host::native::HOST_NAME).
+const NATIVE_HOST = "dev.keyless.host";
+
+// ---- the reply each tab follows ----
+
+/// Per tab: the page text the content script last sent, and the core's follower for it. A new
+/// reply (keep 0), a changed mode or pace, or a new run starts a fresh one.
+const following = new Map<number, { key: string; text: string; follower: ReplyFollower; sent: string[] }>();
+
+const commandKey = (c: FollowReport["commands"][number]) =>
+  `${c.number}\u0000${c.command}\u0000${c.target}\u0000${c.tier ?? ""}\u0000${c.decision ?? ""}\u0000${c.reason ?? ""}\u0000${String(c.run)}\u0000${c.skip_reason ?? ""}\u0000${c.line}`;
+
+function forgetFollower(tabId: number): void {
+  following.get(tabId)?.follower.free();
+  following.delete(tabId);
+}
+
 // ---- storage ----
 
 interface Pairing {
@@ -60,6 +77,8 @@ async function runOf(tabId: number): Promise<TabRun | null> {
 }
 
 async function saveRun(tabId: number, run: TabRun | null): Promise<void> {
+  // The mode or pace may have changed: the next update starts a fresh follower.
+  forgetFollower(tabId);
   const key = `run:${tabId}`;
   if (run) await chrome.storage.session.set({ [key]: run });
   else await chrome.storage.session.remove(key);
@@ -211,7 +230,7 @@ async function siteForTab(tab: chrome.tabs.Tab | undefined): Promise<SiteAdapter
 
 // ---- metrics (for the figures in docs/extension.md) ----
 
-const metrics: Metrics = { endToSent: [], overlayUpdate: [], overlayChars: [] };
+const metrics: Metrics = { endToSent: [], overlayUpdate: [], overlayChars: [], pageMs: [], coreMs: [] };
 
 // ---- the handler map ----
 
@@ -254,10 +273,30 @@ const handlers: Handlers = {
   },
   async follow(req, sender) {
     await core();
-    const id = sender.tab?.id;
-    const run = id === undefined ? null : await runOf(id);
-    const s = await settings();
-    return followReply(req.text, { pace: run?.pace ?? s.pace, mode: run?.mode ?? s.mode }, req.page) as FollowReport;
+    const id = sender.tab?.id ?? -1;
+    let f = following.get(id);
+    if (!f) {
+      if (req.keep !== 0) return { resync: true };
+      const run = id === -1 ? null : await runOf(id);
+      const s = await settings();
+      const key = `${run?.pace ?? s.pace}|${run?.mode ?? s.mode}`;
+      f = { key, text: "", follower: new ReplyFollower({ pace: run?.pace ?? s.pace, mode: run?.mode ?? s.mode }), sent: [] };
+      following.set(id, f);
+    }
+    if (req.keep > f.text.length) return { resync: true };
+    // A new reply (nothing kept): the page starts its command list afresh.
+    if (req.keep === 0) f.sent = [];
+    f.text = f.text.slice(0, req.keep) + req.tail;
+    const t0 = performance.now();
+    const report = f.follower.update(f.text, req.page) as FollowReport;
+    if (req.tail !== "" && f.text.length > 1000) metrics.coreMs.push(Math.round((performance.now() - t0) * 1000) / 1000);
+    // Only the commands that changed since the last answer go back to the page.
+    const keys = report.commands.map(commandKey);
+    let from = 0;
+    while (from < keys.length && from < f.sent.length && keys[from] === f.sent[from]) from++;
+    if (keys.length < f.sent.length && from === keys.length) from = Math.max(0, keys.length - 1);
+    f.sent = keys;
+    return { ...report, commands: report.commands.slice(from), commandsFrom: from };
   },
   async reply(req, sender) {
     const tabId = tabOf(sender);
@@ -304,9 +343,12 @@ const handlers: Handlers = {
   async metric(req) {
     metrics.overlayUpdate.push(req.overlayMs);
     metrics.overlayChars.push(req.chars);
+    metrics.pageMs.push(req.pageMs);
     if (metrics.overlayUpdate.length > 5000) {
       metrics.overlayUpdate.splice(0, 1000);
       metrics.overlayChars.splice(0, 1000);
+      metrics.pageMs.splice(0, 1000);
+      metrics.coreMs.splice(0, Math.max(0, metrics.coreMs.length - 4000));
     }
     return { ok: true };
   },
@@ -340,6 +382,19 @@ const handlers: Handlers = {
     if (!res.ok || !data.token) throw new Error(`${data.code ?? "KA_UNAUTHORIZED"} ${data.message ?? "pairing failed"}`);
     await chrome.storage.local.set({ pairing: { hostUrl, token: data.token } satisfies Pairing });
     await chrome.storage.local.set({ settings: { ...(await settings()), hostUrl } });
+    return status();
+  },
+  async autoPair() {
+    let r: { hostUrl?: string; token?: string; error?: string } | undefined;
+    try {
+      r = (await chrome.runtime.sendNativeMessage(NATIVE_HOST, { type: "pair" })) as typeof r;
+    } catch (e) {
+      // Chrome: "Specified native messaging host not found." when keyless-host install never ran.
+      return { ...(await status()), autoPair: `${message(e)} (run keyless-host install once to pair without a code)` };
+    }
+    if (!r?.token || !r.hostUrl) return { ...(await status()), autoPair: r?.error ?? "keyless-host gave no token" };
+    await chrome.storage.local.set({ pairing: { hostUrl: r.hostUrl, token: r.token } satisfies Pairing });
+    await chrome.storage.local.set({ settings: { ...(await settings()), hostUrl: r.hostUrl } });
     return status();
   },
   async unpair() {

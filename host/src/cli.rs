@@ -118,6 +118,22 @@ enum Cmd {
         #[arg(long)]
         reset: bool,
     },
+    /// Register keyless-host with Chrome/Chromium so the extension pairs without a code.
+    Install {
+        /// Also (or only, with --only-profiles) register in this browser profile folder (its
+        /// NativeMessagingHosts subfolder). Repeatable.
+        #[arg(long = "profile", value_name = "DIR")]
+        profiles: Vec<PathBuf>,
+        /// Register only in the --profile folders, not in the browsers' user folders.
+        #[arg(long)]
+        only_profiles: bool,
+        /// Allow this extension id too (for example a development copy). Repeatable.
+        #[arg(long = "extension-id", value_name = "ID")]
+        extension_ids: Vec<String>,
+        /// Remove the registration instead.
+        #[arg(long)]
+        uninstall: bool,
+    },
     /// Print the effective configuration and where each value comes from.
     Config {
         #[arg(long, default_value = ".")]
@@ -539,6 +555,12 @@ pub fn main() -> ExitCode {
         } => crate::run_cli::log_cmd(&workspace, session.as_deref(), limit, json),
         Cmd::Serve(a) => serve_cmd(a),
         Cmd::Pair { reset } => pair_cmd(reset),
+        Cmd::Install {
+            profiles,
+            only_profiles,
+            extension_ids,
+            uninstall,
+        } => install_cmd(&profiles, only_profiles, extension_ids, uninstall),
     };
     match result {
         Ok(code) => code,
@@ -869,6 +891,57 @@ fn warn_ignored(ignored: &[keyless_core::keyless_json::Ignored]) {
     for i in ignored {
         eprintln!("keyless-host: {} {i}", Code::ConfigValidation);
     }
+}
+
+fn install_cmd(
+    profiles: &[PathBuf],
+    only_profiles: bool,
+    extra_ids: Vec<String>,
+    uninstall: bool,
+) -> Result<ExitCode, HostError> {
+    let mut ids = vec![crate::native::EXTENSION_ID.to_string()];
+    for id in extra_ids {
+        if !crate::pairing::valid_extension_id(&id) {
+            return Err(HostError::Usage(format!(
+                "{id} is not a Chrome extension id (32 letters a-p)"
+            )));
+        }
+        ids.push(id);
+    }
+    let mut dirs: Vec<PathBuf> = profiles
+        .iter()
+        .map(|p| p.join("NativeMessagingHosts"))
+        .collect();
+    if !only_profiles {
+        dirs.extend(crate::native::browser_dirs().into_iter().map(|(_, d)| d));
+    }
+    let mut out = io::stdout().lock();
+    if uninstall {
+        for f in crate::native::uninstall(&dirs) {
+            writeln!(out, "removed {}", f.display()).map_err(HostError::Write)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let written = crate::native::install(&dirs, &ids).map_err(|source| HostError::Read {
+        path: "NativeMessagingHosts".into(),
+        source,
+    })?;
+    for f in written {
+        writeln!(
+            out,
+            "registered {} in {}",
+            crate::native::HOST_NAME,
+            f.display()
+        )
+        .map_err(HostError::Write)?;
+    }
+    writeln!(
+        out,
+        "The keyless extension ({}) now pairs with a running keyless-host serve when you open its popup; no code to type.",
+        ids.join(", ")
+    )
+    .map_err(HostError::Write)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn show_config(workspace: &std::path::Path, approve: bool) -> Result<ExitCode, HostError> {

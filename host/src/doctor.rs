@@ -185,6 +185,34 @@ pub fn run(workspace: &Path) -> Result<ExitCode, HostError> {
             }
         }
     }
+    let regs = crate::native::registrations();
+    if regs.is_empty() {
+        r.add(
+            Level::Warn,
+            "pairing",
+            "no browser knows keyless-host yet: run keyless-host install to pair the extension without a code",
+        );
+    }
+    for (browser, file, check) in regs {
+        match check {
+            Ok(()) => r.add(
+                Level::Ok,
+                "pairing",
+                format!(
+                    "{browser}: the extension pairs without a code ({})",
+                    file.display()
+                ),
+            ),
+            Err(why) => r.add(
+                Level::Warn,
+                "pairing",
+                format!(
+                    "{browser}: {} is stale: {why}; run keyless-host install again",
+                    file.display()
+                ),
+            ),
+        }
+    }
     let mut out = io::stdout().lock();
     for (level, check, detail) in &r.rows {
         let tag = match level {

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod conn;
 pub mod doctor;
 pub mod exec;
+pub mod native;
 pub mod pairing;
 pub mod piece_cli;
 pub mod pieces;

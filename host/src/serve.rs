@@ -1330,10 +1330,21 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         {
             println!("playground: http://{addr}/playground/");
         }
+        // The extension's native-messaging host finds this server here (pairing without a code).
+        let me = std::process::id();
+        if let Err(e) = crate::native::record_serve(&crate::native::ServeInfo {
+            port: addr.port(),
+            pid: me,
+            workspace: st.ws.root().display().to_string(),
+        }) {
+            tracing::warn!(error = %e, "cannot record serve.json: the extension pairs with the code only");
+        }
         println!("Press Ctrl-C to stop.");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
-        crate::conn::serve(listener, router(st), shutdown_signal()).await
+        let r = crate::conn::serve(listener, router(st), shutdown_signal()).await;
+        crate::native::forget_serve(me);
+        r
     })
 }
 

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const shots = join(root, "docs", "screenshots");
-const bin = process.env.KEYLESS_HOST_BIN ?? join(root, "target", "release", "keyless-host");
+export const bin = process.env.KEYLESS_HOST_BIN ?? join(root, "target", "release", "keyless-host");
 
 /** Starts `keyless-host serve` on 127.0.0.1:0 and resolves with its port, token and URLs. */
 export function startHost(ws, config, mode = "ask") {
@@ -45,11 +45,14 @@ export const extensionDir = join(root, "target", "extension");
 
 /**
  * Debian's Chromium with the built extension loaded, chatgpt.com and claude.ai mapped to the fake
- * chat site on 127.0.0.1:`chatPort`. Resolves with {context, worker, extensionId}.
+ * chat site on 127.0.0.1:`chatPort`, in `profile` (a fresh folder by default), with `env` added to
+ * the browser's environment (it passes it on to native-messaging hosts). Resolves with
+ * {context, worker, extensionId}.
  */
-export async function launchWithExtension(chatPort) {
-  const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "keyless-chromium-")), {
+export async function launchWithExtension(chatPort, { profile = mkdtempSync(join(tmpdir(), "keyless-chromium-")), env } = {}) {
+  const context = await chromium.launchPersistentContext(profile, {
     executablePath: "/usr/bin/chromium",
+    ...(env ? { env: { ...process.env, ...env } } : {}),
     headless: false,
     ignoreDefaultArgs: ["--disable-extensions", "--headless"],
     ignoreHTTPSErrors: true,
@@ -58,7 +61,7 @@ export async function launchWithExtension(chatPort) {
       ...FLAGS,
       `--disable-extensions-except=${extensionDir}`,
       `--load-extension=${extensionDir}`,
-      `--host-resolver-rules=MAP chatgpt.com 127.0.0.1:${chatPort}, MAP claude.ai 127.0.0.1:${chatPort}`,
+      `--host-resolver-rules=MAP chatgpt.com 127.0.0.1:${chatPort}, MAP claude.ai 127.0.0.1:${chatPort}, MAP gemini.google.com 127.0.0.1:${chatPort}, MAP aistudio.google.com 127.0.0.1:${chatPort}`,
       "--ignore-certificate-errors",
     ],
   });

@@ -186,6 +186,32 @@ pub fn follow_reply(text: &str, settings_js: JsValue, page: JsValue) -> Result<J
     to_js(&follow(text, &s, mode, &allow, &page))
 }
 
+/// A reply followed update by update (see `keyless_core::site::Follower`): the worker keeps one
+/// per tab, so each update parses only what streamed in since the last closed block.
+#[wasm_bindgen(js_name = ReplyFollower)]
+#[derive(Debug)]
+pub struct ReplyFollower {
+    inner: keyless_core::site::Follower,
+}
+
+#[wasm_bindgen(js_class = ReplyFollower)]
+impl ReplyFollower {
+    /// A follower for these settings (`{pace, limits, mode, allow}`, as `followReply` takes).
+    #[wasm_bindgen(constructor)]
+    pub fn new(settings_js: JsValue) -> Result<ReplyFollower, JsError> {
+        let (s, mode, allow) = settings(settings_js)?;
+        Ok(Self {
+            inner: keyless_core::site::Follower::new(s, mode, allow),
+        })
+    }
+
+    /// The report for the page's text now.
+    pub fn update(&mut self, text: &str, page: JsValue) -> Result<JsValue, JsError> {
+        let page: PageObservation = from_js(page)?;
+        to_js(&self.inner.update(text, &page))
+    }
+}
+
 /// Paste or attach a message, for a site.
 #[wasm_bindgen(js_name = deliveryFor)]
 pub fn delivery_for(text: &str, site: JsValue, turn: u32, batch: u32) -> Result<JsValue, JsError> {

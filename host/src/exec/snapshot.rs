@@ -1,5 +1,5 @@
-//! Gathers the environment snapshot: OS, shell, tool versions (probed in parallel, each with a
-//! short timeout), and the user's scripts in `.agent/snapshot/`.
+//! Gathers the environment snapshot: OS, shell, tool versions (probed in parallel, each under a
+//! time cap, and cached per workspace until PATH or the tools change), and the snapshot scripts.
 
 use super::shell;
 use keyless_core::environment::{EnvSnapshot, ScriptOutcome, PROBED_TOOLS};
@@ -29,36 +29,167 @@ fn clean(line: &str) -> String {
     keyless_core::text::truncate_chars(out.trim(), 60)
 }
 
-fn probe_tool(tool: &str, workspace: &Path) -> Option<String> {
-    // Only from PATH folders the model cannot write, and run outside the workspace: a tool may
-    // read settings from its working folder (rust-toolchain.toml, .npmrc, go.mod …).
-    let program = super::programs::trusted(tool, workspace)?;
-    let neutral = std::env::temp_dir();
+/// How long one version probe may take; a tool that answers later is listed as installed.
+const PROBE_CAP: Duration = Duration::from_secs(3);
+
+/// Runs `program arg` outside the workspace, killed after [`PROBE_CAP`].
+fn probe_once(program: &Path, arg: &str) -> Option<std::process::Output> {
+    use std::io::Read as _;
+    let mut child = std::process::Command::new(program)
+        .arg(arg)
+        .current_dir(std::env::temp_dir())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    let start = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if start.elapsed() < PROBE_CAP => std::thread::sleep(Duration::from_millis(2)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    if let Some(mut o) = child.stdout.take() {
+        let _ = o.read_to_end(&mut stdout);
+    }
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_end(&mut stderr);
+    }
+    Some(std::process::Output {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+fn probe_tool(program: &Path) -> String {
     for arg in ["--version", "version"] {
-        let out = std::process::Command::new(&program)
-            .arg(arg)
-            .current_dir(&neutral)
-            .stdin(std::process::Stdio::null())
-            .output();
-        match out {
-            Err(_) => return None,
-            Ok(o) => {
-                let text = if o.stdout.is_empty() {
-                    o.stderr
-                } else {
-                    o.stdout
-                };
-                let line = String::from_utf8_lossy(&text)
-                    .lines()
-                    .map(clean)
-                    .find(|l| !l.is_empty());
-                if o.status.success() {
-                    return Some(line.unwrap_or_else(|| "installed".into()));
+        let Some(o) = probe_once(program, arg) else {
+            return "installed".into();
+        };
+        let text = if o.stdout.is_empty() {
+            o.stderr
+        } else {
+            o.stdout
+        };
+        let line = String::from_utf8_lossy(&text)
+            .lines()
+            .map(clean)
+            .find(|l| !l.is_empty());
+        if o.status.success() {
+            return line.unwrap_or_else(|| "installed".into());
+        }
+    }
+    "installed".into()
+}
+
+/// What the version probes depend on, cheap to read: each tool's resolved file (path, size,
+/// modification time), PATH, and the files and variables that pick versions behind shims.
+fn probe_key(workspace: &Path, found: &[(String, Option<std::path::PathBuf>)]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(env!("CARGO_PKG_VERSION"));
+    h.update(std::env::var("PATH").unwrap_or_default());
+    for (tool, path) in found {
+        h.update(tool);
+        if let Some(p) = path {
+            let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+            h.update(real.display().to_string());
+            if let Ok(m) = std::fs::metadata(&real) {
+                h.update(m.len().to_le_bytes());
+                if let Ok(t) = m.modified().and_then(|t| {
+                    t.duration_since(std::time::UNIX_EPOCH)
+                        .map_err(std::io::Error::other)
+                }) {
+                    h.update(t.as_nanos().to_le_bytes());
                 }
             }
         }
+        h.update([0]);
     }
-    Some("installed".into())
+    for var in [
+        "PYENV_VERSION",
+        "RUSTUP_TOOLCHAIN",
+        "NODE_VERSION",
+        "JAVA_HOME",
+        "GOROOT",
+        "ASDF_DIR",
+    ] {
+        h.update(std::env::var(var).unwrap_or_default());
+        h.update([0]);
+    }
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let pyenv = std::env::var_os("PYENV_ROOT").map(std::path::PathBuf::from);
+    for f in [
+        pyenv
+            .or_else(|| home.as_ref().map(|h| h.join(".pyenv")))
+            .map(|p| p.join("version")),
+        home.as_ref().map(|h| h.join(".tool-versions")),
+        home.as_ref().map(|h| h.join(".rustup/settings.toml")),
+        home.as_ref().map(|h| h.join(".nvm/alias/default")),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        h.update(std::fs::read(f).unwrap_or_default());
+        h.update([0]);
+    }
+    let _ = workspace;
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Cached {
+    key: String,
+    tools: Vec<(String, Option<String>)>,
+}
+
+/// Tool versions: from `.agent/snapshot-cache.json` when nothing they depend on changed, else
+/// probed in parallel (each under [`PROBE_CAP`]) and cached.
+fn tool_versions(workspace: &Path) -> Vec<(String, Option<String>)> {
+    let found: Vec<(String, Option<std::path::PathBuf>)> = PROBED_TOOLS
+        .iter()
+        .map(|t| ((*t).to_string(), super::programs::trusted(t, workspace)))
+        .collect();
+    let key = probe_key(workspace, &found);
+    let cache = workspace.join(".agent").join("snapshot-cache.json");
+    if let Some(c) = std::fs::read(&cache)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Cached>(&b).ok())
+        .filter(|c| c.key == key)
+    {
+        return c.tools;
+    }
+    let handles: Vec<_> = found
+        .into_iter()
+        .map(|(t, path)| (t, path.map(|p| std::thread::spawn(move || probe_tool(&p)))))
+        .collect();
+    let tools: Vec<(String, Option<String>)> = handles
+        .into_iter()
+        .map(|(t, h)| {
+            (
+                t,
+                h.map(|h| h.join().unwrap_or_else(|_| "installed".into())),
+            )
+        })
+        .collect();
+    if workspace.join(".agent").is_dir() {
+        if let Ok(json) = serde_json::to_vec(&Cached {
+            key,
+            tools: tools.clone(),
+        }) {
+            let _ = super::workspace::write_atomic(&cache, &json);
+        }
+    }
+    tools
 }
 
 /// The folders snapshot scripts come from: the user's own (`<config>/keyless/snapshot`), then the
@@ -133,20 +264,7 @@ pub fn gather_for(workspace: &Path, exec: &mut super::batch::ExecSettings) -> En
 /// The snapshot for a workspace; `sandbox` is the sandbox status line.
 #[must_use]
 pub fn gather(workspace: &Path, sandbox: String) -> EnvSnapshot {
-    let handles: Vec<_> = PROBED_TOOLS
-        .iter()
-        .map(|t| {
-            let ws = workspace.to_path_buf();
-            (
-                t.to_string(),
-                std::thread::spawn(move || probe_tool(t, &ws)),
-            )
-        })
-        .collect();
-    let tools = handles
-        .into_iter()
-        .map(|(t, h)| (t, h.join().unwrap_or(None)))
-        .collect();
+    let tools = tool_versions(workspace);
     let shell = std::env::var("SHELL").map_or_else(
         |_| "/bin/sh".to_string(),
         |s| format!("{s} (commands run in /bin/sh)"),

@@ -1,10 +1,12 @@
-// The fake chat page. Two DOMs from one script: ChatGPT-like (chatgpt.com) and Claude-like
-// (claude.ai), each following the selectors in SITES.md. Replies are rendered from markdown the
-// way chat sites do: prose in <p> with <br> for single newlines, code blocks in <pre> with a
-// header (language label + Copy button), re-rendered on every streamed chunk.
+// The fake chat page. Four DOMs from one script, each following what SITES.md knows of the site:
+// ChatGPT-like (chatgpt.com), Claude-like (claude.ai), Gemini-like (gemini.google.com: Angular
+// custom elements, a Quill editor) and AI Studio-like (aistudio.google.com: a plain textarea behind
+// an Angular form, a Run button that turns into Stop). Replies are rendered from markdown the way
+// chat sites do: prose in <p> with <br> for single newlines, code blocks in <pre> with a header
+// (language label + Copy button), re-rendered on every streamed chunk.
 "use strict";
 (() => {
-  const SITE = document.documentElement.dataset.site === "claude" ? "claude" : "chatgpt";
+  const SITE = ["claude", "gemini", "aistudio"].includes(document.documentElement.dataset.site) ? document.documentElement.dataset.site : "chatgpt";
   const h = (tag, attrs = {}, ...kids) => {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs)) {
@@ -24,6 +26,19 @@
       codeEl.append(span, document.createTextNode("\n"));
     }
     if (codeEl.lastChild) codeEl.lastChild.remove();
+    if (SITE === "gemini") {
+      return h("code-block", { class: "ng-star-inserted" },
+        h("div", { class: "code-block-decoration header-formatted gds-title-s" },
+          h("span", { text: lang || "code" }),
+          h("button", { "aria-label": "Copy code", class: "copy-button" }, h("mat-icon", { fonticon: "content_copy", text: "content_copy" }))),
+        h("div", { class: "formatted-code-block-internal-container" }, h("pre", {}, codeEl)));
+    }
+    if (SITE === "aistudio") {
+      return h("ms-code-block", {},
+        h("div", { class: "code-block-header" }, h("span", { class: "language", text: lang || "code" }),
+          h("button", { iconname: "content_copy", class: "mat-mdc-tooltip-trigger", text: "content_copy" })),
+        h("pre", {}, codeEl));
+    }
     if (SITE === "chatgpt") {
       return h("pre", { class: "overflow-visible!" },
         h("div", { class: "contain-inline-size rounded-md border" },
@@ -190,31 +205,132 @@
     }
   }
 
+  // ---- a Quill-like editor (Gemini): its model follows the DOM through a MutationObserver (as
+  // Quill's scroll blot does), and it handles paste and beforeinput itself ----
+  class QuillEditor {
+    constructor(el, onChange) {
+      this.el = el;
+      this.onChange = onChange;
+      this.lines = [""];
+      el.addEventListener("paste", (e) => {
+        e.preventDefault();
+        this.insert(e.clipboardData ? e.clipboardData.getData("text/plain") : "");
+      });
+      el.addEventListener("beforeinput", (e) => {
+        if (e.inputType === "insertText" && e.data !== null) {
+          e.preventDefault();
+          this.insert(e.data);
+        } else if (e.inputType === "insertParagraph") {
+          e.preventDefault();
+          this.insert("\n");
+        } else if (e.inputType === "deleteContentBackward" || e.inputType === "deleteByCut") {
+          e.preventDefault();
+          this.lines = [""];
+          this.render();
+        }
+      });
+      this.observer = new MutationObserver(() => this.readDom());
+      this.render(false);
+    }
+    insert(text) {
+      const sel = window.getSelection();
+      const all = sel && sel.rangeCount && !sel.getRangeAt(0).collapsed;
+      if (all) this.lines = [""];
+      const parts = text.replace(/\r\n?/g, "\n").split("\n");
+      this.lines[this.lines.length - 1] += parts[0];
+      for (const p of parts.slice(1)) this.lines.push(p);
+      this.render();
+    }
+    readDom() {
+      const blocks = Array.from(this.el.children);
+      this.lines = blocks.length ? blocks.map((b) => b.textContent ?? "") : [this.el.textContent ?? ""];
+      this.el.classList.toggle("ql-blank", this.text() === "");
+      this.onChange();
+    }
+    render(notify = true) {
+      this.observer.disconnect();
+      this.el.replaceChildren(...this.lines.map((l) => (l ? h("p", { text: l }) : h("p", {}, h("br")))));
+      this.el.classList.toggle("ql-blank", this.text() === "");
+      this.observer.observe(this.el, { childList: true, subtree: true, characterData: true });
+      if (notify) this.onChange();
+    }
+    text() {
+      return this.lines.join("\n");
+    }
+    clear() {
+      this.lines = [""];
+      this.render();
+    }
+  }
+
+  // ---- a textarea bound to an Angular-like form control (AI Studio): only an `input` event
+  // updates the control's value ----
+  class FormTextarea {
+    constructor(el, onChange) {
+      this.el = el;
+      this.value = "";
+      el.addEventListener("input", () => {
+        this.value = el.value;
+        onChange();
+      });
+      this.onChange = onChange;
+    }
+    text() {
+      return this.value;
+    }
+    clear() {
+      this.el.value = "";
+      this.value = "";
+      this.onChange();
+    }
+  }
+
   // ---- the page ----
   const root = document.getElementById("root");
   const thread = h("div", { class: "thread" });
   const main = h("main", {}, thread);
   const fileInput = h("input", { type: "file", multiple: "", hidden: "" });
   const chips = h("div", { class: "chips" });
-  const editorEl = h("div", { contenteditable: "true", class: "ProseMirror", translate: "no" });
+  const editorEl = SITE === "gemini"
+    ? h("div", { contenteditable: "true", class: "ql-editor textarea new-input-ui", role: "textbox", "data-placeholder": "Ask Gemini", "aria-label": "Enter a prompt here" })
+    : SITE === "aistudio"
+      ? h("textarea", { class: "textarea", "aria-label": "Enter a prompt", placeholder: "Start typing a prompt", formcontrolname: "promptText", rows: "3" })
+      : h("div", { contenteditable: "true", class: "ProseMirror", translate: "no" });
   if (SITE === "chatgpt") editorEl.id = "prompt-textarea";
   const hiddenTextarea = h("textarea", { name: "prompt-textarea", hidden: "" });
   const sendBtn = SITE === "chatgpt"
     ? h("button", { "data-testid": "send-button", "aria-label": "Send prompt", class: "send", text: "↑" })
-    : h("button", { "aria-label": "Send message", class: "send", text: "↑" });
+    : SITE === "gemini"
+      ? h("button", { "aria-label": "Send message", class: "send-button mat-mdc-icon-button send" }, h("mat-icon", { fonticon: "send", text: "send" }))
+      : SITE === "aistudio"
+        ? h("button", { type: "submit", "aria-label": "Run", class: "run-button send", text: "Run" })
+        : h("button", { "aria-label": "Send message", class: "send", text: "↑" });
   const stopBtn = SITE === "chatgpt"
     ? h("button", { "data-testid": "stop-button", "aria-label": "Stop streaming", class: "stop", text: "■" })
-    : h("button", { "aria-label": "Stop response", class: "stop", text: "■" });
+    : SITE === "gemini"
+      ? h("button", { "aria-label": "Stop response", class: "send-button mat-mdc-icon-button stop" }, h("mat-icon", { fonticon: "stop", text: "stop" }))
+      : SITE === "aistudio"
+        ? h("button", { type: "submit", "aria-label": "Stop", class: "run-button stop", text: "Stop" })
+        : h("button", { "aria-label": "Stop response", class: "stop", text: "■" });
   const attachBtn = h("button", { class: "attach", "aria-label": "Attach files", text: "+" });
-  const editorBox = SITE === "claude" ? h("div", { "aria-label": "Write your prompt to Claude", class: "editor-box" }, editorEl) : h("div", { class: "editor-box" }, hiddenTextarea, editorEl);
-  const form = h("form", { class: "composer" }, chips, h("div", { class: "row" }, attachBtn, editorBox, h("div", { class: "actions" }, sendBtn)), fileInput);
-  root.append(h("header", { class: "top", text: SITE === "claude" ? "Claude" : "ChatGPT" }), main, form);
+  const editorBox = SITE === "claude"
+    ? h("div", { "aria-label": "Write your prompt to Claude", class: "editor-box" }, editorEl)
+    : SITE === "gemini"
+      ? h("rich-textarea", { class: "editor-box" }, editorEl)
+      : SITE === "aistudio"
+        ? h("ms-autosize-textarea", { class: "editor-box" }, editorEl)
+        : h("div", { class: "editor-box" }, hiddenTextarea, editorEl);
+  // AI Studio's Run button sits in ms-run-button; the others in a plain wrapper.
+  const actions = SITE === "aistudio" ? h("ms-run-button", { class: "actions" }, sendBtn) : h("div", { class: "actions" }, sendBtn);
+  const form = h("form", { class: "composer" }, chips, h("div", { class: "row" }, attachBtn, editorBox, actions), fileInput);
+  const titles = { chatgpt: "ChatGPT", claude: "Claude", gemini: "Gemini", aistudio: "Google AI Studio" };
+  root.append(h("header", { class: "top", text: titles[SITE] }), main, form);
 
   let attachments = [];
   let streaming = false;
   let stopRequested = false;
   let turn = 0;
-  const editor = new Editor(editorEl, () => updateSend());
+  const editor = SITE === "gemini" ? new QuillEditor(editorEl, () => updateSend()) : SITE === "aistudio" ? new FormTextarea(editorEl, () => updateSend()) : new Editor(editorEl, () => updateSend());
 
   function updateSend() {
     sendBtn.disabled = streaming || (editor.text().trim() === "" && attachments.length === 0);
@@ -229,7 +345,7 @@
     for (const f of Array.from(fileInput.files ?? [])) {
       const text = await f.text();
       attachments.push({ name: f.name, text });
-      chips.append(h("div", { class: "chip", "data-testid": SITE === "chatgpt" ? "attachment-chip" : "file-thumbnail", text: f.name }));
+      chips.append(h("div", { class: SITE === "gemini" ? "chip file-preview" : "chip", "data-testid": SITE === "chatgpt" ? "attachment-chip" : "file-thumbnail", text: f.name }));
     }
     fileInput.value = "";
     updateSend();
@@ -237,6 +353,18 @@
 
   function userTurn(text, files) {
     turn++;
+    if (SITE === "gemini") {
+      const q = h("div", { class: "query-content" }, ...text.split("\n").map((l) => h("p", { class: "query-text-line", text: l })));
+      for (const f of files) q.append(h("div", { class: "file", text: `📎 ${f.name}` }));
+      thread.append(h("user-query", { class: "turn user" }, q));
+      return;
+    }
+    if (SITE === "aistudio") {
+      const c = h("div", { class: "turn-content" }, h("ms-text-chunk", { text }));
+      for (const f of files) c.append(h("div", { class: "file", text: `📎 ${f.name}` }));
+      thread.append(h("ms-chat-turn", { class: "turn user" }, h("div", { class: "chat-turn-container user", "data-turn-role": "User" }, c)));
+      return;
+    }
     if (SITE === "chatgpt") {
       const body = h("div", { class: "whitespace-pre-wrap", text });
       const bubble = h("div", { "data-message-author-role": "user", "data-message-id": `u${turn}` }, body);
@@ -250,6 +378,26 @@
   }
 
   function assistantTurn() {
+    if (SITE === "gemini") {
+      const md = h("div", { class: "markdown markdown-main-panel" });
+      const actions = h("message-actions", {}, h("div", {}, h("div", {}, h("copy-button", {}, h("button", { "aria-label": "Copy" }, h("mat-icon", { fonticon: "content_copy", text: "content_copy" }))))));
+      actions.hidden = true;
+      thread.append(h("model-response", { class: "turn assistant" },
+        h("div", { class: "response-container" },
+          h("span", { class: "cdk-visually-hidden", text: "Gemini said" }),
+          h("message-content", { class: "model-response-text" }, md),
+          actions)));
+      return { md, done() { actions.hidden = false; } };
+    }
+    if (SITE === "aistudio") {
+      const md = h("ms-cmark-node", { class: "cmark-node" });
+      const footer = h("div", { class: "actions-container turn-footer" }, h("button", { iconname: "thumb_up", text: "thumb_up" }));
+      footer.hidden = true;
+      thread.append(h("ms-chat-turn", { class: "turn assistant" },
+        h("div", { class: "chat-turn-container model", "data-turn-role": "Model" },
+          h("div", { class: "turn-content" }, h("ms-prompt-chunk", {}, h("ms-text-chunk", {}, md))), footer)));
+      return { md, done() { footer.hidden = false; } };
+    }
     if (SITE === "chatgpt") {
       const md = h("div", { class: "markdown prose w-full break-words" });
       const msg = h("div", { "data-message-author-role": "assistant", "data-message-id": `a${turn}` }, md);

@@ -11,13 +11,14 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
+const TITLES = { chatgpt: "ChatGPT", claude: "Claude", gemini: "Gemini", aistudio: "Google AI Studio" };
 export const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
 function certificate() {
   const dir = mkdtempSync(join(tmpdir(), "keyless-fakechat-cert-"));
   execFileSync("openssl", [
     "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=chatgpt.com",
-    "-addext", "subjectAltName=DNS:chatgpt.com,DNS:claude.ai,DNS:localhost",
+    "-addext", "subjectAltName=DNS:chatgpt.com,DNS:claude.ai,DNS:gemini.google.com,DNS:aistudio.google.com,DNS:localhost",
     "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
   ], { stdio: "ignore" });
   return { key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) };
@@ -38,7 +39,7 @@ export function startFakeChat(replies = []) {
   };
   const server = createServer(certificate(), (req, res) => {
     const host = (req.headers.host ?? "").split(":")[0];
-    const site = host.includes("claude") ? "claude" : "chatgpt";
+    const site = host.includes("claude") ? "claude" : host.includes("gemini") ? "gemini" : host.includes("aistudio") ? "aistudio" : "chatgpt";
     const url = new URL(req.url ?? "/", "https://x");
     const headers = { "content-security-policy": CSP, "cache-control": "no-store" };
     if (req.method === "POST" && url.pathname === "/backend/conversation") {
@@ -60,9 +61,9 @@ export function startFakeChat(replies = []) {
       res.end(data);
       return;
     }
-    if (url.pathname === "/" || url.pathname.startsWith("/c/") || url.pathname.startsWith("/chat")) {
+    if (url.pathname === "/" || url.pathname.startsWith("/c/") || url.pathname.startsWith("/chat") || url.pathname.startsWith("/app") || url.pathname.startsWith("/prompts")) {
       res.writeHead(200, { ...headers, "content-type": "text/html; charset=utf-8" });
-      res.end(`<!doctype html><html lang="en" data-site="${site}"><head><meta charset="utf-8"><title>${site === "claude" ? "Claude" : "ChatGPT"}</title><link rel="stylesheet" href="/chat.css"></head><body class="${site}"><div id="root"></div><script src="/chat.js"></script></body></html>`);
+      res.end(`<!doctype html><html lang="en" data-site="${site}"><head><meta charset="utf-8"><title>${TITLES[site]}</title><link rel="stylesheet" href="/chat.css"></head><body class="${site}"><div id="root"></div><script src="/chat.js"></script></body></html>`);
       return;
     }
     res.writeHead(404, headers);

@@ -1,0 +1,342 @@
+//! Pairing without typing a code: a Chrome/Chromium native-messaging host.
+//!
+//! `keyless-host install` registers this binary as the native-messaging host
+//! `dev.keyless.host`, allowed for the keyless extension only (its id is fixed by the public key in
+//! `extension/manifest.json`). When the extension asks (`{"type":"pair"}`), Chrome starts
+//! `keyless-host chrome-extension://<id>/` with the messages on stdin; the host answers with the
+//! address of the running `serve` (from `serve.json` in the user's config folder) and a fresh
+//! token bound to that extension id. The one-time code stays as the fallback.
+
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The native-messaging host name the extension asks for.
+pub const HOST_NAME: &str = "dev.keyless.host";
+/// The keyless extension's id, fixed by the `key` in `extension/manifest.json`.
+pub const EXTENSION_ID: &str = "gplahjhhbhedphhkkcaefhjjcgoeckci";
+/// Chrome caps a message to a native host at 4 GB and from it at 1 MB; keyless's are tiny.
+const MAX_MESSAGE: u32 = 64 * 1024;
+
+/// Where a running `serve` says it listens: `<config>/keyless/serve.json`.
+#[must_use]
+pub fn serve_file() -> Option<PathBuf> {
+    crate::cli::user_config_path().map(|p| p.with_file_name("serve.json"))
+}
+
+/// What `serve` records about itself while it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServeInfo {
+    pub port: u16,
+    pub pid: u32,
+    pub workspace: String,
+}
+
+/// Records the running server (mode 0600); removed again by [`forget_serve`].
+///
+/// # Errors
+/// When the file cannot be written.
+pub fn record_serve(info: &ServeInfo) -> io::Result<()> {
+    let Some(path) = serve_file() else {
+        return Ok(());
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let json = serde_json::to_vec_pretty(info).map_err(io::Error::other)?;
+    crate::exec::workspace::write_atomic(&path, &json)?;
+    crate::pairing::set_private(&path)
+}
+
+/// Removes `serve.json` if it still names this process.
+pub fn forget_serve(pid: u32) {
+    if let Some(path) = serve_file() {
+        let mine = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<ServeInfo>(&b).ok())
+            .is_some_and(|i| i.pid == pid);
+        if mine {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The folders a browser reads user-level native-messaging hosts from.
+#[must_use]
+pub fn browser_dirs() -> Vec<(&'static str, PathBuf)> {
+    let mut v = Vec::new();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    if cfg!(target_os = "macos") {
+        if let Some(h) = &home {
+            let base = h.join("Library").join("Application Support");
+            v.push(("chrome", base.join("Google/Chrome/NativeMessagingHosts")));
+            v.push(("chromium", base.join("Chromium/NativeMessagingHosts")));
+        }
+    } else if let Some(c) = config {
+        v.push(("chromium", c.join("chromium/NativeMessagingHosts")));
+        v.push(("chrome", c.join("google-chrome/NativeMessagingHosts")));
+        v.push((
+            "chrome-beta",
+            c.join("google-chrome-beta/NativeMessagingHosts"),
+        ));
+        v.push((
+            "brave",
+            c.join("BraveSoftware/Brave-Browser/NativeMessagingHosts"),
+        ));
+    }
+    v
+}
+
+/// The host manifest Chrome reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostManifest {
+    pub name: String,
+    pub description: String,
+    pub path: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub allowed_origins: Vec<String>,
+}
+
+#[must_use]
+pub fn manifest_for(exe: &Path, extension_ids: &[String]) -> HostManifest {
+    HostManifest {
+        name: HOST_NAME.into(),
+        description:
+            "keyless-host: pairs the keyless extension with the running keyless-host serve".into(),
+        path: exe.display().to_string(),
+        kind: "stdio".into(),
+        allowed_origins: extension_ids
+            .iter()
+            .map(|id| format!("chrome-extension://{id}/"))
+            .collect(),
+    }
+}
+
+/// Writes the manifest into each folder; returns the files written.
+///
+/// # Errors
+/// When a folder cannot be created or a file written.
+pub fn install(dirs: &[PathBuf], extension_ids: &[String]) -> io::Result<Vec<PathBuf>> {
+    let exe = std::fs::canonicalize(std::env::current_exe()?)?;
+    let manifest = manifest_for(&exe, extension_ids);
+    let json = serde_json::to_vec_pretty(&manifest).map_err(io::Error::other)?;
+    let mut written = Vec::new();
+    for d in dirs {
+        std::fs::create_dir_all(d)?;
+        let f = d.join(format!("{HOST_NAME}.json"));
+        crate::exec::workspace::write_atomic(&f, &json)?;
+        written.push(f);
+    }
+    Ok(written)
+}
+
+/// Removes the manifest from each folder; returns the files removed.
+pub fn uninstall(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dirs.iter()
+        .map(|d| d.join(format!("{HOST_NAME}.json")))
+        .filter(|f| std::fs::remove_file(f).is_ok())
+        .collect()
+}
+
+/// For `doctor`: each registered manifest, and whether it points at this binary for the keyless
+/// extension.
+#[must_use]
+pub fn registrations() -> Vec<(String, PathBuf, Result<(), String>)> {
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .unwrap_or_default();
+    browser_dirs()
+        .into_iter()
+        .map(|(b, d)| (b, d.join(format!("{HOST_NAME}.json"))))
+        .filter(|(_, f)| f.is_file())
+        .map(|(b, f)| {
+            let check = std::fs::read(&f)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| {
+                    serde_json::from_slice::<HostManifest>(&bytes).map_err(|e| e.to_string())
+                })
+                .and_then(|m| {
+                    if Path::new(&m.path) != exe {
+                        Err(format!("it starts {}, not this keyless-host", m.path))
+                    } else if !m
+                        .allowed_origins
+                        .iter()
+                        .any(|o| o == &format!("chrome-extension://{EXTENSION_ID}/"))
+                    {
+                        Err("it does not allow the keyless extension".into())
+                    } else {
+                        Ok(())
+                    }
+                });
+            (b.to_string(), f, check)
+        })
+        .collect()
+}
+
+#[derive(Debug, Deserialize)]
+struct Request {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+fn read_message(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let n = u32::from_ne_bytes(len);
+    if n > MAX_MESSAGE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a {n}-byte message is larger than {MAX_MESSAGE} bytes"),
+        ));
+    }
+    let mut buf = vec![0u8; n as usize];
+    r.read_exact(&mut buf)?;
+    Ok(Some(buf))
+}
+
+fn write_message(w: &mut impl Write, v: &serde_json::Value) -> io::Result<()> {
+    let body = v.to_string();
+    let n = u32::try_from(body.len()).map_err(io::Error::other)?;
+    w.write_all(&n.to_ne_bytes())?;
+    w.write_all(body.as_bytes())?;
+    w.flush()
+}
+
+/// The answer to one request from `extension_id`.
+fn answer(extension_id: &str, req: &[u8]) -> serde_json::Value {
+    let kind = serde_json::from_slice::<Request>(req).map(|r| r.kind);
+    match kind.as_deref() {
+        Ok("pair") => {}
+        Ok(other) => {
+            return serde_json::json!({"error": format!("KA_CONFIG_INVALID unknown request \"{other}\"")})
+        }
+        Err(e) => return serde_json::json!({"error": format!("KA_CONFIG_INVALID {e}")}),
+    }
+    let info = serve_file()
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|b| serde_json::from_slice::<ServeInfo>(&b).ok());
+    let Some(info) = info else {
+        return serde_json::json!({"error": "KA_HOST_UNREACHABLE keyless-host serve is not running (start it with cargo xtask serve, then open the popup again)"});
+    };
+    let alive = std::net::TcpStream::connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], info.port)),
+        std::time::Duration::from_millis(500),
+    )
+    .is_ok();
+    if !alive {
+        return serde_json::json!({"error": format!("KA_HOST_UNREACHABLE keyless-host serve is not answering on port {} any more", info.port)});
+    }
+    let Some(pairings) =
+        crate::pairing::Pairings::default_path().map(crate::pairing::Pairings::new)
+    else {
+        return serde_json::json!({"error": "KA_CONFIG_VALIDATION no user config folder (set HOME or XDG_CONFIG_HOME)"});
+    };
+    match pairings.add(extension_id) {
+        Ok(token) => serde_json::json!({
+            "hostUrl": format!("http://127.0.0.1:{}", info.port),
+            "token": token,
+            "workspace": info.workspace,
+        }),
+        Err(e) => {
+            serde_json::json!({"error": format!("KA_FILE_IO cannot record the pairing: {e}")})
+        }
+    }
+}
+
+/// The native-messaging loop: Chrome started us with the caller's origin.
+#[must_use]
+pub fn run_host(origin: &str) -> std::process::ExitCode {
+    let id = origin
+        .strip_prefix("chrome-extension://")
+        .map(|s| s.trim_end_matches('/'))
+        .unwrap_or("");
+    if !crate::pairing::valid_extension_id(id) {
+        eprintln!("keyless-host: {origin} is not an extension origin");
+        return std::process::ExitCode::from(2);
+    }
+    let mut stdin = io::stdin().lock();
+    let mut stdout = io::stdout().lock();
+    loop {
+        match read_message(&mut stdin) {
+            Ok(Some(req)) => {
+                if write_message(&mut stdout, &answer(id, &req)).is_err() {
+                    return std::process::ExitCode::from(1);
+                }
+            }
+            Ok(None) => return std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                let _ = write_message(
+                    &mut stdout,
+                    &serde_json::json!({"error": format!("KA_CONFIG_INVALID {e}")}),
+                );
+                return std::process::ExitCode::from(1);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_framed_by_their_length() {
+        let mut buf = Vec::new();
+        write_message(&mut buf, &serde_json::json!({"type": "pair"})).unwrap();
+        assert_eq!(&buf[..4], &15u32.to_ne_bytes());
+        let got = read_message(&mut buf.as_slice()).unwrap().unwrap();
+        assert_eq!(got, br#"{"type":"pair"}"#);
+        assert!(read_message(&mut [0u8; 0].as_slice()).unwrap().is_none());
+        let huge = (MAX_MESSAGE + 1).to_ne_bytes();
+        assert!(read_message(&mut huge.as_slice()).is_err());
+    }
+
+    #[test]
+    fn the_extension_id_is_the_one_its_manifest_key_gives() {
+        use base64_free::decode;
+        use sha2::{Digest, Sha256};
+        let manifest: serde_json::Value =
+            serde_json::from_str(include_str!("../../extension/manifest.json")).unwrap();
+        let der = decode(manifest["key"].as_str().unwrap());
+        let hash = Sha256::digest(&der);
+        let id: String = hash[..16]
+            .iter()
+            .flat_map(|b| [b >> 4, b & 0xf])
+            .map(|n| char::from(b'a' + n))
+            .collect();
+        assert_eq!(id, EXTENSION_ID);
+    }
+
+    /// A tiny standard base64 decoder for the test (no dependency for one test).
+    mod base64_free {
+        pub fn decode(s: &str) -> Vec<u8> {
+            let val = |c: u8| match c {
+                b'A'..=b'Z' => c - b'A',
+                b'a'..=b'z' => c - b'a' + 26,
+                b'0'..=b'9' => c - b'0' + 52,
+                b'+' => 62,
+                _ => 63,
+            };
+            let bytes: Vec<u8> = s.bytes().filter(|c| *c != b'=').map(val).collect();
+            bytes
+                .chunks(4)
+                .flat_map(|c| {
+                    let n = c
+                        .iter()
+                        .enumerate()
+                        .fold(0u32, |acc, (i, v)| acc | (u32::from(*v) << (18 - 6 * i)));
+                    let out = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+                    out.into_iter().take(c.len() - 1).collect::<Vec<u8>>()
+                })
+                .collect()
+        }
+    }
+}
