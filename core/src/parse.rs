@@ -118,12 +118,13 @@ pub fn parse_partial(text: &str, limits: &Limits) -> PartialOutput {
 
 /// [`parse_partial`] that resumes at `from` (when the text still starts with what the checkpoint
 /// saw) and returns the checkpoint to resume at next time. The output is the same as
-/// `parse_partial(text, limits)`: only the lines after the checkpoint are parsed again.
+/// `parse_partial(text, limits)`: only the lines after the checkpoint are parsed again. The
+/// checkpoint is taken by value: its commands move into the output instead of being copied.
 #[must_use]
 pub fn parse_partial_resumable(
     text: &str,
     limits: &Limits,
-    from: Option<&Checkpoint>,
+    from: Option<Checkpoint>,
 ) -> (PartialOutput, Option<Checkpoint>) {
     let complete = match text.rfind('\n') {
         Some(idx) => &text[..idx],
@@ -136,16 +137,14 @@ pub fn parse_partial_resumable(
     }
     match from.filter(|cp| cp.offset <= complete.len() && complete.is_char_boundary(cp.offset)) {
         Some(cp) => {
-            let mut p = Parser::resume(&complete[cp.offset..], limits, cp);
+            let base = cp.offset;
+            let mut p = Parser::resume(&complete[base..], limits, cp);
             p.run();
             let (out, next) = p.finish_partial_with_checkpoint();
-            // A resumed parse that closed no block keeps the old checkpoint.
-            let next = next
-                .map(|mut n| {
-                    n.offset += cp.offset;
-                    n
-                })
-                .or_else(|| Some(cp.clone()));
+            let next = next.map(|mut n| {
+                n.offset += base;
+                n
+            });
             (out, next)
         }
         None => {
@@ -202,11 +201,11 @@ struct OpenBlock {
 }
 
 #[derive(Debug)]
-struct OpenSection {
+struct OpenSection<'a> {
     name: Option<SectionName>,
     /// The name the closing marker must carry (compared case-insensitively).
-    closer: String,
-    nonce: Option<String>,
+    closer: &'a str,
+    nonce: Option<&'a str>,
     line: u32,
     /// Index of the first content line.
     start: usize,
@@ -215,10 +214,10 @@ struct OpenSection {
 }
 
 #[derive(Debug)]
-enum State {
+enum State<'a> {
     Outside,
     Block(OpenBlock),
-    Payload(OpenBlock, OpenSection),
+    Payload(OpenBlock, OpenSection<'a>),
     AfterEof,
 }
 
@@ -246,7 +245,7 @@ struct Parser<'a> {
     suppressed: usize,
     commands: Vec<Command>,
     next_number: u32,
-    state: State,
+    state: State<'a>,
     fence_open: Option<(u8, usize)>,
     fence_close_used: bool,
     seen_block: bool,
@@ -382,8 +381,18 @@ fn is_fence_close(trimmed: &str, open: Option<(u8, usize)>) -> bool {
 /// Splits an `@@name rest` line.
 fn split_directive(trimmed: &str) -> (&str, &str) {
     let body = &trimmed[2..];
-    match body.find(char::is_whitespace) {
-        Some(idx) => (&body[..idx], body[idx..].trim()),
+    // A byte scan for ASCII whitespace; `char::is_whitespace` only from the first non-ASCII byte.
+    let idx = match body
+        .bytes()
+        .position(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) || !b.is_ascii())
+    {
+        Some(k) if !body.as_bytes()[k].is_ascii() => {
+            body[k..].find(char::is_whitespace).map(|n| k + n)
+        }
+        found => found,
+    };
+    match idx {
+        Some(idx) => (&body[..idx], trim(&body[idx..])),
         None => (body, ""),
     }
 }
@@ -492,16 +501,27 @@ impl<'a> Parser<'a> {
     }
 
     /// A partial parser for the text after `cp`, in the state the checkpoint recorded.
-    fn resume(src: &'a str, limits: &'a Limits, cp: &Checkpoint) -> Self {
+    fn resume(src: &'a str, limits: &'a Limits, cp: Checkpoint) -> Self {
         let mut p = Self::new(src, limits, true);
         p.line_base = cp.lines;
-        p.commands.clone_from(&cp.commands);
-        p.diags.clone_from(&cp.diags);
         p.suppressed = cp.suppressed;
         p.next_number = cp.next_number;
         p.seen_block = cp.seen_block;
         p.fence_open = cp.fence_open;
         p.fence_close_used = cp.fence_close_used;
+        // Until another block closes, the place to resume is where this parse started.
+        p.resume_at = Some(Mark {
+            line: 0,
+            commands: cp.commands.len(),
+            diags: cp.diags.len(),
+            suppressed: cp.suppressed,
+            next_number: cp.next_number,
+            seen_block: cp.seen_block,
+            fence_open: cp.fence_open,
+            fence_close_used: cp.fence_close_used,
+        });
+        p.commands = cp.commands;
+        p.diags = cp.diags;
         p
     }
 
@@ -549,6 +569,15 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The line starting at byte `i` (without its `\n`) and where the next line starts.
+    fn line_and_next(&self, i: usize) -> (&'a str, usize) {
+        let rest = self.src.get(i..).unwrap_or("");
+        match memchr::memchr(b'\n', rest.as_bytes()) {
+            Some(n) => (&rest[..n], i + n + 1),
+            None => (rest, self.end),
+        }
+    }
+
     /// Where the line after the one starting at `i` starts, or `self.end` after the last one.
     fn next(&self, i: usize) -> usize {
         match self
@@ -567,7 +596,13 @@ impl<'a> Parser<'a> {
         let (at, no) = self.line_cache.get();
         let (from, base) = if i >= at { (at, no) } else { (0, 1) };
         let i = i.min(self.src.len());
-        let more = memchr::memchr_iter(b'\n', &self.src.as_bytes()[from.min(i)..i]).count();
+        let span = &self.src.as_bytes()[from.min(i)..i];
+        // Most calls count a line or two: a plain loop beats the vector search's set-up there.
+        let more = if span.len() < 256 {
+            span.iter().filter(|b| **b == b'\n').count()
+        } else {
+            memchr::memchr_iter(b'\n', span).count()
+        };
         #[allow(clippy::cast_possible_truncation)]
         let n = base + more as u32;
         self.line_cache.set((i, n));
@@ -609,9 +644,10 @@ impl<'a> Parser<'a> {
 
     /// Handles line `i` and returns the index of the next line to handle.
     fn step(&mut self, i: usize) -> usize {
-        let raw = strip_cr(self.line(i));
+        // One newline search gives both the line and where the next one starts.
+        let (line, next) = self.line_and_next(i);
+        let raw = strip_cr(line);
         let trimmed = trim(raw);
-        let lineno = self.lineno(i);
         let state = std::mem::replace(&mut self.state, State::Outside);
         match state {
             State::Payload(block, sec) => {
@@ -627,14 +663,15 @@ impl<'a> Parser<'a> {
             }
             State::AfterEof => {
                 if !trimmed.is_empty() && !self.try_close_fence(trimmed, i, true) {
+                    let lineno = self.lineno(i);
                     self.stray_line(Code::ParseTextAfterEof, lineno, trimmed, None);
                 }
                 self.state = State::AfterEof;
-                self.next(i)
+                next
             }
             State::Outside => {
                 if trimmed.is_empty() {
-                    return self.next(i);
+                    return next;
                 }
                 if !self.seen_block
                     && !self.eof_seen
@@ -644,12 +681,15 @@ impl<'a> Parser<'a> {
                     if let Some(open) = is_fence_open(trimmed) {
                         self.fence_open = Some(open);
                         self.flush_stray();
-                        return self.next(i);
+                        return next;
                     }
                 }
                 if self.try_close_fence(trimmed, i, false) {
-                    return self.next(i);
+                    return next;
                 }
+                // Line numbers are counted only where one is kept or reported, never for the
+                // @@end and payload lines.
+                let lineno = self.lineno(i);
                 if trimmed.starts_with("@@") {
                     self.flush_stray();
                     self.directive(trimmed, lineno);
@@ -677,21 +717,21 @@ impl<'a> Parser<'a> {
                 } else {
                     self.stray_line(Code::ParseStrayText, lineno, trimmed, None);
                 }
-                self.next(i)
+                next
             }
             State::Block(block) => {
                 if trimmed.is_empty() {
                     self.state = State::Block(block);
-                    return self.next(i);
+                    return next;
                 }
                 if trimmed.eq_ignore_ascii_case("@@end") {
                     self.flush_stray();
                     self.close_block(block);
                     self.state = State::Outside;
-                    let next = self.next(i);
                     self.mark(next);
                     return next;
                 }
+                let lineno = self.lineno(i);
                 if trimmed.starts_with("@@") {
                     // A new block starts before this one ended: report, then reread the line
                     // outside any block.
@@ -708,11 +748,11 @@ impl<'a> Parser<'a> {
                         block.bad_section = true;
                     }
                     self.state = State::Payload(block, sec);
-                    return self.next(i);
+                    return next;
                 }
                 if self.try_close_fence(trimmed, i, false) {
                     self.state = State::Block(block);
-                    return self.next(i);
+                    return next;
                 }
                 if trimmed.ends_with(">>>") {
                     self.flush_stray();
@@ -731,7 +771,7 @@ impl<'a> Parser<'a> {
                     self.stray_line(Code::ParseStrayText, lineno, trimmed, block.kind);
                 }
                 self.state = State::Block(block);
-                self.next(i)
+                next
             }
         }
     }
@@ -875,7 +915,7 @@ impl<'a> Parser<'a> {
             line: lineno,
             argument,
             options,
-            sections: Vec::new(),
+            sections: Vec::with_capacity(kind.sections().len()),
             bad_section: false,
         });
     }
@@ -949,10 +989,10 @@ impl<'a> Parser<'a> {
     fn open_section(
         &mut self,
         block: &OpenBlock,
-        rest: &str,
+        rest: &'a str,
         lineno: u32,
         i: usize,
-    ) -> OpenSection {
+    ) -> OpenSection<'a> {
         let mut sec = self.open_section_raw(rest, lineno, i, true);
         let (Some(kind), Some(name)) = (block.kind, sec.name) else {
             return sec;
@@ -993,9 +1033,15 @@ impl<'a> Parser<'a> {
 
     /// Reads a `<<<NAME[:nonce]` marker. Reports malformed markers; always returns a section so the
     /// payload is skipped up to its closing marker.
-    fn open_section_raw(&mut self, rest: &str, lineno: u32, i: usize, report: bool) -> OpenSection {
+    fn open_section_raw(
+        &mut self,
+        rest: &'a str,
+        lineno: u32,
+        i: usize,
+        report: bool,
+    ) -> OpenSection<'a> {
         let (name_raw, nonce_raw) = split_colon(rest);
-        let closer = name_raw.split_whitespace().next().unwrap_or("").to_string();
+        let closer = name_raw.split_whitespace().next().unwrap_or("");
         let name = SectionName::from_name(name_raw);
         let nonce_ok = nonce_raw.is_none_or(valid_nonce);
         let problem = if name_raw.is_empty() {
@@ -1031,7 +1077,7 @@ impl<'a> Parser<'a> {
         OpenSection {
             name: if problem.is_none() { name } else { None },
             closer,
-            nonce: nonce_raw.map(str::to_string),
+            nonce: nonce_raw,
             line: lineno,
             start: self.next(i),
             keep: problem.is_none(),
@@ -1071,7 +1117,7 @@ impl<'a> Parser<'a> {
             if first_end.is_none() && trimmed.eq_ignore_ascii_case("@@end") {
                 first_end = Some(i);
             }
-            if near_miss.is_none() && looks_like_closer(trimmed, &sec.closer) {
+            if near_miss.is_none() && looks_like_closer(trimmed, sec.closer) {
                 let lineno = self.lineno(i);
                 near_miss = Some((lineno, trimmed.to_string()));
             }
@@ -1088,7 +1134,7 @@ impl<'a> Parser<'a> {
             return false;
         };
         let (name, nonce) = split_colon(body);
-        name.eq_ignore_ascii_case(&sec.closer) && nonce == sec.nonce.as_deref()
+        name.eq_ignore_ascii_case(sec.closer) && nonce == sec.nonce
     }
 
     fn close_section(
@@ -1119,7 +1165,7 @@ impl<'a> Parser<'a> {
         }
         block.sections.push(Section {
             name,
-            nonce: sec.nonce,
+            nonce: sec.nonce.map(str::to_string),
             text,
             line: sec.line,
         });
@@ -1239,11 +1285,7 @@ impl<'a> Parser<'a> {
     }
 
     fn report_unclosed_section(&mut self, sec: &OpenSection) {
-        let nonce = sec
-            .nonce
-            .as_deref()
-            .map(|n| format!(":{n}"))
-            .unwrap_or_default();
+        let nonce = sec.nonce.map(|n| format!(":{n}")).unwrap_or_default();
         let expected = format!("{}{nonce}>>>", sec.closer);
         let mut d = Diagnostic::new(
             Code::ParseUnterminatedBlock,
@@ -1353,11 +1395,23 @@ impl<'a> Parser<'a> {
     }
 
     fn finish_partial(self) -> PartialOutput {
-        self.finish_partial_with_checkpoint().0
+        self.finish_partial_inner(false).0
     }
 
-    fn finish_partial_with_checkpoint(mut self) -> (PartialOutput, Option<Checkpoint>) {
-        let checkpoint = self.checkpoint();
+    fn finish_partial_with_checkpoint(self) -> (PartialOutput, Option<Checkpoint>) {
+        self.finish_partial_inner(true)
+    }
+
+    /// The checkpoint copies every closed command: built only for a caller that keeps it.
+    fn finish_partial_inner(
+        mut self,
+        keep_checkpoint: bool,
+    ) -> (PartialOutput, Option<Checkpoint>) {
+        let checkpoint = if keep_checkpoint {
+            self.checkpoint()
+        } else {
+            None
+        };
         self.flush_stray();
         self.control_checks();
         self.sort_diags();
@@ -1448,7 +1502,28 @@ fn set_option(kind: CommandKind, key: &str, value: &str, o: &mut Options) -> Res
 
 #[cfg(test)]
 mod tests {
-    use super::{Limits, Parser};
+    use super::{split_directive, Limits, Parser};
+
+    #[test]
+    fn directive_names_end_at_any_whitespace() {
+        for (line, want) in [
+            ("@@newfile src/a.rs", ("newfile", "src/a.rs")),
+            ("@@newfile\tsrc/a.rs  ", ("newfile", "src/a.rs")),
+            ("@@newfile\u{a0}src/a.rs", ("newfile", "src/a.rs")),
+            ("@@new\u{e9}file\u{3000}x", ("new\u{e9}file", "x")),
+            ("@@say", ("say", "")),
+            ("@@", ("", "")),
+        ] {
+            let trimmed = line.trim_end();
+            let body = &trimmed[2..];
+            let slow = match body.find(char::is_whitespace) {
+                Some(i) => (&body[..i], body[i..].trim()),
+                None => (body, ""),
+            };
+            assert_eq!(split_directive(trimmed), want, "{line:?}");
+            assert_eq!(slow, want, "{line:?}");
+        }
+    }
 
     #[test]
     fn line_walk_matches_a_plain_split() {

@@ -52,6 +52,36 @@ fn reserved_segment(segment: &str) -> Option<&'static str> {
     }
 }
 
+/// A path that is already normal: ASCII letters, digits and `_-. /`, not absolute, no trailing
+/// slash, and no empty, `.`-only, reserved or space-padded segment. One pass over the bytes.
+fn is_plain(path: &str) -> bool {
+    let b = path.as_bytes();
+    let segment_ok = |seg: &[u8]| match seg {
+        [] | [b' ', ..] | [.., b' '] => false,
+        [b'.', ..] => {
+            !seg.iter().all(|c| *c == b'.')
+                // Only a segment starting with '.' can be reserved (".git", ".agent").
+                && std::str::from_utf8(seg).is_ok_and(|s| reserved_segment(s).is_none())
+        }
+        _ => true,
+    };
+    if b.is_empty() || b.len() > MAX_PATH_CHARS || b[0] == b'/' || b[b.len() - 1] == b'/' {
+        return false;
+    }
+    let mut start = 0;
+    for (k, &c) in b.iter().enumerate() {
+        if c == b'/' {
+            if !segment_ok(&b[start..k]) {
+                return false;
+            }
+            start = k + 1;
+        } else if !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b' ')) {
+            return false;
+        }
+    }
+    segment_ok(&b[start..])
+}
+
 /// Validates a workspace-relative path and returns it normalised (`.` and empty segments removed,
 /// no trailing slash).
 ///
@@ -59,23 +89,14 @@ fn reserved_segment(segment: &str) -> Option<&'static str> {
 /// The first rule the path breaks.
 pub fn normalize(path: &str) -> Result<String, PathProblem> {
     // Fast path: plain ASCII names with no `.`-only, empty or reserved segments need no work.
-    let plain = !path.is_empty()
-        && path.len() <= MAX_PATH_CHARS
-        && path
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'/' | b'.' | b' '))
-        && !path.starts_with('/')
-        && !path.ends_with('/')
-        && path.split('/').all(|seg| {
-            !seg.is_empty()
-                && !seg.bytes().all(|b| b == b'.')
-                && reserved_segment(seg).is_none()
-                && !seg.ends_with(' ')
-                && !seg.starts_with(' ')
-        });
-    if plain {
+    if is_plain(path) {
         return Ok(path.to_string());
     }
+    normalize_slow(path)
+}
+
+/// [`normalize`] without the fast path: every rule checked in order.
+fn normalize_slow(path: &str) -> Result<String, PathProblem> {
     if path.is_empty() {
         return Err(PathProblem::Empty);
     }
@@ -124,6 +145,19 @@ pub fn normalize(path: &str) -> Result<String, PathProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The fast path never changes an answer: whatever it accepts, the full rules accept
+        /// unchanged.
+        #[test]
+        fn the_fast_path_agrees_with_the_full_rules(path in "[a-zA-Z0-9_ ./\\-]{0,24}|(\\.git|\\.agent|\\.\\.|\\.| |a|/){0,6}") {
+            if is_plain(&path) {
+                prop_assert_eq!(normalize_slow(&path), Ok(path.clone()));
+            }
+            prop_assert_eq!(normalize(&path), normalize_slow(&path));
+        }
+    }
 
     #[test]
     fn accepts_and_normalises() {

@@ -812,14 +812,8 @@ impl Follower {
                 && self.text.len() >= cp.offset
                 && view.as_bytes()[..cp.offset] == self.text.as_bytes()[..cp.offset]
         });
-        if !same {
-            self.checkpoint = None;
-        }
-        let (out, next) = crate::parse::parse_partial_resumable(
-            view,
-            &self.settings.limits,
-            self.checkpoint.as_ref(),
-        );
+        let from = self.checkpoint.take().filter(|_| same);
+        let (out, next) = crate::parse::parse_partial_resumable(view, &self.settings.limits, from);
         self.checkpoint = next;
         self.text.clear();
         self.text.push_str(view);

@@ -5,7 +5,8 @@
 //! Run: `cargo bench -p keyless-tests --bench parse` (or `cargo xtask bench`).
 
 use keyless_core::policy::decide;
-use keyless_core::{parse, parse_partial, Limits, Mode};
+use keyless_core::site::{Follower, PageObservation};
+use keyless_core::{parse, parse_partial, Limits, Mode, Settings};
 use keyless_tests::bench::{gbps, measure, realistic_reply};
 use keyless_tests::wasm::workspace_root;
 use std::hint::black_box;
@@ -78,6 +79,35 @@ fn main() {
     }
     let total = start.elapsed();
     println!("streaming: {} partial parses of growing prefixes in {total:.2?} ({:.2?} per chunk on average)", chunks.len(), total / u32::try_from(chunks.len()).unwrap_or(1));
+
+    // The follower as the overlay drives it: one update per 200-byte chunk while the site streams,
+    // each resuming after the last closed block.
+    let page = PageObservation {
+        site_streaming: true,
+        ..PageObservation::default()
+    };
+    let settings = Settings {
+        limits,
+        ..Settings::default()
+    };
+    let mut per_update = Vec::new();
+    for _ in 0..5 {
+        let mut follower = Follower::new(settings, Mode::Ask, Vec::new());
+        for c in &chunks {
+            let start = Instant::now();
+            black_box(follower.update(&reply[..*c], &page));
+            per_update.push(start.elapsed());
+        }
+    }
+    per_update.sort();
+    let pct = |p: usize| per_update[(per_update.len() - 1) * p / 100];
+    println!(
+        "follower update per 200-byte chunk (native): p50 {:.2?}, p95 {:.2?}, max {:.2?} ({} updates)",
+        pct(50),
+        pct(95),
+        pct(100),
+        per_update.len()
+    );
 
     let lines = [
         "git status",
