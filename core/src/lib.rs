@@ -8,7 +8,8 @@
 //! - [`path`]: the workspace path rules;
 //! - [`check`]: the `keyless-host check` report, shared by the CLI and the wasm build;
 //! - [`piece`]: the piece YAML schema (strict and lenient), effective tools, the run state machine.
-//! - [`site`]: chat-site adapters as data, reply completion, delivery and the selector doctor.
+//! - [`site`]: chat-site adapters as data, reply completion, delivery and the selector doctor;
+//! - [`turn`]: the turn engine: what a batch's outcome does to the session and its piece.
 //!
 //! No I/O, no clock, no randomness.
 
@@ -28,6 +29,7 @@ pub mod reply;
 pub mod site;
 pub mod text;
 pub mod textfile;
+pub mod turn;
 
 pub use config::{BatchFailureMode, ConfigError, Limits, Mode, Pace, Settings};
 pub use diag::{Code, Diagnostic};

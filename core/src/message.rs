@@ -227,6 +227,58 @@ pub fn results(batch: BatchRef, entries: &[CommandResult], pace: Pace) -> String
 pub const STEP_RULE: &str =
     "Pace is Step: send ONE command, then @@next. Verify its result before you send the next one.";
 
+/// The text a turn ends with when `MaxFormatRetries` invalid replies came in a row: it names the
+/// limit and quotes the last reply as received.
+#[must_use]
+pub fn turn_stopped_format_retries(turn: u32, invalid: u32, max: u32, reply: &str) -> String {
+    format!(
+        "turn {turn} stopped: {invalid} invalid replies in a row (MaxFormatRetries = {max}). The last reply, as received:\n{reply}"
+    )
+}
+
+/// The answer to a batch met again that was begun and never finished (the host stopped while it
+/// ran): it is not run a second time.
+#[must_use]
+pub fn batch_interrupted(id: &str) -> String {
+    format!("batch {id} was interrupted while it ran (the host stopped); it is not run again. Check the workspace (keyless-host log), then send the next reply.")
+}
+
+/// A note from the piece run (a limit redirected the run), before the next movement's prompt.
+#[must_use]
+pub fn piece_note(note: &str) -> String {
+    format!("[KEYLESSAGENT PIECE] {note}\n")
+}
+
+/// The piece reached its end.
+#[must_use]
+pub fn piece_complete() -> String {
+    "[KEYLESSAGENT PIECE] complete.".to_string()
+}
+
+/// The piece run was aborted, and why.
+#[must_use]
+pub fn piece_aborted(reason: &str) -> String {
+    format!("[KEYLESSAGENT PIECE] aborted: {reason}.")
+}
+
+/// The movement asked the user a question; the run waits for the answer.
+#[must_use]
+pub fn piece_waiting_for_answer() -> String {
+    "[KEYLESSAGENT PIECE] waiting for the user's answer.".to_string()
+}
+
+/// The movement started subtasks; the run waits for them.
+#[must_use]
+pub fn piece_waiting_for_subtasks() -> String {
+    "[KEYLESSAGENT PIECE] waiting for subtasks.".to_string()
+}
+
+/// The `@@done` directive is not a transition the movement allows.
+#[must_use]
+pub fn piece_refused(code: Code, problem: &str) -> String {
+    format!("[KEYLESSAGENT PIECE] {code} {problem}. Choose one of those directives.")
+}
+
 /// The verified line for a file's bytes on disk.
 #[must_use]
 pub fn verified_line(path: &str, bytes: &[u8]) -> String {

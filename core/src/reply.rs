@@ -299,6 +299,27 @@ pub enum Control {
     Done,
 }
 
+impl Control {
+    /// The wire and store spelling: `next` or `done`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Next => "next",
+            Self::Done => "done",
+        }
+    }
+
+    /// Reads the wire and store spelling back.
+    #[must_use]
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "next" => Some(Self::Next),
+            "done" => Some(Self::Done),
+            _ => None,
+        }
+    }
+}
+
 /// A parsed reply: its blocks in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Reply {

@@ -213,6 +213,10 @@ struct RunArgs {
     /// Resume a saved session instead of starting a new one.
     #[arg(long)]
     session: Option<String>,
+    /// Follow a piece in the new session: a name (built-in, or in `.agent/pieces/`) or a YAML file. Its
+    /// movements gate the commands exactly as in a `serve` session.
+    #[arg(long, value_name = "NAME|FILE")]
+    piece: Option<String>,
     /// Approve every confirmation (scripts and tests).
     #[arg(long)]
     yes: bool,
@@ -313,10 +317,12 @@ impl LimitArgs {
         let limits = Limits {
             max_commands_per_response: self.max_commands.unwrap_or(d.max_commands_per_response),
             max_response_chars: self.max_response_chars.unwrap_or(d.max_response_chars),
-            max_file_content_chars: self
-                .max_file_content_chars
-                .unwrap_or(d.max_file_content_chars)
-                .min(self.max_response_chars.unwrap_or(u32::MAX)),
+            // Only the default follows a smaller --max-response-chars; a value the user gave is
+            // checked by core, which refuses one larger than the whole reply.
+            max_file_content_chars: self.max_file_content_chars.unwrap_or(
+                d.max_file_content_chars
+                    .min(self.max_response_chars.unwrap_or(u32::MAX)),
+            ),
             ..d
         };
         let settings = Settings {
@@ -811,6 +817,7 @@ fn run_replies(a: RunArgs) -> Result<ExitCode, HostError> {
         replies: a.replies,
         prompter,
         session: a.session,
+        piece: a.piece,
     })
 }
 

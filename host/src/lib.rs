@@ -11,5 +11,5 @@ pub mod piece_cli;
 pub mod pieces;
 pub mod run_cli;
 pub mod serve;
-pub mod session_flow;
 pub mod store;
+pub mod submit;

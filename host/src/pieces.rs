@@ -1,8 +1,124 @@
 //! Where pieces come from: `<workspace>/.agent/pieces/`, the user's `keyless/pieces/`, then the
 //! pieces that ship inside the binary (the repository's `pieces/` folder).
 
-use keyless_core::piece::{validate, Strictness};
+use crate::store::{Store, StoreError};
+use keyless_core::piece::run::{PieceRun, RunSnapshot, RunState};
+use keyless_core::piece::{validate, Piece, Strictness};
 use std::path::{Path, PathBuf};
+
+/// A session's piece cannot take a reply, or a piece does not load.
+#[derive(Debug, thiserror::Error)]
+pub enum PieceError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The stored run no longer loads (its YAML or its state).
+    #[error("the stored piece run cannot be read: {0}")]
+    Stored(String),
+    /// The run has ended: the session takes no more replies.
+    #[error("the piece run has ended ({0}); start a new session")]
+    Ended(String),
+    /// A piece the user asked for is unknown or invalid.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Validates a piece's YAML; the error lists the first five problems with their codes and lines.
+///
+/// # Errors
+/// [`PieceError::Invalid`] with the problems.
+pub fn validated(yaml: &str, strictness: Strictness) -> Result<Piece, PieceError> {
+    let v = validate(yaml, strictness);
+    v.piece.ok_or_else(|| {
+        let first: Vec<String> = v
+            .errors
+            .iter()
+            .take(5)
+            .map(|f| {
+                format!(
+                    "{} {} (line {}): {}",
+                    f.code,
+                    f.path,
+                    f.line.unwrap_or(0),
+                    f.message
+                )
+            })
+            .collect();
+        PieceError::Invalid(format!("the piece is invalid: {}", first.join("; ")))
+    })
+}
+
+/// A piece by name (see [`lookup`]) or from a YAML file: `run --piece NAME|FILE`. A file is
+/// checked strictly, as `piece_yaml` is by the API; a named piece leniently.
+///
+/// # Errors
+/// [`PieceError::Invalid`]: unknown name, unreadable file, or an invalid piece.
+pub fn load(workspace: &Path, name_or_file: &str) -> Result<(String, Piece), PieceError> {
+    if let Some((yaml, _)) = lookup(workspace, name_or_file) {
+        let piece = validated(&yaml, Strictness::Lenient)?;
+        return Ok((yaml, piece));
+    }
+    let path = Path::new(name_or_file);
+    if path.is_file() {
+        let yaml = std::fs::read_to_string(path)
+            .map_err(|e| PieceError::Invalid(format!("cannot read {name_or_file}: {e}")))?;
+        let piece = validated(&yaml, Strictness::Strict)?;
+        return Ok((yaml, piece));
+    }
+    let names: Vec<String> = list(workspace).into_iter().map(|(n, _, _)| n).collect();
+    Err(PieceError::Invalid(format!(
+        "no piece named \"{name_or_file}\" and no such file; pieces here: {}",
+        names.join(", ")
+    )))
+}
+
+/// Starts `piece` in a new session and returns its first movement's prompt.
+///
+/// # Errors
+/// Store failures.
+pub fn start(store: &Store, session: &str, yaml: &str, piece: Piece) -> Result<String, PieceError> {
+    let run = PieceRun::start(piece);
+    let snap =
+        serde_json::to_string(&run.snapshot()).map_err(|e| PieceError::Stored(e.to_string()))?;
+    store.set_piece(session, yaml, &snap)?;
+    Ok(run.movement_prompt())
+}
+
+/// The session's piece run, if it follows a piece, ready for its next reply (a run that waited for
+/// an answer or subtasks resumes). A run that has ended takes no more replies.
+///
+/// # Errors
+/// [`PieceError::Ended`], or a stored run that no longer loads.
+pub fn resume(store: &Store, session: &str) -> Result<Option<PieceRun>, PieceError> {
+    let Some((yaml, state)) = store.piece(session)? else {
+        return Ok(None);
+    };
+    let piece = validate(&yaml, Strictness::Lenient)
+        .piece
+        .ok_or_else(|| PieceError::Stored("the stored piece no longer validates".into()))?;
+    let snap: RunSnapshot =
+        serde_json::from_str(&state).map_err(|e| PieceError::Stored(e.to_string()))?;
+    let mut run = PieceRun::restore(piece, snap);
+    let waiting = match run.state() {
+        RunState::Running { .. } => false,
+        RunState::Asking { .. } | RunState::WaitingForSubtasks { .. } => true,
+        ended => return Err(PieceError::Ended(format!("{ended:?}"))),
+    };
+    if waiting {
+        run.resume();
+    }
+    Ok(Some(run))
+}
+
+/// Stores the session's piece run after a batch.
+///
+/// # Errors
+/// Store failures.
+pub fn save(store: &Store, session: &str, snap: &RunSnapshot) -> Result<(), PieceError> {
+    let yaml = store.piece(session)?.map(|(y, _)| y).unwrap_or_default();
+    let state = serde_json::to_string(snap).map_err(|e| PieceError::Stored(e.to_string()))?;
+    store.set_piece(session, &yaml, &state)?;
+    Ok(())
+}
 
 /// The pieces that ship with keyless.
 pub const BUILT_IN: &[(&str, &str)] = &[

@@ -1,11 +1,12 @@
 //! `keyless-host run` and `keyless-host undo`.
 
 use crate::cli::HostError;
-use crate::exec::batch::{ExecSettings, Executor, Prompter};
+use crate::exec::batch::{ExecSettings, Prompter};
 use crate::exec::workspace::{undo_batch, Workspace};
-use crate::session_flow;
 use crate::store::Store;
+use crate::submit::{self, SubmitError};
 use keyless_core::policy::Verdict;
+use keyless_core::turn::{BatchStatus, TurnEnd};
 use std::collections::VecDeque;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -82,6 +83,8 @@ pub struct RunOptions {
     pub prompter: TerminalPrompter,
     /// Resume this session instead of starting one.
     pub session: Option<String>,
+    /// Follow this piece (a name, or a YAML file) in the new session.
+    pub piece: Option<String>,
 }
 
 fn session_id() -> String {
@@ -114,6 +117,23 @@ fn store_err(e: &crate::store::StoreError) -> HostError {
     HostError::Usage(format!("{} {e}", e.code()))
 }
 
+fn piece_err(e: &crate::pieces::PieceError) -> HostError {
+    match e {
+        crate::pieces::PieceError::Store(e) => store_err(e),
+        other => HostError::Usage(format!("{} {other}", keyless_core::Code::PieceTransition)),
+    }
+}
+
+fn submit_err(e: &SubmitError) -> HostError {
+    match e {
+        SubmitError::Store(e) => store_err(e),
+        SubmitError::Conflict(m) => {
+            HostError::Usage(format!("{} {m}", keyless_core::Code::ConfigValidation))
+        }
+        SubmitError::Piece(e) => piece_err(e),
+    }
+}
+
 /// Executes the replies in order as one session (new, or resumed with `--session`), storing every
 /// batch in `.agent/keyless.db`.
 ///
@@ -140,6 +160,15 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
             .map_err(|e| store_err(&e))?,
     };
     let session = pos.id.clone();
+    if let Some(name) = &o.piece {
+        if o.session.is_some() {
+            return Err(HostError::Usage(
+                "a resumed session keeps its piece; do not give --piece with --session".into(),
+            ));
+        }
+        let (yaml, piece) = crate::pieces::load(ws.root(), name).map_err(|e| piece_err(&e))?;
+        crate::pieces::start(&store, &session, &yaml, piece).map_err(|e| piece_err(&e))?;
+    }
     let repo = session_repo(&store, &session, ws.root()).map_err(|e| store_err(&e))?;
     let mut out = io::stdout().lock();
     let _ = writeln!(
@@ -147,13 +176,15 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
         "session {session} (turn {}, batch {})",
         pos.turn, pos.batch
     );
+    if let Some(run) = crate::pieces::resume(&store, &session).map_err(|e| piece_err(&e))? {
+        let _ = writeln!(out, "{}", run.movement_prompt());
+    }
     let snapshot = crate::exec::snapshot::gather_for(ws.root(), &mut o.exec);
     let _ = writeln!(out, "sandbox: {}", snapshot.sandbox);
-    let exec = Executor {
+    let ctx = submit::Context {
+        store: &store,
         ws: &ws,
         cfg: &o.exec,
-        session: &session,
-        gate: None,
         repo: &repo,
     };
     let _ = out.flush();
@@ -172,59 +203,40 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
             pos.turn,
             pos.batch
         );
-        if !store
-            .begin_batch(&id, &pos, &text)
-            .map_err(|e| store_err(&e))?
-        {
-            // Exactly once: a stored batch is answered from the store, never run again.
-            let stored =
-                store
-                    .batch(&id)
-                    .map_err(|e| store_err(&e))?
-                    .unwrap_or(crate::store::StoredBatch {
-                        status: "unknown".into(),
-                        text: String::new(),
-                        control: None,
-                    });
-            if stored.status == "running" {
-                let _ = writeln!(out, "batch {id} was interrupted while it ran (the host stopped); it is not run again. Check the workspace (keyless-host log), then send the next reply.\n");
-            } else {
+        drop(out);
+        let turn = pos.turn;
+        let step = submit::submit(&ctx, &mut pos, &text, None, &mut o.prompter, &mut |_| {})
+            .map_err(|e| submit_err(&e))?;
+        out = io::stdout().lock();
+        match (step.stored, step.status) {
+            (true, BatchStatus::Interrupted) => {
+                let _ = writeln!(out, "{}\n", step.text);
+                continue;
+            }
+            (true, _) => {
                 let _ = writeln!(
                     out,
                     "batch {id} already ran; its stored result, not run again:\n{}\n",
-                    stored.text
+                    step.text
                 );
+                continue;
             }
-            session_flow::skip_stored(&store, &mut pos, stored.control.as_deref())
-                .map_err(|e| store_err(&e))?;
-            continue;
-        }
-        drop(out);
-        let outcome = exec.execute(&text, pos.turn, pos.batch, &mut o.prompter);
-        out = io::stdout().lock();
-        let turn = pos.turn;
-        let step = session_flow::record(
-            &store,
-            &id,
-            &mut pos,
-            &outcome,
-            &o.exec.settings,
-            &text,
-            false,
-        )
-        .map_err(|e| store_err(&e))?;
-        if step.status == "rejected" {
-            any_rejected = true;
+            (false, BatchStatus::Rejected) => any_rejected = true,
+            (false, _) => {}
         }
         let _ = writeln!(out, "{}", step.text);
-        if step.turn_ended == Some("done") {
-            let _ = writeln!(out, "turn {turn} done.");
-        } else if step.turn_ended == Some("MaxIterationsPerTurn") {
-            let _ = writeln!(
-                out,
-                "turn {turn} stopped: MaxIterationsPerTurn ({}) reached.",
-                o.exec.settings.effective_iterations_per_turn()
-            );
+        match step.turn_ended {
+            Some(TurnEnd::Done) => {
+                let _ = writeln!(out, "turn {turn} done.");
+            }
+            Some(TurnEnd::MaxIterationsPerTurn) => {
+                let _ = writeln!(
+                    out,
+                    "turn {turn} stopped: MaxIterationsPerTurn ({}) reached.",
+                    o.exec.settings.effective_iterations_per_turn()
+                );
+            }
+            Some(TurnEnd::MaxFormatRetries) | None => {}
         }
         let _ = writeln!(out);
     }

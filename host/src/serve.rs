@@ -8,7 +8,7 @@
 //!    server's own origin for the local token); a web page the user visits is refused;
 //! 4. POST bodies must be `application/json` (no text/plain CSRF) and at most [`MAX_BODY_BYTES`].
 
-use crate::exec::batch::{BatchOutcome, ExecSettings, Executor, Prompter};
+use crate::exec::batch::{ExecSettings, Prompter};
 use crate::exec::workspace::Workspace;
 use crate::pairing::{constant_time_eq, valid_extension_id, Pairings};
 use crate::store::{Store, StoreError};
@@ -110,6 +110,29 @@ impl IntoResponse for ApiError {
             }),
         )
             .into_response()
+    }
+}
+
+impl From<crate::pieces::PieceError> for ApiError {
+    fn from(e: crate::pieces::PieceError) -> Self {
+        use crate::pieces::PieceError;
+        match e {
+            PieceError::Store(e) => e.into(),
+            PieceError::Stored(detail) => ApiError::Internal(detail),
+            PieceError::Ended(_) => ApiError::Conflict(e.to_string()),
+            PieceError::Invalid(message) => ApiError::BadRequest(message),
+        }
+    }
+}
+
+impl From<crate::submit::SubmitError> for ApiError {
+    fn from(e: crate::submit::SubmitError) -> Self {
+        use crate::submit::SubmitError;
+        match e {
+            SubmitError::Store(e) => e.into(),
+            SubmitError::Conflict(message) => ApiError::Conflict(message),
+            SubmitError::Piece(e) => e.into(),
+        }
     }
 }
 
@@ -598,8 +621,8 @@ fn session_piece(
     st: &Shared,
     input: &SessionIn,
 ) -> Result<Option<(String, keyless_core::piece::Piece)>, ApiError> {
-    use keyless_core::piece::{validate, Strictness};
-    let (yaml, mode) = match (&input.piece, &input.piece_yaml) {
+    use keyless_core::piece::Strictness;
+    let (yaml, strictness) = match (&input.piece, &input.piece_yaml) {
         (None, None) => return Ok(None),
         (Some(_), Some(_)) => {
             return Err(ApiError::BadRequest(
@@ -614,30 +637,8 @@ fn session_piece(
         }
         (None, Some(y)) => (y.clone(), Strictness::Strict),
     };
-    let v = validate(&yaml, mode);
-    match v.piece {
-        Some(p) => Ok(Some((yaml, p))),
-        None => {
-            let first: Vec<String> = v
-                .errors
-                .iter()
-                .take(5)
-                .map(|f| {
-                    format!(
-                        "{} {} (line {}): {}",
-                        f.code,
-                        f.path,
-                        f.line.unwrap_or(0),
-                        f.message
-                    )
-                })
-                .collect();
-            Err(ApiError::BadRequest(format!(
-                "the piece is invalid: {}",
-                first.join("; ")
-            )))
-        }
-    }
+    let piece = crate::pieces::validated(&yaml, strictness)?;
+    Ok(Some((yaml, piece)))
 }
 
 async fn list_pieces(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
@@ -664,7 +665,7 @@ async fn create_session(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Re
             }
             let pos = store.session(&id)?;
             store.set_session_settings(&id, mode, pace)?;
-            let movement = piece_run(&store, &id)?.map(|r| r.movement_prompt());
+            let movement = crate::pieces::resume(&store, &id)?.map(|r| r.movement_prompt());
             let cfg = session_exec(&st2, &store, &id)?;
             return Ok((pos, movement, cfg));
         }
@@ -677,13 +678,7 @@ async fn create_session(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Re
         crate::run_cli::session_repo(&store, &id, st2.ws.root())?;
         store.set_session_settings(&id, mode, pace)?;
         let movement = match piece {
-            Some((yaml, piece)) => {
-                let run = keyless_core::piece::run::PieceRun::start(piece);
-                let snap = serde_json::to_string(&run.snapshot())
-                    .map_err(|e| ApiError::Internal(e.to_string()))?;
-                store.set_piece(&id, &yaml, &snap)?;
-                Some(run.movement_prompt())
-            }
+            Some((yaml, piece)) => Some(crate::pieces::start(&store, &id, &yaml, piece)?),
             None => None,
         };
         let cfg = session_exec(&st2, &store, &id)?;
@@ -740,11 +735,11 @@ struct ReplyOut {
     turn: u32,
     batch: u32,
     /// "done" (executed), "rejected" (format correction), "interrupted" (stored as running).
-    status: String,
+    status: keyless_core::turn::BatchStatus,
     /// The text to send back to the chat.
     text: String,
-    control: Option<String>,
-    turn_ended: Option<String>,
+    control: Option<keyless_core::Control>,
+    turn_ended: Option<keyless_core::turn::TurnEnd>,
     /// True when the answer comes from the store (a retry): nothing ran now.
     stored: bool,
     next_turn: u32,
@@ -756,184 +751,56 @@ struct ReplyOut {
 fn run_reply(st: &Arc<Shared>, session: &str, input: &ReplyIn) -> Result<ReplyOut, ApiError> {
     let store = st.store()?;
     let mut pos = store.session(session)?;
-    let turn = input.turn.unwrap_or(pos.turn);
-    let batch = input.batch.unwrap_or(pos.batch);
-    let id = keyless_core::plan::batch_id(session, turn, batch, &input.reply);
-    if let Some(stored) = store.batch(&id)? {
-        return Ok(ReplyOut {
-            batch_id: id,
-            turn,
-            batch,
-            status: if stored.status == "running" {
-                "interrupted".into()
-            } else {
-                stored.status
-            },
-            text: stored.text,
-            control: stored.control,
-            turn_ended: None,
-            stored: true,
-            next_turn: pos.turn,
-            next_batch: pos.batch,
-            piece: None,
-        });
-    }
-    if (turn, batch) != (pos.turn, pos.batch) {
-        return Err(ApiError::Conflict(format!(
-            "the session is at turn {} batch {}, not turn {turn} batch {batch}",
-            pos.turn, pos.batch
-        )));
-    }
-    if !store.begin_batch(&id, &pos, &input.reply)? {
-        return Err(ApiError::Conflict(format!("batch {id} is already stored")));
-    }
-    tracing::info!(%session, batch_id = %id, turn, batch, "batch started");
-    st.emit(&serde_json::json!({"type": "batch_started", "session": session, "batch_id": id, "turn": turn, "batch": batch}));
-    let mut run = piece_run(&store, session)?;
-    let gate = run.as_ref().map(keyless_core::piece::run::PieceRun::tools);
     let cfg = session_exec(st, &store, session)?;
     let repo = crate::run_cli::session_repo(&store, session, st.ws.root())?;
-    let exec = Executor {
+    let ctx = crate::submit::Context {
+        store: &store,
         ws: &st.ws,
         cfg: &cfg,
-        session,
-        gate: gate.as_ref(),
         repo: &repo,
     };
     let mut prompter = ServerPrompter {
         shared: st.clone(),
         session: session.to_string(),
     };
-    let outcome: BatchOutcome = exec.execute(&input.reply, turn, batch, &mut prompter);
-    let (continue_turn, piece_note) = match run.as_mut() {
-        Some(r) => advance_piece(r, &outcome, &input.reply, &cfg.settings),
-        None => (false, None),
+    let at = match (input.turn, input.batch) {
+        (None, None) => None,
+        (t, b) => Some((t.unwrap_or(pos.turn), b.unwrap_or(pos.batch))),
     };
-    let mut step = crate::session_flow::record(
-        &store,
-        &id,
-        &mut pos,
-        &outcome,
-        &cfg.settings,
-        &input.reply,
-        continue_turn,
-    )?;
-    if let Some(note) = piece_note {
-        step.text.push_str("\n\n");
-        step.text.push_str(&note);
-    }
-    let piece = match &run {
-        Some(r) => {
-            let snap = r.snapshot();
-            store.set_piece(
-                session,
-                &store.piece(session)?.map(|(y, _)| y).unwrap_or_default(),
-                &serde_json::to_string(&snap).unwrap_or_default(),
-            )?;
-            Some(
-                serde_json::json!({"state": snap.state, "movement": snap.current, "movement_runs": snap.movement_runs}),
-            )
+    let mut events = |e: crate::submit::Event<'_>| match e {
+        crate::submit::Event::Started {
+            batch_id,
+            turn,
+            batch,
+        } => {
+            tracing::info!(%session, batch_id, turn, batch, "batch started");
+            st.emit(&serde_json::json!({"type": "batch_started", "session": session, "batch_id": batch_id, "turn": turn, "batch": batch}));
         }
-        None => None,
+        crate::submit::Event::Finished {
+            batch_id,
+            status,
+            turn_ended,
+        } => {
+            tracing::info!(%session, batch_id, status = status.as_str(), turn_ended = ?turn_ended, "batch finished");
+            st.emit(&serde_json::json!({"type": "batch_finished", "session": session, "batch_id": batch_id, "status": status, "turn_ended": turn_ended}));
+        }
     };
-    tracing::info!(%session, batch_id = %id, status = step.status, turn_ended = ?step.turn_ended, "batch finished");
-    st.emit(&serde_json::json!({"type": "batch_finished", "session": session, "batch_id": id, "status": step.status, "turn_ended": step.turn_ended}));
+    let out = crate::submit::submit(&ctx, &mut pos, &input.reply, at, &mut prompter, &mut events)?;
     Ok(ReplyOut {
-        batch_id: id,
-        turn,
-        batch,
-        status: step.status.to_string(),
-        text: step.text,
-        control: step.control.map(str::to_string),
-        turn_ended: step.turn_ended.map(str::to_string),
-        stored: false,
+        batch_id: out.batch_id,
+        turn: out.turn,
+        batch: out.batch,
+        status: out.status,
+        text: out.text,
+        control: out.control,
+        turn_ended: out.turn_ended,
+        stored: out.stored,
         next_turn: pos.turn,
         next_batch: pos.batch,
-        piece,
+        piece: out.piece.map(|snap| {
+            serde_json::json!({"state": snap.state, "movement": snap.current, "movement_runs": snap.movement_runs})
+        }),
     })
-}
-
-/// The session's piece run, if it follows a piece; a run that has ended takes no more replies.
-fn piece_run(
-    store: &Store,
-    session: &str,
-) -> Result<Option<keyless_core::piece::run::PieceRun>, ApiError> {
-    use keyless_core::piece::run::{PieceRun, RunSnapshot, RunState};
-    let Some((yaml, state)) = store.piece(session)? else {
-        return Ok(None);
-    };
-    let piece = keyless_core::piece::validate(&yaml, keyless_core::piece::Strictness::Lenient)
-        .piece
-        .ok_or_else(|| ApiError::Internal("the stored piece no longer validates".into()))?;
-    let snap: RunSnapshot =
-        serde_json::from_str(&state).map_err(|e| ApiError::Internal(e.to_string()))?;
-    let run = PieceRun::restore(piece, snap);
-    match run.state() {
-        RunState::Running { .. } => Ok(Some(run)),
-        RunState::Asking { movement } | RunState::WaitingForSubtasks { movement } => {
-            let mut run = run.clone();
-            let _ = movement;
-            run.resume();
-            Ok(Some(run))
-        }
-        ended => Err(ApiError::Conflict(format!(
-            "the piece run has ended ({ended:?}); start a new session"
-        ))),
-    }
-}
-
-/// Applies a batch's `@@done` to the piece. Returns whether the turn goes on, and the note (and the
-/// next movement's prompt) to append to the results.
-fn advance_piece(
-    run: &mut keyless_core::piece::run::PieceRun,
-    outcome: &BatchOutcome,
-    reply: &str,
-    settings: &Settings,
-) -> (bool, Option<String>) {
-    use keyless_core::piece::run::{Directive, RunState};
-    let BatchOutcome::Executed {
-        control: keyless_core::Control::Done,
-        ..
-    } = outcome
-    else {
-        return (false, None);
-    };
-    let parsed = keyless_core::parse(reply, &settings.limits);
-    let Some(directive) = parsed.reply.commands.iter().find_map(Directive::from_done) else {
-        return (false, None);
-    };
-    match run.apply(&directive) {
-        Ok(step) => match &step.state {
-            RunState::Running { .. } => {
-                let mut note = step
-                    .note
-                    .map(|n| format!("[KEYLESSAGENT PIECE] {n}\n"))
-                    .unwrap_or_default();
-                note.push_str(&run.movement_prompt());
-                (true, Some(note))
-            }
-            RunState::Complete => (false, Some("[KEYLESSAGENT PIECE] complete.".into())),
-            RunState::Aborted { reason } => (
-                false,
-                Some(format!("[KEYLESSAGENT PIECE] aborted: {reason}.")),
-            ),
-            RunState::Asking { .. } => (
-                true,
-                Some("[KEYLESSAGENT PIECE] waiting for the user's answer.".into()),
-            ),
-            RunState::WaitingForSubtasks { .. } => (
-                true,
-                Some("[KEYLESSAGENT PIECE] waiting for subtasks.".into()),
-            ),
-        },
-        Err(e) => (
-            true,
-            Some(format!(
-                "[KEYLESSAGENT PIECE] {} {e}. Choose one of those directives.",
-                e.code()
-            )),
-        ),
-    }
 }
 
 async fn submit_reply(
@@ -1024,15 +891,22 @@ async fn get_batch(
     UrlPath(id): UrlPath<String>,
 ) -> Result<Response, ApiError> {
     let st2 = st.clone();
-    let d = blocking(move || st2.store()?.batch_detail(&id)?.ok_or(ApiError::NotFound)).await?;
-    let parsed = keyless_core::parse(&d.reply, &st.exec.settings.limits);
+    // The tiers shown are the ones the batch met: the session's own mode, not the host's default.
+    let (d, cfg) = blocking(move || {
+        let store = st2.store()?;
+        let d = store.batch_detail(&id)?.ok_or(ApiError::NotFound)?;
+        let cfg = session_exec(&st2, &store, &d.session)?;
+        Ok((d, cfg))
+    })
+    .await?;
+    let parsed = keyless_core::parse(&d.reply, &cfg.settings.limits);
     let commands: Vec<serde_json::Value> = parsed
         .reply
         .commands
         .iter()
         .map(|c| {
             let tier = (c.kind == keyless_core::CommandKind::RunCommand)
-                .then(|| decide(c.section_text(keyless_core::SectionName::Cmd).unwrap_or(""), st.exec.mode, &st.exec.allow))
+                .then(|| decide(c.section_text(keyless_core::SectionName::Cmd).unwrap_or(""), cfg.mode, &cfg.allow))
                 .map(|v| serde_json::json!({"tier": v.tier, "decision": v.decision, "reason": v.reason}));
             serde_json::json!({"number": c.number, "command": c.kind.name(), "target": c.target(), "line": c.line, "policy": tier})
         })

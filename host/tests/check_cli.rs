@@ -115,6 +115,37 @@ fn missing_file_and_bad_flags_exit_2() {
         .output()
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
+    // A file-content limit larger than the whole reply is refused, never quietly lowered.
+    let out = host()
+        .args([
+            "check",
+            "--max-response-chars",
+            "1000",
+            "--max-file-content-chars",
+            "5000",
+            "-",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("KA_CONFIG") && err.contains("Limits.MaxFileContentChars"),
+        "{err}"
+    );
+    // Given alone, a smaller reply limit lowers the default file-content limit with it.
+    let out = host()
+        .args(["check", "--max-response-chars", "1000", "-"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_ne!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

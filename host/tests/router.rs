@@ -348,3 +348,34 @@ async fn a_session_keeps_its_own_mode_and_pace() {
         "{v}"
     );
 }
+
+/// The dashboard's batch view shows each command's tier under the session's own mode, not the
+/// host's default (the host runs in Auto; the session switches to Ask).
+#[tokio::test]
+async fn a_batch_shows_tiers_under_the_sessions_mode() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let st = state(&tmp);
+    let (_, v) = call(&st, post("/v1/sessions", "{}")).await;
+    let id = v["session"].as_str().expect("id").to_string();
+    let (s, v) = call(
+        &st,
+        post(
+            &format!("/v1/sessions/{id}/replies"),
+            r#"{"reply":"@@runcommand\n<<<CMD\ntouch made.txt\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n"}"#,
+        ),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let batch = v["batch_id"].as_str().expect("batch id").to_string();
+    let uri = format!("/v1/batches/{batch}");
+    let (_, v) = call(&st, Call { uri: &uri, ..GET }).await;
+    assert_eq!(v["commands"][0]["policy"]["decision"], "run", "{v}");
+    let (s, _) = call(
+        &st,
+        post(&format!("/v1/sessions/{id}/settings"), r#"{"mode":"Ask"}"#),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    let (_, v) = call(&st, Call { uri: &uri, ..GET }).await;
+    assert_eq!(v["commands"][0]["policy"]["decision"], "confirm", "{v}");
+}

@@ -683,3 +683,56 @@ fn doctor_and_snapshot_scripts() {
         "{text}"
     );
 }
+
+/// `run --piece` follows a piece exactly as a `serve` session does: the same gate, the same
+/// refused transition, the same movement hand-over, and a finished piece takes no more replies.
+#[test]
+fn run_follows_a_piece_like_the_api() {
+    let fx = Fixture::new();
+    let plan = "@@runcommand on_error=continue\n<<<CMD\nls && rm -rf src\nCMD>>>\n@@end\n@@newfile a.txt\n<<<CONTENT\nx\nCONTENT>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    let refused = "@@done next=review\n@@end\n@@eof\n";
+    let moved = "@@done next=implement\n@@end\n@@eof\n";
+    let write =
+        "@@newfile a.txt\n<<<CONTENT\nx\nCONTENT>>>\n@@end\n@@done next=review\n@@end\n@@eof\n";
+    let finish = "@@done\n@@end\n@@eof\n";
+    let (out, text) = fx.run(
+        &[plan, refused, moved, write, finish],
+        &["--piece", "plan-implement-review", "--mode", "auto"],
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("[KEYLESSAGENT MOVEMENT] plan (movement 1 of at most 12"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "code: KA_COMMAND_DENIED\nreason: @@newfile is not allowed in movement \"plan\""
+        ),
+        "{text}"
+    );
+    assert!(text.contains("[KEYLESSAGENT PIECE] KA_PIECE_TRANSITION movement \"plan\" has no rule leading to \"review\"; allowed: @@done next=implement"), "{text}");
+    assert!(
+        text.contains("[KEYLESSAGENT MOVEMENT] implement (movement 2"),
+        "{text}"
+    );
+    assert!(text.contains("[KEYLESSAGENT PIECE] complete."), "{text}");
+    assert!(text.contains("turn 1 done."), "{text}");
+    assert!(fx.ws().join("a.txt").exists(), "implement may write");
+    // The session's piece has ended: resuming it with another reply is refused with its code.
+    let session = common::session_of(&text);
+    let (out, text) = fx.run(&["@@next\n@@end\n@@eof\n"], &["--session", &session]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        err.contains("KA_PIECE_TRANSITION") && err.contains("has ended"),
+        "{err}"
+    );
+    // An unknown piece is a clear error naming the pieces there are.
+    let (out, _) = fx.run(&[finish], &["--piece", "no-such-piece"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("no piece named \"no-such-piece\"") && err.contains("fix-loop"),
+        "{err}"
+    );
+}

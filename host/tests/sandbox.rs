@@ -177,13 +177,7 @@ fn push_goes_only_to_the_origin_recorded_at_session_start() {
     }
     // If origin changed anyway after the session started, nothing is pushed there.
     let (_, text) = fx.run(&[&reply(&[block("say", &[("MSG", "hi")])])], &[]);
-    let session = text
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("session "))
-        .and_then(|l| l.split_whitespace().next())
-        .expect("session id")
-        .to_string();
+    let session = common::session_of(&text);
     git(&ws, &["remote", "set-url", "origin", "../evil.git"]);
     std::fs::write(ws.join("c.txt"), "c\n").expect("write");
     let (_, text) = fx.run(&[&commit_reply("c")], &["--session", &session]);

@@ -160,6 +160,20 @@ impl Server {
         v["session"].as_str().expect("session").to_string()
     }
 
+    /// Sends a reply request and returns the open connection without reading the answer (the
+    /// caller hangs up by dropping it, or kills the host meanwhile).
+    fn send_reply_unread(&self, session: &str, body: &str) -> TcpStream {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        let head = format!(
+            "POST /v1/sessions/{session}/replies HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.port,
+            self.token,
+            body.len()
+        );
+        s.write_all(head.as_bytes()).expect("write");
+        s
+    }
+
     fn reply(&self, session: &str, reply: &str) -> serde_json::Value {
         let (s, v) = self.post(
             &format!("/v1/sessions/{session}/replies"),
@@ -787,14 +801,7 @@ fn a_client_that_disconnects_mid_batch_gets_the_result_later() {
         std::thread::sleep(Duration::from_millis(300));
         {
             // Send the request, then hang up while it waits for the workspace.
-            let mut s = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
-            let head = format!(
-                "POST /v1/sessions/{session}/replies HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-                srv.port,
-                srv.token,
-                body.len()
-            );
-            s.write_all(head.as_bytes()).expect("write");
+            let _conn = srv.send_reply_unread(&session, &body);
             std::thread::sleep(Duration::from_millis(300));
         }
         first.join().expect("first batch");
@@ -817,6 +824,63 @@ fn a_client_that_disconnects_mid_batch_gets_the_result_later() {
         std::fs::read_to_string(e.ws.join("slow.txt")).expect("read"),
         "x\n",
         "not run twice"
+    );
+}
+
+/// A host killed mid-batch leaves the batch "running". Sent again after a restart, it is answered
+/// as interrupted, never run a second time, and the session moves past it: the same rule as
+/// `keyless-host run` (one submit path).
+#[test]
+fn an_interrupted_batch_is_answered_never_rerun_and_passed() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let session = srv.session();
+    let slow = run_cmd("echo ran >> log.txt && sleep 30");
+    let body = serde_json::json!({"reply": slow, "turn": 1, "batch": 1}).to_string();
+    {
+        let _conn = srv.send_reply_unread(&session, &body);
+        let log = e.ws.join("log.txt");
+        let start = Instant::now();
+        while !log.exists() && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(log.exists(), "the batch started");
+    }
+    drop(srv); // kill -9 mid-batch
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let (s, v) = srv.post(
+        &format!("/v1/sessions/{session}/replies"),
+        &serde_json::from_str(&body).expect("json"),
+    );
+    assert_eq!(
+        (s, v["stored"].as_bool(), v["status"].as_str()),
+        (200, Some(true), Some("interrupted")),
+        "{v}"
+    );
+    assert!(
+        v["text"]
+            .as_str()
+            .expect("text")
+            .contains("was interrupted while it ran"),
+        "{v}"
+    );
+    assert_eq!(
+        (v["next_turn"].as_u64(), v["next_batch"].as_u64()),
+        (Some(1), Some(2)),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(e.ws.join("log.txt")).expect("read"),
+        "ran\n",
+        "not run twice"
+    );
+    let v = srv.reply(&session, &run_cmd("echo next >> log.txt"));
+    assert!(
+        v["text"]
+            .as_str()
+            .expect("text")
+            .starts_with("[KEYLESSAGENT RESULTS] turn=1 batch=2"),
+        "{v}"
     );
 }
 

@@ -77,6 +77,8 @@ pub enum BatchOutcome {
         results: String,
         control: Control,
         entries: Vec<CommandResult>,
+        /// The piece directive of the reply's `@@done`, read from the one parse of the batch.
+        done: Option<keyless_core::piece::run::Directive>,
     },
 }
 
@@ -160,10 +162,16 @@ impl Executor<'_> {
             entries.push(result);
         }
         let text = results(BatchRef { turn, batch }, &entries, self.cfg.settings.pace);
+        let done = parsed
+            .reply
+            .commands
+            .iter()
+            .find_map(keyless_core::piece::run::Directive::from_done);
         BatchOutcome::Executed {
             results: text,
             control: planned.control,
             entries,
+            done,
         }
     }
 

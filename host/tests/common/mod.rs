@@ -116,3 +116,14 @@ pub fn reply(blocks: &[String]) -> String {
 pub fn run_cmd(line: &str) -> String {
     reply(&[block("runcommand", &[("CMD", line)])])
 }
+
+/// The session id `keyless-host run` prints on its first line.
+pub fn session_of(run_output: &str) -> String {
+    run_output
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("session "))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("session id")
+        .to_string()
+}

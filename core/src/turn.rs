@@ -1,0 +1,441 @@
+//! The turn engine: what a batch's outcome does to the session, decided once for `keyless-host
+//! run` and the HTTP API. It takes the settings, the session's position, the piece run and the
+//! batch's outcome, and returns a typed step: the batch's status, why the turn ended (if it did),
+//! the text the model receives, the piece transition and the next position. No I/O: the host
+//! stores what it returns.
+
+use crate::message;
+use crate::piece::run::{Directive, PieceRun, RunState};
+use crate::{Control, Settings};
+use serde::{Deserialize, Serialize};
+
+/// A stored batch's status. Serialised to the strings the store and the API have always used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BatchStatus {
+    /// Begun and not finished; found again later, it was interrupted (the host stopped).
+    Running,
+    /// Executed (whatever its commands' outcomes).
+    Done,
+    /// The reply broke the format; nothing ran.
+    Rejected,
+    /// A `running` batch met again: it is never run a second time.
+    Interrupted,
+}
+
+impl BatchStatus {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Done => "done",
+            Self::Rejected => "rejected",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    /// The status of a batch read back from the store: one still `running` was interrupted.
+    #[must_use]
+    pub fn from_stored(s: &str) -> Option<Self> {
+        match s {
+            "running" | "interrupted" => Some(Self::Interrupted),
+            "done" => Some(Self::Done),
+            "rejected" => Some(Self::Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// Why a turn ended. Serialised to the strings the store and the API have always used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TurnEnd {
+    /// The model sent `@@done` (and no piece moved on to another movement).
+    #[serde(rename = "done")]
+    Done,
+    /// `Limits.MaxFormatRetries` invalid replies in a row.
+    MaxFormatRetries,
+    /// The turn reached its batch budget.
+    MaxIterationsPerTurn,
+}
+
+impl TurnEnd {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::MaxFormatRetries => "MaxFormatRetries",
+            Self::MaxIterationsPerTurn => "MaxIterationsPerTurn",
+        }
+    }
+}
+
+/// Where a session stands: the turn and batch the next reply is, and the invalid replies in a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Position {
+    pub turn: u32,
+    pub batch: u32,
+    pub invalid_in_a_row: u32,
+}
+
+impl Position {
+    /// The next turn's first batch.
+    fn next_turn(self) -> Self {
+        Self {
+            turn: self.turn + 1,
+            batch: 1,
+            invalid_in_a_row: 0,
+        }
+    }
+}
+
+/// What a batch did, as the turn engine needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome<'a> {
+    /// The reply broke the format; `correction` is the format-error message.
+    Rejected { correction: &'a str },
+    /// The batch ran; `results` is the results message.
+    Executed { results: &'a str, control: Control },
+}
+
+/// A piece's move after a batch's `@@done`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PieceMove {
+    /// The piece goes on (another movement, an answer or subtasks): the turn does not end.
+    pub continues: bool,
+    /// The `[KEYLESSAGENT PIECE]` note (and the next movement's prompt) for the model.
+    pub note: String,
+}
+
+/// What a finished batch does to the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnStep {
+    pub status: BatchStatus,
+    /// The text the model receives.
+    pub text: String,
+    pub control: Option<Control>,
+    /// Why the turn ended with this batch, if it did.
+    pub turn_ended: Option<TurnEnd>,
+    /// Where the session stands after this batch.
+    pub next: Position,
+}
+
+/// Applies a batch's `@@done` directive to the session's piece run. `None` when the batch did not
+/// end with `@@done` or carried no piece directive.
+#[must_use]
+pub fn move_piece(
+    run: &mut PieceRun,
+    control: Control,
+    done: Option<&Directive>,
+) -> Option<PieceMove> {
+    if control != Control::Done {
+        return None;
+    }
+    let directive = done?;
+    Some(match run.apply(directive) {
+        Ok(step) => match &step.state {
+            RunState::Running { .. } => {
+                let mut note = step
+                    .note
+                    .as_deref()
+                    .map(message::piece_note)
+                    .unwrap_or_default();
+                note.push_str(&run.movement_prompt());
+                PieceMove {
+                    continues: true,
+                    note,
+                }
+            }
+            RunState::Complete => PieceMove {
+                continues: false,
+                note: message::piece_complete(),
+            },
+            RunState::Aborted { reason } => PieceMove {
+                continues: false,
+                note: message::piece_aborted(reason),
+            },
+            RunState::Asking { .. } => PieceMove {
+                continues: true,
+                note: message::piece_waiting_for_answer(),
+            },
+            RunState::WaitingForSubtasks { .. } => PieceMove {
+                continues: true,
+                note: message::piece_waiting_for_subtasks(),
+            },
+        },
+        Err(e) => PieceMove {
+            continues: true,
+            note: message::piece_refused(e.code(), &e.to_string()),
+        },
+    })
+}
+
+/// The step a finished batch makes: its status, the text for the model, whether the turn ended,
+/// and the next position. `raw_reply` is quoted back when the format retries run out.
+#[must_use]
+pub fn after_batch(
+    settings: &Settings,
+    pos: Position,
+    outcome: Outcome<'_>,
+    raw_reply: &str,
+    piece: Option<&PieceMove>,
+) -> TurnStep {
+    let limits = settings.limits;
+    let mut step = match outcome {
+        Outcome::Rejected { correction } => {
+            let invalid = pos.invalid_in_a_row + 1;
+            if invalid >= limits.max_format_retries {
+                TurnStep {
+                    status: BatchStatus::Rejected,
+                    text: message::turn_stopped_format_retries(
+                        pos.turn,
+                        invalid,
+                        limits.max_format_retries,
+                        raw_reply,
+                    ),
+                    control: None,
+                    turn_ended: Some(TurnEnd::MaxFormatRetries),
+                    next: pos.next_turn(),
+                }
+            } else {
+                TurnStep {
+                    status: BatchStatus::Rejected,
+                    text: correction.to_string(),
+                    control: None,
+                    turn_ended: None,
+                    next: Position {
+                        turn: pos.turn,
+                        batch: pos.batch + 1,
+                        invalid_in_a_row: invalid,
+                    },
+                }
+            }
+        }
+        Outcome::Executed { results, control } => {
+            let continues = piece.is_some_and(|p| p.continues);
+            let turn_ended = if control == Control::Done && !continues {
+                Some(TurnEnd::Done)
+            } else if pos.batch >= settings.effective_iterations_per_turn() {
+                Some(TurnEnd::MaxIterationsPerTurn)
+            } else {
+                None
+            };
+            TurnStep {
+                status: BatchStatus::Done,
+                text: results.to_string(),
+                control: Some(control),
+                turn_ended,
+                next: match turn_ended {
+                    Some(_) => pos.next_turn(),
+                    None => Position {
+                        turn: pos.turn,
+                        batch: pos.batch + 1,
+                        invalid_in_a_row: 0,
+                    },
+                },
+            }
+        }
+    };
+    if let Some(p) = piece {
+        step.text.push_str("\n\n");
+        step.text.push_str(&p.note);
+    }
+    step
+}
+
+/// The position after a batch met again at the session's own position (a retry after the host
+/// stopped mid-batch, or stopped between storing the batch and moving on). The batch is never run
+/// again; the session moves past it as its stored control says.
+#[must_use]
+pub fn after_stored(pos: Position, control: Option<Control>) -> (Position, Option<TurnEnd>) {
+    if control == Some(Control::Done) {
+        (pos.next_turn(), Some(TurnEnd::Done))
+    } else {
+        (
+            Position {
+                turn: pos.turn,
+                batch: pos.batch + 1,
+                invalid_in_a_row: pos.invalid_in_a_row,
+            },
+            None,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Limits;
+
+    fn settings(retries: u32) -> Settings {
+        Settings {
+            limits: Limits {
+                max_format_retries: retries,
+                ..Limits::default()
+            },
+            ..Settings::default()
+        }
+    }
+
+    fn at(turn: u32, batch: u32, invalid: u32) -> Position {
+        Position {
+            turn,
+            batch,
+            invalid_in_a_row: invalid,
+        }
+    }
+
+    /// One row per rule: the position, the outcome, and what must follow.
+    #[test]
+    fn turn_table() {
+        let s = settings(3);
+        let max = s.effective_iterations_per_turn();
+        let rejected = Outcome::Rejected { correction: "fix" };
+        let next = Outcome::Executed {
+            results: "ok",
+            control: Control::Next,
+        };
+        let done = Outcome::Executed {
+            results: "ok",
+            control: Control::Done,
+        };
+        let rows: &[(
+            Position,
+            Outcome<'_>,
+            BatchStatus,
+            Option<TurnEnd>,
+            Position,
+        )] = &[
+            (
+                at(1, 1, 0),
+                rejected,
+                BatchStatus::Rejected,
+                None,
+                at(1, 2, 1),
+            ),
+            (
+                at(1, 2, 1),
+                rejected,
+                BatchStatus::Rejected,
+                None,
+                at(1, 3, 2),
+            ),
+            (
+                at(1, 3, 2),
+                rejected,
+                BatchStatus::Rejected,
+                Some(TurnEnd::MaxFormatRetries),
+                at(2, 1, 0),
+            ),
+            (at(1, 3, 2), next, BatchStatus::Done, None, at(1, 4, 0)),
+            (
+                at(4, 7, 0),
+                done,
+                BatchStatus::Done,
+                Some(TurnEnd::Done),
+                at(5, 1, 0),
+            ),
+            (
+                at(1, max, 0),
+                next,
+                BatchStatus::Done,
+                Some(TurnEnd::MaxIterationsPerTurn),
+                at(2, 1, 0),
+            ),
+            (
+                at(1, max, 0),
+                done,
+                BatchStatus::Done,
+                Some(TurnEnd::Done),
+                at(2, 1, 0),
+            ),
+        ];
+        for (i, (pos, outcome, status, ended, after)) in rows.iter().enumerate() {
+            let step = after_batch(&s, *pos, *outcome, "the reply", None);
+            assert_eq!(step.status, *status, "row {i}");
+            assert_eq!(step.turn_ended, *ended, "row {i}");
+            assert_eq!(step.next, *after, "row {i}");
+        }
+    }
+
+    #[test]
+    fn the_last_retry_quotes_the_reply_and_names_the_limit() {
+        let step = after_batch(
+            &settings(2),
+            at(3, 2, 1),
+            Outcome::Rejected { correction: "fix" },
+            "@@bogus",
+            None,
+        );
+        assert_eq!(
+            step.text,
+            "turn 3 stopped: 2 invalid replies in a row (MaxFormatRetries = 2). The last reply, as received:\n@@bogus"
+        );
+    }
+
+    #[test]
+    fn a_piece_that_moves_on_keeps_the_turn_and_its_note_follows_the_results() {
+        let moved = PieceMove {
+            continues: true,
+            note: "[KEYLESSAGENT MOVEMENT] review".into(),
+        };
+        let step = after_batch(
+            &settings(3),
+            at(1, 2, 0),
+            Outcome::Executed {
+                results: "[KEYLESSAGENT RESULTS]",
+                control: Control::Done,
+            },
+            "",
+            Some(&moved),
+        );
+        assert_eq!(step.turn_ended, None);
+        assert_eq!(step.next, at(1, 3, 0));
+        assert_eq!(
+            step.text,
+            "[KEYLESSAGENT RESULTS]\n\n[KEYLESSAGENT MOVEMENT] review"
+        );
+    }
+
+    #[test]
+    fn a_stored_batch_is_passed_as_its_control_says() {
+        assert_eq!(
+            after_stored(at(2, 3, 1), Some(Control::Next)),
+            (at(2, 4, 1), None)
+        );
+        assert_eq!(after_stored(at(2, 3, 1), None), (at(2, 4, 1), None));
+        assert_eq!(
+            after_stored(at(2, 3, 1), Some(Control::Done)),
+            (at(3, 1, 0), Some(TurnEnd::Done))
+        );
+    }
+
+    #[test]
+    fn statuses_and_end_reasons_keep_their_wire_strings() {
+        for s in [
+            BatchStatus::Running,
+            BatchStatus::Done,
+            BatchStatus::Rejected,
+            BatchStatus::Interrupted,
+        ] {
+            assert_eq!(
+                serde_json::to_value(s).ok(),
+                Some(serde_json::json!(s.as_str()))
+            );
+        }
+        for e in [
+            TurnEnd::Done,
+            TurnEnd::MaxFormatRetries,
+            TurnEnd::MaxIterationsPerTurn,
+        ] {
+            assert_eq!(
+                serde_json::to_value(e).ok(),
+                Some(serde_json::json!(e.as_str()))
+            );
+        }
+        assert_eq!(
+            BatchStatus::from_stored("running"),
+            Some(BatchStatus::Interrupted)
+        );
+        assert_eq!(BatchStatus::from_stored("bogus"), None);
+    }
+}

@@ -1,0 +1,230 @@
+//! One submit path for `keyless-host run` and the HTTP API. Exactly once: the batch id is looked
+//! up in the store, then begun, executed (one parse), and recorded. The turn rules (what the
+//! outcome does to the session and its piece) are core's [`keyless_core::turn`]; this module only
+//! reads and writes the store around them.
+
+use crate::exec::batch::{BatchOutcome, ExecSettings, Executor, Prompter};
+use crate::exec::git::RepoRecord;
+use crate::exec::workspace::Workspace;
+use crate::store::{SessionState, Store, StoreError};
+use keyless_core::piece::run::RunSnapshot;
+use keyless_core::turn::{self, BatchStatus, Outcome, Position, TurnEnd};
+use keyless_core::Control;
+
+/// Everything a batch runs against.
+#[derive(Debug)]
+pub struct Context<'a> {
+    pub store: &'a Store,
+    pub ws: &'a Workspace,
+    /// The host's settings with the session's own mode and pace applied.
+    pub cfg: &'a ExecSettings,
+    pub repo: &'a RepoRecord,
+}
+
+/// What the submit path reports as it goes (the server turns these into its events).
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    Started {
+        batch_id: &'a str,
+        turn: u32,
+        batch: u32,
+    },
+    Finished {
+        batch_id: &'a str,
+        status: BatchStatus,
+        turn_ended: Option<TurnEnd>,
+    },
+}
+
+/// A submitted batch's answer.
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    pub batch_id: String,
+    pub turn: u32,
+    pub batch: u32,
+    pub status: BatchStatus,
+    /// The text the model receives.
+    pub text: String,
+    pub control: Option<Control>,
+    pub turn_ended: Option<TurnEnd>,
+    /// Answered from the store: the batch had been submitted before and did not run again.
+    pub stored: bool,
+    /// The session's piece run after the batch, when it follows a piece.
+    pub piece: Option<RunSnapshot>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The batch is not the session's next one, or another submit stored it first.
+    #[error("{0}")]
+    Conflict(String),
+    #[error(transparent)]
+    Piece(#[from] crate::pieces::PieceError),
+}
+
+fn position(s: &SessionState) -> Position {
+    Position {
+        turn: s.turn,
+        batch: s.batch,
+        invalid_in_a_row: s.invalid_in_a_row,
+    }
+}
+
+fn set_position(s: &mut SessionState, p: Position) {
+    s.turn = p.turn;
+    s.batch = p.batch;
+    s.invalid_in_a_row = p.invalid_in_a_row;
+}
+
+/// Submits `reply` as batch `at` (default: the session's next batch) of session `pos`, which is
+/// saved before this returns.
+///
+/// # Errors
+/// Store failures, a batch that is not the session's next one, or a piece run that has ended.
+pub fn submit(
+    ctx: &Context<'_>,
+    pos: &mut SessionState,
+    reply: &str,
+    at: Option<(u32, u32)>,
+    prompter: &mut dyn Prompter,
+    events: &mut dyn FnMut(Event<'_>),
+) -> Result<Submitted, SubmitError> {
+    let store = ctx.store;
+    let session = pos.id.clone();
+    let (turn, batch) = at.unwrap_or((pos.turn, pos.batch));
+    let id = keyless_core::plan::batch_id(&session, turn, batch, reply);
+    if let Some(stored) = store.batch(&id)? {
+        // Exactly once: a batch met again is answered from the store. One still "running" was
+        // interrupted (the host stopped mid-batch) and is never run a second time.
+        let status = BatchStatus::from_stored(&stored.status).unwrap_or(BatchStatus::Interrupted);
+        let control = stored.control.as_deref().and_then(Control::from_name);
+        // Met at the session's own position, the host stopped before moving past it: move now.
+        let mut turn_ended = None;
+        if (turn, batch) == (pos.turn, pos.batch) {
+            let (next, ended) = turn::after_stored(position(pos), control);
+            if let Some(reason) = ended {
+                store.end_turn(&session, turn, reason.as_str())?;
+            }
+            set_position(pos, next);
+            store.save_position(pos)?;
+            turn_ended = ended;
+        }
+        let text = if status == BatchStatus::Interrupted {
+            keyless_core::message::batch_interrupted(&id)
+        } else {
+            stored.text
+        };
+        return Ok(Submitted {
+            batch_id: id,
+            turn,
+            batch,
+            status,
+            text,
+            control,
+            turn_ended,
+            stored: true,
+            piece: None,
+        });
+    }
+    if (turn, batch) != (pos.turn, pos.batch) {
+        return Err(SubmitError::Conflict(format!(
+            "the session is at turn {} batch {}, not turn {turn} batch {batch}",
+            pos.turn, pos.batch
+        )));
+    }
+    // Loaded before the batch is begun: a run that has ended leaves no batch behind.
+    let mut run = crate::pieces::resume(store, &session)?;
+    if !store.begin_batch(&id, pos, reply)? {
+        return Err(SubmitError::Conflict(format!(
+            "batch {id} is already stored"
+        )));
+    }
+    events(Event::Started {
+        batch_id: &id,
+        turn,
+        batch,
+    });
+    let gate = run.as_ref().map(keyless_core::piece::run::PieceRun::tools);
+    let exec = Executor {
+        ws: ctx.ws,
+        cfg: ctx.cfg,
+        session: &session,
+        gate: gate.as_ref(),
+        repo: ctx.repo,
+    };
+    let outcome = exec.execute(reply, turn, batch, prompter);
+    let (core_outcome, stored_text, control, entries, done) = match &outcome {
+        BatchOutcome::Rejected { correction } => (
+            Outcome::Rejected { correction },
+            correction,
+            None,
+            &[][..],
+            None,
+        ),
+        BatchOutcome::Executed {
+            results,
+            control,
+            entries,
+            done,
+        } => (
+            Outcome::Executed {
+                results,
+                control: *control,
+            },
+            results,
+            Some(*control),
+            entries.as_slice(),
+            done.as_ref(),
+        ),
+    };
+    let piece_move = match (run.as_mut(), control) {
+        (Some(r), Some(c)) => turn::move_piece(r, c, done),
+        _ => None,
+    };
+    let step = turn::after_batch(
+        &ctx.cfg.settings,
+        position(pos),
+        core_outcome,
+        reply,
+        piece_move.as_ref(),
+    );
+    store.finish_batch(
+        &id,
+        &session,
+        step.status.as_str(),
+        stored_text,
+        control.map(Control::as_str),
+        entries,
+    )?;
+    if let Some(reason) = step.turn_ended {
+        store.end_turn(&session, turn, reason.as_str())?;
+    }
+    set_position(pos, step.next);
+    store.save_position(pos)?;
+    let piece = match &run {
+        Some(r) => {
+            let snap = r.snapshot();
+            crate::pieces::save(store, &session, &snap)?;
+            Some(snap)
+        }
+        None => None,
+    };
+    events(Event::Finished {
+        batch_id: &id,
+        status: step.status,
+        turn_ended: step.turn_ended,
+    });
+    Ok(Submitted {
+        batch_id: id,
+        turn,
+        batch,
+        status: step.status,
+        text: step.text,
+        control: step.control,
+        turn_ended: step.turn_ended,
+        stored: false,
+        piece,
+    })
+}
