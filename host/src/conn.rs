@@ -38,6 +38,8 @@ struct Entry {
 struct Registry {
     open: Mutex<BTreeMap<u64, Entry>>,
     next: AtomicU64,
+    /// Idle connections closed at the cap so far.
+    evicted: AtomicU64,
 }
 
 impl Registry {
@@ -52,10 +54,16 @@ impl Registry {
             if let Some(e) = open.remove(&victim) {
                 e.evict.notify_one();
             }
-            tracing::warn!(
-                open = open.len() + 1,
-                "connection cap reached: closed the oldest connection that sent no request"
-            );
+            // A flood must not flood the log too: the 1st, 2nd, 4th, 8th… eviction is logged,
+            // with the running total.
+            let n = self.evicted.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_power_of_two() {
+                tracing::warn!(
+                    open = open.len() + 1,
+                    evicted = n,
+                    "connection cap reached: closing the oldest connections that sent no request"
+                );
+            }
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let served = Arc::new(AtomicBool::new(false));
