@@ -50,7 +50,13 @@ export function replyText(message: Element, ignore: string | undefined, streamin
   const walk = (node: Node) => {
     if (node.nodeType === Node.TEXT_NODE) {
       const t = (node.nodeValue ?? "").replace(/[\n\r]+/g, " ").replace(/\u00a0/g, " ");
-      if (t.trim() !== "") lastFence = -1;
+      // Whitespace between block elements (templates that indent their markup) starts no line:
+      // the browser collapses it too, and it must not become a blank line in the reply.
+      if (t.trim() === "") {
+        if (line !== "") line += t;
+        return;
+      }
+      lastFence = -1;
       line += t;
       return;
     }
