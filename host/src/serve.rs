@@ -885,18 +885,20 @@ async fn list_sessions(State(st): State<Arc<Shared>>) -> Result<Response, ApiErr
     Ok(Json(out).into_response())
 }
 
-/// A batch: its reply, the parsed commands with their tiers, and the text the model received.
+/// A batch: its reply, the parsed commands with their tiers and stored results, and the text the
+/// model received.
 async fn get_batch(
     State(st): State<Arc<Shared>>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Response, ApiError> {
     let st2 = st.clone();
     // The tiers shown are the ones the batch met: the session's own mode, not the host's default.
-    let (d, cfg) = blocking(move || {
+    let (d, cfg, results) = blocking(move || {
         let store = st2.store()?;
         let d = store.batch_detail(&id)?.ok_or(ApiError::NotFound)?;
         let cfg = session_exec(&st2, &store, &d.session)?;
-        Ok((d, cfg))
+        let results = store.results(&id)?;
+        Ok((d, cfg, results))
     })
     .await?;
     let parsed = keyless_core::parse(&d.reply, &cfg.settings.limits);
@@ -908,7 +910,8 @@ async fn get_batch(
             let tier = (c.kind == keyless_core::CommandKind::RunCommand)
                 .then(|| decide(c.section_text(keyless_core::SectionName::Cmd).unwrap_or(""), cfg.mode, &cfg.allow))
                 .map(|v| serde_json::json!({"tier": v.tier, "decision": v.decision, "reason": v.reason}));
-            serde_json::json!({"number": c.number, "command": c.kind.name(), "target": c.target(), "line": c.line, "policy": tier})
+            let result = results.iter().find(|r| r.number == c.number);
+            serde_json::json!({"number": c.number, "command": c.kind.name(), "target": c.target(), "line": c.line, "policy": tier, "result": result})
         })
         .collect();
     Ok(Json(serde_json::json!({"session": d.session, "turn": d.turn, "batch": d.batch, "status": d.status, "control": d.control, "reply": d.reply, "text": d.text, "commands": commands})).into_response())

@@ -56,6 +56,18 @@ pub struct BatchDetail {
     pub control: Option<String>,
 }
 
+/// One command's stored result: what the dashboard shows without reading the results text.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StoredResult {
+    pub number: u32,
+    /// `ok`, `error` or `skipped`.
+    pub status: String,
+    pub code: Option<String>,
+    pub reason: Option<String>,
+    pub exit_code: Option<i32>,
+    pub duration_ms: Option<i64>,
+}
+
 /// One session in the list: (id, created_at, turn, batch, follows a piece).
 pub type SessionRow = (String, i64, u32, u32, bool);
 
@@ -307,6 +319,27 @@ impl Store {
                 })
             })
             .optional()?)
+    }
+
+    /// The stored result of each command of batch `id`, by number.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn results(&self, id: &str) -> Result<Vec<StoredResult>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT number, status, code, reason, exit_code, duration_ms FROM results WHERE batch_id = ?1 ORDER BY number",
+        )?;
+        let rows = stmt.query_map(params![id], |r| {
+            Ok(StoredResult {
+                number: r.get(0)?,
+                status: r.get(1)?,
+                code: r.get(2)?,
+                reason: r.get(3)?,
+                exit_code: r.get(4)?,
+                duration_ms: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Stores a finished batch, its results and their audit entries, in one transaction.

@@ -44,6 +44,12 @@ test("the dashboard shows batches, approves a confirmation, and looks right", as
     await page.locator(".conn.on").waitFor({ timeout: 10000 });
     await page.locator(".batch .head", { hasText: "Turn 1 · Batch 1" }).click();
     await page.locator(".results").first().waitFor();
+    // Each command's outcome comes from its stored result, not from the results text.
+    const rows = page.locator(".batch .cmds tr");
+    await rows.first().waitFor();
+    const cells = await rows.evaluateAll((trs) => trs.map((tr) => [tr.querySelector(".c")?.textContent, tr.querySelector("td.o .chip")?.textContent ?? "", tr.querySelector("td.o .sub")?.textContent ?? ""]));
+    assert.deepEqual(cells.map(([c, chip]) => [c, chip]), [["say", ""], ["newfile", "ok"], ["runcommand", "ok"], ["next", ""]], JSON.stringify(cells));
+    assert.match(cells[2][2], /^exit 0 · \d+ ms$/, JSON.stringify(cells));
     mkdirSync(shots, { recursive: true });
     await page.screenshot({ path: join(shots, "dashboard-pending.png"), fullPage: true });
 

@@ -7,7 +7,9 @@ interface Session { session: string; created_at: number; turn: number; batch: nu
 interface BatchRow { id: string; turn: number; batch: number; status: string; control: string | null }
 interface SessionDetail { session: string; turn: number; batch: number; batches: BatchRow[] }
 interface Policy { tier: string; decision: string; reason: string }
-interface Cmd { number: number; command: string; target: string; line: number; policy: Policy | null }
+/** A command's stored result (the host's `results` table). */
+interface CmdResult { number: number; status: "ok" | "error" | "skipped"; code: string | null; reason: string | null; exit_code: number | null; duration_ms: number | null }
+interface Cmd { number: number; command: string; target: string; line: number; policy: Policy | null; result: CmdResult | null }
 interface BatchDetail { session: string; turn: number; batch: number; status: string; control: string | null; reply: string; text: string; commands: Cmd[] }
 interface Prompt { id: number; session: string; kind: "confirm" | "ask"; text: string; tier: string | null; reason: string | null }
 interface Audit { at: number; session: string; batch: string; command: string; target: string; status: string; code: string | null }
@@ -97,18 +99,24 @@ async function loadSessions(): Promise<void> {
   if (list.length === 0) ul.append(el("li", "sub", "No sessions yet. Start one from the extension."));
 }
 
+/** What the model received, verbatim. */
 function resultsView(text: string): HTMLPreElement {
-  const pre = el("pre", "results");
-  for (const line of text.split("\n")) {
-    let cls = "";
-    if (line.startsWith("--- ") || line.startsWith("[KEYLESSAGENT") || line.startsWith("[END")) cls = "h";
-    else if (line.startsWith("status: ok")) cls = "ok";
-    else if (line.startsWith("status: error") || line.startsWith("reason:")) cls = "err";
-    else if (line.startsWith("status: skipped")) cls = "skip";
-    else if (line.startsWith("verified:")) cls = "ver";
-    pre.append(el("span", cls, `${line}\n`));
-  }
-  return pre;
+  return el("pre", "results", text);
+}
+
+/** A command's outcome from its stored result: status, code, exit code, time, reason. */
+function outcomeCell(r: CmdResult | null): HTMLTableCellElement {
+  const td = el("td", "o");
+  // @@say, @@next and @@done have no result of their own.
+  if (!r) return td;
+  td.append(el("span", `chip ${r.status}`, r.code ?? r.status));
+  const facts = [
+    r.exit_code !== null ? `exit ${r.exit_code}` : "",
+    r.duration_ms !== null ? `${r.duration_ms} ms` : "",
+  ].filter((f) => f !== "");
+  if (facts.length > 0) td.append(" ", el("span", "sub", facts.join(" · ")));
+  if (r.reason) td.append(el("div", "why", r.reason));
+  return td;
 }
 
 async function batchBody(id: string): Promise<HTMLDivElement> {
@@ -120,7 +128,7 @@ async function batchBody(id: string): Promise<HTMLDivElement> {
       const tr = el("tr");
       const tier = el("td");
       if (c.policy) tier.append(el("span", `chip ${c.policy.tier}`, `${c.policy.tier} · ${c.policy.decision}`));
-      tr.append(el("td", "n", `#${c.number}`), el("td", "c", c.command), el("td", "t", c.target), tier);
+      tr.append(el("td", "n", `#${c.number}`), el("td", "c", c.command), el("td", "t", c.target), tier, outcomeCell(c.result));
       table.append(tr);
     }
     body.append(table);
