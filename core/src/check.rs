@@ -20,6 +20,8 @@ pub struct CheckCommand {
     pub number: u32,
     pub command: String,
     pub argument: Option<String>,
+    /// What the command acts on, as every view shows it ([`crate::Command::target`]).
+    pub target: String,
     pub line: u32,
     pub run: bool,
     pub skip_reason: Option<String>,
@@ -86,6 +88,7 @@ pub fn check(text: &str, settings: &Settings) -> CheckReport {
                 number: c.number,
                 command: c.kind.name().to_string(),
                 argument: c.argument.clone(),
+                target: c.target(),
                 line: c.line,
                 run: entry.is_some_and(|e| e.run),
                 skip_reason: entry.and_then(|e| e.skip).map(|s| s.to_string()),

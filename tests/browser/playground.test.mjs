@@ -30,6 +30,10 @@ test("the playground shows the core's verdict live", async () => {
     assert.ok(diags.some((d) => d.startsWith("KA_PARSE_UNKNOWN_COMMANDline 6Unknown command \"@@createfile\".")), diags.join("\n"));
     assert.ok(diags.some((d) => d.startsWith("KA_PARSE_BAD_PATHline 8")), diags.join("\n"));
     assert.deepEqual(await page.locator("#gutter .bad").allTextContents(), ["6", "8"]);
+    // Clicking a problem selects its line, at the UTF-16 span the core computes.
+    await page.locator("#diags li", { hasText: "line 6" }).click();
+    const selected = await page.locator("#reply").evaluate((a) => a.value.slice(a.selectionStart, a.selectionEnd));
+    assert.equal(selected, "@@createfile a.txt");
     assert.match(await page.locator("#correction").textContent(), /^\[KEYLESSAGENT FORMAT ERROR\]/);
     await page.screenshot({ path: join(shots, "playground-reply.png") });
     // A risky command line gets its tier from the same policy as the host.

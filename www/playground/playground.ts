@@ -3,11 +3,12 @@
 
 // Built by `cargo xtask build` (wasm-bindgen --target web); esbuild bundles the JS glue and the
 // .wasm file is copied next to the bundle.
-import init, { checkReply, classifyCommand, parsePartial, pieceTools, validatePiece } from "../../target/wasm-pkg/keyless_wasm.js";
+import init, { checkReply, classifyCommand, parsePartial, pieceTools, utf16Spans, validatePiece } from "../../target/wasm-pkg/keyless_wasm.js";
 import { byId, el } from "../common/dom";
 
 interface Diag { code: string; line: number | null; message: string }
-interface PlanCmd { number: number; command: string; argument: string | null; line: number; run: boolean; skip_reason: string | null }
+interface PlanCmd { number: number; command: string; argument: string | null; target: string; line: number; run: boolean; skip_reason: string | null }
+interface Span { line: number; start: number; end: number }
 interface Report { ok: boolean; diagnostics: Diag[]; commands: PlanCmd[]; control: string | null; correction: string | null }
 interface Section { name: string; text: string }
 interface Block { number: number; kind: string; sections: Section[] }
@@ -119,11 +120,12 @@ function settings(): { pace: string; mode: string } {
   return { pace: byId<HTMLSelectElement>("pace").value, mode: byId<HTMLSelectElement>("mode").value };
 }
 
+/** Selects a diagnostic's line; the core gives its UTF-16 span (a CR is not part of the line). */
 function selectLine(area: HTMLTextAreaElement, line: number): void {
-  const lines = area.value.split("\n");
-  const start = lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0);
+  const [span] = utf16Spans(area.value, [line]) as (Span | null)[];
+  if (!span) return;
   area.focus();
-  area.setSelectionRange(start, start + (lines[line - 1]?.length ?? 0));
+  area.setSelectionRange(span.start, span.end);
 }
 
 function renderGutter(text: string, bad: Set<number>): void {
@@ -169,7 +171,6 @@ function renderReply(): void {
       const tr = el("tr");
       const block = blocks.find((b) => b.number === c.number);
       const cmdText = block?.sections.find((s) => s.name === "CMD")?.text ?? "";
-      const target = c.argument ?? (cmdText || (block?.sections[0]?.text.split("\n")[0] ?? ""));
       const tier = el("td");
       if (c.command === "runcommand" && cmdText) {
         const v = classifyCommand(cmdText, { mode: settings().mode }) as Verdict;
@@ -180,7 +181,7 @@ function renderReply(): void {
       const status = el("td", "s");
       status.append(report.ok ? el("span", `chip ${c.run ? "run" : "skip"}`, c.run ? "runs" : "skipped") : el("span", "", "—"));
       if (c.skip_reason) status.append(" ", c.skip_reason);
-      tr.append(el("td", "n", `#${c.number}`), el("td", "c", c.command), el("td", "t", target), tier, status);
+      tr.append(el("td", "n", `#${c.number}`), el("td", "c", c.command), el("td", "t", c.target), tier, status);
       return tr;
     }),
   );
