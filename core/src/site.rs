@@ -26,6 +26,39 @@ pub const QUIET_MS: u64 = 700;
 pub const DEFAULT_REPLY_TIMEOUT_SECONDS: u32 = 600;
 /// `Browser.TruncationBudgetSeconds` when nobody set it.
 pub const DEFAULT_TRUNCATION_BUDGET_SECONDS: u32 = 90;
+/// The port `keyless-host serve` listens on unless told otherwise, on 127.0.0.1.
+pub const DEFAULT_PORT: u16 = 7457;
+
+/// The extension's settings as they start, decided here so the extension, the host and the
+/// documentation agree (the worker asks the wasm core for them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtensionDefaults {
+    pub host_url: String,
+    pub mode: Mode,
+    pub pace: crate::Pace,
+    /// No piece: a plain session.
+    pub piece: String,
+    pub auto_send: bool,
+    pub truncation_budget_seconds: u32,
+    pub reply_timeout_seconds: u32,
+    /// JSON text of selector overrides keyed by site id; empty for none.
+    pub selector_overrides: String,
+}
+
+#[must_use]
+pub fn extension_defaults() -> ExtensionDefaults {
+    ExtensionDefaults {
+        host_url: format!("http://127.0.0.1:{DEFAULT_PORT}"),
+        mode: Mode::default(),
+        pace: crate::Pace::default(),
+        piece: String::new(),
+        auto_send: true,
+        truncation_budget_seconds: DEFAULT_TRUNCATION_BUDGET_SECONDS,
+        reply_timeout_seconds: DEFAULT_REPLY_TIMEOUT_SECONDS,
+        selector_overrides: String::new(),
+    }
+}
 
 /// How the composer takes text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,16 +17,8 @@ export interface Settings {
   selectorOverrides: string;
 }
 
-export const DEFAULT_SETTINGS: Settings = {
-  hostUrl: "http://127.0.0.1:7457",
-  mode: "Ask",
-  pace: "Balanced",
-  piece: "",
-  autoSend: true,
-  truncationBudgetSeconds: 90,
-  replyTimeoutSeconds: 600,
-  selectorOverrides: "",
-};
+// The defaults are the core's (`keyless_core::site::extension_defaults`, the wasm export
+// `extensionDefaults`), so the port and the budgets are written once.
 
 // ---- what the wasm core answers (keyless-core's serde shapes) ----
 

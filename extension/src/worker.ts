@@ -6,12 +6,12 @@ import init, {
   defaultSitesJson,
   deliveryFor,
   doctorReport,
+  extensionDefaults,
   ReplyFollower,
   loadSites,
   siteForHost,
 } from "../../target/wasm-pkg/keyless_wasm.js";
 import {
-  DEFAULT_SETTINGS,
   type Delivery,
   type DoctorLine,
   type FollowReport,
@@ -61,8 +61,9 @@ interface Pairing {
 }
 
 async function settings(): Promise<Settings> {
+  await core();
   const { settings } = await chrome.storage.local.get("settings");
-  return { ...DEFAULT_SETTINGS, ...((settings as Partial<Settings> | undefined) ?? {}) };
+  return { ...(extensionDefaults() as Settings), ...((settings as Partial<Settings> | undefined) ?? {}) };
 }
 
 async function pairing(): Promise<Pairing | null> {

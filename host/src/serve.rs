@@ -35,8 +35,8 @@ use tokio::sync::broadcast;
 
 /// Request bodies larger than this are refused (a maximal reply is 60,000 characters).
 pub const MAX_BODY_BYTES: usize = 1 << 20;
-/// The default port.
-pub const DEFAULT_PORT: u16 = 7457;
+/// The default port (core's, which the extension's defaults use too).
+pub const DEFAULT_PORT: u16 = keyless_core::site::DEFAULT_PORT;
 /// Requests other than replies and the event stream must answer within this time.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a confirmation or question waits for the user before it counts as declined.

@@ -227,6 +227,13 @@ pub fn doctor_report(site: JsValue, probes: JsValue) -> Result<JsValue, JsError>
     to_js(&doctor(&site, &probes))
 }
 
+/// The extension's settings as they start (`Settings` in extension/src/protocol.ts): host address,
+/// mode, pace, budgets.
+#[wasm_bindgen(js_name = extensionDefaults)]
+pub fn extension_defaults() -> Result<JsValue, JsError> {
+    to_js(&keyless_core::site::extension_defaults())
+}
+
 /// JS string positions (UTF-16 code units) of 1-based lines: `[{line, start, end} | null]`, so a
 /// diagnostic's line can be selected or highlighted in a textarea or editor.
 #[wasm_bindgen(js_name = utf16Spans)]
