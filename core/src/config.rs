@@ -116,6 +116,7 @@ macro_rules! keyword_enum {
     ($(#[$meta:meta])* $name:ident, $setting:literal, $expected:literal { $($(#[$vmeta:meta])* $variant:ident => $text:literal $(| $alias:literal)*),* $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+        #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
         pub enum $name { $($(#[$vmeta])* $variant),* }
 
         impl $name {

@@ -117,12 +117,16 @@ impl Serialize for Code {
 
 /// One problem found in a reply: a code, the 1-based line of the reply as received (when the
 /// problem has one), a message for the model, and an optional hint on how to fix it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
+    /// `KA_…` (serialised by its name).
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub code: Code,
     pub line: Option<u32>,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub help: Option<String>,
 }
 

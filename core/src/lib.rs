@@ -35,3 +35,44 @@ pub use config::{BatchFailureMode, ConfigError, Limits, Mode, Pace, Settings};
 pub use diag::{Code, Diagnostic};
 pub use parse::{parse, parse_partial, ParseOutput, PartialOutput};
 pub use reply::{Command, CommandKind, Control, Reply, Section, SectionName};
+
+/// The TypeScript declarations of the wire types the extension and the web pages read: one
+/// definition, in Rust. `cargo xtask contract` writes them to `extension/src/generated/core.ts`,
+/// and a test fails when that file differs from a fresh generation.
+#[cfg(feature = "ts")]
+#[must_use]
+pub fn typescript() -> String {
+    use ts_rs::{Config, TS};
+    // JSON numbers: every integer on the wire is a JavaScript number.
+    let cfg = Config::new().with_large_int("number");
+    let decls = [
+        Mode::decl(&cfg),
+        Pace::decl(&cfg),
+        site::ExtensionDefaults::decl(&cfg),
+        site::Selectors::decl(&cfg),
+        site::ComposerKind::decl(&cfg),
+        site::SiteAdapter::decl(&cfg),
+        Diagnostic::decl(&cfg),
+        policy::Tier::decl(&cfg),
+        policy::Decision::decl(&cfg),
+        Control::decl(&cfg),
+        site::OverlayCommand::decl(&cfg),
+        site::WatchVerdict::decl(&cfg),
+        site::FollowReport::decl(&cfg),
+        site::PageObservation::decl(&cfg),
+        site::Delivery::decl(&cfg),
+        site::DoctorLine::decl(&cfg),
+        site::SelectorProbe::decl(&cfg),
+        turn::BatchStatus::decl(&cfg),
+        turn::TurnEnd::decl(&cfg),
+    ];
+    let mut out = String::from(
+        "// Generated from keyless-core's Rust types by `cargo xtask contract`. Do not edit.\n",
+    );
+    for d in decls {
+        out.push_str("\nexport ");
+        out.push_str(&d);
+        out.push('\n');
+    }
+    out
+}

@@ -292,6 +292,7 @@ impl Command {
 }
 
 /// The control directive of a reply.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Control {

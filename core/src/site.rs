@@ -31,8 +31,10 @@ pub const DEFAULT_PORT: u16 = 7457;
 
 /// The extension's settings as they start, decided here so the extension, the host and the
 /// documentation agree (the worker asks the wasm core for them).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "ts", ts(rename = "Settings"))]
 pub struct ExtensionDefaults {
     pub host_url: String,
     pub mode: Mode,
@@ -61,6 +63,7 @@ pub fn extension_defaults() -> ExtensionDefaults {
 }
 
 /// How the composer takes text.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ComposerKind {
@@ -73,24 +76,30 @@ pub enum ComposerKind {
 }
 
 /// The CSS selectors of one site.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Selectors {
     pub assistant_message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub assistant_content: Option<String>,
     pub user_message: String,
     pub streaming: String,
     pub composer: String,
     pub send_button: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub file_input: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub attachment_chip: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub ignore: Option<String>,
 }
 
 /// One chat site.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SiteAdapter {
     pub id: String,
@@ -533,6 +542,7 @@ pub struct WatchInput {
 }
 
 /// What to do with the reply now.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WatchVerdict {
@@ -600,6 +610,7 @@ pub fn watch(i: &WatchInput) -> WatchVerdict {
 }
 
 /// How a message goes into the chat.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Delivery {
@@ -627,6 +638,7 @@ pub fn delivery(text: &str, site: &SiteAdapter, turn: u32, batch: u32) -> Delive
 }
 
 /// The page-side facts `follow` takes besides the text (the text decides `@@eof` and commands).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PageObservation {
@@ -641,6 +653,7 @@ pub struct PageObservation {
 }
 
 /// One command as the overlay shows it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OverlayCommand {
     pub number: u32,
@@ -657,10 +670,12 @@ pub struct OverlayCommand {
 }
 
 /// Everything the overlay shows about the reply it follows, and what to do with it now.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FollowReport {
     pub verdict: WatchVerdict,
     /// The code of a verdict that ends the wait with a problem.
+    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
     pub code: Option<Code>,
     /// `true` once the reply is complete and `diagnostics` are final.
     pub r#final: bool,
@@ -871,6 +886,7 @@ impl Follower {
 }
 
 /// What the doctor learned about one selector on the open page.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SelectorProbe {
@@ -880,11 +896,13 @@ pub struct SelectorProbe {
 }
 
 /// One line of the doctor's report.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DoctorLine {
     pub key: String,
     pub selector: Option<String>,
     pub status: &'static str,
+    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
     pub code: Option<Code>,
     pub message: String,
 }

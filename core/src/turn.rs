@@ -10,6 +10,7 @@ use crate::{Control, Settings};
 use serde::{Deserialize, Serialize};
 
 /// A stored batch's status. Serialised to the strings the store and the API have always used.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BatchStatus {
@@ -47,6 +48,7 @@ impl BatchStatus {
 }
 
 /// Why a turn ended. Serialised to the strings the store and the API have always used.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TurnEnd {
     /// The model sent `@@done` (and no piece moved on to another movement).

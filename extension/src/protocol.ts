@@ -1,107 +1,32 @@
 // The messages between the extension's parts, in one typed map. Content scripts and the popup
 // send requests to the worker; the worker alone talks to keyless-host and runs the wasm core.
 
-export type Mode = "Ask" | "AutoSafe" | "Auto";
-export type Pace = "Step" | "Balanced" | "Batch";
-
-/// The user's settings (chrome.storage.local, key "settings").
-export interface Settings {
-  hostUrl: string;
-  mode: Mode;
-  pace: Pace;
-  piece: string;
-  autoSend: boolean;
-  truncationBudgetSeconds: number;
-  replyTimeoutSeconds: number;
-  /// JSON text: selector overrides keyed by site id (see docs/extension.md).
-  selectorOverrides: string;
-}
-
-// The defaults are the core's (`keyless_core::site::extension_defaults`, the wasm export
-// `extensionDefaults`), so the port and the budgets are written once.
-
-// ---- what the wasm core answers (keyless-core's serde shapes) ----
-
-export interface Selectors {
-  assistant_message: string;
-  assistant_content?: string;
-  user_message: string;
-  streaming: string;
-  composer: string;
-  send_button: string;
-  file_input?: string;
-  attachment_chip?: string;
-  ignore?: string;
-}
-
-export interface SiteAdapter {
-  id: string;
-  name: string;
-  hosts: string[];
-  composer_kind: "prosemirror" | "quill" | "textarea";
-  max_paste_chars: number;
-  selectors: Selectors;
-  exhausted_phrases: string[];
-}
-
-export interface Diagnostic {
-  code: string;
-  line: number | null;
-  message: string;
-  help?: string;
-}
-
-export interface OverlayCommand {
-  number: number;
-  command: string;
-  target: string;
-  line: number;
-  run: boolean | null;
-  skip_reason: string | null;
-  tier: string | null;
-  decision: string | null;
-  reason: string | null;
-}
-
-export type Verdict = "waiting" | "complete" | "complete_without_eof" | "truncated" | "timeout" | "exhausted";
-
-export interface FollowReport {
-  verdict: Verdict;
-  code: string | null;
-  final: boolean;
-  ok: boolean;
-  diagnostics: Diagnostic[];
-  commands: OverlayCommand[];
-  control: string | null;
-  correction: string | null;
-  lines: number;
-}
-
-export interface PageObservation {
-  siteStreaming: boolean;
-  /// The site's stop signal was seen during this reply: then @@eof and its end are decisive.
-  stopSignalSeen: boolean;
-  quietMs: number;
-  waitedMs: number;
-  exhausted: boolean;
-  truncationBudgetSeconds: number;
-  replyTimeoutSeconds: number;
-}
-
-export type Delivery = { kind: "paste" } | { kind: "attach"; file_name: string; note: string };
-
-export interface DoctorLine {
-  key: string;
-  selector: string | null;
-  status: "ok" | "missing" | "broken" | "unset" | "unknown";
-  code: string | null;
-  message: string;
-}
-
-export interface SelectorProbe {
-  key: string;
-  matches: number | null;
-}
+// The core's wire types, generated from the Rust types (extension/src/generated/core.ts, written
+// by `cargo xtask contract`; a test fails when it is stale). The defaults for Settings are the
+// core's too (the wasm export `extensionDefaults`).
+import type { WatchVerdict } from "./generated/core.js";
+export type {
+  Control,
+  Decision,
+  Delivery,
+  Diagnostic,
+  DoctorLine,
+  FollowReport,
+  Mode,
+  OverlayCommand,
+  PageObservation,
+  Pace,
+  SelectorProbe,
+  Selectors,
+  Settings,
+  SiteAdapter,
+  Tier,
+  WatchVerdict,
+  BatchStatus,
+  TurnEnd,
+} from "./generated/core.js";
+export type Verdict = WatchVerdict;
+import type { BatchStatus, Control, Delivery, DoctorLine, FollowReport, Mode, Pace, PageObservation, Selectors, Settings, SiteAdapter, TurnEnd } from "./generated/core.js";
 
 // ---- the run of one tab ----
 
@@ -125,10 +50,10 @@ export interface ReplyAnswer {
   batch_id: string;
   turn: number;
   batch: number;
-  status: "done" | "rejected" | "interrupted";
+  status: BatchStatus;
   text: string;
-  control: string | null;
-  turn_ended: string | null;
+  control: Control | null;
+  turn_ended: TurnEnd | null;
   stored: boolean;
   next_turn: number;
   next_batch: number;

@@ -3,7 +3,9 @@
 //! - `cargo xtask test`  installs what the tests need, then runs every check and test;
 //! - `cargo xtask serve` builds everything and starts `keyless-host serve`;
 //! - `cargo xtask build` builds the host (release) and the wasm package;
-//! - `cargo xtask bench` runs the benchmarks and prints their figures.
+//! - `cargo xtask bench` runs the benchmarks and prints their figures;
+//! - `cargo xtask contract` regenerates the TypeScript of the core's wire types
+//!   (`extension/src/generated/core.ts`); `cargo xtask test` fails while it is stale.
 
 use std::env;
 use std::fs;
@@ -24,9 +26,10 @@ fn main() -> ExitCode {
         "serve" => serve(rest),
         "build" => build().map(|_| ()),
         "bench" => bench(),
+        "contract" => contract(),
         _ => {
             println!(
-                "usage: cargo xtask <task>\n\n  test    install what the tests need, then run every check and test\n  serve   build everything and start keyless-host serve (extra args are passed on)\n  build   build the host (release), the wasm package, the dashboard, the playground and the extension\n  bench   run the benchmarks and print their figures"
+                "usage: cargo xtask <task>\n\n  test    install what the tests need, then run every check and test\n  serve   build everything and start keyless-host serve (extra args are passed on)\n  build   build the host (release), the wasm package, the dashboard, the playground and the extension\n  bench   run the benchmarks and print their figures\n  contract  regenerate the TypeScript of the core's wire types (extension/src/generated/core.ts)"
             );
             return if task == "help" || task == "--help" {
                 ExitCode::SUCCESS
@@ -368,6 +371,14 @@ fn wasm_browser_tests() -> Result {
         .args(["test", "-p", "keyless-wasm", "--target", WASM_TARGET])
         .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", runner)
         .env("CHROMEDRIVER", chromedriver))
+}
+
+/// Writes the TypeScript declarations generated from the core's Rust wire types (ts-rs) to
+/// `extension/src/generated/core.ts`, through the test that checks the committed file.
+fn contract() -> Result {
+    run(cargo()
+        .args(["test", "-p", "keyless-tests", "--test", "typescript"])
+        .env("KEYLESS_BLESS", "1"))
 }
 
 fn bench() -> Result {

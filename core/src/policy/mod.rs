@@ -30,6 +30,7 @@ use std::fmt;
 pub use pattern::pattern_matches;
 
 /// Risk tiers, ordered from harmless to never-run.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Tier {
     ReadOnly,
@@ -59,6 +60,7 @@ impl fmt::Display for Tier {
 }
 
 /// What happens to a command.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
