@@ -963,6 +963,26 @@ mod tests {
         load_sites(DEFAULT_SITES_JSON, None).unwrap()
     }
 
+    /// The extension spreads these under the stored settings, with the names its `Settings` type
+    /// (generated from this struct) uses.
+    #[test]
+    fn extension_defaults_serialise_as_the_extension_reads_them() {
+        let v = serde_json::to_value(extension_defaults()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "hostUrl": "http://127.0.0.1:7457",
+                "mode": "Ask",
+                "pace": "Balanced",
+                "piece": "",
+                "autoSend": true,
+                "truncationBudgetSeconds": 90,
+                "replyTimeoutSeconds": 600,
+                "selectorOverrides": "",
+            })
+        );
+    }
+
     #[test]
     fn shipped_adapters_load() {
         let sites = defaults();
