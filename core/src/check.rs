@@ -8,6 +8,7 @@ use crate::plan::{plan, Plan};
 use crate::reply::Control;
 use serde::Serialize;
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckDiagnostic {
     pub code: String,
@@ -15,6 +16,7 @@ pub struct CheckDiagnostic {
     pub message: String,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckCommand {
     pub number: u32,
@@ -28,6 +30,7 @@ pub struct CheckCommand {
 }
 
 /// `{"ok","diagnostics","commands","control","correction"}`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckReport {
     pub ok: bool,

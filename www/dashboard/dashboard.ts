@@ -2,11 +2,12 @@
 // confirmations, the audit log, and undo. It talks to the host's API with the local token that
 // `keyless-host serve` printed in the dashboard URL. All data is written with textContent.
 import { byId, el } from "../common/dom";
+import type { BatchStatus, Control, Decision, Tier } from "../../extension/src/generated/core";
 
 interface Session { session: string; created_at: number; turn: number; batch: number; piece: boolean }
-interface BatchRow { id: string; turn: number; batch: number; status: string; control: string | null }
+interface BatchRow { id: string; turn: number; batch: number; status: BatchStatus; control: Control | null }
 interface SessionDetail { session: string; turn: number; batch: number; batches: BatchRow[] }
-interface Policy { tier: string; decision: string; reason: string }
+interface Policy { tier: Tier; decision: Decision; reason: string }
 /** A command's stored result (the host's `results` table). */
 interface CmdResult { number: number; status: "ok" | "error" | "skipped"; code: string | null; reason: string | null; exit_code: number | null; duration_ms: number | null }
 interface Cmd { number: number; command: string; target: string; line: number; policy: Policy | null; result: CmdResult | null }

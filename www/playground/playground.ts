@@ -6,13 +6,11 @@
 import init, { checkReply, classifyCommand, parsePartial, pieceTools, utf16Spans, validatePiece } from "../../target/wasm-pkg/keyless_wasm.js";
 import { byId, el } from "../common/dom";
 
-interface Diag { code: string; line: number | null; message: string }
-interface PlanCmd { number: number; command: string; argument: string | null; target: string; line: number; run: boolean; skip_reason: string | null }
+import type { CheckReport as Report, Verdict } from "../../extension/src/generated/core";
+
 interface Span { line: number; start: number; end: number }
-interface Report { ok: boolean; diagnostics: Diag[]; commands: PlanCmd[]; control: string | null; correction: string | null }
 interface Section { name: string; text: string }
 interface Block { number: number; kind: string; sections: Section[] }
-interface Verdict { tier: string; decision: string; reason: string }
 interface Finding { code: string; severity: string; path: string; line: number | null; message: string; help?: string }
 interface Rule { condition: string; next: string }
 interface Movement { name: string; edit: boolean; rules: Rule[]; default_next: string | null }

@@ -87,6 +87,7 @@ impl fmt::Display for Decision {
 }
 
 /// One classified segment of a command line.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SegmentVerdict {
     pub text: String,
@@ -102,6 +103,7 @@ pub struct Classification {
 }
 
 /// The decision for a command line under a mode.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verdict {
     pub tier: Tier,

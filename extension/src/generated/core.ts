@@ -30,6 +30,24 @@ export type Tier = "ReadOnly" | "Build" | "Execute" | "Risky" | "Denied";
 
 export type Decision = "run" | "confirm" | "deny";
 
+export type SegmentVerdict = { text: string, tier: Tier, reason: string, };
+
+export type Verdict = { tier: Tier, decision: Decision, 
+/**
+ * The deciding segment's reason, e.g. "segment 2: redirection writes a file".
+ */
+reason: string, segments: Array<SegmentVerdict>, };
+
+export type CheckDiagnostic = { code: string, line: number | null, message: string, };
+
+export type CheckCommand = { number: number, command: string, argument: string | null, 
+/**
+ * What the command acts on, as every view shows it ([`crate::Command::target`]).
+ */
+target: string, line: number, run: boolean, skip_reason: string | null, };
+
+export type CheckReport = { ok: boolean, diagnostics: Array<CheckDiagnostic>, commands: Array<CheckCommand>, control: Control | null, correction: string | null, };
+
 export type Control = "next" | "done";
 
 export type OverlayCommand = { number: number, command: string, target: string, line: number, 
