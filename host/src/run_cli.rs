@@ -118,10 +118,14 @@ fn store_err(e: &crate::store::StoreError) -> HostError {
 }
 
 fn piece_err(e: &crate::pieces::PieceError) -> HostError {
-    match e {
-        crate::pieces::PieceError::Store(e) => store_err(e),
-        other => HostError::Usage(format!("{} {other}", keyless_core::Code::PieceTransition)),
-    }
+    use crate::pieces::PieceError;
+    let code = match e {
+        PieceError::Store(e) => return store_err(e),
+        PieceError::Ended(_) => keyless_core::Code::PieceTransition,
+        PieceError::Invalid(_) => keyless_core::Code::ConfigValidation,
+        PieceError::Stored(_) => keyless_core::Code::Internal,
+    };
+    HostError::Usage(format!("{code} {e}"))
 }
 
 fn submit_err(e: &SubmitError) -> HostError {
@@ -153,6 +157,18 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
         })?
         .join("keyless.db");
     let store = Store::open(&db).map_err(|e| store_err(&e))?;
+    // The piece is checked before a session is made for it.
+    let piece = match (&o.piece, &o.session) {
+        (None, _) => None,
+        (Some(_), Some(_)) => {
+            return Err(HostError::Usage(
+                "a resumed session keeps its piece; do not give --piece with --session".into(),
+            ))
+        }
+        (Some(name), None) => {
+            Some(crate::pieces::load(ws.root(), name).map_err(|e| piece_err(&e))?)
+        }
+    };
     let mut pos = match &o.session {
         Some(id) => store.session(id).map_err(|e| store_err(&e))?,
         None => store
@@ -160,13 +176,7 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
             .map_err(|e| store_err(&e))?,
     };
     let session = pos.id.clone();
-    if let Some(name) = &o.piece {
-        if o.session.is_some() {
-            return Err(HostError::Usage(
-                "a resumed session keeps its piece; do not give --piece with --session".into(),
-            ));
-        }
-        let (yaml, piece) = crate::pieces::load(ws.root(), name).map_err(|e| piece_err(&e))?;
+    if let Some((yaml, piece)) = piece {
         crate::pieces::start(&store, &session, &yaml, piece).map_err(|e| piece_err(&e))?;
     }
     let repo = session_repo(&store, &session, ws.root()).map_err(|e| store_err(&e))?;

@@ -732,7 +732,9 @@ fn run_follows_a_piece_like_the_api() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains("no piece named \"no-such-piece\"") && err.contains("fix-loop"),
+        err.contains("KA_CONFIG_VALIDATION")
+            && err.contains("no piece named \"no-such-piece\"")
+            && err.contains("fix-loop"),
         "{err}"
     );
 }
