@@ -80,13 +80,7 @@ fn report(name: &str, mut lat: Vec<Duration>, wall: Duration) {
 }
 
 fn main() {
-    let bin = std::env::var("KEYLESS_HOST_BIN").unwrap_or_else(|_| {
-        let exe = std::env::current_exe().expect("exe");
-        exe.parent()
-            .and_then(|d| d.parent())
-            .map(|d| d.join("keyless-host").display().to_string())
-            .expect("target dir")
-    });
+    let bin = keyless_tests::bench::host_bin();
     let tmp = tempfile::tempdir().expect("tmp");
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&ws).expect("ws");

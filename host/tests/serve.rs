@@ -174,6 +174,14 @@ impl Server {
         s
     }
 
+    /// Sends a reply request body (JSON text) again, as a retrying client does.
+    fn resend(&self, session: &str, body: &str) -> (u16, serde_json::Value) {
+        self.post(
+            &format!("/v1/sessions/{session}/replies"),
+            &serde_json::from_str(body).expect("json"),
+        )
+    }
+
     fn reply(&self, session: &str, reply: &str) -> serde_json::Value {
         let (s, v) = self.post(
             &format!("/v1/sessions/{session}/replies"),
@@ -811,10 +819,7 @@ fn a_client_that_disconnects_mid_batch_gets_the_result_later() {
         std::fs::read_to_string(e.ws.join("slow.txt")).expect("the abandoned batch still ran"),
         "x\n"
     );
-    let (s, v) = srv.post(
-        &format!("/v1/sessions/{session}/replies"),
-        &serde_json::from_str(&body).expect("json"),
-    );
+    let (s, v) = srv.resend(&session, &body);
     assert_eq!(
         (s, v["stored"].as_bool(), v["status"].as_str()),
         (200, Some(true), Some("done")),
@@ -848,10 +853,7 @@ fn an_interrupted_batch_is_answered_never_rerun_and_passed() {
     }
     drop(srv); // kill -9 mid-batch
     let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
-    let (s, v) = srv.post(
-        &format!("/v1/sessions/{session}/replies"),
-        &serde_json::from_str(&body).expect("json"),
-    );
+    let (s, v) = srv.resend(&session, &body);
     assert_eq!(
         (s, v["stored"].as_bool(), v["status"].as_str()),
         (200, Some(true), Some("interrupted")),

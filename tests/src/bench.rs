@@ -66,6 +66,22 @@ pub fn measure<F: FnMut()>(mut f: F) -> (Duration, Duration) {
     (per_call[per_call.len() / 2], per_call[0])
 }
 
+/// The `keyless-host` binary a bench drives: `KEYLESS_HOST_BIN` (set by `cargo xtask bench`),
+/// else the one in the bench's own target folder.
+///
+/// # Panics
+/// When neither is known.
+#[must_use]
+pub fn host_bin() -> String {
+    std::env::var("KEYLESS_HOST_BIN").unwrap_or_else(|_| {
+        let exe = std::env::current_exe().expect("the bench's own path");
+        exe.parent()
+            .and_then(|d| d.parent())
+            .map(|d| d.join("keyless-host").display().to_string())
+            .expect("the target folder")
+    })
+}
+
 /// Gigabytes per second for `bytes` in `d`.
 #[must_use]
 #[allow(clippy::cast_precision_loss)]
