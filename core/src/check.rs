@@ -1,12 +1,14 @@
 //! The report of `keyless-host check --json`, built once here so the CLI, the overlay and the
 //! playground show the same verdict.
 
+use crate::config::Mode;
 use crate::config::Settings;
 use crate::message::correction;
 use crate::parse::{parse, ParseOutput};
 use crate::plan::{plan, Plan};
-use crate::reply::Control;
-use serde::Serialize;
+use crate::policy::{decide, Decision, Tier, Verdict};
+use crate::reply::{Command, CommandKind, Control, SectionName};
+use serde::{Deserialize, Serialize};
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,6 +40,80 @@ pub struct CheckReport {
     pub commands: Vec<CheckCommand>,
     pub control: Option<Control>,
     pub correction: Option<String>,
+}
+
+/// One command as every view shows it (the overlay, the dashboard's batch, the playground): what
+/// it is, what it acts on, whether the batch runs it, and the policy's verdict on a runcommand.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandView {
+    pub number: u32,
+    pub command: String,
+    /// [`Command::target`].
+    pub target: String,
+    pub line: u32,
+    /// Whether the batch runs it (`None` while the reply is still streaming).
+    pub run: Option<bool>,
+    pub skip_reason: Option<String>,
+    /// The policy verdict of a runcommand: tier, decision (run/confirm/deny) and reason.
+    pub tier: Option<Tier>,
+    pub decision: Option<Decision>,
+    pub reason: Option<String>,
+}
+
+impl CommandView {
+    /// The view of `c`, with what the plan says of it and its verdict ([`command_verdict`]).
+    #[must_use]
+    pub fn new(c: &Command, run: Option<bool>, skip: Option<String>, v: Option<Verdict>) -> Self {
+        Self {
+            number: c.number,
+            command: c.kind.name().to_string(),
+            target: c.target(),
+            line: c.line,
+            run,
+            skip_reason: skip,
+            tier: v.as_ref().map(|v| v.tier),
+            decision: v.as_ref().map(|v| v.decision),
+            reason: v.map(|v| v.reason),
+        }
+    }
+}
+
+/// The command line the policy judges: a runcommand's `CMD`; `None` for every other command.
+#[must_use]
+pub fn policed_line(c: &Command) -> Option<&str> {
+    (c.kind == CommandKind::RunCommand).then(|| c.section_text(SectionName::Cmd).unwrap_or(""))
+}
+
+/// The policy's verdict on a command under a mode and extra allow patterns (runcommand only).
+#[must_use]
+pub fn command_verdict(c: &Command, mode: Mode, allow: &[String]) -> Option<Verdict> {
+    policed_line(c).map(|line| decide(line, mode, allow))
+}
+
+/// Every command of a complete reply as the views show it: parsed and planned under the
+/// settings, each runcommand judged under `mode` and `allow`.
+#[must_use]
+pub fn command_views(
+    text: &str,
+    settings: &Settings,
+    mode: Mode,
+    allow: &[String],
+) -> Vec<CommandView> {
+    let Checked { out, planned, .. } = checked(text, settings);
+    out.reply
+        .commands
+        .iter()
+        .map(|c| {
+            let entry = planned.as_ref().and_then(|p| p.entry(c.number));
+            CommandView::new(
+                c,
+                entry.map(|e| e.run),
+                entry.and_then(|e| e.skip).map(|s| s.to_string()),
+                command_verdict(c, mode, allow),
+            )
+        })
+        .collect()
 }
 
 /// A complete reply parsed, planned when valid, with its correction when not: what both the
@@ -104,5 +180,24 @@ pub fn check(text: &str, settings: &Settings) -> CheckReport {
         commands,
         control: planned.map(|p| p.control),
         correction,
+    }
+}
+
+/// The report for a reply a reader stopped reading after `bytes` bytes because those already hold
+/// more characters than `MaxResponseChars` allows: rejected, nothing runs, with the correction the
+/// model would get.
+#[must_use]
+pub fn over_limit(bytes: usize, settings: &Settings) -> CheckReport {
+    let d = crate::parse::diagnostics::response_over_limit_bytes(bytes, &settings.limits);
+    CheckReport {
+        ok: false,
+        diagnostics: vec![CheckDiagnostic {
+            code: d.code.as_str().to_string(),
+            line: d.line,
+            message: d.message.clone(),
+        }],
+        commands: Vec::new(),
+        control: None,
+        correction: Some(correction(&[d], 0, false)),
     }
 }

@@ -37,6 +37,7 @@ impl ConfigError {
 }
 
 /// The seed's enforced limits, injected into the system prompt.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", default, deny_unknown_fields)]
 pub struct Limits {
@@ -120,6 +121,9 @@ macro_rules! keyword_enum {
         pub enum $name { $($(#[$vmeta])* $variant),* }
 
         impl $name {
+            /// Every value, in declaration order (the TypeScript contract lists them too).
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
             #[must_use]
             pub const fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $text),* }

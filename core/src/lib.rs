@@ -6,6 +6,7 @@
 //! - [`message`]: the correction, results and system-prompt texts, and the verified line;
 //! - [`policy`]: command-line segmentation, risk tiers and run/confirm/deny decisions;
 //! - [`path`]: the workspace path rules;
+//! - [`api`]: the host's `/v1` requests, answers and events;
 //! - [`check`]: the `keyless-host check` report, shared by the CLI and the wasm build;
 //! - [`piece`]: the piece YAML schema (strict and lenient), effective tools, the run state machine.
 //! - [`site`]: chat-site adapters as data, reply completion, delivery and the selector doctor;
@@ -13,6 +14,7 @@
 //!
 //! No I/O, no clock, no randomness.
 
+pub mod api;
 pub mod check;
 pub mod config;
 pub mod diag;
@@ -61,7 +63,7 @@ pub fn typescript() -> String {
         check::CheckCommand::decl(&cfg),
         check::CheckReport::decl(&cfg),
         Control::decl(&cfg),
-        site::OverlayCommand::decl(&cfg),
+        check::CommandView::decl(&cfg),
         site::WatchVerdict::decl(&cfg),
         site::FollowReport::decl(&cfg),
         site::PageObservation::decl(&cfg),
@@ -70,6 +72,51 @@ pub fn typescript() -> String {
         site::SelectorProbe::decl(&cfg),
         turn::BatchStatus::decl(&cfg),
         turn::TurnEnd::decl(&cfg),
+        Limits::decl(&cfg),
+        CommandKind::decl(&cfg),
+        piece::Severity::decl(&cfg),
+        piece::Finding::decl(&cfg),
+        piece::Rule::decl(&cfg),
+        piece::Movement::decl(&cfg),
+        piece::Piece::decl(&cfg),
+        piece::Validation::decl(&cfg),
+        piece::tools::Source::decl(&cfg),
+        piece::tools::ToolEntry::decl(&cfg),
+        piece::tools::Dropped::decl(&cfg),
+        piece::tools::EffectiveTools::decl(&cfg),
+        piece::run::RunState::decl(&cfg),
+        text::Utf16Span::decl(&cfg),
+        api::ErrorBody::decl(&cfg),
+        api::PairRequest::decl(&cfg),
+        api::Paired::decl(&cfg),
+        api::Status::decl(&cfg),
+        api::SettingsRequest::decl(&cfg),
+        api::CheckRequest::decl(&cfg),
+        api::PolicyRequest::decl(&cfg),
+        api::SessionRequest::decl(&cfg),
+        api::SessionStarted::decl(&cfg),
+        api::SessionSummary::decl(&cfg),
+        api::BatchSummary::decl(&cfg),
+        api::SessionDetail::decl(&cfg),
+        api::SessionSettingsRequest::decl(&cfg),
+        api::SessionSettings::decl(&cfg),
+        api::ReplyRequest::decl(&cfg),
+        api::PieceProgress::decl(&cfg),
+        api::ReplyAnswer::decl(&cfg),
+        api::CancelRequested::decl(&cfg),
+        api::PieceSummary::decl(&cfg),
+        api::ResultStatus::decl(&cfg),
+        api::CommandRecord::decl(&cfg),
+        api::BatchCommand::decl(&cfg),
+        api::BatchDetail::decl(&cfg),
+        api::Undone::decl(&cfg),
+        api::AuditEntry::decl(&cfg),
+        api::PromptKind::decl(&cfg),
+        api::PendingPrompt::decl(&cfg),
+        api::PromptAnswer::decl(&cfg),
+        api::Answered::decl(&cfg),
+        api::HostEvent::decl(&cfg),
+        api::CoreOptions::decl(&cfg),
     ];
     let mut out = String::from(
         "// Generated from keyless-core's Rust types by `cargo xtask contract`. Do not edit.\n",
@@ -79,5 +126,23 @@ pub fn typescript() -> String {
         out.push_str(&d);
         out.push('\n');
     }
+    // The values a settings menu offers, so the UI narrows a <select>'s string without a cast.
+    let list = |name: &str, ty: &str, values: Vec<&str>| {
+        let quoted: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
+        format!(
+            "\nexport const {name}: readonly {ty}[] = [{}];\n",
+            quoted.join(", ")
+        )
+    };
+    out.push_str(&list(
+        "MODES",
+        "Mode",
+        Mode::ALL.iter().map(|m| m.as_str()).collect(),
+    ));
+    out.push_str(&list(
+        "PACES",
+        "Pace",
+        Pace::ALL.iter().map(|p| p.as_str()).collect(),
+    ));
     out
 }

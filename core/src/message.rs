@@ -6,7 +6,7 @@ use crate::diag::{Code, Diagnostic};
 use crate::plan::SkipReason;
 use crate::reply::{Command, CommandKind};
 use crate::text::escape_snippet;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
@@ -52,6 +52,39 @@ pub fn correction(diagnostics: &[Diagnostic], suppressed: usize, truncated: bool
     out
 }
 
+/// How one command ended, as stored and as the event stream reports it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResultStatus {
+    Ok,
+    Error,
+    Skipped,
+}
+
+impl ResultStatus {
+    /// The stored spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Skipped => "skipped",
+        }
+    }
+
+    /// Reads the stored spelling back.
+    #[must_use]
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "ok" => Some(Self::Ok),
+            "error" => Some(Self::Error),
+            "skipped" => Some(Self::Skipped),
+            _ => None,
+        }
+    }
+}
+
 /// The outcome of one command, as the executor reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -72,6 +105,18 @@ pub enum Outcome {
     Skipped {
         reason: SkipReason,
     },
+}
+
+impl Outcome {
+    /// How the command ended, as the store and the event stream name it.
+    #[must_use]
+    pub fn status(&self) -> ResultStatus {
+        match self {
+            Self::Ok { .. } => ResultStatus::Ok,
+            Self::Error { .. } => ResultStatus::Error,
+            Self::Skipped { .. } => ResultStatus::Skipped,
+        }
+    }
 }
 
 /// One command's entry in the results message.
@@ -348,6 +393,10 @@ pub struct PromptContext {
     pub mode: Mode,
     /// Free text: OS, shell, tool versions.
     pub environment: Option<String>,
+    /// A piece session's current movement ([`crate::piece::run::PieceRun::movement_prompt`]).
+    pub movement: Option<String>,
+    /// The user's task, when the first message carries it.
+    pub task: Option<String>,
 }
 
 /// The system prompt that teaches a chat model AgentScript v1, with the effective limits.
@@ -430,6 +479,12 @@ Rules:
         let _ = write!(p, "\n# Environment\n{}\n", env.trim_end());
     }
     p.push_str("\nWait for the user's task, then reply in AgentScript v1 only.");
+    if let Some(m) = &ctx.movement {
+        let _ = write!(p, "\n\n{m}");
+    }
+    if let Some(task) = ctx.task.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        let _ = write!(p, "\n\n# Task\n{task}");
+    }
     p
 }
 

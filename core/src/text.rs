@@ -63,6 +63,7 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 
 /// Where a 1-based line of a text sits in JS string positions: UTF-16 code-unit offsets
 /// `start..end`, the line break (`\n` or `\r\n`) excluded.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Utf16Span {
     pub line: u32,

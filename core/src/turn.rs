@@ -35,6 +35,18 @@ impl BatchStatus {
         }
     }
 
+    /// Reads the stored spelling back as it is (a `running` batch stays `running`).
+    #[must_use]
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "running" => Some(Self::Running),
+            "interrupted" => Some(Self::Interrupted),
+            "done" => Some(Self::Done),
+            "rejected" => Some(Self::Rejected),
+            _ => None,
+        }
+    }
+
     /// The status of a batch read back from the store: one still `running` was interrupted.
     #[must_use]
     pub fn from_stored(s: &str) -> Option<Self> {

@@ -4,7 +4,7 @@
 
 import { query, queryAll, send, write } from "./composer.js";
 import { replyText } from "./extract.js";
-import { Overlay, type PromptEvent } from "./overlay.js";
+import { Overlay } from "./overlay.js";
 import { ask, type Delivery, type FollowReport, type HostEvent, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
 
 interface Watch {
@@ -268,20 +268,20 @@ function onEvent(e: HostEvent): void {
       o.batchStarted();
       break;
     case "command_started":
-      o.commandStarted(Number(e.number));
+      o.commandStarted(e.number);
       break;
     case "command_finished":
-      o.commandFinished(Number(e.number), String(e.status), (e.code as string | null) ?? null);
+      o.commandFinished(e.number, e.status, e.code);
       break;
     case "output":
-      o.output(String(e.text ?? ""));
+      o.output(e.text);
       break;
     case "say":
-      o.say(String(e.text ?? ""));
+      o.say(e.text);
       break;
     case "prompt":
-      o.prompt(e as unknown as PromptEvent, (a) => {
-        ask("answer", { id: Number(e.id), ...a }).catch((err: unknown) => {
+      o.prompt(e, (a) => {
+        ask("answer", { id: e.id, ...a }).catch((err: unknown) => {
           const [code, msg] = errText(err);
           o.error(code, msg);
         });
@@ -289,7 +289,7 @@ function onEvent(e: HostEvent): void {
       });
       break;
     case "prompt_closed":
-      o.promptClosed(Number(e.id));
+      o.promptClosed(e.id);
       break;
     default:
       break;

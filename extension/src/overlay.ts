@@ -2,7 +2,9 @@
 // styled with a constructed stylesheet (allowed under a strict style-src CSP). Every value goes in
 // with textContent.
 
-import type { Diagnostic, FollowReport, OverlayCommand, ReplyAnswer } from "./protocol.js";
+import { button, el } from "../../www/common/dom.js";
+import type { CommandView, PendingPrompt } from "./generated/core.js";
+import type { Diagnostic, FollowReport, ReplyAnswer } from "./protocol.js";
 
 const CSS = `
 :host { all: initial; }
@@ -52,27 +54,8 @@ pre.out { margin: 0; max-height: 160px; overflow: auto; background: #0d1117; col
 
 type PillKind = "follow" | "ok" | "bad" | "wait" | "run" | "";
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", text = ""): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text) e.textContent = text;
-  return e;
-}
-
-function button(text: string, cls: string, onClick: () => void): HTMLButtonElement {
-  const b = el("button", `btn ${cls}`, text);
-  b.type = "button";
-  b.addEventListener("click", onClick);
-  return b;
-}
-
-export interface PromptEvent {
-  id: number;
-  kind: "confirm" | "ask";
-  text: string;
-  tier: string | null;
-  reason: string | null;
-}
+/// A question waiting for the user, as the host's `prompt` event carries it.
+export type PromptEvent = Pick<PendingPrompt, "id" | "kind" | "text" | "tier" | "reason">;
 
 export class Overlay {
   readonly host: HTMLElement;
@@ -193,7 +176,7 @@ export class Overlay {
     this.diags.append(box);
   }
 
-  private renderCommands(list: OverlayCommand[]): void {
+  private renderCommands(list: CommandView[]): void {
     const shown = list.filter((c) => c.command !== "eof");
     if (shown.length === 0) {
       if (this.table) {
@@ -235,7 +218,7 @@ export class Overlay {
     }
   }
 
-  private row(c: OverlayCommand): HTMLTableRowElement {
+  private row(c: CommandView): HTMLTableRowElement {
     const tr = el("tr");
     tr.append(el("td", "n", String(c.number)));
     const cmd = el("td", "cmd", c.command);

@@ -1,7 +1,8 @@
 // The popup: pairing, connection status, mode/pace/piece, Start/Pause/Stop, and the selector doctor.
 
-import { byId, el } from "../../www/common/dom.js";
-import { ask, type Mode, type Pace, type TabRun } from "./protocol.js";
+import { byId, el, oneOf } from "../../www/common/dom.js";
+import { MODES, PACES } from "./generated/core.js";
+import { ask, type TabRun } from "./protocol.js";
 
 const errorBox = byId<HTMLDivElement>("error");
 
@@ -104,12 +105,10 @@ on("unpair", async () => {
 });
 for (const id of ["mode", "pace", "piece"]) {
   byId(id).addEventListener("change", () => {
-    const patch =
-      id === "mode"
-        ? { mode: byId<HTMLSelectElement>("mode").value as Mode }
-        : id === "pace"
-          ? { pace: byId<HTMLSelectElement>("pace").value as Pace }
-          : { piece: byId<HTMLSelectElement>("piece").value };
+    const value = byId<HTMLSelectElement>(id).value;
+    const mode = oneOf(MODES, value);
+    const pace = oneOf(PACES, value);
+    const patch = id === "mode" ? (mode ? { mode } : {}) : id === "pace" ? (pace ? { pace } : {}) : { piece: value };
     ask("setSettings", patch).catch(showError);
   });
 }

@@ -13,7 +13,7 @@ export type {
   DoctorLine,
   FollowReport,
   Mode,
-  OverlayCommand,
+  CommandView,
   PageObservation,
   Pace,
   SelectorProbe,
@@ -24,9 +24,11 @@ export type {
   WatchVerdict,
   BatchStatus,
   TurnEnd,
+  ReplyAnswer,
+  HostEvent,
 } from "./generated/core.js";
 export type Verdict = WatchVerdict;
-import type { BatchStatus, Control, Delivery, DoctorLine, FollowReport, Mode, Pace, PageObservation, Selectors, Settings, SiteAdapter, TurnEnd } from "./generated/core.js";
+import type { Delivery, DoctorLine, FollowReport, HostEvent, Mode, Pace, PageObservation, ReplyAnswer, Selectors, Settings, SiteAdapter } from "./generated/core.js";
 
 // ---- the run of one tab ----
 
@@ -45,20 +47,6 @@ export interface TabRun {
   piece?: string;
 }
 
-/// What the host answered for a reply (POST /v1/sessions/{id}/replies).
-export interface ReplyAnswer {
-  batch_id: string;
-  turn: number;
-  batch: number;
-  status: BatchStatus;
-  text: string;
-  control: Control | null;
-  turn_ended: TurnEnd | null;
-  stored: boolean;
-  next_turn: number;
-  next_batch: number;
-}
-
 /// What the content script does with a host answer.
 export interface ReplyOutcome {
   answer: ReplyAnswer;
@@ -66,13 +54,6 @@ export interface ReplyOutcome {
   send: boolean;
   delivery: Delivery;
   run: TabRun;
-}
-
-/// Events from keyless-host (GET /v1/events), passed on to the tab whose session they concern.
-export interface HostEvent {
-  type: string;
-  session?: string;
-  [key: string]: unknown;
 }
 
 export interface Metrics {
@@ -147,7 +128,7 @@ export type TabMessage =
 
 /// Sends a request to the worker and unwraps its answer (throws `Error("KA_… message")`).
 export async function ask<K extends RequestType>(type: K, req: Requests[K]["req"]): Promise<Requests[K]["res"]> {
-  const reply = (await chrome.runtime.sendMessage({ type, ...req })) as Reply<K> | undefined;
+  const reply: Reply<K> | undefined = await chrome.runtime.sendMessage({ type, ...req });
   if (!reply) throw new Error("KA_INTERNAL the keyless worker did not answer");
   if (!reply.ok) throw new Error(reply.error);
   return reply.value;

@@ -11,17 +11,16 @@ import init, {
   loadSites,
   siteForHost,
 } from "../../target/wasm-pkg/keyless_wasm.js";
+import { type Call, callHost, HostError, hostEvent, v1 } from "../../www/common/host-api.js";
 import {
-  type Delivery,
-  type DoctorLine,
   type FollowReport,
-  type HostEvent,
   type HostStatus,
   type Metrics,
   type ReplyAnswer,
   type Request,
   type RequestType,
   type Requests,
+  type SelectorProbe,
   type Settings,
   type SiteAdapter,
   type TabMessage,
@@ -62,19 +61,20 @@ interface Pairing {
 
 async function settings(): Promise<Settings> {
   await core();
-  const { settings } = await chrome.storage.local.get("settings");
-  return { ...(extensionDefaults() as Settings), ...((settings as Partial<Settings> | undefined) ?? {}) };
+  // Extension storage holds only what this worker wrote, under these keys.
+  const { settings } = await chrome.storage.local.get<{ settings?: Partial<Settings> }>("settings");
+  return { ...extensionDefaults(), ...(settings ?? {}) };
 }
 
 async function pairing(): Promise<Pairing | null> {
-  const { pairing } = await chrome.storage.local.get("pairing");
-  return (pairing as Pairing | undefined) ?? null;
+  const { pairing } = await chrome.storage.local.get<{ pairing?: Pairing }>("pairing");
+  return pairing ?? null;
 }
 
 async function runOf(tabId: number): Promise<TabRun | null> {
   const key = `run:${tabId}`;
-  const got = await chrome.storage.session.get(key);
-  return (got[key] as TabRun | undefined) ?? null;
+  const got = await chrome.storage.session.get<Record<string, TabRun | undefined>>(key);
+  return got[key] ?? null;
 }
 
 async function saveRun(tabId: number, run: TabRun | null): Promise<void> {
@@ -97,11 +97,10 @@ async function saveRun(tabId: number, run: TabRun | null): Promise<void> {
 let activeCache: Map<string, number> | null = null;
 async function activeRuns(): Promise<Map<string, number>> {
   if (activeCache) return activeCache;
-  const all = await chrome.storage.session.get(null);
+  const all = await chrome.storage.session.get<Record<string, TabRun>>(null);
   const bySession = new Map<string, number>();
-  for (const [k, v] of Object.entries(all)) {
+  for (const [k, run] of Object.entries(all)) {
     if (!k.startsWith("run:")) continue;
-    const run = v as TabRun;
     if (run.state === "running" || run.state === "paused") bySession.set(run.session, Number(k.slice(4)));
   }
   activeCache ??= bySession;
@@ -110,39 +109,12 @@ async function activeRuns(): Promise<Map<string, number>> {
 
 // ---- keyless-host ----
 
-class HostError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly status: number,
-  ) {
-    super(`${code} ${message}`);
-  }
-}
-
-/// One request to keyless-host with the pairing token. Network failures are KA_HOST_UNREACHABLE
+/// One call to keyless-host with the pairing token. Network failures are KA_HOST_UNREACHABLE
 /// (KA_NETWORK_OFFLINE when the browser is offline); the host's own errors keep their KA_ code.
-async function api<T>(path: string, body?: unknown, pair?: Pairing): Promise<T> {
+async function api<A>(call: Call<A>, pair?: Pairing): Promise<A> {
   const p = pair ?? (await pairing());
   if (!p) throw new HostError("KA_UNAUTHORIZED", "pair the extension with keyless-host first (open the keyless popup)", 401);
-  let res: Response;
-  try {
-    res = await fetch(`${p.hostUrl}${path}`, {
-      method: body === undefined ? "GET" : "POST",
-      headers: { authorization: `Bearer ${p.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-  } catch (e) {
-    if (!navigator.onLine) throw new HostError("KA_NETWORK_OFFLINE", "the browser is offline; nothing was sent", 0);
-    throw new HostError("KA_HOST_UNREACHABLE", `keyless-host is not reachable at ${p.hostUrl} (${String(e)}); is keyless-host serve running?`, 0);
-  }
-  const type = res.headers.get("content-type") ?? "";
-  const data: unknown = type.includes("json") ? await res.json() : await res.text();
-  if (!res.ok) {
-    const err = data as { code?: string; message?: string };
-    throw new HostError(err.code ?? "KA_INTERNAL", err.message ?? `HTTP ${res.status}`, res.status);
-  }
-  return data as T;
+  return callHost(p.hostUrl, p.token, call);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -150,11 +122,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /// POSTs a reply. A network failure or a 5xx is retried with the same turn and batch, so the
 /// host maps the retry to the same batch id and never runs it twice.
 async function postReply(run: TabRun, text: string): Promise<ReplyAnswer> {
-  const body = { reply: text, turn: run.turn, batch: run.batch };
+  const call = v1.reply(run.session, { reply: text, turn: run.turn, batch: run.batch });
   let wait = 500;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await api<ReplyAnswer>(`/v1/sessions/${run.session}/replies`, body);
+      return await api(call);
     } catch (e) {
       const retry = e instanceof HostError && (e.status === 0 || e.status >= 500 || e.status === 408);
       if (!retry || attempt >= 6) throw e;
@@ -207,13 +179,8 @@ async function ensureEvents(): Promise<void> {
 }
 
 async function dispatch(data: string): Promise<void> {
-  let event: HostEvent;
-  try {
-    event = JSON.parse(data) as HostEvent;
-  } catch {
-    return;
-  }
-  if (!event.session) return;
+  const event = hostEvent(data);
+  if (!event || !("session" in event)) return;
   const tab = (await activeRuns()).get(event.session);
   if (tab === undefined) return;
   const msg: TabMessage = { type: "event", event };
@@ -226,7 +193,7 @@ async function siteForTab(tab: chrome.tabs.Tab | undefined): Promise<SiteAdapter
   if (!tab?.url) return null;
   await core();
   const s = await settings();
-  return siteForHost(s.selectorOverrides || undefined, new URL(tab.url).hostname) as SiteAdapter | null;
+  return siteForHost(s.selectorOverrides || undefined, new URL(tab.url).hostname);
 }
 
 // ---- metrics (for the figures in docs/extension.md) ----
@@ -249,15 +216,14 @@ async function status(): Promise<HostStatus> {
   const s = await settings();
   if (!p) return { paired: false, connected: false, hostUrl: s.hostUrl };
   try {
-    const st = await api<{ workspace: string }>("/v1/status", undefined, p);
+    const st = await api(v1.status(), p);
     return { paired: true, connected: true, hostUrl: p.hostUrl, workspace: st.workspace };
   } catch (e) {
-    const err = e as HostError;
-    if (err.code === "KA_UNAUTHORIZED") {
+    if (e instanceof HostError && e.code === "KA_UNAUTHORIZED") {
       await chrome.storage.local.remove("pairing");
-      return { paired: false, connected: true, hostUrl: p.hostUrl, error: err.message };
+      return { paired: false, connected: true, hostUrl: p.hostUrl, error: e.message };
     }
-    return { paired: true, connected: false, hostUrl: p.hostUrl, error: err.message };
+    return { paired: true, connected: false, hostUrl: p.hostUrl, error: message(e) };
   }
 }
 
@@ -266,10 +232,10 @@ const handlers: Handlers = {
     await core();
     const s = await settings();
     try {
-      return { site: siteForHost(s.selectorOverrides || undefined, req.host) as SiteAdapter | null, error: null, settings: s };
+      return { site: siteForHost(s.selectorOverrides || undefined, req.host), error: null, settings: s };
     } catch (e) {
       // The user's overrides are broken: fall back to the shipped adapters, and say why.
-      return { site: siteForHost(undefined, req.host) as SiteAdapter | null, error: message(e), settings: s };
+      return { site: siteForHost(undefined, req.host), error: message(e), settings: s };
     }
   },
   async follow(req, sender) {
@@ -289,7 +255,7 @@ const handlers: Handlers = {
     if (req.keep === 0) f.sent = [];
     f.text = f.text.slice(0, req.keep) + req.tail;
     const t0 = performance.now();
-    const report = f.follower.update(f.text, req.page) as FollowReport;
+    const report = f.follower.update(f.text, req.page);
     if (req.tail !== "" && f.text.length > 1000) metrics.coreMs.push(Math.round((performance.now() - t0) * 1000) / 1000);
     // Only the commands that changed since the last answer go back to the page.
     const keys = report.commands.map(commandKey);
@@ -320,16 +286,16 @@ const handlers: Handlers = {
     await saveRun(tabId, next);
     await core();
     const site = await siteForTab(sender.tab);
-    const delivery: Delivery = site ? (deliveryFor(answer.text, site, answer.turn, answer.batch) as Delivery) : { kind: "paste" };
+    const delivery = site ? deliveryFor(answer.text, site, answer.turn, answer.batch) : { kind: "paste" as const };
     return { answer, send: !ended && s.autoSend && next.state === "running", delivery, run: next };
   },
   async answer(req) {
-    await api(`/v1/confirmations/${req.id}`, req.answer !== undefined ? { answer: req.answer } : { approve: req.approve === true });
+    await api(v1.answer(req.id, req.answer !== undefined ? { answer: req.answer } : { approve: req.approve === true }));
     return { ok: true };
   },
   async cancel(_req, sender) {
     const run = await runOf(tabOf(sender));
-    if (run) await api(`/v1/sessions/${run.session}/cancel`, {});
+    if (run) await api(v1.cancel(run.session));
     return { ok: true };
   },
   async tabRun(_req, sender) {
@@ -369,19 +335,9 @@ const handlers: Handlers = {
     if (url.protocol !== "http:" || !["127.0.0.1", "localhost"].includes(url.hostname)) {
       throw new Error("KA_CONFIG_VALIDATION the host address must be http://127.0.0.1:<port> or http://localhost:<port>");
     }
-    let res: Response;
-    try {
-      res = await fetch(`${hostUrl}/v1/pair`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ code: req.code.trim().toUpperCase(), extension_id: chrome.runtime.id }),
-      });
-    } catch (e) {
-      throw new Error(`KA_HOST_UNREACHABLE keyless-host is not reachable at ${hostUrl} (${String(e)}); start it with cargo xtask serve`);
-    }
-    const data = (await res.json()) as { token?: string; code?: string; message?: string };
-    if (!res.ok || !data.token) throw new Error(`${data.code ?? "KA_UNAUTHORIZED"} ${data.message ?? "pairing failed"}`);
-    await chrome.storage.local.set({ pairing: { hostUrl, token: data.token } satisfies Pairing });
+    // No token yet: pairing is the one call that needs none.
+    const paired = await callHost(hostUrl, "", v1.pair({ code: req.code.trim().toUpperCase(), extension_id: chrome.runtime.id }));
+    await chrome.storage.local.set({ pairing: { hostUrl, token: paired.token } satisfies Pairing });
     await chrome.storage.local.set({ settings: { ...(await settings()), hostUrl } });
     return status();
   },
@@ -403,8 +359,8 @@ const handlers: Handlers = {
     return status();
   },
   async pieces() {
-    const list = await api<{ name: string; description: string }[]>("/v1/pieces");
-    return { pieces: list };
+    const list = await api(v1.pieces());
+    return { pieces: list.map(({ name, description }) => ({ name, description })) };
   },
   getSettings: () => settings(),
   async setSettings(req) {
@@ -414,11 +370,10 @@ const handlers: Handlers = {
     await chrome.storage.local.set({ settings: next });
     // A new mode or pace applies to the running sessions too, from their next batch on.
     if (patch.mode !== undefined || patch.pace !== undefined) {
-      const all = await chrome.storage.session.get(null);
-      for (const [key, value] of Object.entries(all)) {
-        const run = value as TabRun;
+      const all = await chrome.storage.session.get<Record<string, TabRun>>(null);
+      for (const [key, run] of Object.entries(all)) {
         if (!key.startsWith("run:") || (run.state !== "running" && run.state !== "paused")) continue;
-        await api(`/v1/sessions/${run.session}/settings`, { mode: next.mode, pace: next.pace });
+        await api(v1.sessionSettings(run.session, { mode: next.mode, pace: next.pace }));
         await saveRun(Number(key.slice(4)), { ...run, mode: next.mode, pace: next.pace });
       }
     }
@@ -427,7 +382,7 @@ const handlers: Handlers = {
   async checkOverrides(req) {
     await core();
     try {
-      return { ok: true, error: null, sites: loadSites(req.text.trim() || undefined) as SiteAdapter[] };
+      return { ok: true, error: null, sites: loadSites(req.text.trim() || undefined) };
     } catch (e) {
       return { ok: false, error: message(e), sites: [] };
     }
@@ -453,11 +408,8 @@ const handlers: Handlers = {
       delete run.reason;
       text = task;
     } else {
-      const body: Record<string, string> = { mode: s.mode, pace: s.pace };
-      if (s.piece) body.piece = s.piece;
-      const created = await api<{ session: string; turn: number; batch: number; prompt: string; mode: string; pace: string }>(
-        "/v1/sessions",
-        body,
+      const created = await api(
+        v1.startSession({ mode: s.mode, pace: s.pace, ...(s.piece ? { piece: s.piece } : {}), ...(task ? { task } : {}) }),
       );
       run = {
         session: created.session,
@@ -468,7 +420,8 @@ const handlers: Handlers = {
         pace: s.pace,
         ...(s.piece ? { piece: s.piece } : {}),
       };
-      text = task ? `${created.prompt}\n\n# Task\n${task}` : created.prompt;
+      // The host's prompt is the whole first message: the system prompt, the movement, the task.
+      text = created.prompt;
     }
     await saveRun(req.tabId, run);
     const msg: TabMessage = { type: "paste", text, send: task !== "" && s.autoSend };
@@ -483,7 +436,7 @@ const handlers: Handlers = {
   },
   async stop(req) {
     const run = await runOf(req.tabId);
-    if (run && run.state !== "ended") await api(`/v1/sessions/${run.session}/cancel`, {}).catch(() => undefined);
+    if (run && run.state !== "ended") await api(v1.cancel(run.session)).catch(() => undefined);
     return { run: await setState(req.tabId, "stopped") };
   },
   async doctor(req) {
@@ -491,9 +444,9 @@ const handlers: Handlers = {
     const site = await siteForTab(tab).catch(() => null);
     if (!site) return { site: null, lines: [], error: "KA_SELECTOR_NOT_FOUND this tab is not a supported chat site" };
     const probe: TabMessage = { type: "probe", selectors: site.selectors };
-    const probes = (await chrome.tabs.sendMessage(req.tabId, probe)) as { key: string; matches: number | null }[] | undefined;
+    const probes: SelectorProbe[] | undefined = await chrome.tabs.sendMessage(req.tabId, probe);
     if (!probes) return { site: site.name, lines: [], error: "KA_INTERNAL the page did not answer; reload the tab" };
-    return { site: site.name, lines: doctorReport(site, probes) as DoctorLine[], error: null };
+    return { site: site.name, lines: doctorReport(site, probes), error: null };
   },
   async metrics() {
     return metrics;
@@ -513,9 +466,14 @@ function message(e: unknown): string {
   return String(e);
 }
 
-chrome.runtime.onMessage.addListener((msg: { type?: string }, sender, sendResponse) => {
-  const type = msg?.type as RequestType | undefined;
-  if (!type || !(type in handlers)) return false;
+function isRequestType(type: unknown): type is RequestType {
+  return typeof type === "string" && Object.hasOwn(handlers, type);
+}
+
+chrome.runtime.onMessage.addListener((msg: { type?: unknown }, sender, sendResponse) => {
+  const type = msg?.type;
+  if (!isRequestType(type)) return false;
+  // One typed map (protocol.ts Requests): the handler for `type` takes that request's shape.
   const handler = handlers[type] as (req: unknown, sender: Sender) => Promise<unknown>;
   handler(msg, sender).then(
     (value) => sendResponse({ ok: true, value }),

@@ -1,7 +1,8 @@
 //! `keyless-host doctor`: checks the configuration, the workspace, git, the sandbox and the tools,
 //! and says what to fix.
 
-use crate::cli::{load_config, HostError};
+use crate::config::load_config;
+use crate::error::HostError;
 use crate::exec::workspace::Workspace;
 use std::io::{self, Write};
 use std::path::Path;
@@ -31,7 +32,7 @@ impl Report {
 pub fn run(workspace: &Path) -> Result<ExitCode, HostError> {
     let mut r = Report { rows: Vec::new() };
     let cfg = match load_config(workspace) {
-        Ok(crate::cli::Loaded {
+        Ok(crate::config::Loaded {
             cfg,
             files,
             ignored,

@@ -2,14 +2,15 @@
 //! so benchmarks and the later server can drive the executor directly.
 
 pub mod cli;
+pub mod config;
 pub mod conn;
+pub mod dirs;
 pub mod doctor;
+pub mod error;
 pub mod exec;
 pub mod native;
 pub mod pairing;
-pub mod piece_cli;
 pub mod pieces;
-pub mod run_cli;
-pub mod serve;
+pub mod server;
 pub mod store;
 pub mod submit;

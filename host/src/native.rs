@@ -21,7 +21,7 @@ const MAX_MESSAGE: u32 = 64 * 1024;
 /// Where a running `serve` says it listens: `<config>/keyless/serve.json`.
 #[must_use]
 pub fn serve_file() -> Option<PathBuf> {
-    crate::cli::user_config_path().map(|p| p.with_file_name("serve.json"))
+    crate::dirs::user_config_path().map(|p| p.with_file_name("serve.json"))
 }
 
 /// What `serve` records about itself while it runs.

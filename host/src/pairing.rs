@@ -133,7 +133,7 @@ impl Pairings {
     /// `<user config dir>/keyless/pairing.json`.
     #[must_use]
     pub fn default_path() -> Option<PathBuf> {
-        crate::cli::user_config_path().map(|p| p.with_file_name("pairing.json"))
+        crate::dirs::user_config_path().map(|p| p.with_file_name("pairing.json"))
     }
 
     fn read(&self) -> File {

@@ -133,7 +133,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
 
 fn dirs(workspace: &Path) -> Vec<PathBuf> {
     let mut v = vec![workspace.join(".agent").join("pieces")];
-    if let Some(p) = crate::cli::user_config_path() {
+    if let Some(p) = crate::dirs::user_config_path() {
         v.push(p.with_file_name("pieces"));
     }
     v

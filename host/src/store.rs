@@ -2,8 +2,11 @@
 //! audit log of every file change and command. A batch id makes execution exactly-once: a batch
 //! that is already stored is answered from the store and never runs again.
 
+use keyless_core::api::{AuditEntry, BatchSummary, CommandRecord, ResultStatus, SessionSummary};
 use keyless_core::message::{CommandResult, Outcome};
+use keyless_core::turn::BatchStatus;
 use keyless_core::Code;
+use keyless_core::Control;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 
@@ -45,45 +48,26 @@ pub struct StoredBatch {
 }
 
 /// A stored batch with its reply and the text the model received.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchDetail {
     pub session: String,
     pub turn: u32,
     pub batch: u32,
-    pub status: String,
+    pub status: BatchStatus,
     pub reply: String,
     pub text: String,
-    pub control: Option<String>,
+    pub control: Option<Control>,
 }
 
-/// One command's stored result: what the dashboard shows without reading the results text.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct StoredResult {
-    pub number: u32,
-    /// `ok`, `error` or `skipped`.
-    pub status: String,
-    pub code: Option<String>,
-    pub reason: Option<String>,
-    pub exit_code: Option<i32>,
-    pub duration_ms: Option<i64>,
-}
-
-/// One session in the list: (id, created_at, turn, batch, follows a piece).
-pub type SessionRow = (String, i64, u32, u32, bool);
-
-/// One stored batch of a session: (id, turn, batch, status, control).
-pub type BatchRow = (String, u32, u32, String, Option<String>);
-
-/// One audit entry.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct AuditEntry {
-    pub at: i64,
-    pub session: String,
-    pub batch: String,
-    pub command: String,
-    pub target: String,
-    pub status: String,
-    pub code: Option<String>,
+/// A stored spelling read back as its type; a value the store never writes is a conversion error.
+fn stored<T>(col: usize, text: &str, read: impl Fn(&str) -> Option<T>) -> rusqlite::Result<T> {
+    read(text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            col,
+            rusqlite::types::Type::Text,
+            format!("unknown stored value \"{text}\"").into(),
+        )
+    })
 }
 
 #[derive(Debug)]
@@ -288,19 +272,25 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Every session, newest first: (id, created_at, turn, batch, follows a piece).
+    /// Every session, newest first.
     ///
     /// # Errors
     /// SQLite failures.
-    pub fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>, StoreError> {
         let mut stmt = self.conn.prepare("SELECT id, created_at, turn, batch, piece_yaml IS NOT NULL FROM sessions ORDER BY created_at DESC, rowid DESC LIMIT 200")?;
         let rows = stmt.query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            Ok(SessionSummary {
+                session: r.get(0)?,
+                created_at: r.get(1)?,
+                turn: r.get(2)?,
+                batch: r.get(3)?,
+                piece: r.get(4)?,
+            })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// One batch in full: (session, turn, batch, status, reply, text, control).
+    /// One batch in full.
     ///
     /// # Errors
     /// SQLite failures.
@@ -308,14 +298,17 @@ impl Store {
         Ok(self
             .conn
             .query_row("SELECT session_id, turn, batch, status, reply, text, control FROM batches WHERE id = ?1", params![id], |r| {
+                let control: Option<String> = r.get(6)?;
                 Ok(BatchDetail {
                     session: r.get(0)?,
                     turn: r.get(1)?,
                     batch: r.get(2)?,
-                    status: r.get(3)?,
+                    status: stored(3, &r.get::<_, String>(3)?, BatchStatus::from_name)?,
                     reply: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
                     text: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
-                    control: r.get(6)?,
+                    control: control
+                        .map(|c| stored(6, &c, Control::from_name))
+                        .transpose()?,
                 })
             })
             .optional()?)
@@ -325,14 +318,14 @@ impl Store {
     ///
     /// # Errors
     /// SQLite failures.
-    pub fn results(&self, id: &str) -> Result<Vec<StoredResult>, StoreError> {
+    pub fn results(&self, id: &str) -> Result<Vec<CommandRecord>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT number, status, code, reason, exit_code, duration_ms FROM results WHERE batch_id = ?1 ORDER BY number",
         )?;
         let rows = stmt.query_map(params![id], |r| {
-            Ok(StoredResult {
+            Ok(CommandRecord {
                 number: r.get(0)?,
-                status: r.get(1)?,
+                status: stored(1, &r.get::<_, String>(1)?, ResultStatus::from_name)?,
                 code: r.get(2)?,
                 reason: r.get(3)?,
                 exit_code: r.get(4)?,
@@ -361,12 +354,13 @@ impl Store {
             params![id, status, text, control],
         )?;
         for r in results {
-            let (st, code, reason, exit, ms) = match &r.outcome {
+            let st = r.outcome.status().as_str();
+            let (code, reason, exit, ms) = match &r.outcome {
                 Outcome::Ok {
                     exit_code,
                     duration_ms,
                     ..
-                } => ("ok", None, None, *exit_code, *duration_ms),
+                } => (None, None, *exit_code, *duration_ms),
                 Outcome::Error {
                     code,
                     reason,
@@ -374,15 +368,12 @@ impl Store {
                     duration_ms,
                     ..
                 } => (
-                    "error",
                     Some(code.as_str()),
                     Some(reason.clone()),
                     *exit_code,
                     *duration_ms,
                 ),
-                Outcome::Skipped { reason } => {
-                    ("skipped", None, Some(reason.to_string()), None, None)
-                }
+                Outcome::Skipped { reason } => (None, Some(reason.to_string()), None, None),
             };
             tx.execute(
                 "INSERT OR REPLACE INTO results (batch_id, number, command, target, status, code, reason, exit_code, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -469,10 +460,19 @@ impl Store {
     ///
     /// # Errors
     /// SQLite failures.
-    pub fn batches(&self, session: &str) -> Result<Vec<BatchRow>, StoreError> {
+    pub fn batches(&self, session: &str) -> Result<Vec<BatchSummary>, StoreError> {
         let mut stmt = self.conn.prepare("SELECT id, turn, batch, status, control FROM batches WHERE session_id = ?1 ORDER BY rowid")?;
         let rows = stmt.query_map(params![session], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            let control: Option<String> = r.get(4)?;
+            Ok(BatchSummary {
+                id: r.get(0)?,
+                turn: r.get(1)?,
+                batch: r.get(2)?,
+                status: stored(3, &r.get::<_, String>(3)?, BatchStatus::from_name)?,
+                control: control
+                    .map(|c| stored(4, &c, Control::from_name))
+                    .transpose()?,
+            })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -492,7 +492,7 @@ impl Store {
                 batch: r.get(2)?,
                 command: r.get(3)?,
                 target: r.get(4)?,
-                status: r.get(5)?,
+                status: stored(5, &r.get::<_, String>(5)?, ResultStatus::from_name)?,
                 code: r.get(6)?,
             })
         })?;

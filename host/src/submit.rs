@@ -10,6 +10,7 @@ use crate::store::{SessionState, Store, StoreError};
 use keyless_core::piece::run::RunSnapshot;
 use keyless_core::turn::{self, BatchStatus, Outcome, Position, TurnEnd};
 use keyless_core::Control;
+use std::path::Path;
 
 /// Everything a batch runs against.
 #[derive(Debug)]
@@ -227,4 +228,18 @@ pub fn submit(
         stored: false,
         piece,
     })
+}
+
+/// The repository recorded at the session's start; recorded now for a new session (or one made
+/// before keyless recorded it).
+///
+/// # Errors
+/// SQLite failures.
+pub fn session_repo(store: &Store, session: &str, root: &Path) -> Result<RepoRecord, StoreError> {
+    if let Some(r) = store.repo(session)? {
+        return Ok(r);
+    }
+    let r = RepoRecord::capture(root);
+    store.set_repo(session, &r)?;
+    Ok(r)
 }

@@ -8,7 +8,7 @@ use http_body_util::BodyExt;
 use keyless_host::exec::batch::ExecSettings;
 use keyless_host::exec::workspace::Workspace;
 use keyless_host::pairing::Pairings;
-use keyless_host::serve::{router, Shared, StateParts};
+use keyless_host::server::{router, Shared, StateParts};
 use std::sync::Arc;
 use tower::ServiceExt;
 
@@ -369,7 +369,7 @@ async fn a_batch_shows_tiers_under_the_sessions_mode() {
     let batch = v["batch_id"].as_str().expect("batch id").to_string();
     let uri = format!("/v1/batches/{batch}");
     let (_, v) = call(&st, Call { uri: &uri, ..GET }).await;
-    assert_eq!(v["commands"][0]["policy"]["decision"], "run", "{v}");
+    assert_eq!(v["commands"][0]["decision"], "run", "{v}");
     let (s, _) = call(
         &st,
         post(&format!("/v1/sessions/{id}/settings"), r#"{"mode":"Ask"}"#),
@@ -377,5 +377,5 @@ async fn a_batch_shows_tiers_under_the_sessions_mode() {
     .await;
     assert_eq!(s, StatusCode::OK);
     let (_, v) = call(&st, Call { uri: &uri, ..GET }).await;
-    assert_eq!(v["commands"][0]["policy"]["decision"], "confirm", "{v}");
+    assert_eq!(v["commands"][0]["decision"], "confirm", "{v}");
 }

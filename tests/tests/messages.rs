@@ -131,6 +131,7 @@ fn system_prompts() {
         environment: Some(
             "OS: Linux x86_64\nShell: bash 5.2\nTools: git 2.47, cargo 1.95, node 20".into(),
         ),
+        ..Default::default()
     };
     insta::assert_snapshot!("prompt_batch_autosafe_env", system_prompt(&batch, &ctx));
 }

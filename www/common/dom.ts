@@ -1,4 +1,5 @@
-// DOM helpers shared by the dashboard and the playground. Text goes in with textContent only.
+// DOM helpers shared by the extension's overlay, the dashboard and the playground. Text goes in
+// with textContent only.
 
 export function byId<T extends HTMLElement>(id: string): T {
   const e = document.getElementById(id);
@@ -11,4 +12,17 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", text
   if (cls) e.className = cls;
   if (text) e.textContent = text;
   return e;
+}
+
+/// A `<button type="button">` with classes `btn CLS` that calls `onClick`.
+export function button(text: string, cls: string, onClick: () => void): HTMLButtonElement {
+  const b = el("button", `btn ${cls}`, text);
+  b.type = "button";
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+/** Narrows a form value to one of a generated list of keywords (MODES, PACES), or undefined. */
+export function oneOf<T extends string>(options: readonly T[], value: string): T | undefined {
+  return options.find((o) => o === value);
 }

@@ -2,20 +2,8 @@
 // confirmations, the audit log, and undo. It talks to the host's API with the local token that
 // `keyless-host serve` printed in the dashboard URL. All data is written with textContent.
 import { byId, el } from "../common/dom";
-import type { BatchStatus, Control, Decision, Tier } from "../../extension/src/generated/core";
-
-interface Session { session: string; created_at: number; turn: number; batch: number; piece: boolean }
-interface BatchRow { id: string; turn: number; batch: number; status: BatchStatus; control: Control | null }
-interface SessionDetail { session: string; turn: number; batch: number; batches: BatchRow[] }
-interface Policy { tier: Tier; decision: Decision; reason: string }
-/** A command's stored result (the host's `results` table). */
-interface CmdResult { number: number; status: "ok" | "error" | "skipped"; code: string | null; reason: string | null; exit_code: number | null; duration_ms: number | null }
-interface Cmd { number: number; command: string; target: string; line: number; policy: Policy | null; result: CmdResult | null }
-interface BatchDetail { session: string; turn: number; batch: number; status: string; control: string | null; reply: string; text: string; commands: Cmd[] }
-interface Prompt { id: number; session: string; kind: "confirm" | "ask"; text: string; tier: string | null; reason: string | null }
-interface Audit { at: number; session: string; batch: string; command: string; target: string; status: string; code: string | null }
-interface Status { workspace: string; mode: string; pace: string; version: string }
-interface HostEvent { type: string; session?: string; text?: string; batch_id?: string; status?: string }
+import type { CommandRecord, PromptAnswer } from "../../extension/src/generated/core";
+import { type Call, callHost, hostEvent, v1 } from "../common/host-api";
 
 const TOKEN_KEY = "keyless-dashboard-token";
 
@@ -32,17 +20,9 @@ function takeToken(): string {
 
 const token = takeToken();
 
-async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
-  const headers = new Headers(init.headers);
-  headers.set("Authorization", `Bearer ${token}`);
-  if (init.body !== undefined) headers.set("Content-Type", "application/json");
-  const res = await fetch(path, { ...init, headers });
-  const body = (await res.json()) as unknown;
-  if (!res.ok) {
-    const err = body as { code?: string; message?: string };
-    throw new Error(`${err.code ?? res.status} ${err.message ?? ""}`);
-  }
-  return body as T;
+/// One call to the host that serves this page, with the dashboard's token.
+function api<A>(call: Call<A>): Promise<A> {
+  return callHost("", token, call);
 }
 
 function notice(text: string): void {
@@ -57,9 +37,9 @@ function notice(text: string): void {
 }
 
 const state = {
-  selected: "" as string,
+  selected: "",
   open: new Set<string>(),
-  runningSession: "" as string,
+  runningSession: "",
   runningSince: 0,
 };
 
@@ -70,7 +50,7 @@ function time(secs: number): string {
 // ---------------------------------------------------------------------------------------------
 
 async function loadStatus(): Promise<void> {
-  const s = await api<Status>("/v1/status");
+  const s = await api(v1.status());
   const meta = byId("meta");
   meta.replaceChildren(
     el("span", "chip", s.workspace),
@@ -81,7 +61,7 @@ async function loadStatus(): Promise<void> {
 }
 
 async function loadSessions(): Promise<void> {
-  const list = await api<Session[]>("/v1/sessions");
+  const list = await api(v1.sessions());
   if (!state.selected && list[0]) state.selected = list[0].session;
   const ul = byId("sessions");
   ul.replaceChildren(
@@ -106,7 +86,7 @@ function resultsView(text: string): HTMLPreElement {
 }
 
 /** A command's outcome from its stored result: status, code, exit code, time, reason. */
-function outcomeCell(r: CmdResult | null): HTMLTableCellElement {
+function outcomeCell(r: CommandRecord | null): HTMLTableCellElement {
   const td = el("td", "o");
   // @@say, @@next and @@done have no result of their own.
   if (!r) return td;
@@ -121,14 +101,18 @@ function outcomeCell(r: CmdResult | null): HTMLTableCellElement {
 }
 
 async function batchBody(id: string): Promise<HTMLDivElement> {
-  const d = await api<BatchDetail>(`/v1/batches/${id}`);
+  const d = await api(v1.batch(id));
   const body = el("div", "body");
   if (d.commands.length > 0) {
     const table = el("table", "cmds");
     for (const c of d.commands) {
       const tr = el("tr");
       const tier = el("td");
-      if (c.policy) tier.append(el("span", `chip ${c.policy.tier}`, `${c.policy.tier} · ${c.policy.decision}`));
+      if (c.tier && c.decision) {
+        const chip = el("span", `chip ${c.tier}`, `${c.tier} · ${c.decision}`);
+        chip.title = c.reason ?? "";
+        tier.append(chip);
+      }
       tr.append(el("td", "n", `#${c.number}`), el("td", "c", c.command), el("td", "t", c.target), tier, outcomeCell(c.result));
       table.append(tr);
     }
@@ -144,7 +128,7 @@ async function loadBatches(): Promise<void> {
     box.replaceChildren(el("div", "empty", "Select a session."));
     return;
   }
-  const s = await api<SessionDetail>(`/v1/sessions/${state.selected}`);
+  const s = await api(v1.session(state.selected));
   byId("session-title").textContent = `Batches · ${s.session} · now turn ${s.turn}, batch ${s.batch}`;
   // A page opened mid-batch has missed its batch_started event: take it from the store.
   const running = s.batches.find((b) => b.status === "running");
@@ -158,7 +142,7 @@ async function loadBatches(): Promise<void> {
       undo.addEventListener("click", (ev) => {
         ev.stopPropagation();
         if (!window.confirm(`Restore the files batch ${b.id} changed?`)) return;
-        api<{ restored: string[] }>(`/v1/batches/${b.id}/undo`, { method: "POST", body: "{}" })
+        api(v1.undo(b.id))
           .then((r) => notice(`Restored ${r.restored.length} file(s)`))
           .catch((e: unknown) => notice(String(e)));
       });
@@ -185,7 +169,7 @@ async function loadBatches(): Promise<void> {
 }
 
 async function loadPending(): Promise<void> {
-  const list = await api<Prompt[]>("/v1/confirmations");
+  const list = await api(v1.confirmations());
   byId("pending-count").textContent = String(list.length);
   const box = byId("pending");
   box.replaceChildren(
@@ -194,8 +178,8 @@ async function loadPending(): Promise<void> {
       card.append(el("div", "q", p.text));
       if (p.reason) card.append(el("div", "why", `${p.tier ?? ""} — ${p.reason}`));
       const row = el("div", "row");
-      const answer = (body: object): void => {
-        api(`/v1/confirmations/${p.id}`, { method: "POST", body: JSON.stringify(body) }).catch((e: unknown) => notice(String(e)));
+      const answer = (body: PromptAnswer): void => {
+        api(v1.answer(p.id, body)).catch((e: unknown) => notice(String(e)));
       };
       if (p.kind === "confirm") {
         const yes = el("button", "primary", "Approve");
@@ -218,7 +202,7 @@ async function loadPending(): Promise<void> {
 }
 
 async function loadAudit(): Promise<void> {
-  const list = await api<Audit[]>("/v1/audit?limit=100");
+  const list = await api(v1.audit(100));
   const tbody = byId("audit");
   tbody.replaceChildren(
     ...list.reverse().map((a) => {
@@ -272,17 +256,18 @@ function connect(): void {
     byId("conn-text").textContent = "reconnecting…";
   };
   es.onmessage = (m: MessageEvent<string>) => {
-    const ev = JSON.parse(m.data) as HostEvent;
+    const ev = hostEvent(m.data);
+    if (!ev) return;
     switch (ev.type) {
       case "batch_started":
         byId("live").replaceChildren();
-        setRunning(ev.session ?? "");
+        setRunning(ev.session);
         break;
       case "output":
-        liveAppend(ev.text ?? "");
+        liveAppend(ev.text);
         break;
       case "say":
-        liveAppend(`» ${ev.text ?? ""}\n`, "say");
+        liveAppend(`» ${ev.text}\n`, "say");
         break;
       case "prompt":
       case "prompt_closed":
@@ -290,7 +275,7 @@ function connect(): void {
         break;
       case "batch_finished":
         setRunning("");
-        if (ev.session) state.selected = ev.session;
+        state.selected = ev.session;
         void refresh();
         break;
       default:
@@ -306,7 +291,7 @@ function init(): void {
   }
   byId<HTMLButtonElement>("stop").addEventListener("click", () => {
     if (!state.runningSession) return;
-    api(`/v1/sessions/${state.runningSession}/cancel`, { method: "POST", body: "{}" }).catch((e: unknown) => notice(String(e)));
+    api(v1.cancel(state.runningSession)).catch((e: unknown) => notice(String(e)));
   });
   window.setInterval(() => {
     byId("elapsed").textContent = state.runningSince ? `${((Date.now() - state.runningSince) / 1000).toFixed(1)} s` : "";

@@ -3,19 +3,11 @@
 
 // Built by `cargo xtask build` (wasm-bindgen --target web); esbuild bundles the JS glue and the
 // .wasm file is copied next to the bundle.
-import init, { checkReply, classifyCommand, parsePartial, pieceTools, utf16Spans, validatePiece } from "../../target/wasm-pkg/keyless_wasm.js";
-import { byId, el } from "../common/dom";
+import init, { checkReply, commandViews, pieceTools, utf16Spans, validatePiece } from "../../target/wasm-pkg/keyless_wasm.js";
+import { byId, el, oneOf } from "../common/dom";
 
-import type { CheckReport as Report, Verdict } from "../../extension/src/generated/core";
+import { MODES, PACES, type CoreOptions, type Piece } from "../../extension/src/generated/core";
 
-interface Span { line: number; start: number; end: number }
-interface Section { name: string; text: string }
-interface Block { number: number; kind: string; sections: Section[] }
-interface Finding { code: string; severity: string; path: string; line: number | null; message: string; help?: string }
-interface Rule { condition: string; next: string }
-interface Movement { name: string; edit: boolean; rules: Rule[]; default_next: string | null }
-interface Piece { name: string; initial_movement: string; movements: Movement[] }
-interface Validation { piece: Piece | null; errors: Finding[]; warnings: Finding[] }
 
 const SEED = `@@say
 <<<MSG
@@ -114,13 +106,18 @@ movements:
         next: implement
 `;
 
-function settings(): { pace: string; mode: string } {
-  return { pace: byId<HTMLSelectElement>("pace").value, mode: byId<HTMLSelectElement>("mode").value };
+function settings(): CoreOptions {
+  const options: CoreOptions = {};
+  const pace = oneOf(PACES, byId<HTMLSelectElement>("pace").value);
+  const mode = oneOf(MODES, byId<HTMLSelectElement>("mode").value);
+  if (pace) options.pace = pace;
+  if (mode) options.mode = mode;
+  return options;
 }
 
 /** Selects a diagnostic's line; the core gives its UTF-16 span (a CR is not part of the line). */
 function selectLine(area: HTMLTextAreaElement, line: number): void {
-  const [span] = utf16Spans(area.value, [line]) as (Span | null)[];
+  const [span] = utf16Spans(area.value, [line]);
   if (!span) return;
   area.focus();
   area.setSelectionRange(span.start, span.end);
@@ -140,8 +137,9 @@ function renderReply(): void {
   const area = byId<HTMLTextAreaElement>("reply");
   const text = area.value;
   const t0 = performance.now();
-  const report = checkReply(text, { pace: settings().pace }) as Report;
-  const blocks = (parsePartial(text.endsWith("\n") ? text : `${text}\n`, { pace: settings().pace }) as { reply: { commands: Block[] } }).reply.commands;
+  const report = checkReply(text, settings());
+  // The same rows the overlay and the dashboard show: what runs, and each runcommand's verdict.
+  const views = commandViews(text, settings());
   const elapsed = performance.now() - t0;
   const bad = new Set(report.diagnostics.flatMap((d) => (d.line === null ? [] : [d.line])));
   renderGutter(text, bad);
@@ -165,15 +163,12 @@ function renderReply(): void {
   if (report.diagnostics.length === 0) diags.append(el("li", "empty", "None."));
   const plan = byId("plan");
   plan.replaceChildren(
-    ...report.commands.map((c) => {
+    ...views.map((c) => {
       const tr = el("tr");
-      const block = blocks.find((b) => b.number === c.number);
-      const cmdText = block?.sections.find((s) => s.name === "CMD")?.text ?? "";
       const tier = el("td");
-      if (c.command === "runcommand" && cmdText) {
-        const v = classifyCommand(cmdText, { mode: settings().mode }) as Verdict;
-        const chip = el("span", `chip ${v.tier}`, `${v.tier} · ${v.decision}`);
-        chip.title = v.reason;
+      if (c.tier && c.decision) {
+        const chip = el("span", `chip ${c.tier}`, `${c.tier} · ${c.decision}`);
+        chip.title = c.reason ?? "";
         tier.append(chip);
       }
       const status = el("td", "s");
@@ -254,7 +249,7 @@ function drawGraph(piece: Piece): SVGSVGElement {
 
 function renderPiece(): void {
   const yaml = byId<HTMLTextAreaElement>("piece").value;
-  const v = validatePiece(yaml, false) as Validation;
+  const v = validatePiece(yaml, false);
   const verdict = byId("piece-verdict");
   verdict.className = `verdict ${v.piece ? "ok" : "bad"}`;
   verdict.textContent = v.piece ? `✓ Valid piece "${v.piece.name}" — ${v.piece.movements.length} movement(s), ${v.warnings.length} warning(s)` : `✗ Invalid — ${v.errors.length} error(s)`;
@@ -272,7 +267,7 @@ function renderPiece(): void {
   tools.replaceChildren();
   if (v.piece) {
     // The same data the CLI's `piece tools` prints.
-    const all = pieceTools(yaml) as { movement: string; commands: string[]; command_patterns: string[] | null }[];
+    const all = pieceTools(yaml);
     tools.replaceChildren(
       ...all.map((t) => {
         const d = el("div", "tools-m");

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// Where a run stands.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum RunState {

@@ -4,7 +4,8 @@
 //! `edit: false` removes Write/Edit, `edit: true` adds them; SSH tools need the movement's own
 //! `allowed_ssh_connections`; unknown names are dropped and reported.
 
-use super::{Checker, Fields, Movement, Piece};
+use super::validate::{Checker, Fields};
+use super::{Movement, Piece};
 use crate::diag::Code;
 use crate::policy::pattern_matches;
 use crate::reply::CommandKind;
@@ -49,6 +50,7 @@ fn is_known(name: &str) -> bool {
 }
 
 /// Where a tool of the effective set came from.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
@@ -60,6 +62,7 @@ pub enum Source {
 }
 
 /// One tool of a movement's effective set.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolEntry {
     pub name: String,
@@ -67,10 +70,12 @@ pub struct ToolEntry {
     /// False when a gate refuses it at run time (the note says why).
     pub usable: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub note: Option<String>,
 }
 
 /// A tool that is not in the effective set, and why.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Dropped {
     pub name: String,
@@ -78,6 +83,7 @@ pub struct Dropped {
 }
 
 /// A movement's effective tools and the AgentScript commands they allow.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EffectiveTools {
     pub movement: String,

@@ -24,14 +24,14 @@ mod pattern;
 mod programs;
 
 use crate::config::Mode;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 pub use pattern::pattern_matches;
 
 /// Risk tiers, ordered from harmless to never-run.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Tier {
     ReadOnly,
     Build,
@@ -61,7 +61,7 @@ impl fmt::Display for Tier {
 
 /// What happens to a command.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     Run,

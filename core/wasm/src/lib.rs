@@ -1,6 +1,7 @@
 //! keyless-wasm: a thin wasm-bindgen adapter over keyless-core. It converts between JS values and
 //! core types and does no logic of its own.
 
+use keyless_core::api::CoreOptions;
 use keyless_core::check::check as core_check;
 use keyless_core::message::{system_prompt as core_prompt, PromptContext};
 use keyless_core::piece::tools::effective;
@@ -10,19 +11,15 @@ use keyless_core::site::{
     delivery, doctor, follow, load_sites, site_for_host, PageObservation, SelectorProbe,
     SiteAdapter, DEFAULT_SITES_JSON,
 };
-use keyless_core::{parse_partial, Limits, Mode, Pace, Settings};
-use serde::Deserialize;
+use keyless_core::{parse_partial, Mode, Pace, Settings};
 use wasm_bindgen::prelude::*;
 
-/// Settings as JS passes them: `{ pace?: "Step"|"Balanced"|"Batch", limits?: {...} }`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct SettingsDto {
-    pace: Option<String>,
-    mode: Option<String>,
-    limits: Option<Limits>,
-    allow: Vec<String>,
-}
+// The exports' TypeScript: each argument and answer names its type from the core's generated
+// contract (`extension/src/generated/core.ts`, written by `cargo xtask contract`), so the
+// extension and the web pages read the answers without casting them. `target/wasm-pkg` is where
+// `cargo xtask build` writes this package; the path is relative to it.
+#[wasm_bindgen(typescript_custom_section)]
+const CONTRACT: &str = r#"import type { CheckReport, CommandView, CoreOptions, Delivery, DoctorLine, EffectiveTools, FollowReport, PageObservation, SelectorProbe, Settings, SiteAdapter, Utf16Span, Validation, Verdict } from "../../extension/src/generated/core.js";"#;
 
 /// The one error shim: every failure becomes a `js_sys::Error`-like `JsError` with its KA_ code.
 fn into_error(code: keyless_core::Code, message: impl std::fmt::Display) -> JsError {
@@ -30,8 +27,8 @@ fn into_error(code: keyless_core::Code, message: impl std::fmt::Display) -> JsEr
 }
 
 fn settings(value: JsValue) -> Result<(Settings, Mode, Vec<String>), JsError> {
-    let dto: SettingsDto = if value.is_undefined() || value.is_null() {
-        SettingsDto::default()
+    let dto: CoreOptions = if value.is_undefined() || value.is_null() {
+        CoreOptions::default()
     } else {
         serde_wasm_bindgen::from_value(value)
             .map_err(|e| into_error(keyless_core::Code::ConfigInvalid, e))?
@@ -65,41 +62,64 @@ pub fn start() {
 }
 
 /// The `keyless-host check --json` report for a complete reply.
-#[wasm_bindgen(js_name = checkReply)]
-pub fn check_reply(text: &str, settings_js: JsValue) -> Result<JsValue, JsError> {
+#[wasm_bindgen(js_name = checkReply, unchecked_return_type = "CheckReport")]
+pub fn check_reply(
+    text: &str,
+    #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
+) -> Result<JsValue, JsError> {
     let (s, _, _) = settings(settings_js)?;
     to_js(&core_check(text, &s))
 }
 
+/// Every command of a complete reply as the overlay and the dashboard show it: whether the batch
+/// runs it, and the policy's verdict on a runcommand under the options' mode.
+#[wasm_bindgen(js_name = commandViews, unchecked_return_type = "CommandView[]")]
+pub fn command_views(
+    text: &str,
+    #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
+) -> Result<JsValue, JsError> {
+    let (s, mode, allow) = settings(settings_js)?;
+    to_js(&keyless_core::check::command_views(text, &s, mode, &allow))
+}
+
 /// What is already certain about a reply that is still streaming.
 #[wasm_bindgen(js_name = parsePartial)]
-pub fn parse_partial_reply(text: &str, settings_js: JsValue) -> Result<JsValue, JsError> {
+pub fn parse_partial_reply(
+    text: &str,
+    #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
+) -> Result<JsValue, JsError> {
     let (s, _, _) = settings(settings_js)?;
     to_js(&parse_partial(text, &s.limits))
 }
 
 /// Tier and run/confirm/deny decision for a command line.
-#[wasm_bindgen(js_name = classifyCommand)]
-pub fn classify_command(line: &str, settings_js: JsValue) -> Result<JsValue, JsError> {
+#[wasm_bindgen(js_name = classifyCommand, unchecked_return_type = "Verdict")]
+pub fn classify_command(
+    line: &str,
+    #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
+) -> Result<JsValue, JsError> {
     let (_, mode, allow) = settings(settings_js)?;
     to_js(&decide(line, mode, &allow))
 }
 
 /// The system prompt for the settings.
 #[wasm_bindgen(js_name = systemPrompt)]
-pub fn system_prompt(settings_js: JsValue) -> Result<String, JsError> {
+pub fn system_prompt(
+    #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
+) -> Result<String, JsError> {
     let (s, mode, _) = settings(settings_js)?;
     Ok(core_prompt(
         &s,
         &PromptContext {
             mode,
             environment: None,
+            ..Default::default()
         },
     ))
 }
 
 /// Validates a piece: `{ piece, errors, warnings }` (strict unless `lenient`).
-#[wasm_bindgen(js_name = validatePiece)]
+#[wasm_bindgen(js_name = validatePiece, unchecked_return_type = "Validation")]
 pub fn validate_piece(yaml: &str, lenient: bool) -> Result<JsValue, JsError> {
     let mode = if lenient {
         Strictness::Lenient
@@ -110,7 +130,7 @@ pub fn validate_piece(yaml: &str, lenient: bool) -> Result<JsValue, JsError> {
 }
 
 /// Each movement's effective tools, for a piece that loads (leniently).
-#[wasm_bindgen(js_name = pieceTools)]
+#[wasm_bindgen(js_name = pieceTools, unchecked_return_type = "EffectiveTools[]")]
 pub fn piece_tools(yaml: &str) -> Result<JsValue, JsError> {
     let piece = loaded(yaml)?;
     let all: Vec<_> = piece
@@ -166,21 +186,25 @@ pub fn default_sites_json() -> String {
 }
 
 /// Every site adapter: the shipped ones with the user's overrides (JSON text) applied.
-#[wasm_bindgen(js_name = loadSites)]
+#[wasm_bindgen(js_name = loadSites, unchecked_return_type = "SiteAdapter[]")]
 pub fn load_sites_js(overrides: Option<String>) -> Result<JsValue, JsError> {
     to_js(&sites(overrides)?)
 }
 
 /// The adapter for a page's host name, or `null`.
-#[wasm_bindgen(js_name = siteForHost)]
+#[wasm_bindgen(js_name = siteForHost, unchecked_return_type = "SiteAdapter | null")]
 pub fn site_for_host_js(overrides: Option<String>, host: &str) -> Result<JsValue, JsError> {
     let all = sites(overrides)?;
     to_js(&site_for_host(&all, host))
 }
 
 /// The overlay's view of a reply that may still be streaming, and whether it is complete.
-#[wasm_bindgen(js_name = followReply)]
-pub fn follow_reply(text: &str, settings_js: JsValue, page: JsValue) -> Result<JsValue, JsError> {
+#[wasm_bindgen(js_name = followReply, unchecked_return_type = "FollowReport")]
+pub fn follow_reply(
+    text: &str,
+    #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "Partial<PageObservation>")] page: JsValue,
+) -> Result<JsValue, JsError> {
     let (s, mode, allow) = settings(settings_js)?;
     let page: PageObservation = from_js(page)?;
     to_js(&follow(text, &s, mode, &allow, &page))
@@ -198,7 +222,9 @@ pub struct ReplyFollower {
 impl ReplyFollower {
     /// A follower for these settings (`{pace, limits, mode, allow}`, as `followReply` takes).
     #[wasm_bindgen(constructor)]
-    pub fn new(settings_js: JsValue) -> Result<ReplyFollower, JsError> {
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
+    ) -> Result<ReplyFollower, JsError> {
         let (s, mode, allow) = settings(settings_js)?;
         Ok(Self {
             inner: keyless_core::site::Follower::new(s, mode, allow),
@@ -206,22 +232,35 @@ impl ReplyFollower {
     }
 
     /// The report for the page's text now.
-    pub fn update(&mut self, text: &str, page: JsValue) -> Result<JsValue, JsError> {
+    #[wasm_bindgen(unchecked_return_type = "FollowReport")]
+    pub fn update(
+        &mut self,
+        text: &str,
+        #[wasm_bindgen(unchecked_param_type = "Partial<PageObservation>")] page: JsValue,
+    ) -> Result<JsValue, JsError> {
         let page: PageObservation = from_js(page)?;
         to_js(&self.inner.update(text, &page))
     }
 }
 
 /// Paste or attach a message, for a site.
-#[wasm_bindgen(js_name = deliveryFor)]
-pub fn delivery_for(text: &str, site: JsValue, turn: u32, batch: u32) -> Result<JsValue, JsError> {
+#[wasm_bindgen(js_name = deliveryFor, unchecked_return_type = "Delivery")]
+pub fn delivery_for(
+    text: &str,
+    #[wasm_bindgen(unchecked_param_type = "SiteAdapter")] site: JsValue,
+    turn: u32,
+    batch: u32,
+) -> Result<JsValue, JsError> {
     let site: SiteAdapter = from_js(site)?;
     to_js(&delivery(text, &site, turn, batch))
 }
 
 /// The selector doctor's report from the page's probe results.
-#[wasm_bindgen(js_name = doctorReport)]
-pub fn doctor_report(site: JsValue, probes: JsValue) -> Result<JsValue, JsError> {
+#[wasm_bindgen(js_name = doctorReport, unchecked_return_type = "DoctorLine[]")]
+pub fn doctor_report(
+    #[wasm_bindgen(unchecked_param_type = "SiteAdapter")] site: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "SelectorProbe[]")] probes: JsValue,
+) -> Result<JsValue, JsError> {
     let site: SiteAdapter = from_js(site)?;
     let probes: Vec<SelectorProbe> = from_js(probes)?;
     to_js(&doctor(&site, &probes))
@@ -229,14 +268,14 @@ pub fn doctor_report(site: JsValue, probes: JsValue) -> Result<JsValue, JsError>
 
 /// The extension's settings as they start (`Settings` in extension/src/protocol.ts): host address,
 /// mode, pace, budgets.
-#[wasm_bindgen(js_name = extensionDefaults)]
+#[wasm_bindgen(js_name = extensionDefaults, unchecked_return_type = "Settings")]
 pub fn extension_defaults() -> Result<JsValue, JsError> {
     to_js(&keyless_core::site::extension_defaults())
 }
 
 /// JS string positions (UTF-16 code units) of 1-based lines: `[{line, start, end} | null]`, so a
 /// diagnostic's line can be selected or highlighted in a textarea or editor.
-#[wasm_bindgen(js_name = utf16Spans)]
+#[wasm_bindgen(js_name = utf16Spans, unchecked_return_type = "(Utf16Span | null)[]")]
 pub fn utf16_spans(text: &str, lines: Vec<u32>) -> Result<JsValue, JsError> {
     to_js(&keyless_core::text::utf16_line_spans(text, &lines))
 }

@@ -50,7 +50,11 @@ export type CheckReport = { ok: boolean, diagnostics: Array<CheckDiagnostic>, co
 
 export type Control = "next" | "done";
 
-export type OverlayCommand = { number: number, command: string, target: string, line: number, 
+export type CommandView = { number: number, command: string, 
+/**
+ * [`Command::target`].
+ */
+target: string, line: number, 
 /**
  * Whether the batch runs it (`None` while the reply is still streaming).
  */
@@ -70,7 +74,7 @@ code: string | null,
 /**
  * `true` once the reply is complete and `diagnostics` are final.
  */
-final: boolean, ok: boolean, diagnostics: Array<Diagnostic>, commands: Array<OverlayCommand>, control: Control | null, correction: string | null, 
+final: boolean, ok: boolean, diagnostics: Array<Diagnostic>, commands: Array<CommandView>, control: Control | null, correction: string | null, 
 /**
  * Complete lines examined so far.
  */
@@ -95,3 +99,213 @@ matches: number | null, };
 export type BatchStatus = "running" | "done" | "rejected" | "interrupted";
 
 export type TurnEnd = "done" | "MaxFormatRetries" | "MaxIterationsPerTurn";
+
+export type Limits = { MaxCommandsPerResponse: number, MaxResponseChars: number, MaxFileContentChars: number, MaxCommandOutputChars: number, MaxFormatRetries: number, MaxIterationsPerTurn: number, };
+
+export type CommandKind = "say" | "newfile" | "updatefile" | "editfile" | "deletefile" | "movefile" | "readfile" | "mkdir" | "runcommand" | "ask" | "commit" | "next" | "done";
+
+export type Severity = "error" | "warning";
+
+export type Finding = { code: string, severity: Severity, path: string, line: number | null, message: string, help?: string, };
+
+export type Rule = { condition: string, next: string, 
+/**
+ * Line of the rule's `next` value.
+ */
+line: number, };
+
+export type Movement = { name: string, edit: boolean, persona: string, instruction: string, allowed_tools: Array<string>, allowed_commands: Array<string> | null, allowed_ssh_connections: Array<string> | null, rules: Array<Rule>, default_next: string | null, max_consecutive_revisits: number | null, line: number, };
+
+export type Piece = { name: string, description: string, max_movements: number, initial_movement: string, keywords: Array<string>, required_mcp: Array<string>, shared_tools: Array<string>, model: string | null, movements: Array<Movement>, };
+
+export type Validation = { 
+/**
+ * The piece, when it has no errors.
+ */
+piece: Piece | null, errors: Array<Finding>, warnings: Array<Finding>, };
+
+export type Source = "shared" | "allowed" | "meta" | "edit_gate";
+
+export type ToolEntry = { name: string, source: Source, 
+/**
+ * False when a gate refuses it at run time (the note says why).
+ */
+usable: boolean, note?: string, };
+
+export type Dropped = { name: string, reason: string, };
+
+export type EffectiveTools = { movement: string, tools: Array<ToolEntry>, dropped: Array<Dropped>, 
+/**
+ * Allowed AgentScript commands, in canonical order.
+ */
+commands: Array<CommandKind>, 
+/**
+ * `allowed_commands` patterns for runcommand; `None` means the normal command policy.
+ */
+command_patterns: Array<string> | null, };
+
+export type RunState = { "state": "running", movement: string, } | { "state": "asking", movement: string, } | { "state": "waiting_for_subtasks", movement: string, } | { "state": "complete" } | { "state": "aborted", reason: string, };
+
+export type Utf16Span = { line: number, start: number, end: number, };
+
+export type ErrorBody = { code: string, message: string, };
+
+export type PairRequest = { 
+/**
+ * The code `keyless-host serve` printed (dashes and case do not matter).
+ */
+code: string, extension_id: string, };
+
+export type Paired = { token: string, extension_id: string, };
+
+export type Status = { name: string, version: string, api: string, workspace: string, 
+/**
+ * The host's default mode and pace (a session may choose its own).
+ */
+mode: Mode, pace: Pace, };
+
+export type SettingsRequest = { pace?: Pace, limits?: Limits, };
+
+export type CheckRequest = { reply: string, settings?: SettingsRequest, };
+
+export type PolicyRequest = { command: string, mode?: Mode, 
+/**
+ * Extra allow patterns, as in keyless.json's `allow`.
+ */
+allow?: Array<string>, };
+
+export type SessionRequest = { 
+/**
+ * Resume this session.
+ */
+resume?: string, 
+/**
+ * Follow a piece, by name (see `GET /v1/pieces`).
+ */
+piece?: string, 
+/**
+ * Follow a piece given as YAML (validated strictly).
+ */
+piece_yaml?: string, 
+/**
+ * Ask, AutoSafe or Auto for this session (default: the host's `--mode`).
+ */
+mode?: Mode, 
+/**
+ * Step, Balanced or Batch for this session (default: the host's pace).
+ */
+pace?: Pace, 
+/**
+ * The user's task: the prompt ends with it, under `# Task`.
+ */
+task?: string, };
+
+export type SessionStarted = { session: string, turn: number, batch: number, 
+/**
+ * The whole first message for the chat: the system prompt, the movement, the task.
+ */
+prompt: string, 
+/**
+ * Whether the session follows a piece.
+ */
+piece: boolean, mode: Mode, pace: Pace, };
+
+export type SessionSummary = { session: string, 
+/**
+ * Unix seconds.
+ */
+created_at: number, turn: number, batch: number, piece: boolean, };
+
+export type BatchSummary = { id: string, turn: number, batch: number, status: BatchStatus, control: Control | null, };
+
+export type SessionDetail = { session: string, turn: number, batch: number, batches: Array<BatchSummary>, };
+
+export type SessionSettingsRequest = { mode?: Mode, pace?: Pace, };
+
+export type SessionSettings = { mode: Mode, pace: Pace, };
+
+export type ReplyRequest = { reply: string, turn?: number, batch?: number, };
+
+export type PieceProgress = { state: RunState, movement: string, movement_runs: number, };
+
+export type ReplyAnswer = { batch_id: string, turn: number, batch: number, 
+/**
+ * `done` (executed), `rejected` (format correction), `interrupted` (stored as running).
+ */
+status: BatchStatus, 
+/**
+ * The text to send back to the chat.
+ */
+text: string, control: Control | null, turn_ended: TurnEnd | null, 
+/**
+ * True when the answer comes from the store (a retry): nothing ran now.
+ */
+stored: boolean, next_turn: number, next_batch: number, 
+/**
+ * For a piece session: where the run stands after this batch.
+ */
+piece: PieceProgress | null, };
+
+export type CancelRequested = { session: string, cancel_requested: boolean, };
+
+export type PieceSummary = { name: string, description: string, 
+/**
+ * Where it was found: the workspace's `.agent/pieces/` or the built-in set.
+ */
+source: string, };
+
+export type ResultStatus = "ok" | "error" | "skipped";
+
+export type CommandRecord = { number: number, status: ResultStatus, code: string | null, reason: string | null, exit_code: number | null, duration_ms: number | null, };
+
+export type BatchCommand = { result: CommandRecord | null, number: number, command: string, 
+/**
+ * [`Command::target`].
+ */
+target: string, line: number, 
+/**
+ * Whether the batch runs it (`None` while the reply is still streaming).
+ */
+run: boolean | null, skip_reason: string | null, 
+/**
+ * The policy verdict of a runcommand: tier, decision (run/confirm/deny) and reason.
+ */
+tier: Tier | null, decision: Decision | null, reason: string | null, };
+
+export type BatchDetail = { session: string, turn: number, batch: number, status: BatchStatus, control: Control | null, 
+/**
+ * The reply as the model wrote it.
+ */
+reply: string, 
+/**
+ * The text the model received (results or correction).
+ */
+text: string, commands: Array<BatchCommand>, };
+
+export type Undone = { restored: Array<string>, };
+
+export type AuditEntry = { 
+/**
+ * Unix seconds.
+ */
+at: number, session: string, batch: string, command: string, target: string, status: ResultStatus, code: string | null, };
+
+export type PromptKind = "confirm" | "ask";
+
+export type PendingPrompt = { id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, };
+
+export type PromptAnswer = { approve?: boolean, answer?: string, };
+
+export type Answered = { id: number, answered: boolean, };
+
+export type HostEvent = { "type": "session", session: string, turn: number, batch: number, } | { "type": "batch_started", session: string, batch_id: string, turn: number, batch: number, } | { "type": "batch_finished", session: string, batch_id: string, status: BatchStatus, turn_ended: TurnEnd | null, } | { "type": "command_started", session: string, number: number, command: string, target: string, } | { "type": "command_finished", session: string, number: number, command: string, target: string, status: ResultStatus, code: string | null, } | { "type": "say", session: string, text: string, } | { "type": "output", session: string, text: string, } | { "type": "prompt", id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, } | { "type": "prompt_closed", id: number, session: string, } | { "type": "undone", restored: Array<string>, };
+
+export type CoreOptions = { pace?: Pace, mode?: Mode, limits?: Limits, 
+/**
+ * Extra allow patterns, as in keyless.json's `allow`.
+ */
+allow?: Array<string>, };
+
+export const MODES: readonly Mode[] = ["Ask", "AutoSafe", "Auto"];
+
+export const PACES: readonly Pace[] = ["Step", "Balanced", "Batch"];

@@ -143,7 +143,7 @@ pub fn protected_paths(workspace: &Path, approved: bool) -> Vec<PathBuf> {
     }
     // The user's own keyless configuration and the host binary, when a writable folder holds them.
     if let Some(cfg) =
-        crate::cli::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf))
+        crate::dirs::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf))
     {
         v.push(cfg);
     }

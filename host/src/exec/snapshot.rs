@@ -197,7 +197,7 @@ fn tool_versions(workspace: &Path) -> Vec<(String, Option<String>)> {
 fn script_dirs(workspace: &Path) -> Vec<std::path::PathBuf> {
     let mut v = Vec::new();
     if let Some(cfg) =
-        crate::cli::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf))
+        crate::dirs::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf))
     {
         v.push(cfg.join("snapshot"));
     }

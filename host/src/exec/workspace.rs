@@ -72,7 +72,7 @@ impl Workspace {
         let handle = Dir::open_ambient_dir(&root, cap_std::ambient_authority())?;
         let mut protected = Vec::new();
         if let Some(cfg) =
-            crate::cli::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf))
+            crate::dirs::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf))
         {
             protected.push(std::fs::canonicalize(&cfg).unwrap_or(cfg));
         }

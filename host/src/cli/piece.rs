@@ -1,11 +1,43 @@
 //! `keyless-host piece validate | tools | graph`.
 
-use crate::cli::{GraphFormat, HostError, PieceCmd};
+use crate::error::HostError;
+use clap::{Subcommand, ValueEnum};
 use keyless_core::piece::tools::effective;
 use keyless_core::piece::{graph, validate, Finding, Strictness, Validation};
 use serde::Serialize;
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum PieceCmd {
+    /// Validate a piece file: every problem with its path and line.
+    Validate {
+        file: String,
+        /// Load leniently (as a file-backed piece): bad shared_tools/required_mcp entries are dropped.
+        #[arg(long)]
+        lenient: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show each movement's effective tools and the AgentScript commands they allow.
+    Tools {
+        file: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Draw the movements and rules.
+    Graph {
+        file: String,
+        #[arg(long, value_enum, default_value = "mermaid")]
+        format: GraphFormat,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GraphFormat {
+    Mermaid,
+    Dot,
+}
 
 /// The piece file size read at most; larger files are refused by the loader anyway.
 const MAX_READ: u64 = keyless_core::piece::yaml::MAX_INPUT_BYTES as u64 + 1;
@@ -96,7 +128,7 @@ fn write_findings(out: &mut impl Write, file: &str, v: &Validation) -> io::Resul
     }
 }
 
-pub fn run(cmd: PieceCmd) -> Result<ExitCode, HostError> {
+pub fn piece_cmd(cmd: PieceCmd) -> Result<ExitCode, HostError> {
     let mut out = io::stdout().lock();
     match cmd {
         PieceCmd::Validate {

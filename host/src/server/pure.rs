@@ -1,44 +1,39 @@
 //! Routes that only compute: status, check, policy and the system prompt.
 
-use super::*;
+use super::sessions::resolve_settings;
+use super::state::{json_body, ApiError, Shared};
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use keyless_core::api::{self};
+use keyless_core::check::check;
+use keyless_core::message::{system_prompt, PromptContext};
+use keyless_core::policy::decide;
+use keyless_core::Mode;
+use serde::Deserialize;
+use std::sync::Arc;
 
-pub(super) async fn status(State(st): State<Arc<Shared>>) -> Json<serde_json::Value> {
-    Json(serde_json::json!({
-        "name": "keyless-host",
-        "version": env!("CARGO_PKG_VERSION"),
-        "api": "v1",
-        "workspace": st.ws.root().display().to_string(),
-        "mode": st.exec.mode.as_str(),
-        "pace": st.exec.settings.pace.as_str(),
-    }))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct CheckIn {
-    pub(super) reply: String,
-    #[serde(default)]
-    pub(super) settings: SettingsIn,
+pub(super) async fn status(State(st): State<Arc<Shared>>) -> Json<api::Status> {
+    Json(api::Status {
+        name: "keyless-host".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        api: "v1".into(),
+        workspace: st.ws.root().display().to_string(),
+        mode: st.exec.mode,
+        pace: st.exec.settings.pace,
+    })
 }
 
 pub(super) async fn check_route(body: Bytes) -> Result<Response, ApiError> {
-    let input: CheckIn = json_body(&body)?;
-    let settings = input.settings.resolve()?;
+    let input: api::CheckRequest = json_body(&body)?;
+    let settings = resolve_settings(input.settings.unwrap_or_default())?;
     Ok(Json(check(&input.reply, &settings)).into_response())
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct PolicyIn {
-    pub(super) command: String,
-    #[serde(default)]
-    pub(super) mode: Option<String>,
-    #[serde(default)]
-    pub(super) allow: Vec<String>,
-}
-
 pub(super) async fn policy_route(body: Bytes) -> Result<Response, ApiError> {
-    let input: PolicyIn = json_body(&body)?;
+    let input: api::PolicyRequest = json_body(&body)?;
     let mode = match input.mode {
         Some(m) => m.parse::<Mode>()?,
         None => Mode::default(),
@@ -56,11 +51,10 @@ pub(super) struct PromptQuery {
 }
 
 pub(super) async fn prompt_route(Query(q): Query<PromptQuery>) -> Result<Response, ApiError> {
-    let settings = SettingsIn {
+    let settings = resolve_settings(api::SettingsRequest {
         pace: q.pace,
         limits: None,
-    }
-    .resolve()?;
+    })?;
     let mode = match q.mode {
         Some(m) => m.parse::<Mode>()?,
         None => Mode::default(),
@@ -70,6 +64,7 @@ pub(super) async fn prompt_route(Query(q): Query<PromptQuery>) -> Result<Respons
         &PromptContext {
             mode,
             environment: None,
+            ..Default::default()
         },
     );
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())

@@ -1,49 +1,30 @@
 //! Sessions and their replies: create, resume, settings, pieces, and submitting a batch.
 
-use super::*;
+use super::prompts::ServerPrompter;
+use super::state::{blocking, json_body, ApiError, Shared};
+use crate::exec::batch::ExecSettings;
+use crate::store::Store;
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, State};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use keyless_core::api::{self, HostEvent};
+use keyless_core::message::{system_prompt, PromptContext};
+use keyless_core::{Mode, Pace, Settings};
+use std::sync::Arc;
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(super) struct SettingsIn {
-    pub(super) pace: Option<String>,
-    pub(super) limits: Option<Limits>,
-}
-
-impl SettingsIn {
-    pub(super) fn resolve(self) -> Result<Settings, ApiError> {
-        let pace = match self.pace {
-            Some(p) => p.parse::<Pace>()?,
-            None => Pace::default(),
-        };
-        let s = Settings {
-            limits: self.limits.unwrap_or_default(),
-            pace,
-        };
-        s.validate()?;
-        Ok(s)
-    }
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(super) struct SessionIn {
-    /// Resume this session.
-    pub(super) resume: Option<String>,
-    /// Follow a piece, by name (see GET /v1/pieces).
-    pub(super) piece: Option<String>,
-    /// Follow a piece given as YAML (validated strictly).
-    pub(super) piece_yaml: Option<String>,
-    /// Ask, AutoSafe or Auto for this session (default: the host's `--mode`).
-    pub(super) mode: Option<String>,
-    /// Step, Balanced or Batch for this session (default: the host's pace).
-    pub(super) pace: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(super) struct SessionSettingsIn {
-    pub(super) mode: Option<String>,
-    pub(super) pace: Option<String>,
+/// A client's pace and limits, checked by the core (a bad value answers with its `KA_` code).
+pub(super) fn resolve_settings(input: api::SettingsRequest) -> Result<Settings, ApiError> {
+    let pace = match input.pace {
+        Some(p) => p.parse::<Pace>()?,
+        None => Pace::default(),
+    };
+    let s = Settings {
+        limits: input.limits.unwrap_or_default(),
+        pace,
+    };
+    s.validate()?;
+    Ok(s)
 }
 
 /// Checks a mode and pace a client sent and returns them in their canonical spelling.
@@ -80,26 +61,27 @@ pub(super) async fn session_settings(
     UrlPath(id): UrlPath<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let input: SessionSettingsIn = json_body(&body)?;
+    let input: api::SessionSettingsRequest = json_body(&body)?;
     let (mode, pace) = session_choice(input.mode.as_deref(), input.pace.as_deref())?;
-    let st2 = st.clone();
+    let task_state = st.clone();
     let cfg = blocking(move || {
-        let store = st2.store()?;
+        let store = task_state.store()?;
         store.session(&id)?;
         store.set_session_settings(&id, mode, pace)?;
-        session_exec(&st2, &store, &id)
+        session_exec(&task_state, &store, &id)
     })
     .await?;
-    Ok(
-        Json(serde_json::json!({"mode": cfg.mode.as_str(), "pace": cfg.settings.pace.as_str()}))
-            .into_response(),
-    )
+    Ok(Json(api::SessionSettings {
+        mode: cfg.mode,
+        pace: cfg.settings.pace,
+    })
+    .into_response())
 }
 
 /// Loads and validates the piece a new session asks for.
 pub(super) fn session_piece(
     st: &Shared,
-    input: &SessionIn,
+    input: &api::SessionRequest,
 ) -> Result<Option<(String, keyless_core::piece::Piece)>, ApiError> {
     use keyless_core::piece::Strictness;
     let (yaml, strictness) = match (&input.piece, &input.piece_yaml) {
@@ -123,7 +105,14 @@ pub(super) fn session_piece(
 
 pub(super) async fn list_pieces(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
     let list = blocking(move || Ok(crate::pieces::list(st.ws.root()))).await?;
-    let out: Vec<serde_json::Value> = list.into_iter().map(|(name, description, source)| serde_json::json!({"name": name, "description": description, "source": source})).collect();
+    let out: Vec<api::PieceSummary> = list
+        .into_iter()
+        .map(|(name, description, source)| api::PieceSummary {
+            name,
+            description,
+            source: source.to_string(),
+        })
+        .collect();
     Ok(Json(out).into_response())
 }
 
@@ -131,15 +120,16 @@ pub(super) async fn create_session(
     State(st): State<Arc<Shared>>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let input: SessionIn = if body.is_empty() {
-        SessionIn::default()
+    let input: api::SessionRequest = if body.is_empty() {
+        api::SessionRequest::default()
     } else {
         json_body(&body)?
     };
-    let st2 = st.clone();
+    let task_state = st.clone();
     let (mode, pace) = session_choice(input.mode.as_deref(), input.pace.as_deref())?;
+    let task = input.task.clone();
     let (pos, movement, cfg) = blocking(move || -> Result<_, ApiError> {
-        let store = st2.store()?;
+        let store = task_state.store()?;
         if let Some(id) = input.resume.clone() {
             if input.piece.is_some() || input.piece_yaml.is_some() {
                 return Err(ApiError::BadRequest(
@@ -149,38 +139,50 @@ pub(super) async fn create_session(
             let pos = store.session(&id)?;
             store.set_session_settings(&id, mode, pace)?;
             let movement = crate::pieces::resume(&store, &id)?.map(|r| r.movement_prompt());
-            let cfg = session_exec(&st2, &store, &id)?;
+            let cfg = session_exec(&task_state, &store, &id)?;
             return Ok((pos, movement, cfg));
         }
-        let piece = session_piece(&st2, &input)?;
+        let piece = session_piece(&task_state, &input)?;
         let id = format!(
             "s-{}",
             crate::pairing::random_hex(8).map_err(|e| ApiError::Internal(e.to_string()))?
         );
-        let pos = store.create_session(&id, &st2.ws.root().display().to_string())?;
-        crate::run_cli::session_repo(&store, &id, st2.ws.root())?;
+        let pos = store.create_session(&id, &task_state.ws.root().display().to_string())?;
+        crate::submit::session_repo(&store, &id, task_state.ws.root())?;
         store.set_session_settings(&id, mode, pace)?;
         let movement = match piece {
             Some((yaml, piece)) => Some(crate::pieces::start(&store, &id, &yaml, piece)?),
             None => None,
         };
-        let cfg = session_exec(&st2, &store, &id)?;
+        let cfg = session_exec(&task_state, &store, &id)?;
         Ok((pos, movement, cfg))
     })
     .await?;
-    let mut prompt = system_prompt(
+    let piece = movement.is_some();
+    let prompt = system_prompt(
         &cfg.settings,
         &PromptContext {
             mode: cfg.mode,
             environment: Some(st.environment.clone()),
+            movement,
+            task,
         },
     );
-    if let Some(m) = &movement {
-        prompt.push_str("\n\n");
-        prompt.push_str(m);
-    }
-    st.emit(&serde_json::json!({"type": "session", "session": pos.id, "turn": pos.turn, "batch": pos.batch}));
-    Ok(Json(serde_json::json!({ "session": pos.id, "turn": pos.turn, "batch": pos.batch, "prompt": prompt, "piece": movement.is_some(), "mode": cfg.mode.as_str(), "pace": cfg.settings.pace.as_str() })).into_response())
+    st.emit(&HostEvent::Session {
+        session: pos.id.clone(),
+        turn: pos.turn,
+        batch: pos.batch,
+    });
+    Ok(Json(api::SessionStarted {
+        session: pos.id,
+        turn: pos.turn,
+        batch: pos.batch,
+        prompt,
+        piece,
+        mode: cfg.mode,
+        pace: cfg.settings.pace,
+    })
+    .into_response())
 }
 
 pub(super) async fn get_session(
@@ -190,56 +192,26 @@ pub(super) async fn get_session(
     let out = blocking(move || -> Result<_, ApiError> {
         let store = st.store()?;
         let pos = store.session(&id)?;
-        let batches: Vec<serde_json::Value> = store
-            .batches(&id)?
-            .into_iter()
-            .map(|(bid, turn, batch, status, control)| serde_json::json!({"id": bid, "turn": turn, "batch": batch, "status": status, "control": control}))
-            .collect();
-        Ok(serde_json::json!({"session": pos.id, "turn": pos.turn, "batch": pos.batch, "batches": batches}))
+        Ok(api::SessionDetail {
+            batches: store.batches(&id)?,
+            session: pos.id,
+            turn: pos.turn,
+            batch: pos.batch,
+        })
     })
     .await?;
     Ok(Json(out).into_response())
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ReplyIn {
-    pub(super) reply: String,
-    /// The turn and batch the client believes this reply is; a retry sends the same numbers.
-    #[serde(default)]
-    pub(super) turn: Option<u32>,
-    #[serde(default)]
-    pub(super) batch: Option<u32>,
-}
-
-#[derive(Debug, Serialize)]
-pub(super) struct ReplyOut {
-    pub(super) batch_id: String,
-    pub(super) turn: u32,
-    pub(super) batch: u32,
-    /// "done" (executed), "rejected" (format correction), "interrupted" (stored as running).
-    pub(super) status: keyless_core::turn::BatchStatus,
-    /// The text to send back to the chat.
-    pub(super) text: String,
-    pub(super) control: Option<keyless_core::Control>,
-    pub(super) turn_ended: Option<keyless_core::turn::TurnEnd>,
-    /// True when the answer comes from the store (a retry): nothing ran now.
-    pub(super) stored: bool,
-    pub(super) next_turn: u32,
-    pub(super) next_batch: u32,
-    /// For a piece session: where the run stands after this batch.
-    pub(super) piece: Option<serde_json::Value>,
-}
-
-pub(super) fn run_reply(
+pub(super) fn execute_reply(
     st: &Arc<Shared>,
     session: &str,
-    input: &ReplyIn,
-) -> Result<ReplyOut, ApiError> {
+    input: &api::ReplyRequest,
+) -> Result<api::ReplyAnswer, ApiError> {
     let store = st.store()?;
     let mut pos = store.session(session)?;
     let cfg = session_exec(st, &store, session)?;
-    let repo = crate::run_cli::session_repo(&store, session, st.ws.root())?;
+    let repo = crate::submit::session_repo(&store, session, st.ws.root())?;
     let ctx = crate::submit::Context {
         store: &store,
         ws: &st.ws,
@@ -261,7 +233,12 @@ pub(super) fn run_reply(
             batch,
         } => {
             tracing::info!(%session, batch_id, turn, batch, "batch started");
-            st.emit(&serde_json::json!({"type": "batch_started", "session": session, "batch_id": batch_id, "turn": turn, "batch": batch}));
+            st.emit(&HostEvent::BatchStarted {
+                session: session.to_string(),
+                batch_id: batch_id.to_string(),
+                turn,
+                batch,
+            });
         }
         crate::submit::Event::Finished {
             batch_id,
@@ -269,11 +246,16 @@ pub(super) fn run_reply(
             turn_ended,
         } => {
             tracing::info!(%session, batch_id, status = status.as_str(), turn_ended = ?turn_ended, "batch finished");
-            st.emit(&serde_json::json!({"type": "batch_finished", "session": session, "batch_id": batch_id, "status": status, "turn_ended": turn_ended}));
+            st.emit(&HostEvent::BatchFinished {
+                session: session.to_string(),
+                batch_id: batch_id.to_string(),
+                status,
+                turn_ended,
+            });
         }
     };
     let out = crate::submit::submit(&ctx, &mut pos, &input.reply, at, &mut prompter, &mut events)?;
-    Ok(ReplyOut {
+    Ok(api::ReplyAnswer {
         batch_id: out.batch_id,
         turn: out.turn,
         batch: out.batch,
@@ -284,8 +266,10 @@ pub(super) fn run_reply(
         stored: out.stored,
         next_turn: pos.turn,
         next_batch: pos.batch,
-        piece: out.piece.map(|snap| {
-            serde_json::json!({"state": snap.state, "movement": snap.current, "movement_runs": snap.movement_runs})
+        piece: out.piece.map(|snap| api::PieceProgress {
+            state: snap.state,
+            movement: snap.current,
+            movement_runs: snap.movement_runs,
         }),
     })
 }
@@ -295,7 +279,7 @@ pub(super) async fn submit_reply(
     UrlPath(session): UrlPath<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let input: ReplyIn = json_body(&body)?;
+    let input: api::ReplyRequest = json_body(&body)?;
     // The batch runs in its own task: a client that disconnects drops this handler, not the batch,
     // whose result a retry then gets from the store. One batch at a time per workspace: the lock
     // is held by that task until the batch is stored.
@@ -303,7 +287,7 @@ pub(super) async fn submit_reply(
         let guard = st.workspace_lock.clone().lock_owned().await;
         blocking(move || {
             let _guard = guard;
-            run_reply(&st, &session, &input)
+            execute_reply(&st, &session, &input)
         })
         .await
     });
@@ -320,14 +304,14 @@ pub(super) async fn cancel(
     if let Ok(mut c) = st.cancel.lock() {
         c.insert(session.clone());
     }
-    Ok(Json(serde_json::json!({"session": session, "cancel_requested": true})).into_response())
+    Ok(Json(api::CancelRequested {
+        session,
+        cancel_requested: true,
+    })
+    .into_response())
 }
 
 pub(super) async fn list_sessions(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
     let rows = blocking(move || Ok(st.store()?.sessions()?)).await?;
-    let out: Vec<serde_json::Value> = rows
-        .into_iter()
-        .map(|(id, created_at, turn, batch, piece)| serde_json::json!({"session": id, "created_at": created_at, "turn": turn, "batch": batch, "piece": piece}))
-        .collect();
-    Ok(Json(out).into_response())
+    Ok(Json(rows).into_response())
 }

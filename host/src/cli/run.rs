@@ -1,16 +1,114 @@
-//! `keyless-host run` and `keyless-host undo`.
+//! `keyless-host run`, `undo` and `log`: reply files executed as one session, on the terminal.
 
-use crate::cli::HostError;
+use super::args::{FailureModeArg, LimitArgs, ModeArg};
+use crate::config::{exec_settings, load_config, warn_ignored, Loaded};
+use crate::error::HostError;
 use crate::exec::batch::{ExecSettings, Prompter};
 use crate::exec::workspace::{undo_batch, Workspace};
 use crate::store::Store;
 use crate::submit::{self, SubmitError};
+use clap::Args;
 use keyless_core::policy::Verdict;
 use keyless_core::turn::{BatchStatus, TurnEnd};
+use keyless_core::Mode;
 use std::collections::VecDeque;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub(super) struct RunArgs {
+    /// The workspace folder.
+    #[arg(long, default_value = ".")]
+    workspace: PathBuf,
+    /// Commands.Mode (default: keyless.json, else ask).
+    #[arg(long, value_enum)]
+    mode: Option<ModeArg>,
+    /// Commands.AllowList pattern (repeatable; adds to keyless.json's).
+    #[arg(long = "allow", value_name = "PATTERN")]
+    allow: Vec<String>,
+    /// Resume a saved session instead of starting a new one.
+    #[arg(long)]
+    session: Option<String>,
+    /// Follow a piece in the new session: a name (built-in, or in `.agent/pieces/`) or a YAML file. Its
+    /// movements gate the commands exactly as in a `serve` session.
+    #[arg(long, value_name = "NAME|FILE")]
+    piece: Option<String>,
+    /// Approve every confirmation (scripts and tests).
+    #[arg(long)]
+    yes: bool,
+    /// Answer the next @@ask with TEXT (repeatable, in order).
+    #[arg(long = "answer", value_name = "TEXT")]
+    answers: Vec<String>,
+    /// Commands.TimeoutSeconds: the default runcommand timeout (default 600).
+    #[arg(long)]
+    timeout: Option<u32>,
+    /// Commands.BatchFailureMode (default stop-on-mutation-failure).
+    #[arg(long, value_enum)]
+    failure_mode: Option<FailureModeArg>,
+    /// Git.ProtectedBranches pattern (repeatable; replaces the default main, master, release/*).
+    #[arg(long = "protect", value_name = "PATTERN")]
+    protect: Vec<String>,
+    /// Git.AutoInit: create the repository when the workspace is not one.
+    #[arg(long)]
+    auto_init: bool,
+    /// Commit without pushing.
+    #[arg(long)]
+    no_push: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
+    /// Reply files, in order.
+    #[arg(required = true)]
+    replies: Vec<String>,
+}
+
+pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
+    let Loaded {
+        mut cfg, ignored, ..
+    } = load_config(&a.workspace)?;
+    warn_ignored(&ignored);
+    a.limits.apply(&mut cfg)?;
+    let src = "command line";
+    if let Some(m) = a.mode {
+        cfg.set(
+            "Commands.Mode",
+            &serde_json::json!(Mode::from(m).as_str()),
+            src,
+        )?;
+    }
+    if let Some(t) = a.timeout {
+        cfg.set("Commands.TimeoutSeconds", &serde_json::json!(t), src)?;
+    }
+    if let Some(f) = a.failure_mode {
+        let name = match f {
+            FailureModeArg::StopOnMutationFailure => "StopOnMutationFailure",
+            FailureModeArg::StopOnAnyFailure => "StopOnAnyFailure",
+            FailureModeArg::Continue => "Continue",
+        };
+        cfg.set("Commands.BatchFailureMode", &serde_json::json!(name), src)?;
+    }
+    if !a.protect.is_empty() {
+        cfg.set("Git.ProtectedBranches", &serde_json::json!(a.protect), src)?;
+    }
+    if a.auto_init {
+        cfg.set("Git.AutoInit", &serde_json::json!(true), src)?;
+    }
+    cfg.allow_list.extend(a.allow);
+    let exec = exec_settings(&cfg, !a.no_push);
+    let prompter = TerminalPrompter {
+        yes: a.yes,
+        answers: a.answers.into(),
+        interactive: stdin_is_terminal(),
+    };
+    run_session(RunOptions {
+        workspace: a.workspace,
+        exec,
+        replies: a.replies,
+        prompter,
+        session: a.session,
+        piece: a.piece,
+    })
+}
 
 /// Confirmations and questions on the terminal; `--yes` and `--answer` script them.
 #[derive(Debug)]
@@ -95,24 +193,6 @@ fn session_id() -> String {
     format!("run-{secs}-{}", std::process::id())
 }
 
-/// The repository recorded at the session's start; recorded now for a new session (or one made
-/// before keyless recorded it).
-///
-/// # Errors
-/// SQLite failures.
-pub fn session_repo(
-    store: &Store,
-    session: &str,
-    root: &Path,
-) -> Result<crate::exec::git::RepoRecord, crate::store::StoreError> {
-    if let Some(r) = store.repo(session)? {
-        return Ok(r);
-    }
-    let r = crate::exec::git::RepoRecord::capture(root);
-    store.set_repo(session, &r)?;
-    Ok(r)
-}
-
 fn store_err(e: &crate::store::StoreError) -> HostError {
     HostError::Usage(format!("{} {e}", e.code()))
 }
@@ -143,7 +223,7 @@ fn submit_err(e: &SubmitError) -> HostError {
 ///
 /// # Errors
 /// When the workspace, the database or a reply file cannot be read, or the session is unknown.
-pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
+pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
     let ws = Workspace::open(&o.workspace).map_err(|source| HostError::Read {
         path: o.workspace.display().to_string(),
         source,
@@ -179,7 +259,7 @@ pub fn run(mut o: RunOptions) -> Result<ExitCode, HostError> {
     if let Some((yaml, piece)) = piece {
         crate::pieces::start(&store, &session, &yaml, piece).map_err(|e| piece_err(&e))?;
     }
-    let repo = session_repo(&store, &session, ws.root()).map_err(|e| store_err(&e))?;
+    let repo = submit::session_repo(&store, &session, ws.root()).map_err(|e| store_err(&e))?;
     let mut out = io::stdout().lock();
     let _ = writeln!(
         out,
@@ -359,7 +439,12 @@ pub fn log_cmd(
             let _ = writeln!(
                 out,
                 "{} {} {} {:<10} {:<7}{code} {}",
-                e.at, e.session, e.batch, e.command, e.status, e.target
+                e.at,
+                e.session,
+                e.batch,
+                e.command,
+                e.status.as_str(),
+                e.target
             );
         }
         let _ = writeln!(

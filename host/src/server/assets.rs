@@ -1,6 +1,10 @@
 //! The dashboard and playground files, served under the strict CSP.
 
-use super::*;
+use super::state::{ApiError, Shared};
+use axum::extract::{Path as UrlPath, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
 
 /// The dashboard's (and the playground's) files, with a strict CSP and no referrer (the token is
 /// in the dashboard's URL). Only the playground may compile WebAssembly.

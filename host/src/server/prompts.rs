@@ -1,26 +1,18 @@
 //! Confirmations and questions waiting for the user, the prompter that raises them, and the
 //! event stream.
 
-use super::*;
-
-/// A question waiting for the user.
-#[derive(Debug)]
-pub(super) struct Pending {
-    pub(super) session: String,
-    pub(super) kind: &'static str,
-    pub(super) text: String,
-    pub(super) tier: Option<String>,
-    pub(super) reason: Option<String>,
-    pub(super) reply: std::sync::mpsc::Sender<Answer>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub(super) struct Answer {
-    #[serde(default)]
-    pub(super) approve: bool,
-    #[serde(default)]
-    pub(super) answer: Option<String>,
-}
+use super::state::{json_body, ApiError, Shared};
+use crate::exec::batch::Prompter;
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use keyless_core::api::{self, HostEvent, PromptKind};
+use keyless_core::policy::Verdict;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast;
 
 /// The batch thread's prompter: questions go to the API and the event stream.
 pub(super) struct ServerPrompter {
@@ -31,22 +23,26 @@ pub(super) struct ServerPrompter {
 impl Prompter for ServerPrompter {
     fn confirm(&mut self, command: &str, verdict: &Verdict) -> bool {
         self.shared
-            .wait_for(&self.session, "confirm", command, Some(verdict))
+            .wait_for(&self.session, PromptKind::Confirm, command, Some(verdict))
             .is_some_and(|a| a.approve)
     }
     fn ask(&mut self, question: &str) -> Option<String> {
         self.shared
-            .wait_for(&self.session, "ask", question, None)
+            .wait_for(&self.session, PromptKind::Ask, question, None)
             .and_then(|a| a.answer)
             .filter(|a| !a.trim().is_empty())
     }
     fn say(&mut self, message: &str) {
-        self.shared
-            .emit(&serde_json::json!({"type": "say", "session": self.session, "text": message}));
+        self.shared.emit(&HostEvent::Say {
+            session: self.session.clone(),
+            text: message.to_string(),
+        });
     }
     fn output(&mut self, chunk: &str) {
-        self.shared
-            .emit(&serde_json::json!({"type": "output", "session": self.session, "text": chunk}));
+        self.shared.emit(&HostEvent::Output {
+            session: self.session.clone(),
+            text: chunk.to_string(),
+        });
     }
     fn cancel_requested(&mut self) -> bool {
         self.shared
@@ -55,24 +51,41 @@ impl Prompter for ServerPrompter {
             .is_ok_and(|mut c| c.remove(&self.session))
     }
     fn command_started(&mut self, c: &keyless_core::Command) {
-        self.shared.emit(&serde_json::json!({"type": "command_started", "session": self.session, "number": c.number, "command": c.kind.name(), "target": c.target()}));
+        self.shared.emit(&HostEvent::CommandStarted {
+            session: self.session.clone(),
+            number: c.number,
+            command: c.kind.name().to_string(),
+            target: c.target(),
+        });
     }
     fn command_finished(&mut self, r: &keyless_core::message::CommandResult) {
-        use keyless_core::message::Outcome;
-        let (status, code) = match &r.outcome {
-            Outcome::Ok { .. } => ("ok", None),
-            Outcome::Error { code, .. } => ("error", Some(code.as_str())),
-            Outcome::Skipped { .. } => ("skipped", None),
+        let code = match &r.outcome {
+            keyless_core::message::Outcome::Error { code, .. } => Some(code.as_str().to_string()),
+            _ => None,
         };
-        self.shared.emit(&serde_json::json!({"type": "command_finished", "session": self.session, "number": r.number, "command": r.kind.name(), "target": r.target, "status": status, "code": code}));
+        self.shared.emit(&HostEvent::CommandFinished {
+            session: self.session.clone(),
+            number: r.number,
+            command: r.kind.name().to_string(),
+            target: r.target.clone(),
+            status: r.outcome.status(),
+            code,
+        });
     }
 }
 
 pub(super) async fn list_prompts(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
     let p = st.pending()?;
-    let list: Vec<serde_json::Value> = p
+    let list: Vec<api::PendingPrompt> = p
         .iter()
-        .map(|(id, q)| serde_json::json!({"id": id, "session": q.session, "kind": q.kind, "text": q.text, "tier": q.tier, "reason": q.reason}))
+        .map(|(id, q)| api::PendingPrompt {
+            id: *id,
+            session: q.session.clone(),
+            kind: q.kind,
+            text: q.text.clone(),
+            tier: q.tier,
+            reason: q.reason.clone(),
+        })
         .collect();
     Ok(Json(list).into_response())
 }
@@ -82,13 +95,13 @@ pub(super) async fn answer_prompt(
     UrlPath(id): UrlPath<u64>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let answer: Answer = json_body(&body)?;
+    let answer: api::PromptAnswer = json_body(&body)?;
     let p = st.pending()?;
     let Some(q) = p.get(&id) else {
         return Err(ApiError::NotFound);
     };
     let _ = q.reply.send(answer);
-    Ok(Json(serde_json::json!({"id": id, "answered": true})).into_response())
+    Ok(Json(api::Answered { id, answered: true }).into_response())
 }
 
 pub(super) async fn events(

@@ -1,6 +1,15 @@
 //! The guard every request passes (host, token, origin, body type), pairing, and the request log.
 
-use super::*;
+use super::state::{json_body, ApiError, Shared, MAX_BODY_BYTES, REQUEST_TIMEOUT};
+use crate::pairing::{constant_time_eq, valid_extension_id};
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, Request};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use keyless_core::api::{self};
+use std::sync::Arc;
 
 pub(super) fn origin_ok(origin: Option<&str>, allowed: &[String]) -> bool {
     origin.is_none_or(|o| allowed.iter().any(|a| a == o))
@@ -84,19 +93,12 @@ pub(super) async fn guard(
     next.run(req).await
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct PairIn {
-    pub(super) code: String,
-    pub(super) extension_id: String,
-}
-
 pub(super) async fn pair(
     State(st): State<Arc<Shared>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let input: PairIn = json_body(&body)?;
+    let input: api::PairRequest = json_body(&body)?;
     if !valid_extension_id(&input.extension_id) {
         return Err(ApiError::BadRequest(
             "extension_id must be a Chrome extension id (32 letters a-p)".into(),
@@ -154,10 +156,11 @@ pub(super) async fn pair(
         .pairings
         .add(&input.extension_id)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(
-        Json(serde_json::json!({ "token": token, "extension_id": input.extension_id }))
-            .into_response(),
-    )
+    Ok(Json(api::Paired {
+        token,
+        extension_id: input.extension_id,
+    })
+    .into_response())
 }
 
 /// Logs every request (method, path, status, duration) and holds short routes to

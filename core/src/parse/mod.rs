@@ -5,13 +5,15 @@
 //! panics, runs in time linear in the input (one bounded rescan at most), and recovers after every
 //! problem so that one correction lists all of them.
 
+pub mod diagnostics;
+
 use crate::config::Limits;
 use crate::diag::{Code, Diagnostic};
 use crate::path;
 use crate::reply::{
     Command, CommandKind, DoneStatus, Need, OnError, Options, Reply, Section, SectionName,
 };
-use crate::text::{chars_over, edit_distance, quote, truncate_chars};
+use crate::text::{chars_over, edit_distance, truncate_chars};
 use serde::Serialize;
 
 /// At most this many diagnostics are kept; the rest are counted.
@@ -91,12 +93,10 @@ pub fn parse_partial(text: &str, limits: &Limits) -> PartialOutput {
         Some(idx) => &text[..idx],
         None => "",
     };
-    let mut diagnostics = Vec::new();
     if let Some(n) = chars_over(text, limits.max_response_chars as usize) {
-        diagnostics.push(response_too_long(n, limits));
         return PartialOutput {
             reply: Reply::default(),
-            diagnostics,
+            diagnostics: vec![diagnostics::response_too_long(n, limits)],
             suppressed: 0,
             state: StreamState::Outside,
             complete_lines: 0,
@@ -105,7 +105,7 @@ pub fn parse_partial(text: &str, limits: &Limits) -> PartialOutput {
     if complete.is_empty() && !text.contains('\n') {
         return PartialOutput {
             reply: Reply::default(),
-            diagnostics,
+            diagnostics: Vec::new(),
             suppressed: 0,
             state: StreamState::Outside,
             complete_lines: 0,
@@ -155,24 +155,11 @@ pub fn parse_partial_resumable(
     }
 }
 
-fn response_too_long(n: usize, limits: &Limits) -> Diagnostic {
-    Diagnostic::new(
-        Code::LimitResponseChars,
-        None,
-        format!(
-            "The response has {n} characters; the limit is {}.",
-            limits.max_response_chars
-        ),
-    )
-    .with_help("Split the work across several smaller responses.")
-}
-
 fn precheck(text: &str, limits: &Limits) -> Option<ParseOutput> {
     let diag = if text.trim().is_empty() {
-        Diagnostic::new(Code::ReplyEmpty, None, "The response is empty.")
-            .with_help("Reply with AgentScript v1 blocks ending in @@eof.")
+        diagnostics::reply_empty()
     } else if let Some(n) = chars_over(text, limits.max_response_chars as usize) {
-        response_too_long(n, limits)
+        diagnostics::response_too_long(n, limits)
     } else {
         return None;
     };
@@ -198,6 +185,22 @@ struct OpenBlock {
     /// A malformed section marker was reported in this block: do not also report its section as
     /// missing.
     bad_section: bool,
+}
+
+impl OpenBlock {
+    /// A block whose command is unknown (or a section with no block): its lines are swallowed up
+    /// to its `@@end` without further errors.
+    fn unknown(line: u32) -> Self {
+        OpenBlock {
+            kind: None,
+            number: 0,
+            line,
+            argument: None,
+            options: Options::default(),
+            sections: Vec::new(),
+            bad_section: false,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -466,11 +469,6 @@ fn suggest_command(name: &str) -> Option<&'static str> {
         .map(|(_, n)| n)
 }
 
-const COMMAND_LIST: &str =
-    "say, newfile, updatefile, editfile, deletefile, movefile, readfile, mkdir, runcommand, ask, commit, next, done";
-const SECTION_HELP: &str =
-    "Sections are <<<MSG, <<<CONTENT, <<<FIND, <<<REPLACE, <<<CMD or <<<TO on a line of their own, optionally with a nonce such as <<<CONTENT:x7, and close with MSG>>> (or CONTENT:x7>>>).";
-
 impl<'a> Parser<'a> {
     fn new(src: &'a str, limits: &'a Limits, partial: bool) -> Self {
         let body = src.trim_end();
@@ -695,23 +693,8 @@ impl<'a> Parser<'a> {
                     self.directive(trimmed, lineno);
                 } else if let Some(rest) = trimmed.strip_prefix("<<<") {
                     self.flush_stray();
-                    self.push(
-                        Diagnostic::new(
-                            Code::ParseStrayText,
-                            Some(lineno),
-                            format!("Section marker {} outside a block.", quote(trimmed)),
-                        )
-                        .with_help("Open a block first, for example @@newfile path, then its sections, then @@end."),
-                    );
-                    let orphan = OpenBlock {
-                        kind: None,
-                        number: 0,
-                        line: lineno,
-                        argument: None,
-                        options: Options::default(),
-                        sections: Vec::new(),
-                        bad_section: false,
-                    };
+                    self.push(diagnostics::section_marker_outside_block(lineno, trimmed));
+                    let orphan = OpenBlock::unknown(lineno);
                     let sec = self.open_section_raw(rest, lineno, i, false);
                     self.state = State::Payload(orphan, sec);
                 } else {
@@ -756,17 +739,7 @@ impl<'a> Parser<'a> {
                 }
                 if trimmed.ends_with(">>>") {
                     self.flush_stray();
-                    self.push(
-                        Diagnostic::new(
-                            Code::ParseBadMarker,
-                            Some(lineno),
-                            format!(
-                                "Closing marker {} without a matching opening marker.",
-                                quote(trimmed)
-                            ),
-                        )
-                        .with_help(SECTION_HELP),
-                    );
+                    self.push(diagnostics::closer_without_opener(lineno, trimmed));
                 } else if block.kind.is_some() {
                     self.stray_line(Code::ParseStrayText, lineno, trimmed, block.kind);
                 }
@@ -817,35 +790,11 @@ impl<'a> Parser<'a> {
             String::new()
         };
         let d = match (s.code, s.inside) {
-            (Code::ParseTextAfterEof, _) => Diagnostic::new(
-                s.code,
-                Some(s.line),
-                format!("Text after \"@@eof\": {}{more}.", quote(&s.text)),
-            )
-            .with_help("@@eof must be the last line of the response."),
+            (Code::ParseTextAfterEof, _) => diagnostics::text_after_eof(s.line, &s.text, &more),
             (_, Some(kind)) => {
-                let help = match kind.sections().first() {
-                    Some((name, _)) => format!(
-                        "Put it between <<<{name} and {name}>>>, each on a line of its own."
-                    ),
-                    None => format!("@@{kind} takes no sections; close it with @@end."),
-                };
-                Diagnostic::new(
-                    s.code,
-                    Some(s.line),
-                    format!(
-                        "Text inside the @@{kind} block but outside a section: {}{more}.",
-                        quote(&s.text)
-                    ),
-                )
-                .with_help(help)
+                diagnostics::text_outside_section(s.code, s.line, kind, &s.text, &more)
             }
-            (_, None) => Diagnostic::new(
-                s.code,
-                Some(s.line),
-                format!("Text outside blocks: {}{more}.", quote(&s.text)),
-            )
-            .with_help("Write everything inside blocks; talk to the user only with @@say."),
+            (_, None) => diagnostics::text_outside_blocks(s.code, s.line, &s.text, &more),
         };
         self.push(d);
     }
@@ -854,56 +803,25 @@ impl<'a> Parser<'a> {
         let (name, rest) = split_directive(trimmed);
         if name.eq_ignore_ascii_case("eof") {
             if !rest.is_empty() {
-                self.push(
-                    Diagnostic::new(
-                        Code::ParseTextAfterEof,
-                        Some(lineno),
-                        format!("Text after \"@@eof\" on the same line: {}.", quote(rest)),
-                    )
-                    .with_help("@@eof stands alone on the last line."),
-                );
+                self.push(diagnostics::text_on_eof_line(lineno, rest));
             }
             self.eof_seen = true;
             self.state = State::AfterEof;
             return;
         }
         if name.eq_ignore_ascii_case("end") {
-            self.push(
-                Diagnostic::new(
-                    Code::ParseStrayText,
-                    Some(lineno),
-                    "\"@@end\" without an open block.",
-                )
-                .with_help(
-                    "Every @@end closes the block opened just before it; remove the extra one.",
-                ),
-            );
+            self.push(diagnostics::end_without_block(lineno));
             return;
         }
         self.seen_block = true;
         let Some(kind) = CommandKind::from_name(name) else {
             let shown = truncate_chars(name, 40);
-            let mut d = Diagnostic::new(
-                Code::ParseUnknownCommand,
-                Some(lineno),
-                format!("Unknown command \"@@{shown}\"."),
-            );
-            d = match suggest_command(name) {
-                Some(s) => {
-                    d.with_help(format!("Did you mean \"@@{s}\"? Commands: {COMMAND_LIST}."))
-                }
-                None => d.with_help(format!("Commands: {COMMAND_LIST}.")),
-            };
-            self.push(d);
-            self.state = State::Block(OpenBlock {
-                kind: None,
-                number: 0,
-                line: lineno,
-                argument: None,
-                options: Options::default(),
-                sections: Vec::new(),
-                bad_section: false,
-            });
+            self.push(diagnostics::unknown_command(
+                lineno,
+                &shown,
+                suggest_command(name),
+            ));
+            self.state = State::Block(OpenBlock::unknown(lineno));
             return;
         };
         let number = self.next_number;
@@ -924,22 +842,13 @@ impl<'a> Parser<'a> {
     fn header(&mut self, kind: CommandKind, rest: &str, lineno: u32) -> (Option<String>, Options) {
         if kind.takes_path() {
             if rest.is_empty() {
-                self.push(
-                    Diagnostic::new(
-                        Code::ParseMissingArgument,
-                        Some(lineno),
-                        format!("\"@@{kind}\" needs a path."),
-                    )
-                    .with_help(format!(
-                        "Write the path on the same line: @@{kind} src/example.txt"
-                    )),
-                );
+                self.push(diagnostics::missing_path(lineno, kind));
                 return (None, Options::default());
             }
             return match path::normalize(rest) {
                 Ok(p) => (Some(p), Options::default()),
                 Err(problem) => {
-                    self.push(bad_path(lineno, rest, &problem.to_string()));
+                    self.push(diagnostics::bad_path(lineno, rest, &problem.to_string()));
                     (Some(rest.to_string()), Options::default())
                 }
             };
@@ -963,25 +872,11 @@ impl<'a> Parser<'a> {
                 }
             };
             if let Some(problem) = problem {
-                self.push(
-                    Diagnostic::new(
-                        Code::ParseBadOption,
-                        Some(lineno),
-                        format!("Bad option on \"@@{kind}\": {problem}."),
-                    )
-                    .with_help(format!("{}.", kind.option_help())),
-                );
+                self.push(diagnostics::bad_option(lineno, kind, &problem));
             }
         }
         if options.next.is_some() && options.status == Some(DoneStatus::Aborted) {
-            self.push(
-                Diagnostic::new(
-                    Code::ParseBadOption,
-                    Some(lineno),
-                    "Bad option on \"@@done\": next=<movement> cannot be combined with status=aborted.",
-                )
-                .with_help("Use either @@done next=<movement> or @@done status=aborted."),
-            );
+            self.push(diagnostics::done_next_and_aborted(lineno));
         }
         (None, options)
     }
@@ -998,34 +893,10 @@ impl<'a> Parser<'a> {
             return sec;
         };
         if !kind.sections().iter().any(|(n, _)| *n == name) {
-            let takes = match kind.sections() {
-                [] => format!("@@{kind} takes no sections."),
-                list => format!(
-                    "@@{kind} takes {}.",
-                    list.iter()
-                        .map(|(n, _)| format!("<<<{n}"))
-                        .collect::<Vec<_>>()
-                        .join(" and ")
-                ),
-            };
-            self.push(
-                Diagnostic::new(
-                    Code::ParseUnexpectedPayload,
-                    Some(lineno),
-                    format!("\"@@{kind}\" does not take a <<<{name} section."),
-                )
-                .with_help(takes),
-            );
+            self.push(diagnostics::section_not_taken(lineno, kind, name));
             sec.keep = false;
         } else if block.sections.iter().any(|s| s.name == name) {
-            self.push(
-                Diagnostic::new(
-                    Code::ParseUnexpectedPayload,
-                    Some(lineno),
-                    format!("\"@@{kind}\" has a second <<<{name} section."),
-                )
-                .with_help("Give each section once per block."),
-            );
+            self.push(diagnostics::section_twice(lineno, kind, name));
             sec.keep = false;
         }
         sec
@@ -1062,17 +933,7 @@ impl<'a> Parser<'a> {
             None
         };
         if let (Some(problem), true) = (&problem, report) {
-            self.push(
-                Diagnostic::new(
-                    Code::ParseBadMarker,
-                    Some(lineno),
-                    format!(
-                        "Malformed section marker {}: {problem}.",
-                        quote(&format!("<<<{rest}"))
-                    ),
-                )
-                .with_help(SECTION_HELP),
-            );
+            self.push(diagnostics::malformed_marker(lineno, rest, problem));
         }
         OpenSection {
             name: if problem.is_none() { name } else { None },
@@ -1148,20 +1009,13 @@ impl<'a> Parser<'a> {
         };
         let text = self.payload_text(sec.start, close_idx);
         if let Some(n) = chars_over(&text, self.limits.max_file_content_chars as usize) {
-            let kind = block
-                .kind
-                .map_or_else(String::new, |k| format!(" of \"@@{k}\""));
-            self.push(
-                Diagnostic::new(
-                    Code::LimitFileContentChars,
-                    Some(sec.line),
-                    format!(
-                        "The {name} section{kind} has {n} characters; the limit is {}.",
-                        self.limits.max_file_content_chars
-                    ),
-                )
-                .with_help("Write the file in parts: @@newfile with the first part, then @@editfile to add the rest in later responses."),
-            );
+            self.push(diagnostics::section_too_long(
+                sec.line,
+                name,
+                block.kind,
+                n,
+                self.limits,
+            ));
         }
         block.sections.push(Section {
             name,
@@ -1193,14 +1047,9 @@ impl<'a> Parser<'a> {
         for (name, need) in kind.sections() {
             let section = block.sections.iter().find(|s| s.name == *name);
             match (section, need) {
-                (None, Need::Required) if !block.bad_section => errors.push(
-                    Diagnostic::new(
-                        Code::ParseMissingPayload,
-                        Some(block.line),
-                        format!("\"@@{kind}\" needs a <<<{name} section."),
-                    )
-                    .with_help(format!("Add <<<{name} … {name}>>> before @@end.")),
-                ),
+                (None, Need::Required) if !block.bad_section => {
+                    errors.push(diagnostics::missing_section(block.line, kind, *name));
+                }
                 (Some(s), Need::Required)
                     if s.text.trim().is_empty()
                         && matches!(
@@ -1211,19 +1060,7 @@ impl<'a> Parser<'a> {
                                 | SectionName::To
                         ) =>
                 {
-                    errors.push(
-                        Diagnostic::new(
-                            Code::ParseMissingPayload,
-                            Some(s.line),
-                            format!("The <<<{name} section of \"@@{kind}\" is empty."),
-                        )
-                        .with_help(match name {
-                            SectionName::Find => "FIND must hold the exact lines to replace.",
-                            SectionName::Cmd => "CMD must hold the command line to run.",
-                            SectionName::To => "TO must hold the destination path.",
-                            _ => "Write the message inside the section.",
-                        }),
-                    );
+                    errors.push(diagnostics::empty_section(s.line, kind, *name));
                 }
                 _ => {}
             }
@@ -1241,9 +1078,15 @@ impl<'a> Parser<'a> {
                     [] => {}
                     [one] => match path::normalize(one) {
                         Ok(p) => to.text = p,
-                        Err(problem) => errors.push(bad_path(to.line, one, &problem.to_string())),
+                        Err(problem) => {
+                            errors.push(diagnostics::bad_path(to.line, one, &problem.to_string()))
+                        }
                     },
-                    _ => errors.push(bad_path(to.line, &to.text, "TO must hold exactly one path")),
+                    _ => errors.push(diagnostics::bad_path(
+                        to.line,
+                        &to.text,
+                        "TO must hold exactly one path",
+                    )),
                 }
             }
         }
@@ -1263,46 +1106,22 @@ impl<'a> Parser<'a> {
     }
 
     fn unterminated_block(&mut self, block: &OpenBlock, next_block: Option<u32>) {
-        let name = block
-            .kind
-            .map_or_else(|| "unknown".to_string(), |k| format!("@@{k}"));
-        let mut msg = format!(
-            "The \"{name}\" block opened at line {} has no \"@@end\"",
-            block.line
-        );
-        if let Some(next) = next_block {
-            msg.push_str(&format!(" before line {next}"));
+        // An unknown command was already reported; one problem per block is enough.
+        if let Some(kind) = block.kind {
+            self.push(diagnostics::unterminated_block(
+                block.line, kind, next_block,
+            ));
         }
-        msg.push('.');
-        if block.kind.is_none() {
-            // The unknown command was already reported; one problem per block is enough.
-            return;
-        }
-        self.push(
-            Diagnostic::new(Code::ParseUnterminatedBlock, Some(block.line), msg)
-                .with_help("Close every block with a line @@end."),
-        );
     }
 
     fn report_unclosed_section(&mut self, sec: &OpenSection) {
-        let nonce = sec.nonce.map(|n| format!(":{n}")).unwrap_or_default();
-        let expected = format!("{}{nonce}>>>", sec.closer);
-        let mut d = Diagnostic::new(
-            Code::ParseUnterminatedBlock,
-            Some(sec.line),
-            format!(
-                "The section \"<<<{}{nonce}\" opened at line {} is never closed with \"{expected}\".",
-                sec.closer, sec.line
-            ),
-        );
-        d = match &self.unclosed_details(sec).1 {
-            Some((line, text)) => d.with_help(format!(
-                "Line {line} ({}) is not the closing marker; write exactly {expected} on a line of its own.",
-                quote(text)
-            )),
-            None => d.with_help(format!("Close the section with {expected} on a line of its own.")),
-        };
-        self.push(d);
+        let near = self.unclosed_details(sec).1;
+        self.push(diagnostics::unclosed_section(
+            sec.line,
+            sec.closer,
+            sec.nonce,
+            near.as_ref().map(|(line, text)| (*line, text.as_ref())),
+        ));
     }
 
     fn end_of_input(&mut self) -> bool {
@@ -1333,14 +1152,7 @@ impl<'a> Parser<'a> {
             .find(|c| c.kind == CommandKind::Done)
             .map(|c| c.line);
         if let (Some(n), Some(d)) = (next, done) {
-            self.push(
-                Diagnostic::new(
-                    Code::ParseConflictingControl,
-                    Some(n.max(d)),
-                    format!("Both \"@@next\" (line {n}) and \"@@done\" (line {d}) in one response."),
-                )
-                .with_help("End with exactly one control directive: @@next to continue, or @@done to finish."),
-            );
+            self.push(diagnostics::conflicting_control(n, d));
         }
     }
 
@@ -1352,18 +1164,8 @@ impl<'a> Parser<'a> {
         let truncated = self.end_of_input();
         self.control_checks();
         if !self.eof_seen {
-            let d = if truncated {
-                Diagnostic::new(
-                    Code::ParseMissingEof,
-                    None,
-                    "Missing \"@@eof\" at the end (the response looks truncated).",
-                )
-            } else {
-                Diagnostic::new(Code::ParseMissingEof, None, "Missing \"@@eof\" at the end.")
-                    .with_help("End every response with a line @@eof.")
-            };
             self.sort_diags();
-            self.push(d);
+            self.push(diagnostics::missing_eof(truncated));
         } else {
             self.sort_diags();
         }
@@ -1373,16 +1175,7 @@ impl<'a> Parser<'a> {
                 .iter()
                 .any(|c| c.kind.counts_toward_limit() || c.kind.is_control())
         {
-            self.push(
-                Diagnostic::new(
-                    Code::ParseSayOnly,
-                    None,
-                    "The response has no command and no control directive (only @@say or nothing).",
-                )
-                .with_help(
-                    "Add the commands to run, and end with @@next to continue or @@done to finish.",
-                ),
-            );
+            self.push(diagnostics::say_only());
         }
         ParseOutput {
             reply: Reply {
@@ -1453,15 +1246,6 @@ fn looks_like_closer(trimmed: &str, closer: &str) -> bool {
         && trimmed.len() >= closer.len()
         && trimmed.is_char_boundary(closer.len())
         && trimmed[..closer.len()].eq_ignore_ascii_case(closer)
-}
-
-fn bad_path(line: u32, path: &str, problem: &str) -> Diagnostic {
-    Diagnostic::new(
-        Code::ParseBadPath,
-        Some(line),
-        format!("Bad path {}: {problem}.", quote(path)),
-    )
-    .with_help("Paths are relative to the workspace root, use /, and stay out of .git and .agent.")
 }
 
 fn set_option(kind: CommandKind, key: &str, value: &str, o: &mut Options) -> Result<(), String> {

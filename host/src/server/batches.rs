@@ -1,6 +1,14 @@
 //! A stored batch (with its tiers and results), undo, and the audit log.
 
-use super::*;
+use super::sessions::session_exec;
+use super::state::{blocking, ApiError, Shared};
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use keyless_core::api::{self, HostEvent};
+use keyless_core::check::command_views;
+use serde::Deserialize;
+use std::sync::Arc;
 
 /// A batch: its reply, the parsed commands with their tiers and stored results, and the text the
 /// model received.
@@ -8,30 +16,34 @@ pub(super) async fn get_batch(
     State(st): State<Arc<Shared>>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Response, ApiError> {
-    let st2 = st.clone();
+    let task_state = st.clone();
     // The tiers shown are the ones the batch met: the session's own mode, not the host's default.
     let (d, cfg, results) = blocking(move || {
-        let store = st2.store()?;
+        let store = task_state.store()?;
         let d = store.batch_detail(&id)?.ok_or(ApiError::NotFound)?;
-        let cfg = session_exec(&st2, &store, &d.session)?;
+        let cfg = session_exec(&task_state, &store, &d.session)?;
         let results = store.results(&id)?;
         Ok((d, cfg, results))
     })
     .await?;
-    let parsed = keyless_core::parse(&d.reply, &cfg.settings.limits);
-    let commands: Vec<serde_json::Value> = parsed
-        .reply
-        .commands
-        .iter()
-        .map(|c| {
-            let tier = (c.kind == keyless_core::CommandKind::RunCommand)
-                .then(|| decide(c.section_text(keyless_core::SectionName::Cmd).unwrap_or(""), cfg.mode, &cfg.allow))
-                .map(|v| serde_json::json!({"tier": v.tier, "decision": v.decision, "reason": v.reason}));
-            let result = results.iter().find(|r| r.number == c.number);
-            serde_json::json!({"number": c.number, "command": c.kind.name(), "target": c.target(), "line": c.line, "policy": tier, "result": result})
+    let commands = command_views(&d.reply, &cfg.settings, cfg.mode, &cfg.allow)
+        .into_iter()
+        .map(|view| api::BatchCommand {
+            result: results.iter().find(|r| r.number == view.number).cloned(),
+            view,
         })
         .collect();
-    Ok(Json(serde_json::json!({"session": d.session, "turn": d.turn, "batch": d.batch, "status": d.status, "control": d.control, "reply": d.reply, "text": d.text, "commands": commands})).into_response())
+    Ok(Json(api::BatchDetail {
+        session: d.session,
+        turn: d.turn,
+        batch: d.batch,
+        status: d.status,
+        control: d.control,
+        reply: d.reply,
+        text: d.text,
+        commands,
+    })
+    .into_response())
 }
 
 pub(super) async fn undo_batch_route(
@@ -39,11 +51,14 @@ pub(super) async fn undo_batch_route(
     UrlPath(id): UrlPath<String>,
 ) -> Result<Response, ApiError> {
     let guard = st.workspace_lock.clone().lock_owned().await;
-    let st2 = st.clone();
+    let task_state = st.clone();
     let restored = blocking(move || {
         let _guard = guard;
-        let d = st2.store()?.batch_detail(&id)?.ok_or(ApiError::NotFound)?;
-        let dir = st2
+        let d = task_state
+            .store()?
+            .batch_detail(&id)?
+            .ok_or(ApiError::NotFound)?;
+        let dir = task_state
             .ws
             .root()
             .join(".agent")
@@ -55,12 +70,14 @@ pub(super) async fn undo_batch_route(
                 "this batch changed no files, or it was undone already".into(),
             ));
         }
-        crate::exec::workspace::undo_batch(&st2.ws, &dir)
+        crate::exec::workspace::undo_batch(&task_state.ws, &dir)
             .map_err(|e| ApiError::Internal(e.to_string()))
     })
     .await?;
-    st.emit(&serde_json::json!({"type": "undone", "restored": restored}));
-    Ok(Json(serde_json::json!({"restored": restored})).into_response())
+    st.emit(&HostEvent::Undone {
+        restored: restored.clone(),
+    });
+    Ok(Json(api::Undone { restored }).into_response())
 }
 
 #[derive(Debug, Deserialize)]

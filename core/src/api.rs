@@ -1,0 +1,483 @@
+//! The host's HTTP API (`/v1`): every request body, answer and event, defined once. The host
+//! serialises and reads these; the extension, the dashboard and the playground use their
+//! TypeScript, generated from them by `cargo xtask contract` (see [`crate::typescript`]).
+//!
+//! Request fields that name a mode or a pace stay text here, so that the host reads them with the
+//! core's own parser and a bad value is answered with its `KA_` code, not a serde message.
+
+use crate::check::CommandView;
+use crate::config::{Limits, Mode, Pace};
+use crate::piece::run::RunState;
+use crate::policy::Tier;
+use crate::reply::Control;
+use crate::turn::{BatchStatus, TurnEnd};
+use serde::{Deserialize, Serialize};
+
+pub use crate::message::ResultStatus;
+
+/// Every error answer: `{"code": "KA_…", "message": "…"}`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub code: String,
+    pub message: String,
+}
+
+/// `POST /v1/pair`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairRequest {
+    /// The code `keyless-host serve` printed (dashes and case do not matter).
+    pub code: String,
+    pub extension_id: String,
+}
+
+/// The answer to `POST /v1/pair`: the bearer token for every later request.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paired {
+    pub token: String,
+    pub extension_id: String,
+}
+
+/// `GET /v1/status`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    pub name: String,
+    pub version: String,
+    pub api: String,
+    pub workspace: String,
+    /// The host's default mode and pace (a session may choose its own).
+    pub mode: Mode,
+    pub pace: Pace,
+}
+
+/// Settings a client sends: the pace and the limits (each optional; the defaults otherwise).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SettingsRequest {
+    #[cfg_attr(feature = "ts", ts(as = "Option<Pace>", optional))]
+    pub pace: Option<String>,
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub limits: Option<Limits>,
+}
+
+/// `POST /v1/check`: the answer is a [`crate::check::CheckReport`].
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckRequest {
+    pub reply: String,
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub settings: Option<SettingsRequest>,
+}
+
+/// `POST /v1/policy`: the answer is a [`crate::policy::Verdict`].
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRequest {
+    pub command: String,
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(as = "Option<Mode>", optional))]
+    pub mode: Option<String>,
+    /// Extra allow patterns, as in keyless.json's `allow`.
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(as = "Option<Vec<String>>", optional))]
+    pub allow: Vec<String>,
+}
+
+/// `POST /v1/sessions`: a new session, or `resume` an old one.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionRequest {
+    /// Resume this session.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub resume: Option<String>,
+    /// Follow a piece, by name (see `GET /v1/pieces`).
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub piece: Option<String>,
+    /// Follow a piece given as YAML (validated strictly).
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub piece_yaml: Option<String>,
+    /// Ask, AutoSafe or Auto for this session (default: the host's `--mode`).
+    #[cfg_attr(feature = "ts", ts(as = "Option<Mode>", optional))]
+    pub mode: Option<String>,
+    /// Step, Balanced or Batch for this session (default: the host's pace).
+    #[cfg_attr(feature = "ts", ts(as = "Option<Pace>", optional))]
+    pub pace: Option<String>,
+    /// The user's task: the prompt ends with it, under `# Task`.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub task: Option<String>,
+}
+
+/// The answer to `POST /v1/sessions`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionStarted {
+    pub session: String,
+    pub turn: u32,
+    pub batch: u32,
+    /// The whole first message for the chat: the system prompt, the movement, the task.
+    pub prompt: String,
+    /// Whether the session follows a piece.
+    pub piece: bool,
+    pub mode: Mode,
+    pub pace: Pace,
+}
+
+/// One row of `GET /v1/sessions`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    pub session: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    pub turn: u32,
+    pub batch: u32,
+    pub piece: bool,
+}
+
+/// One batch of a session.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchSummary {
+    pub id: String,
+    pub turn: u32,
+    pub batch: u32,
+    pub status: BatchStatus,
+    pub control: Option<Control>,
+}
+
+/// `GET /v1/sessions/{id}`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionDetail {
+    pub session: String,
+    pub turn: u32,
+    pub batch: u32,
+    pub batches: Vec<BatchSummary>,
+}
+
+/// `POST /v1/sessions/{id}/settings`, and its answer ([`SessionSettings`]).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionSettingsRequest {
+    #[cfg_attr(feature = "ts", ts(as = "Option<Mode>", optional))]
+    pub mode: Option<String>,
+    #[cfg_attr(feature = "ts", ts(as = "Option<Pace>", optional))]
+    pub pace: Option<String>,
+}
+
+/// A session's mode and pace.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSettings {
+    pub mode: Mode,
+    pub pace: Pace,
+}
+
+/// `POST /v1/sessions/{id}/replies`: one batch. A retry sends the same turn and batch.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplyRequest {
+    pub reply: String,
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub turn: Option<u32>,
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub batch: Option<u32>,
+}
+
+/// Where a piece run stands after a batch.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PieceProgress {
+    pub state: RunState,
+    pub movement: String,
+    pub movement_runs: u32,
+}
+
+/// The answer to a reply.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplyAnswer {
+    pub batch_id: String,
+    pub turn: u32,
+    pub batch: u32,
+    /// `done` (executed), `rejected` (format correction), `interrupted` (stored as running).
+    pub status: BatchStatus,
+    /// The text to send back to the chat.
+    pub text: String,
+    pub control: Option<Control>,
+    pub turn_ended: Option<TurnEnd>,
+    /// True when the answer comes from the store (a retry): nothing ran now.
+    pub stored: bool,
+    pub next_turn: u32,
+    pub next_batch: u32,
+    /// For a piece session: where the run stands after this batch.
+    pub piece: Option<PieceProgress>,
+}
+
+/// The answer to `POST /v1/sessions/{id}/cancel`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelRequested {
+    pub session: String,
+    pub cancel_requested: bool,
+}
+
+/// One row of `GET /v1/pieces`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PieceSummary {
+    pub name: String,
+    pub description: String,
+    /// Where it was found: the workspace's `.agent/pieces/` or the built-in set.
+    pub source: String,
+}
+
+/// One command's stored result.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandRecord {
+    pub number: u32,
+    pub status: ResultStatus,
+    pub code: Option<String>,
+    pub reason: Option<String>,
+    pub exit_code: Option<i32>,
+    pub duration_ms: Option<i64>,
+}
+
+/// One command of a stored batch: the view every front end shows, and what happened to it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchCommand {
+    #[serde(flatten)]
+    pub view: CommandView,
+    pub result: Option<CommandRecord>,
+}
+
+/// `GET /v1/batches/{id}`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchDetail {
+    pub session: String,
+    pub turn: u32,
+    pub batch: u32,
+    pub status: BatchStatus,
+    pub control: Option<Control>,
+    /// The reply as the model wrote it.
+    pub reply: String,
+    /// The text the model received (results or correction).
+    pub text: String,
+    pub commands: Vec<BatchCommand>,
+}
+
+/// The answer to `POST /v1/batches/{id}/undo`: the workspace paths put back.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Undone {
+    pub restored: Vec<String>,
+}
+
+/// One line of `GET /v1/audit`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// Unix seconds.
+    pub at: i64,
+    pub session: String,
+    pub batch: String,
+    pub command: String,
+    pub target: String,
+    pub status: ResultStatus,
+    pub code: Option<String>,
+}
+
+/// What a waiting question asks.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptKind {
+    /// Run this command? (yes or no)
+    Confirm,
+    /// The model's `@@ask`: a free-text answer.
+    Ask,
+}
+
+/// A question waiting for the user (`GET /v1/confirmations`, and the `prompt` event).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingPrompt {
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub id: u64,
+    pub session: String,
+    pub kind: PromptKind,
+    pub text: String,
+    pub tier: Option<Tier>,
+    pub reason: Option<String>,
+}
+
+/// `POST /v1/confirmations/{id}`: approve a confirmation, or answer a question.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PromptAnswer {
+    #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional))]
+    pub approve: bool,
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub answer: Option<String>,
+}
+
+/// The answer to `POST /v1/confirmations/{id}`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answered {
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub id: u64,
+    pub answered: bool,
+}
+
+/// One event of `GET /v1/events` (server-sent, one JSON object per `data:` line).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HostEvent {
+    /// A session was created or resumed.
+    Session {
+        session: String,
+        turn: u32,
+        batch: u32,
+    },
+    BatchStarted {
+        session: String,
+        batch_id: String,
+        turn: u32,
+        batch: u32,
+    },
+    BatchFinished {
+        session: String,
+        batch_id: String,
+        status: BatchStatus,
+        turn_ended: Option<TurnEnd>,
+    },
+    CommandStarted {
+        session: String,
+        number: u32,
+        command: String,
+        target: String,
+    },
+    CommandFinished {
+        session: String,
+        number: u32,
+        command: String,
+        target: String,
+        status: ResultStatus,
+        code: Option<String>,
+    },
+    /// A `@@say` message.
+    Say { session: String, text: String },
+    /// A chunk of a running command's output.
+    Output { session: String, text: String },
+    /// A question now waits for the user.
+    Prompt {
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        id: u64,
+        session: String,
+        kind: PromptKind,
+        text: String,
+        tier: Option<Tier>,
+        reason: Option<String>,
+    },
+    /// The question was answered, or timed out.
+    PromptClosed {
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        id: u64,
+        session: String,
+    },
+    /// A batch was undone.
+    Undone { restored: Vec<String> },
+}
+
+impl HostEvent {
+    /// The session the event concerns (`undone` concerns the workspace).
+    #[must_use]
+    pub fn session(&self) -> Option<&str> {
+        match self {
+            Self::Session { session, .. }
+            | Self::BatchStarted { session, .. }
+            | Self::BatchFinished { session, .. }
+            | Self::CommandStarted { session, .. }
+            | Self::CommandFinished { session, .. }
+            | Self::Say { session, .. }
+            | Self::Output { session, .. }
+            | Self::Prompt { session, .. }
+            | Self::PromptClosed { session, .. } => Some(session),
+            Self::Undone { .. } => None,
+        }
+    }
+}
+
+/// The settings the wasm exports take (`checkReply`, `followReply`, `ReplyFollower`, …): each
+/// optional, the defaults otherwise.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CoreOptions {
+    #[cfg_attr(feature = "ts", ts(as = "Option<Pace>", optional))]
+    pub pace: Option<String>,
+    #[cfg_attr(feature = "ts", ts(as = "Option<Mode>", optional))]
+    pub mode: Option<String>,
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub limits: Option<Limits>,
+    /// Extra allow patterns, as in keyless.json's `allow`.
+    #[cfg_attr(feature = "ts", ts(as = "Option<Vec<String>>", optional))]
+    pub allow: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_carry_their_type_and_session() {
+        let e = HostEvent::BatchFinished {
+            session: "s-1".into(),
+            batch_id: "b".into(),
+            status: BatchStatus::Done,
+            turn_ended: Some(TurnEnd::MaxIterationsPerTurn),
+        };
+        let v = serde_json::to_value(&e).expect("serialises");
+        assert_eq!(v["type"], "batch_finished");
+        assert_eq!(v["status"], "done");
+        assert_eq!(v["turn_ended"], "MaxIterationsPerTurn");
+        assert_eq!(e.session(), Some("s-1"));
+        let back: HostEvent = serde_json::from_value(v).expect("reads back");
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn result_status_reads_back_what_it_writes() {
+        for s in [ResultStatus::Ok, ResultStatus::Error, ResultStatus::Skipped] {
+            assert_eq!(ResultStatus::from_name(s.as_str()), Some(s));
+        }
+        assert_eq!(ResultStatus::from_name("fine"), None);
+    }
+
+    #[test]
+    fn requests_refuse_unknown_fields() {
+        let e = serde_json::from_str::<ReplyRequest>(r#"{"reply":"x","turns":1}"#);
+        assert!(e.is_err());
+        let s: SessionRequest = serde_json::from_str(r#"{"task":"fix it"}"#).expect("reads");
+        assert_eq!(s.task.as_deref(), Some("fix it"));
+    }
+}

@@ -1,0 +1,75 @@
+//! The selector doctor: what each selector of an adapter matches on the open page.
+
+use super::*;
+use crate::diag::Code;
+use serde::{Deserialize, Serialize};
+
+/// What the doctor learned about one selector on the open page.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectorProbe {
+    pub key: String,
+    /// Elements matched; `None` when the browser rejected the selector's syntax.
+    pub matches: Option<u32>,
+}
+
+/// One line of the doctor's report.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DoctorLine {
+    pub key: String,
+    pub selector: Option<String>,
+    pub status: &'static str,
+    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
+    pub code: Option<Code>,
+    pub message: String,
+}
+
+/// The doctor's verdict on each selector of `site`, from what the page matched.
+#[must_use]
+pub fn doctor(site: &SiteAdapter, probes: &[SelectorProbe]) -> Vec<DoctorLine> {
+    SELECTOR_KEYS
+        .iter()
+        .map(|&(key, presence, when)| {
+            let selector = site.selectors.get(key).map(str::to_string);
+            let probe = probes.iter().find(|p| p.key == key);
+            let (status, code, message) = match (&selector, probe.map(|p| p.matches)) {
+                (None, _) => ("unset", None, "not set for this site".to_string()),
+                (Some(_), None) => ("unknown", None, "not probed".to_string()),
+                (Some(_), Some(None)) => (
+                    "broken",
+                    Some(Code::ConfigValidation),
+                    "the browser rejects this selector's syntax".to_string(),
+                ),
+                (Some(_), Some(Some(n))) if n > 0 => (
+                    "ok",
+                    None,
+                    format!("{n} match{}", if n == 1 { "" } else { "es" }),
+                ),
+                (Some(_), Some(Some(_))) => match presence {
+                    Presence::Always => (
+                        "broken",
+                        Some(Code::SelectorNotFound),
+                        format!("no match, and the {} is always on the page: this selector broke; override it in the options page", key.replace('_', " ")),
+                    ),
+                    Presence::Expected => (
+                        "missing",
+                        Some(Code::SelectorNotFound),
+                        format!("no match (expected {when})"),
+                    ),
+                    Presence::Transient | Presence::Optional => {
+                        ("missing", None, format!("no match (expected {when})"))
+                    }
+                },
+            };
+            DoctorLine {
+                key: key.to_string(),
+                selector,
+                status,
+                code,
+                message,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,189 @@
+//! The overlay's follower: the report on a reply as it streams, parsed incrementally.
+
+use super::*;
+use crate::check::{checked, Checked, CommandView};
+use crate::config::{Mode, Settings};
+use crate::diag::{Code, Diagnostic};
+use crate::policy::decide;
+use crate::reply::{Command, Control};
+use serde::{Deserialize, Serialize};
+
+/// The page-side facts `follow` takes besides the text (the text decides `@@eof` and commands).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PageObservation {
+    pub site_streaming: bool,
+    /// The site's stop signal was seen at least once during this reply.
+    pub stop_signal_seen: bool,
+    pub quiet_ms: u64,
+    pub waited_ms: u64,
+    pub exhausted: bool,
+    pub truncation_budget_seconds: u32,
+    pub reply_timeout_seconds: u32,
+}
+
+/// Everything the overlay shows about the reply it follows, and what to do with it now.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FollowReport {
+    pub verdict: WatchVerdict,
+    /// The code of a verdict that ends the wait with a problem.
+    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
+    pub code: Option<Code>,
+    /// `true` once the reply is complete and `diagnostics` are final.
+    pub r#final: bool,
+    pub ok: bool,
+    pub diagnostics: Vec<Diagnostic>,
+    pub commands: Vec<CommandView>,
+    pub control: Option<Control>,
+    pub correction: Option<String>,
+    /// Complete lines examined so far.
+    pub lines: u32,
+}
+
+/// Follows a reply while it streams: what is certain so far (the partial parse) with each
+/// command's policy tier, and the verdict on completion. Once the verdict completes the reply,
+/// the report is the full check: the same verdict and correction the host will give.
+#[must_use]
+pub fn follow(
+    text: &str,
+    settings: &Settings,
+    mode: Mode,
+    allow: &[String],
+    page: &PageObservation,
+) -> FollowReport {
+    Follower::new(*settings, mode, allow.to_vec()).update(text, page)
+}
+
+/// A reply followed update by update. Each update parses only what follows the last block the
+/// previous update saw closed (when the text before it is unchanged), and decides the policy only
+/// for commands it has not seen, so an update costs about the size of what streamed in since.
+/// Pure: the extension's worker keeps one per tab.
+#[derive(Debug, Clone)]
+pub struct Follower {
+    settings: Settings,
+    mode: Mode,
+    allow: Vec<String>,
+    /// The text of the last update.
+    text: String,
+    checkpoint: Option<crate::parse::Checkpoint>,
+    /// Policy verdicts by command number, with the command line they were decided for.
+    verdicts: Vec<Option<(String, crate::policy::Verdict)>>,
+}
+
+impl Follower {
+    #[must_use]
+    pub fn new(settings: Settings, mode: Mode, allow: Vec<String>) -> Self {
+        Self {
+            settings,
+            mode,
+            allow,
+            text: String::new(),
+            checkpoint: None,
+            verdicts: Vec::new(),
+        }
+    }
+
+    /// A runcommand's verdict, computed once per command line while the reply streams.
+    fn verdict(&mut self, c: &Command) -> Option<crate::policy::Verdict> {
+        let line = crate::check::policed_line(c)?;
+        let slot = c.number as usize;
+        if self.verdicts.len() <= slot {
+            self.verdicts.resize(slot + 1, None);
+        }
+        if let Some((seen, v)) = &self.verdicts[slot] {
+            if seen == line {
+                return Some(v.clone());
+            }
+        }
+        let v = decide(line, self.mode, &self.allow);
+        self.verdicts[slot] = Some((line.to_string(), v.clone()));
+        Some(v)
+    }
+
+    fn row(&mut self, c: &Command, run: Option<bool>, skip: Option<String>) -> CommandView {
+        let v = self.verdict(c);
+        CommandView::new(c, run, skip, v)
+    }
+
+    /// The page's text now, and what the page shows about it.
+    pub fn update(&mut self, text: &str, page: &PageObservation) -> FollowReport {
+        let verdict = watch(&WatchInput {
+            has_command: has_command_line(text),
+            has_eof: ends_with_eof(text),
+            site_streaming: page.site_streaming,
+            stop_signal_seen: page.stop_signal_seen,
+            quiet_ms: page.quiet_ms,
+            waited_ms: page.waited_ms,
+            exhausted: page.exhausted,
+            has_reply: !text.trim().is_empty(),
+            truncation_budget_seconds: page.truncation_budget_seconds,
+            reply_timeout_seconds: page.reply_timeout_seconds,
+        });
+        let complete = matches!(
+            verdict,
+            WatchVerdict::Complete | WatchVerdict::CompleteWithoutEof | WatchVerdict::Truncated
+        );
+        if complete {
+            let Checked {
+                out,
+                planned,
+                correction,
+            } = checked(text, &self.settings);
+            let commands = out
+                .reply
+                .commands
+                .iter()
+                .map(|c| {
+                    let e = planned.as_ref().and_then(|p| p.entry(c.number));
+                    self.row(
+                        c,
+                        Some(e.is_some_and(|e| e.run)),
+                        e.and_then(|e| e.skip).map(|s| s.to_string()),
+                    )
+                })
+                .collect();
+            return FollowReport {
+                verdict,
+                code: verdict.code(),
+                r#final: true,
+                ok: out.ok(),
+                correction,
+                control: planned.map(|p| p.control),
+                commands,
+                lines: u32::try_from(text.lines().count()).unwrap_or(u32::MAX),
+                diagnostics: out.diagnostics,
+            };
+        }
+        let view = streaming_view(text, page.site_streaming);
+        // The checkpoint holds while the text before it is what the last update saw.
+        let same = self.checkpoint.as_ref().is_some_and(|cp| {
+            view.len() >= cp.offset
+                && self.text.len() >= cp.offset
+                && view.as_bytes()[..cp.offset] == self.text.as_bytes()[..cp.offset]
+        });
+        let from = self.checkpoint.take().filter(|_| same);
+        let (out, next) = crate::parse::parse_partial_resumable(view, &self.settings.limits, from);
+        self.checkpoint = next;
+        self.text.clear();
+        self.text.push_str(view);
+        let commands = out
+            .reply
+            .commands
+            .iter()
+            .map(|c| self.row(c, None, None))
+            .collect();
+        FollowReport {
+            verdict,
+            code: verdict.code(),
+            r#final: false,
+            ok: out.diagnostics.is_empty(),
+            commands,
+            control: out.reply.control(),
+            correction: None,
+            lines: out.complete_lines,
+            diagnostics: out.diagnostics,
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! The command line: the flags of every subcommand and the dispatch to the file that runs it.
+//! Each subcommand's file imports only its siblings' flag types (`args`), never this module.
+
+mod args;
+mod check;
+mod piece;
+mod run;
+mod serve;
+mod setup;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "keyless-host",
+    version,
+    about = "The keyless native host: validate AgentScript v1 replies, classify commands, print the system prompt."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Validate an AgentScript v1 reply and show what would run.
+    Check(check::CheckArgs),
+    /// Classify a command line and decide run/confirm/deny for a mode.
+    Policy(check::PolicyArgs),
+    /// Print the system prompt that teaches a chat model AgentScript v1.
+    Prompt(check::PromptArgs),
+    /// Serve the localhost API on 127.0.0.1.
+    Serve(serve::ServeArgs),
+    /// Execute reply files in order as one session in a workspace, printing each results message.
+    Run(run::RunArgs),
+    /// Restore the files one batch changed (the newest batch by default).
+    Undo {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// The batch as `<session>/<turn>-<batch>` (see `.agent/backups`).
+        #[arg(long)]
+        batch: Option<String>,
+    },
+    /// Internal: the sandbox wrapper that runs one command (`runcommand` starts it).
+    #[command(name = "__sandbox", hide = true)]
+    Sandbox {
+        #[arg(long)]
+        workspace: PathBuf,
+        #[arg(long)]
+        tmp: PathBuf,
+        #[arg(long = "write")]
+        write: Vec<PathBuf>,
+        #[arg(long = "readonly")]
+        readonly: Vec<PathBuf>,
+        #[arg(long)]
+        network: bool,
+        #[arg(long)]
+        probe: bool,
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Internal: PID 1 of a sandboxed command's namespace.
+    #[command(name = "__sandbox-init", hide = true)]
+    SandboxInit {
+        #[arg(long)]
+        parent: u32,
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Check the configuration, workspace, git, sandbox and tools.
+    Doctor {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
+    /// Manage pairing with the extension: --reset revokes every token.
+    Pair {
+        #[arg(long)]
+        reset: bool,
+    },
+    /// Register keyless-host with Chrome/Chromium so the extension pairs without a code.
+    Install {
+        /// Also (or only, with --only-profiles) register in this browser profile folder (its
+        /// NativeMessagingHosts subfolder). Repeatable.
+        #[arg(long = "profile", value_name = "DIR")]
+        profiles: Vec<PathBuf>,
+        /// Register only in the --profile folders, not in the browsers' user folders.
+        #[arg(long)]
+        only_profiles: bool,
+        /// Allow this extension id too (for example a development copy). Repeatable.
+        #[arg(long = "extension-id", value_name = "ID")]
+        extension_ids: Vec<String>,
+        /// Remove the registration instead.
+        #[arg(long)]
+        uninstall: bool,
+    },
+    /// Print the effective configuration and where each value comes from.
+    Config {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Trust the workspace keyless.json as it is now: settings that widen what runs (mode,
+        /// network, allow-list, protected branches, auto-init) then apply, until the file changes.
+        #[arg(long)]
+        approve: bool,
+    },
+    /// Show the audit trail of file changes and commands.
+    Log {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Only this session.
+        #[arg(long)]
+        session: Option<String>,
+        /// At most this many entries (the newest).
+        #[arg(long, default_value_t = 200)]
+        limit: u32,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate pieces (YAML workflows), show their tools, draw their graph.
+    #[command(subcommand)]
+    Piece(piece::PieceCmd),
+}
+
+/// Exit status: 0 valid, 1 rejected, 2 usage or I/O error.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        Cmd::Check(a) => check::check_cmd(&a),
+        Cmd::Policy(a) => check::policy_cmd(&a),
+        Cmd::Prompt(a) => check::prompt_cmd(&a),
+        Cmd::Piece(p) => piece::piece_cmd(p),
+        Cmd::Run(a) => run::run_cmd(a),
+        Cmd::Undo { workspace, batch } => run::undo_cmd(&workspace, batch.as_deref()),
+        Cmd::Config { workspace, approve } => setup::show_config(&workspace, approve),
+        Cmd::Doctor { workspace } => crate::doctor::run(&workspace),
+        Cmd::Sandbox {
+            workspace,
+            tmp,
+            write,
+            readonly,
+            network,
+            probe,
+            command,
+        } => {
+            return crate::exec::sandbox::wrapper_main(&crate::exec::sandbox::WrapperArgs {
+                workspace,
+                tmp,
+                write,
+                readonly,
+                network,
+                probe,
+                command: command.join(" "),
+            });
+        }
+        Cmd::SandboxInit { parent, command } => {
+            return crate::exec::sandbox::init_main(parent, &command.join(" "));
+        }
+        Cmd::Log {
+            workspace,
+            session,
+            limit,
+            json,
+        } => run::log_cmd(&workspace, session.as_deref(), limit, json),
+        Cmd::Serve(a) => serve::serve_cmd(a),
+        Cmd::Pair { reset } => setup::pair_cmd(reset),
+        Cmd::Install {
+            profiles,
+            only_profiles,
+            extension_ids,
+            uninstall,
+        } => setup::install_cmd(&profiles, only_profiles, extension_ids, uninstall),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("keyless-host: {} {e}", e.code());
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! `keyless-host serve`: the localhost API the extension (and the user's scripts) talk to.
+//!
+//! Safety, in order, on every request:
+//! 1. Host must be `127.0.0.1:<port>` or `localhost:<port>` (DNS rebinding);
+//! 2. every route but `POST /v1/pair` needs `Authorization: Bearer <token>`: a paired extension's
+//!    token, or the local token `serve` prints for scripts and the dashboard;
+//! 3. an `Origin`, when sent, must be exactly the token's `chrome-extension://<id>` (or this
+//!    server's own origin for the local token); a web page the user visits is refused;
+//! 4. POST bodies must be `application/json` (no text/plain CSRF) and at most [`MAX_BODY_BYTES`].
+
+use crate::exec::batch::ExecSettings;
+use crate::exec::workspace::Workspace;
+use crate::pairing::Pairings;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware::{self};
+use axum::routing::{get, post};
+use axum::Router;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+mod assets;
+mod auth;
+mod batches;
+mod prompts;
+mod pure;
+mod sessions;
+mod state;
+
+use self::assets::{
+    dashboard_asset, dashboard_index, not_found, playground_file, playground_index,
+};
+use self::auth::{guard, log_and_limit, pair};
+use self::batches::{audit, get_batch, undo_batch_route};
+use self::prompts::{answer_prompt, events, list_prompts};
+use self::pure::{check_route, policy_route, prompt_route, status};
+use self::sessions::{
+    cancel, create_session, get_session, list_pieces, list_sessions, session_settings, submit_reply,
+};
+pub use state::{ApiError, Shared, StateParts, MAX_BODY_BYTES};
+
+/// The default port (core's, which the extension's defaults use too).
+pub const DEFAULT_PORT: u16 = keyless_core::site::DEFAULT_PORT;
+
+/// The router for a shared state.
+pub fn router(st: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/v1/pair", post(pair))
+        .route("/v1/status", get(status))
+        .route("/v1/check", post(check_route))
+        .route("/v1/policy", post(policy_route))
+        .route("/v1/prompt", get(prompt_route))
+        .route("/v1/sessions", post(create_session).get(list_sessions))
+        .route("/v1/sessions/{id}", get(get_session))
+        .route("/v1/sessions/{id}/replies", post(submit_reply))
+        .route("/v1/sessions/{id}/cancel", post(cancel))
+        .route("/v1/sessions/{id}/settings", post(session_settings))
+        .route("/v1/pieces", get(list_pieces))
+        .route("/v1/batches/{id}", get(get_batch))
+        .route("/v1/batches/{id}/undo", post(undo_batch_route))
+        .route("/v1/audit", get(audit))
+        .route("/", get(dashboard_index))
+        .route("/assets/{file}", get(dashboard_asset))
+        .route("/playground/", get(playground_index))
+        .route("/playground/{file}", get(playground_file))
+        .route("/v1/confirmations", get(list_prompts))
+        .route("/v1/confirmations/{id}", post(answer_prompt))
+        .route("/v1/events", get(events))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(st.clone(), guard))
+        .layer(middleware::from_fn(log_and_limit))
+        .with_state(st)
+}
+
+/// Options of `keyless-host serve`.
+#[derive(Debug)]
+pub struct ServeOptions {
+    pub port: u16,
+    pub workspace: PathBuf,
+    pub exec: ExecSettings,
+    pub pairings: Pairings,
+    /// The built dashboard folder (`target/www`).
+    pub www: Option<PathBuf>,
+}
+
+/// Binds 127.0.0.1:`port` (0 picks a free port), prints the address, the pairing code and the
+/// local token, and serves until Ctrl-C or SIGTERM. A running batch finishes first.
+///
+/// # Errors
+/// When the port cannot be bound or the workspace opened.
+pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
+    let ws = Workspace::open(&o.workspace)?;
+    ws.clean_leftovers();
+    let snapshot = crate::exec::snapshot::gather_for(ws.root(), &mut o.exec);
+    let code = crate::pairing::pairing_code()?;
+    let local_token = crate::pairing::random_hex(32)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    // Logs go to stderr; RUST_LOG adjusts them (default: info for the host).
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("keyless_host=info")),
+        )
+        .try_init();
+    rt.block_on(async move {
+        let listener =
+            tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], o.port))).await?;
+        let addr = listener.local_addr()?;
+        let st = Shared::new(StateParts {
+            port: addr.port(),
+            ws,
+            exec: o.exec,
+            environment: snapshot.text(),
+            pairings: o.pairings,
+            pairing_code: code.clone(),
+            local_token: local_token.clone(),
+            www: o.www,
+        })?;
+        println!(
+            "keyless-host {} listening on http://{addr}",
+            env!("CARGO_PKG_VERSION")
+        );
+        println!("workspace: {}", st.ws.root().display());
+        println!("pairing code: {code}   (enter it in the keyless extension's popup; single use)");
+        println!("local token: {local_token}   (for scripts: Authorization: Bearer …)");
+        println!("sandbox: {}", snapshot.sandbox);
+        match &st.www {
+            Some(_) => println!("dashboard: http://{addr}/?token={local_token}"),
+            None => println!("dashboard: not built (cargo xtask build builds it)"),
+        }
+        if st
+            .www
+            .as_ref()
+            .is_some_and(|w| w.join("playground").join("index.html").is_file())
+        {
+            println!("playground: http://{addr}/playground/");
+        }
+        // The extension's native-messaging host finds this server here (pairing without a code).
+        let me = std::process::id();
+        if let Err(e) = crate::native::record_serve(&crate::native::ServeInfo {
+            port: addr.port(),
+            pid: me,
+            workspace: st.ws.root().display().to_string(),
+        }) {
+            tracing::warn!(error = %e, "cannot record serve.json: the extension pairs with the code only");
+        }
+        println!("Press Ctrl-C to stop.");
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        let r = crate::conn::serve(listener, router(st), shutdown_signal()).await;
+        crate::native::forget_serve(me);
+        r
+    })
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    println!("keyless-host: shutting down");
+}

@@ -1,0 +1,276 @@
+//! What every route shares: the state, the API error with its status and KA_ code, the body reader
+//! and the limits.
+
+use crate::exec::batch::ExecSettings;
+use crate::exec::workspace::Workspace;
+use crate::pairing::Pairings;
+use crate::store::{Store, StoreError};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use keyless_core::api::{self, HostEvent, PromptKind};
+use keyless_core::policy::Verdict;
+use keyless_core::Code;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+/// Request bodies larger than this are refused (a maximal reply is 60,000 characters).
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// Requests other than replies and the event stream must answer within this time.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a confirmation or question waits for the user before it counts as declined.
+pub const PROMPT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Errors of the HTTP layer, each with its KA_ code and HTTP status.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("the Host header must be 127.0.0.1:{0} or localhost:{0}")]
+    BadHost(u16),
+    #[error("a pairing token is required (Authorization: Bearer …); pair the extension first")]
+    Unauthorized,
+    #[error("requests from origin {0} are not accepted")]
+    BadOrigin(String),
+    #[error("request bodies must be JSON (Content-Type: application/json)")]
+    NotJson,
+    #[error("invalid request: {0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Config(#[from] keyless_core::ConfigError),
+    #[error("no saved session \"{0}\"")]
+    SessionNotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("no such route")]
+    NotFound,
+    #[error("the request took longer than {}s", REQUEST_TIMEOUT.as_secs())]
+    Timeout,
+    #[error("the request body is larger than {MAX_BODY_BYTES} bytes")]
+    TooLarge,
+    #[error(
+        "pairing is locked for {0}s after {1} wrong codes; wait, then enter the code serve printed"
+    )]
+    PairingLocked(u64, u32),
+    #[error("internal error; see the host's log")]
+    Internal(String),
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = match &self {
+            ApiError::BadHost(_) | ApiError::BadOrigin(_) => {
+                (StatusCode::FORBIDDEN, Code::CommandDenied)
+            }
+            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, Code::Unauthorized),
+            ApiError::NotJson => (StatusCode::UNSUPPORTED_MEDIA_TYPE, Code::ConfigInvalid),
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, Code::ConfigInvalid),
+            ApiError::Config(e) => (StatusCode::UNPROCESSABLE_ENTITY, e.code()),
+            ApiError::SessionNotFound(_) => (StatusCode::NOT_FOUND, Code::SessionNotFound),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, Code::ConfigValidation),
+            ApiError::NotFound => (StatusCode::NOT_FOUND, Code::ConfigInvalid),
+            ApiError::Timeout => (StatusCode::REQUEST_TIMEOUT, Code::Timeout),
+            ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, Code::ConfigInvalid),
+            ApiError::PairingLocked(..) => (StatusCode::TOO_MANY_REQUESTS, Code::RateLimited),
+            ApiError::Internal(detail) => {
+                tracing::error!(detail = %detail, "internal error");
+                (StatusCode::INTERNAL_SERVER_ERROR, Code::Internal)
+            }
+        };
+        (
+            status,
+            Json(api::ErrorBody {
+                code: code.as_str().to_string(),
+                message: self.to_string(),
+            }),
+        )
+            .into_response()
+    }
+}
+
+impl From<crate::pieces::PieceError> for ApiError {
+    fn from(e: crate::pieces::PieceError) -> Self {
+        use crate::pieces::PieceError;
+        match e {
+            PieceError::Store(e) => e.into(),
+            PieceError::Stored(detail) => ApiError::Internal(detail),
+            PieceError::Ended(_) => ApiError::Conflict(e.to_string()),
+            PieceError::Invalid(message) => ApiError::BadRequest(message),
+        }
+    }
+}
+
+impl From<crate::submit::SubmitError> for ApiError {
+    fn from(e: crate::submit::SubmitError) -> Self {
+        use crate::submit::SubmitError;
+        match e {
+            SubmitError::Store(e) => e.into(),
+            SubmitError::Conflict(message) => ApiError::Conflict(message),
+            SubmitError::Piece(e) => e.into(),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::SessionNotFound(id) => ApiError::SessionNotFound(id),
+            StoreError::Sqlite(e) => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
+/// What the server shares between requests and the blocking batch threads.
+#[derive(Debug)]
+pub struct Shared {
+    pub(super) port: u16,
+    pub(super) ws: Workspace,
+    pub(super) exec: ExecSettings,
+    pub(super) environment: String,
+    pub(super) pairings: Pairings,
+    pub(super) pairing_code: Mutex<Option<String>>,
+    /// Wrong pairing codes lock pairing for a growing delay.
+    pub(super) pair_throttle: Mutex<crate::pairing::Throttle>,
+    pub(super) local_token: String,
+    pub(super) db: PathBuf,
+    pub(super) workspace_lock: Arc<tokio::sync::Mutex<()>>,
+    pub(super) events: broadcast::Sender<String>,
+    pub(super) pending: Mutex<BTreeMap<u64, Pending>>,
+    pub(super) next_prompt: AtomicU64,
+    pub(super) cancel: Mutex<HashSet<String>>,
+    /// The built dashboard (index.html, dashboard.js, dashboard.css), if any.
+    pub(super) www: Option<PathBuf>,
+}
+
+impl Shared {
+    pub(super) fn emit(&self, event: &HostEvent) {
+        if let Ok(text) = serde_json::to_string(event) {
+            let _ = self.events.send(text);
+        }
+    }
+
+    pub(super) fn store(&self) -> Result<Store, ApiError> {
+        Ok(Store::open(&self.db)?)
+    }
+
+    /// Waits (on a batch thread) for the user's answer to a pending prompt.
+    pub(super) fn wait_for(
+        &self,
+        session: &str,
+        kind: PromptKind,
+        text: &str,
+        verdict: Option<&Verdict>,
+    ) -> Option<api::PromptAnswer> {
+        let id = self.next_prompt.fetch_add(1, Ordering::Relaxed) + 1;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pending = Pending {
+            session: session.to_string(),
+            kind,
+            text: text.to_string(),
+            tier: verdict.map(|v| v.tier),
+            reason: verdict.map(|v| v.reason.clone()),
+            reply: tx,
+        };
+        self.emit(&HostEvent::Prompt {
+            id,
+            session: session.to_string(),
+            kind,
+            text: text.to_string(),
+            tier: pending.tier,
+            reason: pending.reason.clone(),
+        });
+        if let Ok(mut p) = self.pending.lock() {
+            p.insert(id, pending);
+        }
+        let answer = rx.recv_timeout(PROMPT_TIMEOUT).ok();
+        if let Ok(mut p) = self.pending.lock() {
+            p.remove(&id);
+        }
+        self.emit(&HostEvent::PromptClosed {
+            id,
+            session: session.to_string(),
+        });
+        answer
+    }
+}
+
+/// Runs blocking work (SQLite, a batch) off the async threads.
+pub(super) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+}
+
+impl Shared {
+    pub(super) fn pending(
+        &self,
+    ) -> Result<std::sync::MutexGuard<'_, BTreeMap<u64, Pending>>, ApiError> {
+        self.pending
+            .lock()
+            .map_err(|e| ApiError::Internal(e.to_string()))
+    }
+}
+
+pub(super) fn json_body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::BadRequest(e.to_string()))
+}
+
+/// What a server state is made of (see [`Shared::new`]).
+#[derive(Debug)]
+pub struct StateParts {
+    pub port: u16,
+    pub ws: Workspace,
+    pub exec: ExecSettings,
+    /// The environment snapshot text for the system prompt.
+    pub environment: String,
+    pub pairings: Pairings,
+    pub pairing_code: String,
+    pub local_token: String,
+    pub www: Option<PathBuf>,
+}
+
+impl Shared {
+    /// The server state for a workspace (its database is created if needed).
+    ///
+    /// # Errors
+    /// When `.agent` or the database cannot be created.
+    pub fn new(p: StateParts) -> std::io::Result<Arc<Self>> {
+        let db = p.ws.agent_dir()?.join("keyless.db");
+        Store::open(&db).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let (events, _) = broadcast::channel(1024);
+        Ok(Arc::new(Shared {
+            port: p.port,
+            ws: p.ws,
+            exec: p.exec,
+            environment: p.environment,
+            pairings: p.pairings,
+            pairing_code: Mutex::new(Some(p.pairing_code)),
+            pair_throttle: Mutex::new(crate::pairing::Throttle::default()),
+            local_token: p.local_token,
+            db,
+            workspace_lock: Arc::new(tokio::sync::Mutex::new(())),
+            events,
+            pending: Mutex::new(BTreeMap::new()),
+            next_prompt: AtomicU64::new(0),
+            cancel: Mutex::new(HashSet::new()),
+            www: p.www.filter(|d| d.join("index.html").is_file()),
+        }))
+    }
+}
+
+/// A question waiting for the user.
+#[derive(Debug)]
+pub(super) struct Pending {
+    pub(super) session: String,
+    pub(super) kind: PromptKind,
+    pub(super) text: String,
+    pub(super) tier: Option<keyless_core::policy::Tier>,
+    pub(super) reason: Option<String>,
+    pub(super) reply: std::sync::mpsc::Sender<api::PromptAnswer>,
+}

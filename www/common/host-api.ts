@@ -1,0 +1,111 @@
+// keyless-host's `/v1` API, typed once from the generated contract: the extension's worker and the
+// dashboard both call the host through this table, so a route's body and its answer have one
+// type each (defined in Rust, core/src/api.rs).
+import type {
+  Answered,
+  AuditEntry,
+  BatchDetail,
+  CancelRequested,
+  ErrorBody,
+  HostEvent,
+  PairRequest,
+  Paired,
+  PendingPrompt,
+  PieceSummary,
+  PromptAnswer,
+  ReplyAnswer,
+  ReplyRequest,
+  SessionDetail,
+  SessionRequest,
+  SessionSettings,
+  SessionSettingsRequest,
+  SessionStarted,
+  SessionSummary,
+  Status,
+  Undone,
+} from "../../extension/src/generated/core.js";
+
+/// One request: its method, path and body, and (as a type only) the answer it gets.
+export interface Call<Answer> {
+  method: "GET" | "POST";
+  path: string;
+  body?: unknown;
+  /// Never set: carries the answer's type.
+  answer?: Answer;
+}
+
+const get = <A>(path: string): Call<A> => ({ method: "GET", path });
+const post = <A>(path: string, body: unknown): Call<A> => ({ method: "POST", path, body });
+const seg = encodeURIComponent;
+
+/// Every route the extension and the dashboard use.
+export const v1 = {
+  pair: (req: PairRequest) => post<Paired>("/v1/pair", req),
+  status: () => get<Status>("/v1/status"),
+  pieces: () => get<PieceSummary[]>("/v1/pieces"),
+  sessions: () => get<SessionSummary[]>("/v1/sessions"),
+  startSession: (req: SessionRequest) => post<SessionStarted>("/v1/sessions", req),
+  session: (id: string) => get<SessionDetail>(`/v1/sessions/${seg(id)}`),
+  reply: (id: string, req: ReplyRequest) => post<ReplyAnswer>(`/v1/sessions/${seg(id)}/replies`, req),
+  cancel: (id: string) => post<CancelRequested>(`/v1/sessions/${seg(id)}/cancel`, {}),
+  sessionSettings: (id: string, req: SessionSettingsRequest) => post<SessionSettings>(`/v1/sessions/${seg(id)}/settings`, req),
+  batch: (id: string) => get<BatchDetail>(`/v1/batches/${seg(id)}`),
+  undo: (id: string) => post<Undone>(`/v1/batches/${seg(id)}/undo`, {}),
+  audit: (limit: number) => get<AuditEntry[]>(`/v1/audit?limit=${limit}`),
+  confirmations: () => get<PendingPrompt[]>("/v1/confirmations"),
+  answer: (id: number, req: PromptAnswer) => post<Answered>(`/v1/confirmations/${id}`, req),
+};
+
+/// A failed call: the host's KA_ code and message, or the network's (KA_HOST_UNREACHABLE,
+/// KA_NETWORK_OFFLINE), and the HTTP status (0 when nothing answered).
+export class HostError extends Error {
+  constructor(
+    readonly code: string,
+    readonly detail: string,
+    readonly status: number,
+  ) {
+    super(`${code} ${detail}`);
+  }
+}
+
+/// Sends a call to the host at `base` ("" for the page's own origin) with a bearer token.
+export async function callHost<A>(base: string, token: string, call: Call<A>): Promise<A> {
+  let res: Response;
+  try {
+    res = await fetch(`${base}${call.path}`, {
+      method: call.method,
+      headers: { authorization: `Bearer ${token}`, ...(call.body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
+    });
+  } catch (e) {
+    if (!navigator.onLine) throw new HostError("KA_NETWORK_OFFLINE", "the browser is offline; nothing was sent", 0);
+    throw new HostError("KA_HOST_UNREACHABLE", `keyless-host is not reachable at ${base || "this page's origin"} (${String(e)}); is keyless-host serve running?`, 0);
+  }
+  if (!res.ok) {
+    const err = await errorBody(res);
+    throw new HostError(err.code, err.message, res.status);
+  }
+  // The answer's JSON is the route's type: the host writes it from the same Rust type.
+  const answer: A = await res.json();
+  return answer;
+}
+
+async function errorBody(res: Response): Promise<ErrorBody> {
+  const text = await res.text();
+  try {
+    const body: Partial<ErrorBody> = JSON.parse(text);
+    return { code: body.code ?? "KA_INTERNAL", message: body.message ?? `HTTP ${res.status}` };
+  } catch {
+    return { code: "KA_INTERNAL", message: text || `HTTP ${res.status}` };
+  }
+}
+
+/// One event of the host's event stream (a `data:` line of `GET /v1/events`).
+export function hostEvent(data: string): HostEvent | null {
+  try {
+    const event: HostEvent = JSON.parse(data);
+    return typeof event === "object" && event !== null && "type" in event ? event : null;
+  } catch {
+    return null;
+  }
+}
