@@ -137,8 +137,21 @@ macro_rules! keyword_enum {
         impl FromStr for $name {
             type Err = ConfigError;
             fn from_str(s: &str) -> Result<Self, ConfigError> {
-                let lower = s.trim().to_ascii_lowercase();
-                $(if lower == $text.to_ascii_lowercase() $(|| lower == $alias)* { return Ok($name::$variant); })*
+                // Case does not matter, nor one `-` or `_` between two letters: `AutoSafe`, `autosafe`,
+                // `auto-safe`, `stop_on_any_failure`. A separator at an end (`auto-`) is no keyword:
+                // a cut-off `auto-safe` must not read as `auto`.
+                let key = |t: &str| -> String {
+                    let t = t.trim();
+                    let sep = |c: char| c == '-' || c == '_';
+                    let joined = t.split(sep).all(|part| !part.is_empty());
+                    if joined {
+                        t.chars().filter(|c| !sep(*c)).collect::<String>().to_ascii_lowercase()
+                    } else {
+                        t.to_ascii_lowercase()
+                    }
+                };
+                let given = key(s);
+                $(if given == key($text) $(|| given == key($alias))* { return Ok($name::$variant); })*
                 Err(ConfigError::UnknownValue { setting: $setting, value: s.to_string(), expected: $expected })
             }
         }
@@ -160,7 +173,7 @@ keyword_enum! {
     Mode, "Commands.Mode", "Ask, AutoSafe, Auto" {
         #[default]
         Ask => "Ask",
-        AutoSafe => "AutoSafe" | "auto-safe" | "auto_safe",
+        AutoSafe => "AutoSafe",
         Auto => "Auto",
     }
 }
@@ -284,5 +297,19 @@ mod tests {
             Ok(BatchFailureMode::Continue)
         );
         assert!("fast".parse::<Pace>().is_err());
+    }
+
+    #[test]
+    fn keywords_ignore_dashes_and_underscores() {
+        for s in ["auto-safe", "auto_safe", "Auto-Safe"] {
+            assert_eq!(s.parse::<Mode>(), Ok(Mode::AutoSafe), "{s}");
+        }
+        assert_eq!(
+            "stop-on-mutation-failure".parse::<BatchFailureMode>(),
+            Ok(BatchFailureMode::StopOnMutationFailure)
+        );
+        for s in ["auto-", "-auto", "auto--safe", "-", "_"] {
+            assert!(s.parse::<Mode>().is_err(), "{s}");
+        }
     }
 }

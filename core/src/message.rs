@@ -3,6 +3,7 @@
 
 use crate::config::{Mode, Pace, Settings};
 use crate::diag::{Code, Diagnostic};
+use crate::piece::run::PieceRun;
 use crate::plan::SkipReason;
 use crate::reply::{Command, CommandKind};
 use crate::text::escape_snippet;
@@ -393,7 +394,7 @@ pub struct PromptContext {
     pub mode: Mode,
     /// Free text: OS, shell, tool versions.
     pub environment: Option<String>,
-    /// A piece session's current movement ([`crate::piece::run::PieceRun::movement_prompt`]).
+    /// A piece session's current movement ([`movement_prompt`]).
     pub movement: Option<String>,
     /// The user's task, when the first message carries it.
     pub task: Option<String>,
@@ -485,6 +486,46 @@ Rules:
     if let Some(task) = ctx.task.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
         let _ = write!(p, "\n\n# Task\n{task}");
     }
+    p
+}
+
+/// The text that introduces a piece run's current movement to the model: its persona and task,
+/// the commands it allows, and the `@@done` choices its rules offer.
+#[must_use]
+pub fn movement_prompt(run: &PieceRun) -> String {
+    let m = run.movement();
+    let piece = run.piece();
+    let tools = run.tools();
+    let mut p = format!(
+        "[KEYLESSAGENT MOVEMENT] {} (movement {} of at most {}, piece \"{}\")\nPersona: {}\nTask: {}\n",
+        m.name,
+        run.movement_runs(),
+        piece.max_movements,
+        piece.name,
+        m.persona.trim(),
+        m.instruction.trim()
+    );
+    let cmds: Vec<&str> = tools.commands.iter().map(|k| k.name()).collect();
+    let _ = writeln!(
+        p,
+        "Commands you may use in this movement: {}.",
+        cmds.join(", ")
+    );
+    if let (Some(patterns), true) = (
+        &tools.command_patterns,
+        tools.allows(CommandKind::RunCommand),
+    ) {
+        let _ = writeln!(p, "@@runcommand may run only: {}.", patterns.join("; "));
+    }
+    if !m.edit {
+        p.push_str("This movement cannot change files.\n");
+    }
+    p.push_str("When this movement is finished, choose one:\n");
+    for r in &m.rules {
+        let _ = writeln!(p, "- if {}: @@done next={}", r.condition.trim(), r.next);
+    }
+    p.push_str("- if the whole task is done: @@done\n- if the task cannot be done: @@done status=aborted\n");
+    p.push_str("Reply in AgentScript v1 only.");
     p
 }
 

@@ -153,7 +153,7 @@ pub fn move_piece(
                     .as_deref()
                     .map(message::piece_note)
                     .unwrap_or_default();
-                note.push_str(&run.movement_prompt());
+                note.push_str(&message::movement_prompt(run));
                 PieceMove {
                     continues: true,
                     note,

@@ -170,9 +170,15 @@ fn directive_from_a_parsed_done_block() {
 #[test]
 fn movement_prompt() {
     let mut run = PieceRun::start(load(PLAN));
-    insta::assert_snapshot!("movement_prompt_plan", run.movement_prompt());
+    insta::assert_snapshot!(
+        "movement_prompt_plan",
+        keyless_core::message::movement_prompt(&run)
+    );
     run.apply(&next("implement")).expect("ok");
-    insta::assert_snapshot!("movement_prompt_implement", run.movement_prompt());
+    insta::assert_snapshot!(
+        "movement_prompt_implement",
+        keyless_core::message::movement_prompt(&run)
+    );
 }
 
 #[test]

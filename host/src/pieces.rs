@@ -80,7 +80,7 @@ pub fn start(store: &Store, session: &str, yaml: &str, piece: Piece) -> Result<S
     let snap =
         serde_json::to_string(&run.snapshot()).map_err(|e| PieceError::Stored(e.to_string()))?;
     store.set_piece(session, yaml, &snap)?;
-    Ok(run.movement_prompt())
+    Ok(keyless_core::message::movement_prompt(&run))
 }
 
 /// The session's piece run, if it follows a piece, ready for its next reply (a run that waited for

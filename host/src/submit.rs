@@ -7,7 +7,7 @@ use crate::exec::batch::{BatchOutcome, ExecSettings, Executor, Prompter};
 use crate::exec::git::RepoRecord;
 use crate::exec::workspace::Workspace;
 use crate::store::{SessionState, Store, StoreError};
-use keyless_core::piece::run::RunSnapshot;
+use keyless_core::api::{PieceProgress, ReplyAnswer};
 use keyless_core::turn::{self, BatchStatus, Outcome, Position, TurnEnd};
 use keyless_core::Control;
 use std::path::Path;
@@ -35,23 +35,6 @@ pub enum Event<'a> {
         status: BatchStatus,
         turn_ended: Option<TurnEnd>,
     },
-}
-
-/// A submitted batch's answer.
-#[derive(Debug, Clone)]
-pub struct Submitted {
-    pub batch_id: String,
-    pub turn: u32,
-    pub batch: u32,
-    pub status: BatchStatus,
-    /// The text the model receives.
-    pub text: String,
-    pub control: Option<Control>,
-    pub turn_ended: Option<TurnEnd>,
-    /// Answered from the store: the batch had been submitted before and did not run again.
-    pub stored: bool,
-    /// The session's piece run after the batch, when it follows a piece.
-    pub piece: Option<RunSnapshot>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -91,7 +74,7 @@ pub fn submit(
     at: Option<(u32, u32)>,
     prompter: &mut dyn Prompter,
     events: &mut dyn FnMut(Event<'_>),
-) -> Result<Submitted, SubmitError> {
+) -> Result<ReplyAnswer, SubmitError> {
     let store = ctx.store;
     let session = pos.id.clone();
     let (turn, batch) = at.unwrap_or((pos.turn, pos.batch));
@@ -117,7 +100,7 @@ pub fn submit(
         } else {
             stored.text
         };
-        return Ok(Submitted {
+        return Ok(ReplyAnswer {
             batch_id: id,
             turn,
             batch,
@@ -126,6 +109,8 @@ pub fn submit(
             control,
             turn_ended,
             stored: true,
+            next_turn: pos.turn,
+            next_batch: pos.batch,
             piece: None,
         });
     }
@@ -208,7 +193,11 @@ pub fn submit(
         Some(r) => {
             let snap = r.snapshot();
             crate::pieces::save(store, &session, &snap)?;
-            Some(snap)
+            Some(PieceProgress {
+                state: snap.state,
+                movement: snap.current,
+                movement_runs: snap.movement_runs,
+            })
         }
         None => None,
     };
@@ -217,7 +206,7 @@ pub fn submit(
         status: step.status,
         turn_ended: step.turn_ended,
     });
-    Ok(Submitted {
+    Ok(ReplyAnswer {
         batch_id: id,
         turn,
         batch,
@@ -226,6 +215,8 @@ pub fn submit(
         control: step.control,
         turn_ended: step.turn_ended,
         stored: false,
+        next_turn: pos.turn,
+        next_batch: pos.batch,
         piece,
     })
 }

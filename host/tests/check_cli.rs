@@ -247,3 +247,31 @@ fn prompt_injects_effective_limits() {
         .expect("run");
     assert!(String::from_utf8_lossy(&out.stdout).contains("At most 4 command(s) per response"));
 }
+
+#[test]
+fn keyword_flags_take_what_keyless_json_takes() {
+    // Core's parser reads --mode/--pace/--failure-mode: any case, with or without - and _.
+    for mode in ["autosafe", "AutoSafe", "auto-safe"] {
+        let out = host()
+            .args(["policy", "--json", "--mode", mode, "--", "ls"])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0), "{mode}");
+    }
+    let out = host()
+        .args(["policy", "--mode", "bogus", "--", "ls"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--mode: KA_CONFIG_VALIDATION") && err.contains("Ask, AutoSafe, Auto"),
+        "{err}"
+    );
+    let help = host().args(["run", "--help"]).output().expect("run");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("[possible values: StopOnMutationFailure, StopOnAnyFailure, Continue]"),
+        "{help}"
+    );
+}

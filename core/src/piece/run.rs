@@ -15,7 +15,6 @@ use super::tools::{effective, EffectiveTools};
 use super::{Movement, Piece, WAIT_SUBTASKS};
 use crate::reply::{Command, CommandKind, DoneStatus};
 use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
 
 /// Where a run stands.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -372,39 +371,6 @@ impl PieceRun {
         run.history = snap.history;
         run.state = snap.state;
         run
-    }
-
-    /// The text that introduces the current movement to the model.
-    #[must_use]
-    pub fn movement_prompt(&self) -> String {
-        let m = self.movement();
-        let tools = self.tools();
-        let mut p = format!(
-            "[KEYLESSAGENT MOVEMENT] {} (movement {} of at most {}, piece \"{}\")\nPersona: {}\nTask: {}\n",
-            m.name, self.movement_runs, self.piece.max_movements, self.piece.name, m.persona.trim(), m.instruction.trim()
-        );
-        let cmds: Vec<&str> = tools.commands.iter().map(|k| k.name()).collect();
-        let _ = writeln!(
-            p,
-            "Commands you may use in this movement: {}.",
-            cmds.join(", ")
-        );
-        if let (Some(patterns), true) = (
-            &tools.command_patterns,
-            tools.allows(CommandKind::RunCommand),
-        ) {
-            let _ = writeln!(p, "@@runcommand may run only: {}.", patterns.join("; "));
-        }
-        if !m.edit {
-            p.push_str("This movement cannot change files.\n");
-        }
-        p.push_str("When this movement is finished, choose one:\n");
-        for r in &m.rules {
-            let _ = writeln!(p, "- if {}: @@done next={}", r.condition.trim(), r.next);
-        }
-        p.push_str("- if the whole task is done: @@done\n- if the task cannot be done: @@done status=aborted\n");
-        p.push_str("Reply in AgentScript v1 only.");
-        p
     }
 }
 

@@ -1,56 +1,69 @@
 //! Flag types shared by several subcommands: mode, pace, failure mode and the limits.
 
 use crate::error::HostError;
-use clap::{Args, ValueEnum};
+use clap::builder::{PossibleValue, TypedValueParser};
+use clap::error::ErrorKind;
+use clap::Args;
 use keyless_core::keyless_json::KeylessConfig;
-use keyless_core::{Limits, Mode, Pace, Settings};
+use keyless_core::{BatchFailureMode, ConfigError, Limits, Mode, Pace, Settings};
+use std::ffi::OsStr;
+use std::str::FromStr;
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(super) enum FailureModeArg {
-    StopOnMutationFailure,
-    StopOnAnyFailure,
-    Continue,
+/// A keyword flag (mode, pace, failure mode) read by core's own parser, so the command line accepts
+/// exactly the spellings keyless.json accepts; `--help` lists core's values.
+#[derive(Clone)]
+pub(super) struct Keyword<T: 'static> {
+    all: &'static [T],
+    name: fn(T) -> &'static str,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(super) enum PaceArg {
-    Step,
-    Balanced,
-    Batch,
-}
+pub(super) const MODE: Keyword<Mode> = Keyword {
+    all: Mode::ALL,
+    name: Mode::as_str,
+};
+pub(super) const PACE: Keyword<Pace> = Keyword {
+    all: Pace::ALL,
+    name: Pace::as_str,
+};
+pub(super) const FAILURE_MODE: Keyword<BatchFailureMode> = Keyword {
+    all: BatchFailureMode::ALL,
+    name: BatchFailureMode::as_str,
+};
 
-impl From<PaceArg> for Pace {
-    fn from(p: PaceArg) -> Self {
-        match p {
-            PaceArg::Step => Pace::Step,
-            PaceArg::Balanced => Pace::Balanced,
-            PaceArg::Batch => Pace::Batch,
-        }
+impl<T> TypedValueParser for Keyword<T>
+where
+    T: FromStr<Err = ConfigError> + Copy + Send + Sync + 'static,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        value.to_string_lossy().parse::<T>().map_err(|e| {
+            let flag = arg
+                .and_then(clap::Arg::get_long)
+                .map(|l| format!("--{l}: "))
+                .unwrap_or_default();
+            clap::Error::raw(ErrorKind::InvalidValue, format!("{flag}{} {e}\n", e.code()))
+                .with_cmd(cmd)
+        })
     }
-}
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(super) enum ModeArg {
-    Ask,
-    Autosafe,
-    Auto,
-}
-
-impl From<ModeArg> for Mode {
-    fn from(m: ModeArg) -> Self {
-        match m {
-            ModeArg::Ask => Mode::Ask,
-            ModeArg::Autosafe => Mode::AutoSafe,
-            ModeArg::Auto => Mode::Auto,
-        }
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(
+            self.all.iter().map(|v| PossibleValue::new((self.name)(*v))),
+        ))
     }
 }
 
 #[derive(Debug, Args)]
 pub(super) struct LimitArgs {
     /// Agent.Pace: how many non-say commands one reply may carry (default balanced).
-    #[arg(long, value_enum)]
-    pace: Option<PaceArg>,
+    #[arg(long, value_parser = PACE)]
+    pace: Option<Pace>,
     /// Limits.MaxCommandsPerResponse.
     #[arg(long, value_name = "N")]
     max_commands: Option<u32>,
@@ -78,7 +91,7 @@ impl LimitArgs {
         };
         let settings = Settings {
             limits,
-            pace: self.pace.map_or_else(Pace::default, Into::into),
+            pace: self.pace.unwrap_or_default(),
         };
         settings.validate()?;
         Ok(settings)
@@ -98,11 +111,7 @@ impl LimitArgs {
             }
         }
         if let Some(p) = self.pace {
-            cfg.set(
-                "Agent.Pace",
-                &serde_json::json!(Pace::from(p).as_str()),
-                src,
-            )?;
+            cfg.set("Agent.Pace", &serde_json::json!(p.as_str()), src)?;
         }
         cfg.check(src)?;
         Ok(())

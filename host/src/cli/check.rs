@@ -1,12 +1,12 @@
 //! `keyless-host check`, `policy` and `prompt`: the pure answers of the core, on the terminal.
 
-use super::args::{LimitArgs, ModeArg};
+use super::args::{LimitArgs, MODE};
 use crate::error::HostError;
 use clap::Args;
 use keyless_core::check::{check, over_limit, CheckReport};
 use keyless_core::message::{system_prompt, PromptContext};
 use keyless_core::policy::decide;
-use keyless_core::{parse, Code, Diagnostic, Limits};
+use keyless_core::{parse, Code, Diagnostic, Limits, Mode};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,8 +26,8 @@ pub(super) struct CheckArgs {
 #[derive(Debug, Args)]
 pub(super) struct PolicyArgs {
     /// Commands.Mode.
-    #[arg(long, value_enum, default_value = "ask")]
-    mode: ModeArg,
+    #[arg(long, value_parser = MODE, default_value = "Ask")]
+    mode: Mode,
     /// Commands.AllowList pattern (repeatable), e.g. 'npm run test *'.
     #[arg(long = "allow", value_name = "PATTERN")]
     allow: Vec<String>,
@@ -47,8 +47,8 @@ pub(super) struct PromptArgs {
     #[command(flatten)]
     limits: LimitArgs,
     /// Commands.Mode the prompt describes.
-    #[arg(long, value_enum, default_value = "ask")]
-    mode: ModeArg,
+    #[arg(long, value_parser = MODE, default_value = "Ask")]
+    mode: Mode,
 }
 
 /// Reads at most enough bytes to know whether the reply is over the limit.
@@ -195,7 +195,7 @@ pub(super) fn policy_cmd(a: &PolicyArgs) -> Result<ExitCode, HostError> {
     if line.trim().is_empty() {
         return Err(HostError::Usage("the command line is empty".into()));
     }
-    let verdict = decide(&line, a.mode.into(), &a.allow);
+    let verdict = decide(&line, a.mode, &a.allow);
     let mut out = io::stdout().lock();
     if a.json {
         serde_json::to_writer(&mut out, &verdict)?;
@@ -231,7 +231,7 @@ pub(super) fn prompt_cmd(a: &PromptArgs) -> Result<ExitCode, HostError> {
         crate::exec::snapshot::gather(w, sandbox).text()
     });
     let ctx = PromptContext {
-        mode: a.mode.into(),
+        mode: a.mode,
         environment,
         ..Default::default()
     };

@@ -1,6 +1,6 @@
 //! `keyless-host run`, `undo` and `log`: reply files executed as one session, on the terminal.
 
-use super::args::{FailureModeArg, LimitArgs, ModeArg};
+use super::args::{LimitArgs, FAILURE_MODE, MODE};
 use crate::config::{exec_settings, load_config, warn_ignored, Loaded};
 use crate::error::HostError;
 use crate::exec::batch::{ExecSettings, Prompter};
@@ -10,7 +10,7 @@ use crate::submit::{self, SubmitError};
 use clap::Args;
 use keyless_core::policy::Verdict;
 use keyless_core::turn::{BatchStatus, TurnEnd};
-use keyless_core::Mode;
+use keyless_core::{BatchFailureMode, Mode};
 use std::collections::VecDeque;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -22,8 +22,8 @@ pub(super) struct RunArgs {
     #[arg(long, default_value = ".")]
     workspace: PathBuf,
     /// Commands.Mode (default: keyless.json, else ask).
-    #[arg(long, value_enum)]
-    mode: Option<ModeArg>,
+    #[arg(long, value_parser = MODE)]
+    mode: Option<Mode>,
     /// Commands.AllowList pattern (repeatable; adds to keyless.json's).
     #[arg(long = "allow", value_name = "PATTERN")]
     allow: Vec<String>,
@@ -44,8 +44,8 @@ pub(super) struct RunArgs {
     #[arg(long)]
     timeout: Option<u32>,
     /// Commands.BatchFailureMode (default stop-on-mutation-failure).
-    #[arg(long, value_enum)]
-    failure_mode: Option<FailureModeArg>,
+    #[arg(long, value_parser = FAILURE_MODE)]
+    failure_mode: Option<BatchFailureMode>,
     /// Git.ProtectedBranches pattern (repeatable; replaces the default main, master, release/*).
     #[arg(long = "protect", value_name = "PATTERN")]
     protect: Vec<String>,
@@ -70,22 +70,17 @@ pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
     a.limits.apply(&mut cfg)?;
     let src = "command line";
     if let Some(m) = a.mode {
-        cfg.set(
-            "Commands.Mode",
-            &serde_json::json!(Mode::from(m).as_str()),
-            src,
-        )?;
+        cfg.set("Commands.Mode", &serde_json::json!(m.as_str()), src)?;
     }
     if let Some(t) = a.timeout {
         cfg.set("Commands.TimeoutSeconds", &serde_json::json!(t), src)?;
     }
     if let Some(f) = a.failure_mode {
-        let name = match f {
-            FailureModeArg::StopOnMutationFailure => "StopOnMutationFailure",
-            FailureModeArg::StopOnAnyFailure => "StopOnAnyFailure",
-            FailureModeArg::Continue => "Continue",
-        };
-        cfg.set("Commands.BatchFailureMode", &serde_json::json!(name), src)?;
+        cfg.set(
+            "Commands.BatchFailureMode",
+            &serde_json::json!(f.as_str()),
+            src,
+        )?;
     }
     if !a.protect.is_empty() {
         cfg.set("Git.ProtectedBranches", &serde_json::json!(a.protect), src)?;
@@ -267,7 +262,7 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
         pos.turn, pos.batch
     );
     if let Some(run) = crate::pieces::resume(&store, &session).map_err(|e| piece_err(&e))? {
-        let _ = writeln!(out, "{}", run.movement_prompt());
+        let _ = writeln!(out, "{}", keyless_core::message::movement_prompt(&run));
     }
     let snapshot = crate::exec::snapshot::gather_for(ws.root(), &mut o.exec);
     let _ = writeln!(out, "sandbox: {}", snapshot.sandbox);

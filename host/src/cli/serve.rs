@@ -1,6 +1,6 @@
 //! `keyless-host serve`: the localhost API for the extension and the dashboard.
 
-use super::args::ModeArg;
+use super::args::MODE;
 use crate::config::{exec_settings, load_config, warn_ignored, Loaded};
 use crate::error::HostError;
 use clap::Args;
@@ -17,8 +17,8 @@ pub(super) struct ServeArgs {
     #[arg(long, default_value = ".")]
     workspace: PathBuf,
     /// Commands.Mode (default: keyless.json, else ask).
-    #[arg(long, value_enum)]
-    mode: Option<ModeArg>,
+    #[arg(long, value_parser = MODE)]
+    mode: Option<Mode>,
     /// The built dashboard folder (default: `www` beside the binary's target folder).
     #[arg(long)]
     www: Option<PathBuf>,
@@ -32,7 +32,7 @@ pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
     if let Some(m) = a.mode {
         cfg.set(
             "Commands.Mode",
-            &serde_json::json!(Mode::from(m).as_str()),
+            &serde_json::json!(m.as_str()),
             "command line",
         )?;
     }

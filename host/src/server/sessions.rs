@@ -138,7 +138,8 @@ pub(super) async fn create_session(
             }
             let pos = store.session(&id)?;
             store.set_session_settings(&id, mode, pace)?;
-            let movement = crate::pieces::resume(&store, &id)?.map(|r| r.movement_prompt());
+            let movement = crate::pieces::resume(&store, &id)?
+                .map(|r| keyless_core::message::movement_prompt(&r));
             let cfg = session_exec(&task_state, &store, &id)?;
             return Ok((pos, movement, cfg));
         }
@@ -254,24 +255,14 @@ pub(super) fn execute_reply(
             });
         }
     };
-    let out = crate::submit::submit(&ctx, &mut pos, &input.reply, at, &mut prompter, &mut events)?;
-    Ok(api::ReplyAnswer {
-        batch_id: out.batch_id,
-        turn: out.turn,
-        batch: out.batch,
-        status: out.status,
-        text: out.text,
-        control: out.control,
-        turn_ended: out.turn_ended,
-        stored: out.stored,
-        next_turn: pos.turn,
-        next_batch: pos.batch,
-        piece: out.piece.map(|snap| api::PieceProgress {
-            state: snap.state,
-            movement: snap.current,
-            movement_runs: snap.movement_runs,
-        }),
-    })
+    Ok(crate::submit::submit(
+        &ctx,
+        &mut pos,
+        &input.reply,
+        at,
+        &mut prompter,
+        &mut events,
+    )?)
 }
 
 pub(super) async fn submit_reply(
