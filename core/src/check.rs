@@ -6,7 +6,7 @@ use crate::config::Settings;
 use crate::message::correction;
 use crate::parse::{parse, ParseOutput};
 use crate::plan::{plan, Plan};
-use crate::policy::{decide, Decision, Tier, Verdict};
+use crate::policy::{decide, file_command_verdict, Decision, Tier, Verdict};
 use crate::reply::{Command, CommandKind, Control, SectionName};
 use serde::{Deserialize, Serialize};
 
@@ -85,10 +85,24 @@ pub fn policed_line(c: &Command) -> Option<&str> {
     (c.kind == CommandKind::RunCommand).then(|| c.section_text(SectionName::Cmd).unwrap_or(""))
 }
 
-/// The policy's verdict on a command under a mode and extra allow patterns (runcommand only).
+/// What a confirmation shows of a command: a runcommand's line, else `@@kind target`.
+#[must_use]
+pub fn confirm_text(c: &Command) -> String {
+    match policed_line(c) {
+        Some(line) => line.trim().to_string(),
+        None => format!("@@{} {}", c.kind, c.target()),
+    }
+}
+
+/// The policy's verdict on a command under a mode and extra allow patterns: a runcommand's line,
+/// and the commands as risky as one (`@@deletefile`, `@@commit`); `None` for the commands that
+/// always run unasked.
 #[must_use]
 pub fn command_verdict(c: &Command, mode: Mode, allow: &[String]) -> Option<Verdict> {
-    policed_line(c).map(|line| decide(line, mode, allow))
+    match policed_line(c) {
+        Some(line) => Some(decide(line, mode, allow)),
+        None => file_command_verdict(c.kind, &confirm_text(c), mode),
+    }
 }
 
 /// Every command of a complete reply as the views show it: parsed and planned under the

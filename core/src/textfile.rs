@@ -141,9 +141,13 @@ impl EditMiss {
                 r
             }
             EditMiss::Many { lines } => {
-                let shown: Vec<String> = lines.iter().take(20).map(ToString::to_string).collect();
-                let more = if lines.len() > 20 {
-                    format!(" and {} more", lines.len() - 20)
+                // Overlapping occurrences can share a line: each line is named once.
+                let mut distinct = lines.clone();
+                distinct.dedup();
+                let shown: Vec<String> =
+                    distinct.iter().take(20).map(ToString::to_string).collect();
+                let more = if distinct.len() > 20 {
+                    format!(" and {} more", distinct.len() - 20)
                 } else {
                     String::new()
                 };
@@ -167,7 +171,7 @@ fn line_of(text: &str, byte: usize) -> usize {
 /// [`EditMiss`] when `find` occurs zero or several times.
 pub fn apply_edit(text: &str, find: &str, replace: &str) -> Result<String, EditMiss> {
     let find = find.replace("\r\n", "\n");
-    let starts: Vec<usize> = text.match_indices(find.as_str()).map(|(i, _)| i).collect();
+    let starts = occurrences(text, &find);
     match starts.as_slice() {
         [one] => {
             let mut out = String::with_capacity(text.len() + replace.len());
@@ -184,6 +188,24 @@ pub fn apply_edit(text: &str, find: &str, replace: &str) -> Result<String, EditM
             lines: many.iter().map(|b| line_of(text, *b)).collect(),
         }),
     }
+}
+
+/// Where `find` starts in `text`, overlapping occurrences included: in `aaa`, `aa` occurs twice
+/// (the seed's "fails unless FIND matches exactly once" counts every position).
+fn occurrences(text: &str, find: &str) -> Vec<usize> {
+    let finder = memchr::memmem::Finder::new(find.as_bytes());
+    let mut starts = Vec::new();
+    let mut from = 0;
+    while let Some(hit) = text
+        .get(from..)
+        .and_then(|rest| finder.find(rest.as_bytes()))
+    {
+        let at = from + hit;
+        starts.push(at);
+        // The next try starts one character further, so an overlapping occurrence is found too.
+        from = at + text[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    starts
 }
 
 /// The line where FIND matches when each line is compared trimmed.
@@ -439,6 +461,21 @@ mod tests {
             Err(EditMiss::Many { lines }) => assert_eq!(lines, [1, 3]),
             other => panic!("{other:?}"),
         }
+        // Overlapping occurrences count: "aa" is in "aaa" twice, "abab" in "ababab" twice.
+        for (text, find) in [
+            ("aaa\n", "aa"),
+            ("x ababab y\n", "abab"),
+            ("é\né\né\n", "é\né"),
+        ] {
+            let miss = apply_edit(text, find, "z").unwrap_err();
+            assert!(
+                miss.reason()
+                    .starts_with("FIND text matched 2 times (must match exactly once), at lines 1"),
+                "{text:?} {find:?}: {}",
+                miss.reason()
+            );
+        }
+        assert_eq!(apply_edit("ab\nab\n", "ab\nab", "x").unwrap(), "x\n");
         let miss = apply_edit(text, "fn c() {}", "").unwrap_err();
         assert!(miss.reason().starts_with("FIND text matched 0 times (must match exactly once)\nclosest lines in the file:\n      1 | fn a() {}"), "{}", miss.reason());
         let miss = apply_edit(text, "let x = 1;   ", "").unwrap_err();

@@ -182,3 +182,29 @@ fn bypass_corpus_is_never_underrated() {
         failures.join("\n")
     );
 }
+
+/// @@deletefile and @@commit follow the tier table as Risky (deletes, git writes): confirmed in Ask
+/// and AutoSafe, run in Auto; the other non-runcommand commands have no verdict and run unasked.
+#[test]
+fn deletefile_and_commit_are_risky() {
+    use keyless_core::policy::{file_command_verdict, Decision, Tier};
+    use keyless_core::{CommandKind, Mode};
+    for kind in [CommandKind::DeleteFile, CommandKind::Commit] {
+        for (mode, want) in [
+            (Mode::Ask, Decision::Confirm),
+            (Mode::AutoSafe, Decision::Confirm),
+            (Mode::Auto, Decision::Run),
+        ] {
+            let v = file_command_verdict(kind, "x", mode).expect("verdict");
+            assert_eq!((v.tier, v.decision), (Tier::Risky, want), "{kind} {mode}");
+        }
+    }
+    for kind in CommandKind::ALL {
+        if !matches!(kind, CommandKind::DeleteFile | CommandKind::Commit) {
+            assert!(
+                file_command_verdict(kind, "x", Mode::Ask).is_none(),
+                "{kind}"
+            );
+        }
+    }
+}

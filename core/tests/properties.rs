@@ -375,3 +375,23 @@ fn reply_strategy() -> impl Strategy<Value = Reply> {
             Reply { commands }
         })
 }
+
+proptest! {
+    /// editfile edits only when FIND starts at exactly one position of the file, overlapping
+    /// positions counted (the seed: "fails unless FIND matches exactly once"); the edit then
+    /// replaces exactly that span.
+    #[test]
+    fn editfile_edits_only_a_unique_find(text in "[ab\n]{0,24}", find in "[ab\n]{1,5}") {
+        let positions: Vec<usize> = (0..text.len())
+            .filter(|&i| text[i..].starts_with(find.as_str()))
+            .collect();
+        match keyless_core::textfile::apply_edit(&text, &find, "Z") {
+            Ok(out) => {
+                prop_assert_eq!(positions.len(), 1);
+                let at = positions[0];
+                prop_assert_eq!(out, format!("{}Z{}", &text[..at], &text[at + find.len()..]));
+            }
+            Err(_) => prop_assert_ne!(positions.len(), 1),
+        }
+    }
+}

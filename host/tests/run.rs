@@ -27,7 +27,8 @@ fn multi_turn_session_commits_and_pushes_to_a_bare_origin() {
         block("runcommand", &[("CMD", "cat src/lib.rs")]),
     ]);
     let r3 = block("commit", &[("MSG", "Add lib")]) + "@@done\n@@end\n@@eof\n";
-    let (out, text) = fx.run(&[&r1, &r2, &r3], &[]);
+    // Ask mode: the user approves the deletefile and the commit.
+    let (out, text) = fx.run(&[&r1, &r2, &r3], &["--yes"]);
     assert!(out.status.success(), "{text}");
     assert!(
         text.contains("[KEYLESSAGENT RESULTS] turn=1 batch=3"),
@@ -352,7 +353,7 @@ fn git_refusals() {
     let fx = Fixture::new();
     git(&fx.ws(), &["checkout", "-q", "-b", "main"]);
     let r = block("commit", &[("MSG", "x")]) + "@@next\n@@end\n@@eof\n";
-    let (_, text) = fx.run(&[&r], &[]);
+    let (_, text) = fx.run(&[&r], &["--yes"]);
     assert!(
         text.contains(
             "code: KA_BRANCH_PROTECTED\nreason: branch \"main\" is protected (pattern \"main\")"
@@ -365,6 +366,7 @@ fn git_refusals() {
     std::fs::write(&f, &r).expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
         .arg("run")
+        .arg("--yes")
         .arg("--workspace")
         .arg(&plain)
         .arg(&f)
@@ -373,6 +375,7 @@ fn git_refusals() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("code: KA_NOT_A_GIT_REPOSITORY"));
     let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
         .arg("run")
+        .arg("--yes")
         .arg("--auto-init")
         .arg("--protect")
         .arg("release/*")
@@ -737,4 +740,62 @@ fn run_follows_a_piece_like_the_api() {
             && err.contains("fix-loop"),
         "{err}"
     );
+}
+
+/// The seed: "deletefile — Backs up, then deletes (confirmed in Ask mode)"; its tier table puts
+/// deletes and git writes in Risky, so @@deletefile and @@commit are confirmed in Ask and AutoSafe
+/// like `rm` and `git commit` through runcommand, and run unasked in Auto. With no terminal and no
+/// --yes there is no way to ask: the command is declined and nothing is lost.
+#[test]
+fn deletefile_and_commit_are_confirmed_like_the_same_writes_through_runcommand() {
+    let fx = Fixture::new();
+    let r = reply(&[
+        block("deletefile README.md", &[]),
+        block("commit", &[("MSG", "Remove the readme")]),
+    ]);
+    let head = git(&fx.ws(), &["rev-parse", "HEAD"]);
+    for mode in ["ask", "autosafe"] {
+        let (_, text) = fx.run(&[&r], &["--mode", mode, "--failure-mode", "continue"]);
+        assert!(
+            text.contains("[declined: no terminal to confirm; pass --yes to approve] @@deletefile README.md  (Risky: deletefile deletes a file (it is backed up first))"),
+            "{mode}: {text}"
+        );
+        assert!(
+            text.contains("--- result 1/2 | #1 deletefile | README.md ---\nstatus: error | code: KA_COMMAND_DECLINED"),
+            "{mode}: {text}"
+        );
+        assert!(
+            text.contains("--- result 2/2 | #2 commit | Remove the readme ---\nstatus: error | code: KA_COMMAND_DECLINED"),
+            "{mode}: {text}"
+        );
+        assert_eq!(fx.read("README.md"), b"# demo\n", "{mode}");
+        assert_eq!(
+            git(&fx.ws(), &["rev-parse", "HEAD"]),
+            head,
+            "{mode}: no commit"
+        );
+    }
+    // Approved on the terminal (--yes): both run.
+    let (_, text) = fx.run(&[&r], &["--mode", "ask", "--yes"]);
+    assert!(
+        text.contains("[approved by --yes] @@deletefile README.md"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[approved by --yes] @@commit Remove the readme"),
+        "{text}"
+    );
+    assert!(!fx.ws().join("README.md").exists(), "{text}");
+    assert_eq!(
+        git(&fx.ws(), &["log", "-1", "--format=%s"]),
+        "Remove the readme\n"
+    );
+    // Auto: nothing is asked.
+    std::fs::write(fx.ws().join("README.md"), "# again\n").expect("write");
+    let (_, text) = fx.run(&[&r], &["--mode", "auto"]);
+    assert!(
+        !text.contains("[declined") && !text.contains("[approved"),
+        "{text}"
+    );
+    assert!(!fx.ws().join("README.md").exists(), "{text}");
 }

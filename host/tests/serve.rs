@@ -1005,3 +1005,52 @@ fn cancel_holds_under_continuous_output() {
         );
     });
 }
+
+/// Through the API, @@deletefile in Ask mode is a confirmation like a Risky runcommand: it shows
+/// as `@@deletefile PATH` with its tier, a decline keeps the file, an approval deletes it.
+#[test]
+fn deletefile_waits_for_the_user_in_ask_mode() {
+    let e = env();
+    std::fs::write(e.ws.join("gone.txt"), "keep me\n").expect("write");
+    let srv = spawn(&e.ws, &e.config, &["--mode", "ask"]);
+    let session = srv.session();
+    let del = "@@deletefile gone.txt\n@@end\n@@next\n@@end\n@@eof\n";
+    let prompt = || -> serde_json::Value {
+        let start = Instant::now();
+        loop {
+            let (_, v) = srv.get("/v1/confirmations");
+            if let Some(p) = v.as_array().and_then(|a| a.first()).cloned() {
+                return p;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "no confirmation");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    for approve in [false, true] {
+        std::thread::scope(|s| {
+            let t = s.spawn(|| srv.reply(&session, del));
+            let p = prompt();
+            assert_eq!(
+                (p["kind"].as_str(), p["tier"].as_str(), p["text"].as_str()),
+                (
+                    Some("confirm"),
+                    Some("Risky"),
+                    Some("@@deletefile gone.txt")
+                ),
+                "{p}"
+            );
+            srv.post(
+                &format!("/v1/confirmations/{}", p["id"]),
+                &serde_json::json!({ "approve": approve }),
+            );
+            let v = t.join().expect("reply");
+            let text = v["text"].as_str().expect("text");
+            if approve {
+                assert!(text.contains("status: ok"), "{text}");
+            } else {
+                assert!(text.contains("code: KA_COMMAND_DECLINED"), "{text}");
+            }
+        });
+        assert_eq!(e.ws.join("gone.txt").exists(), !approve);
+    }
+}

@@ -178,7 +178,12 @@ test("a task runs end to end on a ChatGPT-like page", async () => {
     assert.match(chat.received[3].text, /#1 runcommand \| echo built > build\.txt ---\nstatus: ok/);
     assert.equal(readFileSync(join(w.ws, "build.txt"), "utf8"), "built\n");
 
-    // Reply 4 commits and pushes to the bare origin.
+    // Reply 4 commits and pushes to the bare origin: a git write, confirmed in Ask mode like
+    // `git commit` through runcommand would be.
+    await until("the commit's confirmation", async () => /@@commit Add the greeting module/.test((await overlay(page).locator(".prompt code").textContent().catch(() => "")) ?? ""));
+    assert.match(await overlay(page).locator(".prompt").textContent(), /Risky/);
+    await page.screenshot({ path: join(shots, "extension-confirm-commit.png") });
+    await overlay(page).locator("button", { hasText: "Approve" }).click();
     await until("results of the commit", () => chat.received.length >= 5);
     assert.match(chat.received[4].text, /#1 commit \| Add the greeting module ---\nstatus: ok/);
 

@@ -24,6 +24,7 @@ mod pattern;
 mod programs;
 
 use crate::config::Mode;
+use crate::reply::CommandKind;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -273,28 +274,62 @@ pub fn decide(line: &str, mode: Mode, allow: &[String]) -> Verdict {
     decide_with(line, mode, allow, &Context::default())
 }
 
+/// The seed's tier table: what a tier does under a mode. `allow_listed` is asked only for an
+/// Execute segment in AutoSafe.
+pub fn tier_decision(tier: Tier, mode: Mode, allow_listed: impl FnOnce() -> bool) -> Decision {
+    match (tier, mode) {
+        (Tier::Denied, _) => Decision::Deny,
+        (_, Mode::Auto) | (Tier::ReadOnly | Tier::Build, _) => Decision::Run,
+        (Tier::Execute, Mode::AutoSafe) if allow_listed() => Decision::Run,
+        (Tier::Execute | Tier::Risky, _) => Decision::Confirm,
+    }
+}
+
+/// The verdict on a command that is not a command line but is as risky as one: `@@deletefile`
+/// (the seed: "confirmed in Ask mode"; its tier table puts deletes in Risky) and `@@commit` (git
+/// add, commit and push: the git writes the tier table puts in Risky). `None` for every other
+/// non-runcommand command, which runs unasked.
+#[must_use]
+pub fn file_command_verdict(kind: CommandKind, target: &str, mode: Mode) -> Option<Verdict> {
+    let (tier, reason) = match kind {
+        CommandKind::DeleteFile => (
+            Tier::Risky,
+            "deletefile deletes a file (it is backed up first)",
+        ),
+        CommandKind::Commit => (
+            Tier::Risky,
+            "commit writes git history (add -A, commit) and pushes to origin",
+        ),
+        _ => return None,
+    };
+    Some(Verdict {
+        tier,
+        decision: tier_decision(tier, mode, || false),
+        reason: reason.to_string(),
+        segments: vec![SegmentVerdict {
+            text: target.to_string(),
+            tier,
+            reason: reason.to_string(),
+        }],
+    })
+}
+
 /// [`decide`] with what the host knows about the machine.
 #[must_use]
 pub fn decide_with(line: &str, mode: Mode, allow: &[String], ctx: &Context<'_>) -> Verdict {
     let c = classify_with(line, ctx);
     let mut worst: Option<(Decision, usize, String)> = None;
     for (i, s) in c.segments.iter().enumerate() {
-        let (decision, why) = match (s.tier, mode) {
-            (Tier::Denied, _) => (Decision::Deny, s.reason.clone()),
-            (_, Mode::Auto) | (Tier::ReadOnly | Tier::Build, _) => {
-                (Decision::Run, s.reason.clone())
+        let allow_listed = || allow.iter().any(|p| pattern_matches(p, &s.text));
+        let decision = tier_decision(s.tier, mode, allow_listed);
+        let why = match (s.tier, mode, decision) {
+            (Tier::Execute, Mode::AutoSafe, Decision::Run) => {
+                format!("{} (allow-listed)", s.reason)
             }
-            (Tier::Execute, Mode::AutoSafe) => {
-                if allow.iter().any(|p| pattern_matches(p, &s.text)) {
-                    (Decision::Run, format!("{} (allow-listed)", s.reason))
-                } else {
-                    (
-                        Decision::Confirm,
-                        format!("{} and is not in Commands.AllowList", s.reason),
-                    )
-                }
+            (Tier::Execute, Mode::AutoSafe, _) => {
+                format!("{} and is not in Commands.AllowList", s.reason)
             }
-            (Tier::Execute | Tier::Risky, _) => (Decision::Confirm, s.reason.clone()),
+            _ => s.reason.clone(),
         };
         if worst.as_ref().is_none_or(|(d, _, _)| decision > *d) {
             worst = Some((decision, i, why));

@@ -85,9 +85,12 @@ impl Follower {
         }
     }
 
-    /// A runcommand's verdict, computed once per command line while the reply streams.
+    /// A command's verdict (`check::command_verdict`); a runcommand's is computed once per command
+    /// line while the reply streams.
     fn verdict(&mut self, c: &Command) -> Option<crate::policy::Verdict> {
-        let line = crate::check::policed_line(c)?;
+        let Some(line) = crate::check::policed_line(c) else {
+            return crate::check::command_verdict(c, self.mode, &self.allow);
+        };
         let slot = c.number as usize;
         if self.verdicts.len() <= slot {
             self.verdicts.resize(slot + 1, None);

@@ -184,6 +184,39 @@ impl Executor<'_> {
         if let Some(denied) = self.gate_refusal(cmd) {
             return (Err(denied), None);
         }
+        if cmd.kind == CommandKind::RunCommand {
+            return self.run_command(cmd, prompter);
+        }
+        // @@deletefile and @@commit are confirmed as the same writes through runcommand would be.
+        let verdict = keyless_core::check::command_verdict(cmd, self.cfg.mode, &self.cfg.allow);
+        let tier = verdict.as_ref().map(|v| v.tier);
+        if let Some(v) = verdict.filter(|v| v.decision != Decision::Run) {
+            let shown = keyless_core::check::confirm_text(cmd);
+            let failure = if v.decision == Decision::Deny {
+                Failure::new(
+                    Code::CommandDenied,
+                    format!("denied by the command policy: {}", v.reason),
+                )
+            } else if prompter.confirm(&shown, &v) {
+                return (self.run_file_command(cmd, backup, prompter), tier);
+            } else {
+                Failure::new(
+                    Code::CommandDeclined,
+                    format!("the user declined ({})", v.reason),
+                )
+            };
+            return (Err(failure), tier);
+        }
+        (self.run_file_command(cmd, backup, prompter), tier)
+    }
+
+    /// Every command but runcommand, once the policy and the user let it run.
+    fn run_file_command(
+        &self,
+        cmd: &keyless_core::Command,
+        backup: &mut BatchBackup,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Outcome, Failure> {
         let arg = cmd.argument.as_deref().unwrap_or("");
         let text = |name| cmd.section_text(name).unwrap_or("");
         let max_output = self.cfg.settings.limits.max_command_output_chars as usize;
@@ -192,7 +225,7 @@ impl Executor<'_> {
             backup,
             max_output_chars: max_output,
         };
-        let r = match cmd.kind {
+        match cmd.kind {
             CommandKind::NewFile => files::newfile(&mut ctx, arg, text(SectionName::Content)),
             CommandKind::UpdateFile => files::updatefile(&mut ctx, arg, text(SectionName::Content)),
             CommandKind::EditFile => files::editfile(
@@ -227,15 +260,18 @@ impl Executor<'_> {
                     }
                 })
             }
-            CommandKind::RunCommand => return self.run_command(cmd, prompter),
             CommandKind::Say | CommandKind::Next | CommandKind::Done => Ok(Outcome::Ok {
                 exit_code: None,
                 duration_ms: None,
                 verified: None,
                 output: None,
             }),
-        };
-        (r, None)
+            // run_one gives runcommand to run_command, behind the policy; never here.
+            CommandKind::RunCommand => Err(Failure::new(
+                Code::Internal,
+                "runcommand reached the file-command path",
+            )),
+        }
     }
 
     /// Why the current movement refuses this command, if it does.
