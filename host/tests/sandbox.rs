@@ -180,7 +180,7 @@ fn push_goes_only_to_the_origin_recorded_at_session_start() {
     let session = common::session_of(&text);
     git(&ws, &["remote", "set-url", "origin", "../evil.git"]);
     std::fs::write(ws.join("c.txt"), "c\n").expect("write");
-    let (_, text) = fx.run(&[&commit_reply("c")], &["--session", &session]);
+    let (_, text) = fx.run(&[&commit_reply("c")], &["--session", &session, "--yes"]);
     assert!(
         text.contains("code: KA_GIT_FAILURE")
             && text.contains("not to ../origin.git as recorded at session start"),
@@ -629,7 +629,7 @@ fn leftover_temp_files_are_removed_and_never_committed() {
             &reply(&[block("newfile e.txt", &[("CONTENT", "e")])]),
             &commit_reply("e"),
         ],
-        &[],
+        &["--yes"],
     );
     assert!(!ws.join(".agent/tmp/.a.txt.keyless-1-1.tmp").exists());
     assert!(!ws.join("src/.b.txt.keyless-2-2.tmp").exists(), "{text}");

@@ -779,6 +779,60 @@ fn has_flag(args: &[&str], short: char, longs: &[&str]) -> bool {
     })
 }
 
+/// Whether a relative folder or file stays beneath the workspace: not absolute, not `~`, no
+/// variable, and never above the start with `..`.
+fn within_workspace(d: &str) -> bool {
+    if d.is_empty()
+        || d.starts_with('/')
+        || d.starts_with('~')
+        || d.contains('$')
+        || d.contains('\\')
+        || d.contains(':')
+        || d == "-"
+    {
+        return false;
+    }
+    let mut depth: i32 = 0;
+    for seg in d.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => depth -= 1,
+            _ => depth += 1,
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    true
+}
+
+/// The value of `--name=V` or `--name V` among `args` (before a bare `--`), for each use.
+fn option_values<'a>(args: &[&'a str], names: &[&str]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() && args[i] != "--" {
+        let x = args[i];
+        for n in names {
+            if x == *n {
+                out.push(args.get(i + 1).copied().unwrap_or(""));
+            } else if let Some(v) = x.strip_prefix(n).and_then(|r| r.strip_prefix('=')) {
+                out.push(v);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Whether one of `names` is given among `args` (before a bare `--`), alone or as `--name=V`.
+fn has_option(args: &[&str], names: &[&str]) -> bool {
+    args.iter().take_while(|x| **x != "--").any(|x| {
+        names
+            .iter()
+            .any(|n| x == n || x.strip_prefix(n).is_some_and(|r| r.starts_with('=')))
+    })
+}
+
 /// `cd DIR`: harmless inside the workspace; leaving it changes where the next commands run.
 fn rate_cd(name: &str, a: &[&str]) -> Rated {
     let dirs: Vec<&str> = a
@@ -786,25 +840,8 @@ fn rate_cd(name: &str, a: &[&str]) -> Rated {
         .copied()
         .filter(|x| !x.starts_with('-') || *x == "-")
         .collect();
-    let inside = |d: &str| {
-        if d.is_empty() || d.starts_with('/') || d.starts_with('~') || d.contains('$') || d == "-" {
-            return false;
-        }
-        let mut depth: i32 = 0;
-        for seg in d.split('/') {
-            match seg {
-                "" | "." => {}
-                ".." => depth -= 1,
-                _ => depth += 1,
-            }
-            if depth < 0 {
-                return false;
-            }
-        }
-        true
-    };
     match (name, dirs.as_slice()) {
-        ("cd" | "pushd" | "chdir", [d]) if inside(d) => {
+        ("cd" | "pushd" | "chdir", [d]) if within_workspace(d) => {
             rated(Tier::ReadOnly, format!("{name} moves within the workspace"))
         }
         _ => rated(
@@ -1565,7 +1602,6 @@ const GIT_DIFF_LOG: &[&str] = &[
     "--notes=?",
     "--no-notes",
     "--show-notes=?",
-    "--show-signature",
     "--relative-date",
     "--date=",
     "--parents",
@@ -1820,6 +1856,42 @@ fn git_spec(sub: &str) -> Option<(Spec, &'static str)> {
     ))
 }
 
+const GIT_VIEWER: &str = "git help opens the manual with a viewer program (man, info or a web browser, as help.format, man.viewer and web.browser name)";
+
+/// Why a reading git subcommand would run another program, when it would: a manual viewer, or the
+/// signature program (`gpg.program`) that verifies signatures.
+fn git_runs_a_program(sub: &str, rest: &[&str]) -> Option<&'static str> {
+    const LISTS: &[&str] = &[
+        "-a",
+        "--all",
+        "-g",
+        "--guides",
+        "-c",
+        "--config",
+        "--user-interfaces",
+        "--developer-interfaces",
+        "--no-external-commands",
+        "--no-aliases",
+        "--verbose",
+    ];
+    if sub == "help" && rest.iter().any(|x| !LISTS.contains(x)) {
+        return Some(GIT_VIEWER);
+    }
+    if has_option(rest, &["--help"]) {
+        return Some(GIT_VIEWER);
+    }
+    let verifies = matches!(sub, "verify-commit" | "verify-tag")
+        || has_option(rest, &["--show-signature"])
+        || rest.iter().take_while(|x| **x != "--").any(|x| {
+            let format = x.starts_with("--format=")
+                || x.starts_with("--pretty=")
+                || x.starts_with("format:")
+                || x.starts_with("tformat:");
+            format && (x.contains("%G") || x.contains("%(signature"))
+        });
+    verifies.then_some("verifying a signature runs the program gpg.program names")
+}
+
 fn rate_git(words: &[Word]) -> Rated {
     let a = texts(words);
     // Global options before the subcommand.
@@ -1839,6 +1911,9 @@ fn rate_git(words: &[Word]) -> Rated {
             | "--no-advice" => {}
             "--version" | "-v" => {
                 return rated(Tier::ReadOnly, "git --version only prints its version")
+            }
+            "--help" | "-h" if a.len() > i + 1 => {
+                return rated(Tier::Risky, GIT_VIEWER);
             }
             "--help" | "-h" => return rated(Tier::ReadOnly, "git --help only prints help"),
             x if x == "-c"
@@ -1895,6 +1970,9 @@ fn rate_git(words: &[Word]) -> Rated {
     };
     let rest_words = &words[i + 1..];
     let rest = &a[i + 1..];
+    if let Some(why) = git_runs_a_program(sub, rest) {
+        return rated(Tier::Risky, why);
+    }
     if let Some((spec, does)) = git_spec(sub) {
         if sub == "grep"
             && rest
@@ -2116,6 +2194,45 @@ fn rate_git_config(rest: &[&str]) -> Rated {
 // --- JavaScript, Python, Rust, Go, .NET, JVM ---
 
 fn rate_js_pm(prog: &str, args: &[&str]) -> Rated {
+    // Options that name a program, or a configuration file (which can name programs to run).
+    const PROGRAMS: &[&str] = &[
+        "--userconfig",
+        "--globalconfig",
+        "--script-shell",
+        "--shell",
+        "--node-options",
+        "--editor",
+        "--browser",
+        "--viewer",
+        "--git",
+        "--onload-script",
+        "--call",
+        "--rcfile",
+        "--use-yarnrc",
+        "--config",
+    ];
+    if has_option(args, PROGRAMS)
+        || args
+            .iter()
+            .take_while(|x| **x != "--")
+            .any(|x| x.starts_with("--config."))
+    {
+        return rated(
+            Tier::Risky,
+            format!("{prog}: an option names a program or a configuration file that can name one"),
+        );
+    }
+    if option_values(args, &["--prefix", "-C", "--cwd", "--dir"])
+        .iter()
+        .any(|d| !within_workspace(d))
+    {
+        return rated(
+            Tier::Risky,
+            format!(
+                "{prog} points at another project, whose configuration can name programs to run"
+            ),
+        );
+    }
     let mut i = 0;
     while i < args.len() && args[i].starts_with('-') {
         if matches!(
@@ -2156,11 +2273,16 @@ fn rate_js_pm(prog: &str, args: &[&str]) -> Rated {
         }
         Some(
             "ls" | "list" | "ll" | "la" | "view" | "info" | "show" | "v" | "outdated" | "why"
-            | "explain" | "root" | "prefix" | "help" | "licenses" | "fund" | "query",
+            | "explain" | "root" | "prefix" | "licenses" | "fund" | "query",
         ) => rated(
             Tier::ReadOnly,
             format!("{prog} {} only reads", sub.unwrap_or("")),
         ),
+        Some("help") if args.len() > i + 1 => rated(
+            Tier::Risky,
+            format!("{prog} help TOPIC opens the manual with a viewer program (man or a browser)"),
+        ),
+        Some("help") => rated(Tier::ReadOnly, format!("{prog} help only prints")),
         Some("audit") if args.contains(&"fix") => {
             rated(Tier::Risky, format!("{prog} audit fix changes packages"))
         }
@@ -2280,6 +2402,18 @@ fn rate_python(prog: &str, words: &[Word]) -> Rated {
 }
 
 fn rate_pip(prog: &str, args: &[&str]) -> Rated {
+    if has_option(args, &["--python"]) {
+        return rated(
+            Tier::Risky,
+            format!("{prog} --python runs another interpreter"),
+        );
+    }
+    if has_option(args, &["--log", "--log-file", "--report"]) {
+        return rated(
+            Tier::Risky,
+            format!("{prog}: --log and --report write a file"),
+        );
+    }
     let sub = args.iter().copied().find(|a| !a.starts_with('-'));
     match sub {
         Some("list" | "show" | "freeze" | "check" | "help" | "inspect" | "debug") => rated(
@@ -2347,6 +2481,19 @@ fn rate_cargo(words: &[Word]) -> Rated {
         sub = a.get(i).copied().unwrap_or("");
     }
     let rest = &words[(i + 1).min(words.len())..];
+    let rest_texts = texts(rest);
+    if has_option(&rest_texts, &["--config"]) {
+        return rated(Tier::Risky, "cargo --config can name programs to run");
+    }
+    if option_values(&rest_texts, &["--manifest-path"])
+        .iter()
+        .any(|p| !within_workspace(p))
+    {
+        return rated(
+            Tier::Risky,
+            "cargo --manifest-path points at another project, whose configuration can name programs to run",
+        );
+    }
     const BUILD_OPTS: &[&str] = &[
         "-p=",
         "--package=",
