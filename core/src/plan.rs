@@ -18,6 +18,8 @@ pub enum SkipReason {
     AfterDone,
     /// An earlier command failed and stopped the batch.
     BatchStopped { at: u32 },
+    /// The user cancelled the batch (Ctrl+C in `run`, Stop in the overlay or the dashboard).
+    Cancelled,
 }
 
 impl SkipReason {
@@ -43,6 +45,7 @@ impl fmt::Display for SkipReason {
             }
             SkipReason::AfterDone => f.write_str("after @@done"),
             SkipReason::BatchStopped { at } => write!(f, "batch stopped at command #{at}"),
+            SkipReason::Cancelled => f.write_str("the user cancelled the batch"),
         }
     }
 }
@@ -80,10 +83,20 @@ impl Plan {
     /// Marks everything after the failed command as skipped, except `@@say` blocks, which still
     /// reach the user. A later `@@done` is skipped too: the model must see the failure first.
     pub fn stop_after(&mut self, failed: u32) {
+        self.skip_after(failed, SkipReason::BatchStopped { at: failed });
+    }
+
+    /// The user cancelled the batch after command `number` (0: before the first): the commands
+    /// after it are skipped, and a `@@done` among them no longer ends the turn.
+    pub fn cancel_after(&mut self, number: u32) {
+        self.skip_after(number, SkipReason::Cancelled);
+    }
+
+    fn skip_after(&mut self, number: u32, reason: SkipReason) {
         for e in &mut self.entries {
-            if e.number > failed && e.run && e.kind != CommandKind::Say {
+            if e.number > number && e.run && e.kind != CommandKind::Say {
                 e.run = false;
-                e.skip = Some(SkipReason::BatchStopped { at: failed });
+                e.skip = Some(reason);
             }
         }
         if !self

@@ -799,3 +799,76 @@ fn deletefile_and_commit_are_confirmed_like_the_same_writes_through_runcommand()
     );
     assert!(!fx.ws().join("README.md").exists(), "{text}");
 }
+
+/// The seed: "KA_CANCELLED — the command was cancelled by the user (Ctrl+C); partial output is
+/// kept". The first Ctrl+C ends the running command's whole group, keeps its output, skips the rest
+/// of the batch and the remaining replies, records the session and exits 130.
+#[test]
+fn ctrl_c_cancels_the_running_command_and_the_rest() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let r1 = reply(&[
+        block(
+            "runcommand",
+            &[(
+                "CMD",
+                "echo partial; touch started.txt; sleep 4; touch after.txt",
+            )],
+        ),
+        block("newfile later.txt", &[("CONTENT", "x")]),
+    ]);
+    let r2 = reply(&[block("newfile second.txt", &[("CONTENT", "y")])]);
+    let files = fx.reply_files(&[&r1, &r2]);
+    let child = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .arg("run")
+        .arg("--mode")
+        .arg("auto")
+        .arg("--workspace")
+        .arg(&ws)
+        .args(&files)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run");
+    let start = std::time::Instant::now();
+    while !ws.join("started.txt").exists() {
+        assert!(start.elapsed().as_secs() < 30, "the command never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let out = child.wait_with_output().expect("wait");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(
+        text.contains("--- result 1/2 | #1 runcommand |")
+            && text.contains("code: KA_CANCELLED")
+            && text.contains("partial"),
+        "{text}"
+    );
+    assert!(
+        text.contains("--- result 2/2 | #2 newfile | later.txt ---\nstatus: skipped")
+            && text.contains("the user cancelled the batch"),
+        "{text}"
+    );
+    assert!(text.contains("KA_CANCELLED cancelled (Ctrl+C)"), "{text}");
+    assert!(!text.contains("reply 2 of 2"), "{text}");
+    assert!(!ws.join("later.txt").exists() && !ws.join("second.txt").exists());
+    // Nothing of the command lives on: after its sleep would have ended, no after.txt.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    assert!(
+        !ws.join("after.txt").exists(),
+        "the command's group outlived Ctrl+C"
+    );
+    // The session and the cancelled batch are recorded.
+    let log = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["log", "--json", "--workspace"])
+        .arg(&ws)
+        .output()
+        .expect("log");
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(log.contains("KA_CANCELLED"), "{log}");
+}

@@ -15,6 +15,8 @@ use std::collections::VecDeque;
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub(super) struct RunArgs {
@@ -90,10 +92,13 @@ pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
     }
     cfg.allow_list.extend(a.allow);
     let exec = exec_settings(&cfg, !a.no_push);
+    let interrupted = Arc::new(AtomicBool::new(false));
+    on_ctrl_c(&interrupted).map_err(|e| HostError::Usage(format!("cannot handle Ctrl+C: {e}")))?;
     let prompter = TerminalPrompter {
         yes: a.yes,
         answers: a.answers.into(),
         interactive: stdin_is_terminal(),
+        interrupted,
     };
     run_session(RunOptions {
         workspace: a.workspace,
@@ -111,6 +116,28 @@ pub struct TerminalPrompter {
     pub yes: bool,
     pub answers: VecDeque<String>,
     pub interactive: bool,
+    /// Set by the first Ctrl+C (see [`on_ctrl_c`]): the running command's group is ended and the
+    /// rest of the run is cancelled.
+    pub interrupted: Arc<AtomicBool>,
+}
+
+/// Ctrl+C in `run`: the first sets `flag`, which cancels the running command (its whole process
+/// group ends; its output so far is kept, as KA_CANCELLED), skips the rest of the batch and ends
+/// the run once the session is recorded. A second Ctrl+C while the flag is set exits at once (130).
+///
+/// # Errors
+/// When the handlers cannot be installed.
+pub fn on_ctrl_c(flag: &Arc<AtomicBool>) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use signal_hook::consts::SIGINT;
+        // Order matters: the exit is armed by a flag that is already set, so it fires on the second.
+        signal_hook::flag::register_conditional_shutdown(SIGINT, 130, Arc::clone(flag))?;
+        signal_hook::flag::register(SIGINT, Arc::clone(flag))?;
+    }
+    #[cfg(not(unix))]
+    let _ = flag;
+    Ok(())
 }
 
 impl TerminalPrompter {
@@ -164,6 +191,10 @@ impl Prompter for TerminalPrompter {
 
     fn say(&mut self, message: &str) {
         println!("[say] {}", message.trim_end());
+    }
+
+    fn cancel_requested(&mut self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
     }
 }
 
@@ -274,6 +305,7 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
     };
     let _ = out.flush();
     let mut any_rejected = false;
+    let mut cancelled = false;
     for (i, file) in o.replies.iter().enumerate() {
         let text = std::fs::read_to_string(file).map_err(|source| HostError::Read {
             path: file.clone(),
@@ -324,13 +356,24 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
             Some(TurnEnd::MaxFormatRetries) | None => {}
         }
         let _ = writeln!(out);
+        if o.prompter.interrupted.load(Ordering::SeqCst) {
+            let _ = writeln!(
+                out,
+                "{} cancelled (Ctrl+C): the batch was stopped and recorded; the remaining replies were not run.",
+                keyless_core::Code::Cancelled
+            );
+            cancelled = true;
+            break;
+        }
     }
     let _ = writeln!(
         out,
         "session {session} (resume with --session {session}); backups in {}",
         ws.root().join(".agent/backups").join(&session).display()
     );
-    Ok(if any_rejected {
+    Ok(if cancelled {
+        ExitCode::from(130)
+    } else if any_rejected {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -118,6 +118,13 @@ impl Executor<'_> {
         let mut backup = BatchBackup::new(self.ws, self.session, turn, batch).ok();
         let mut entries = Vec::new();
         for cmd in &parsed.reply.commands {
+            // A cancel between two commands skips the rest, as one during a command does.
+            if cmd.kind != CommandKind::Say
+                && planned.entry(cmd.number).is_some_and(|e| e.run)
+                && prompter.cancel_requested()
+            {
+                planned.cancel_after(cmd.number.saturating_sub(1));
+            }
             let entry = planned.entry(cmd.number).cloned();
             let Some(entry) = entry else { continue };
             if cmd.kind == CommandKind::Say {
@@ -152,7 +159,16 @@ impl Executor<'_> {
                 duration_ms: None,
                 output: None,
             });
-            if matches!(outcome, Outcome::Error { .. })
+            if matches!(
+                outcome,
+                Outcome::Error {
+                    code: Code::Cancelled,
+                    ..
+                }
+            ) {
+                // The user stopped the batch, not just this command.
+                planned.cancel_after(cmd.number);
+            } else if matches!(outcome, Outcome::Error { .. })
                 && failure_stops_batch(self.cfg.failure_mode, cmd.kind, tier, cmd.options.on_error)
             {
                 planned.stop_after(cmd.number);
