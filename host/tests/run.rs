@@ -202,7 +202,14 @@ fn a_failure_stops_the_batch_and_a_later_done() {
         + &block("say", &[("MSG", "still said")])
         + "@@done\n@@end\n@@eof\n";
     let (_, text) = fx.run(&[&r], &[]);
-    assert!(text.contains("--- result 2/2 | #2 newfile | later.txt ---\nstatus: skipped\nreason: batch stopped at command #1"), "{text}");
+    assert!(text.contains("--- result 2/3 | #2 newfile | later.txt ---\nstatus: skipped\nreason: batch stopped at command #1"), "{text}");
+    // The held-back @@done is listed too, so the model knows the turn did not end.
+    assert!(
+        text.contains(
+            "--- result 3/3 | #4 done ---\nstatus: skipped\nreason: batch stopped at command #1"
+        ),
+        "{text}"
+    );
     assert!(text.contains("[say] still said"), "{text}");
     assert!(
         !text.contains("turn 1 done."),
@@ -871,4 +878,36 @@ fn ctrl_c_cancels_the_running_command_and_the_rest() {
         .expect("log");
     let log = String::from_utf8_lossy(&log.stdout);
     assert!(log.contains("KA_CANCELLED"), "{log}");
+}
+
+/// A @@done that a stopped batch or the pace held back is listed as skipped, with its reason, and
+/// counted: the model learns that the turn did not end.
+#[test]
+fn a_held_back_done_is_listed_as_skipped() {
+    let fx = Fixture::new();
+    let stopped = reply(&[
+        block("newfile README.md", &[("CONTENT", "again")]),
+        block("newfile d.txt", &[("CONTENT", "x")]),
+    ])
+    .replace(
+        "@@next\n@@end\n",
+        "@@done\n<<<MSG\nAll set.\nMSG>>>\n@@end\n",
+    );
+    let (_, text) = fx.run(&[&stopped], &["--mode", "auto"]);
+    assert!(
+        text.contains("--- result 3/3 | #3 done | All set. ---\nstatus: skipped\nreason: batch stopped at command #1"),
+        "{text}"
+    );
+    assert!(!text.contains("turn 1 done."), "{text}");
+    let paced = reply(&[
+        block("newfile e.txt", &[("CONTENT", "x")]),
+        block("newfile f.txt", &[("CONTENT", "x")]),
+    ])
+    .replace("@@next\n@@end\n", "@@done\n@@end\n");
+    let (_, text) = fx.run(&[&paced], &["--mode", "auto", "--pace", "step"]);
+    assert!(
+        text.contains("--- result 1/3 | #1 newfile | e.txt ---")
+            && text.contains("--- skipped 2 commands: pace=Step"),
+        "{text}"
+    );
 }

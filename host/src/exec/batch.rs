@@ -131,7 +131,9 @@ impl Executor<'_> {
                 prompter.say(cmd.section_text(SectionName::Msg).unwrap_or(""));
                 continue;
             }
-            if cmd.kind.is_control() {
+            // A control directive has no result, except a @@done the batch held back (a stopped
+            // batch, the pace): the model learns that its @@done did not end the turn, and why.
+            if cmd.kind.is_control() && (entry.run || cmd.kind != CommandKind::Done) {
                 continue;
             }
             if !entry.run {
