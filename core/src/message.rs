@@ -1,7 +1,7 @@
 //! Every text keyless sends to the model: the format correction, the results message, the verified
 //! line and the system prompt. Results come in as data; rendering lives here.
 
-use crate::config::{Mode, Pace, Settings};
+use crate::config::{BatchFailureMode, Mode, Pace, Settings};
 use crate::diag::{Code, Diagnostic};
 use crate::piece::run::PieceRun;
 use crate::plan::SkipReason;
@@ -392,12 +392,23 @@ pub fn cap_output(text: &str, max: usize) -> String {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PromptContext {
     pub mode: Mode,
+    /// Commands.BatchFailureMode: what a failed command does to the rest of the batch.
+    pub failure_mode: BatchFailureMode,
     /// Free text: OS, shell, tool versions.
     pub environment: Option<String>,
     /// A piece session's current movement ([`movement_prompt`]).
     pub movement: Option<String>,
     /// The user's task, when the first message carries it.
     pub task: Option<String>,
+}
+
+/// What a failed command does to the rest of the batch, as the system prompt states it.
+fn failure_rule(mode: BatchFailureMode) -> &'static str {
+    match mode {
+        BatchFailureMode::StopOnMutationFailure => "A failed read-only command, @@readfile or @@ask does not stop the batch. Any other failed command (build, test, a risky command, a file command, @@commit) stops it: the commands after it are skipped and listed as skipped. runcommand on_error=continue lets the batch go on after that command.",
+        BatchFailureMode::StopOnAnyFailure => "Any failed command stops the batch: the commands after it are skipped and listed as skipped. runcommand on_error=continue lets the batch go on after that command.",
+        BatchFailureMode::Continue => "A failed command does not stop the batch: every command runs and reports its own result. runcommand on_error=stop ends the batch at that command.",
+    }
 }
 
 /// The system prompt that teaches a chat model AgentScript v1, with the effective limits.
@@ -462,10 +473,17 @@ Rules:
 - At most {limit} command(s) per response (not counting say, next and done). Extra commands are skipped.
 - A response has at most {} characters; one section at most {} characters. Split bigger work across responses.
 - Command output is cut to {} characters (head and tail kept).
-- After each batch you get a message [KEYLESSAGENT RESULTS]. Read it before you continue: a failed command stops the batch, and you must fix it before @@done.
-- If your reply breaks the format you get [KEYLESSAGENT FORMAT ERROR]: resend the complete, corrected reply.
+- After each batch you get a message [KEYLESSAGENT RESULTS]. Read it before you continue, and fix what failed before @@done.
+- {}
+- If your reply breaks the format you get [KEYLESSAGENT FORMAT ERROR]: resend the complete, corrected reply. After {} rejected replies in a row the turn stops and the user takes over.
+- A turn runs at most {} batches; then it stops and the user takes over.
 ",
-        l.max_response_chars, l.max_file_content_chars, l.max_command_output_chars
+        l.max_response_chars,
+        l.max_file_content_chars,
+        l.max_command_output_chars,
+        failure_rule(ctx.failure_mode),
+        l.max_format_retries,
+        settings.effective_iterations_per_turn(),
     );
     if settings.pace == Pace::Step {
         let _ = writeln!(p, "- {STEP_RULE}");

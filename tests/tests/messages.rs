@@ -161,3 +161,47 @@ fn verified_lines_and_skip_texts() {
     ];
     insta::assert_snapshot!(texts.join("\n"));
 }
+
+/// The system prompt states every limit of the seed's table and the batch failure mode as it
+/// really is (a failed read-only command does not stop a batch).
+#[test]
+fn system_prompt_states_every_limit_and_the_failure_mode() {
+    use keyless_core::BatchFailureMode;
+    let s = Settings::default();
+    for (mode, says) in [
+        (
+            BatchFailureMode::StopOnMutationFailure,
+            "A failed read-only command, @@readfile or @@ask does not stop the batch.",
+        ),
+        (
+            BatchFailureMode::StopOnAnyFailure,
+            "Any failed command stops the batch",
+        ),
+        (
+            BatchFailureMode::Continue,
+            "A failed command does not stop the batch",
+        ),
+    ] {
+        let p = system_prompt(
+            &s,
+            &PromptContext {
+                failure_mode: mode,
+                ..Default::default()
+            },
+        );
+        assert!(p.contains(says), "{mode}: {p}");
+        let l = &s.limits;
+        for figure in [
+            format!("At most {} command(s)", s.effective_command_limit()),
+            format!(
+                "at most {} characters; one section at most {}",
+                l.max_response_chars, l.max_file_content_chars
+            ),
+            format!("cut to {} characters", l.max_command_output_chars),
+            format!("After {} rejected replies", l.max_format_retries),
+            format!("at most {} batches", s.effective_iterations_per_turn()),
+        ] {
+            assert!(p.contains(&figure), "{figure}: {p}");
+        }
+    }
+}

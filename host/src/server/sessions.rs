@@ -164,6 +164,7 @@ pub(super) async fn create_session(
         &cfg.settings,
         &PromptContext {
             mode: cfg.mode,
+            failure_mode: cfg.failure_mode,
             environment: Some(st.environment.clone()),
             movement,
             task,
