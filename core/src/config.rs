@@ -34,6 +34,31 @@ impl ConfigError {
     pub fn code(&self) -> Code {
         Code::ConfigValidation
     }
+
+    /// The setting the error is about, e.g. `Commands.Mode`.
+    #[must_use]
+    pub fn setting(&self) -> &'static str {
+        match self {
+            ConfigError::OutOfRange { setting, .. }
+            | ConfigError::UnknownValue { setting, .. }
+            | ConfigError::Inconsistent { setting, .. } => setting,
+        }
+    }
+
+    /// The message without the setting's name, for a caller that names the setting itself (a
+    /// keyless.json error is `file: Setting: detail`, never `Setting: Setting: detail`).
+    #[must_use]
+    pub fn detail(&self) -> String {
+        match self {
+            ConfigError::OutOfRange {
+                value, min, max, ..
+            } => format!("{value} is out of range ({min}..={max})"),
+            ConfigError::UnknownValue {
+                value, expected, ..
+            } => format!("unknown value \"{value}\" (expected one of: {expected})"),
+            ConfigError::Inconsistent { reason, .. } => reason.clone(),
+        }
+    }
 }
 
 /// The seed's enforced limits, injected into the system prompt.

@@ -170,17 +170,16 @@ impl KeylessConfig {
         } else {
             match key {
                 "Agent.Pace" => {
-                    self.settings.pace =
-                        string()?.parse::<Pace>().map_err(|e| bad(e.to_string()))?
+                    self.settings.pace = string()?.parse::<Pace>().map_err(|e| bad(e.detail()))?
                 }
                 "Commands.Mode" => {
-                    self.mode = string()?.parse::<Mode>().map_err(|e| bad(e.to_string()))?
+                    self.mode = string()?.parse::<Mode>().map_err(|e| bad(e.detail()))?
                 }
                 "Commands.AllowList" => self.allow_list = list()?,
                 "Commands.BatchFailureMode" => {
                     self.batch_failure_mode = string()?
                         .parse()
-                        .map_err(|e: crate::ConfigError| bad(e.to_string()))?
+                        .map_err(|e: crate::ConfigError| bad(e.detail()))?
                 }
                 "Commands.TimeoutSeconds" => self.timeout_seconds = uint((1, 86_400))?,
                 "Commands.Network" => self.network = boolean()?,
@@ -318,8 +317,8 @@ impl KeylessConfig {
             .validate()
             .map_err(|e| ConfigFileError::Validation {
                 source_name: source_name.into(),
-                key: "Limits".into(),
-                message: e.to_string(),
+                key: e.setting().into(),
+                message: e.detail(),
             })
     }
 

@@ -16,6 +16,9 @@ pub enum HostError {
     ConfigFile(#[from] keyless_core::keyless_json::ConfigFileError),
     #[error("{0}")]
     Usage(String),
+    /// An error of a lower layer (the store, pieces, the submit path), under its own code.
+    #[error("{message}")]
+    Coded { code: Code, message: String },
     #[error(
         "cannot serve on 127.0.0.1:{port}: {source} (is another keyless-host running? try --port)"
     )]
@@ -39,6 +42,7 @@ impl HostError {
             HostError::Config(e) => e.code(),
             HostError::ConfigFile(e) => e.code(),
             HostError::Usage(_) | HostError::Bind { .. } => Code::ConfigValidation,
+            HostError::Coded { code, .. } => *code,
             HostError::Write(_) | HostError::Json(_) => Code::Internal,
         }
     }

@@ -555,7 +555,11 @@ fn an_interrupted_batch_never_runs_twice_and_sessions_resume() {
     // Unknown sessions are KA_SESSION_NOT_FOUND.
     let (out, _) = host_in(&fx, &["run", "--session", "nope", "--workspace", ws_s, f_s]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("KA_SESSION_NOT_FOUND"));
+    // The code leads, unwrapped (it used to read "KA_CONFIG_VALIDATION KA_SESSION_NOT_FOUND …").
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "keyless-host: KA_SESSION_NOT_FOUND no saved session \"nope\"\n"
+    );
 }
 
 #[test]
@@ -910,4 +914,37 @@ fn a_held_back_done_is_listed_as_skipped() {
             && text.contains("--- skipped 2 commands: pace=Step"),
         "{text}"
     );
+}
+
+/// A keyless.json error names its file and key once, with the detail after (it used to read
+/// "Commands.Mode: Commands.Mode: unknown value …").
+#[test]
+fn config_errors_name_the_key_once() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    for (json, want) in [
+        (
+            r#"{"Commands":{"Mode":"fast"}}"#,
+            "keyless.json: Commands.Mode: unknown value \"fast\" (expected one of: Ask, AutoSafe, Auto)\n",
+        ),
+        (
+            r#"{"Limits":{"MaxCommandsPerResponse":0}}"#,
+            "keyless.json: Limits.MaxCommandsPerResponse: 0 is out of range (1..=100)\n",
+        ),
+        (
+            r#"{"Limits":{"MaxFileContentChars":70000}}"#,
+            "keyless.json: Limits.MaxFileContentChars: 70000 is larger than Limits.MaxResponseChars (60000); one payload cannot exceed the whole reply\n",
+        ),
+    ] {
+        std::fs::write(ws.join("keyless.json"), json).expect("write");
+        let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+            .args(["config", "--workspace"])
+            .arg(&ws)
+            .output()
+            .expect("config");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.starts_with("keyless-host: KA_CONFIG_VALIDATION "), "{err}");
+        assert!(err.ends_with(want), "{err}");
+    }
 }

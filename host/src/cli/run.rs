@@ -220,7 +220,10 @@ fn session_id() -> String {
 }
 
 fn store_err(e: &crate::store::StoreError) -> HostError {
-    HostError::Usage(format!("{} {e}", e.code()))
+    HostError::Coded {
+        code: e.code(),
+        message: e.to_string(),
+    }
 }
 
 fn piece_err(e: &crate::pieces::PieceError) -> HostError {
@@ -231,15 +234,16 @@ fn piece_err(e: &crate::pieces::PieceError) -> HostError {
         PieceError::Invalid(_) => keyless_core::Code::ConfigValidation,
         PieceError::Stored(_) => keyless_core::Code::Internal,
     };
-    HostError::Usage(format!("{code} {e}"))
+    HostError::Coded {
+        code,
+        message: e.to_string(),
+    }
 }
 
 fn submit_err(e: &SubmitError) -> HostError {
     match e {
         SubmitError::Store(e) => store_err(e),
-        SubmitError::Conflict(m) => {
-            HostError::Usage(format!("{} {m}", keyless_core::Code::ConfigValidation))
-        }
+        SubmitError::Conflict(m) => HostError::Usage(m.clone()),
         SubmitError::Piece(e) => piece_err(e),
     }
 }
