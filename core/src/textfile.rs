@@ -245,118 +245,58 @@ fn closest_lines(text: &str, find: &str) -> Vec<(usize, String)> {
 // ---------------------------------------------------------------------------------------------
 // .editorconfig
 
-/// `end_of_line` for `rel_path` from one `.editorconfig` file's text. `rel_path` is relative to
-/// that file's folder, with `/`. Returns the value of the last matching section and whether the
-/// file says `root = true`.
+/// The `end_of_line` EditorConfig gives `rel_path` (relative to the workspace, with `/`). `chain`
+/// holds the `.editorconfig` files from the workspace root down to the file's folder, each as its
+/// folder (relative to the workspace, `""` for the root) and its text. A file that says
+/// `root = true` hides the files above it; later sections and nearer files win; `unset` clears.
+///
+/// Sections are parsed and matched by ec4rs, a maintained implementation of the EditorConfig
+/// specification (globs: nested and numeric-range braces, character classes and escapes, `/`
+/// anchored to the file's folder), which the official core tests check in
+/// `core/tests/editorconfig_suite.rs`.
 #[must_use]
-pub fn editorconfig_eol(config: &str, rel_path: &str) -> (Option<Eol>, bool) {
-    let mut root = false;
-    let mut section: Option<bool> = None;
-    let mut eol = None;
-    for raw in config.lines() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if let Some(glob) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            section = Some(editorconfig_glob(glob, rel_path));
-            continue;
-        }
-        let Some((k, v)) = line.split_once('=') else {
-            continue;
-        };
-        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase());
-        match section {
-            None if k == "root" => root = v == "true",
-            Some(true) if k == "end_of_line" => {
-                eol = match v.as_str() {
-                    "lf" => Some(Eol::Lf),
-                    "crlf" => Some(Eol::CrLf),
-                    _ => eol,
-                };
-            }
-            _ => {}
-        }
-    }
-    (eol, root)
-}
-
-/// EditorConfig glob: `*` (not `/`), `**`, `?`, `[set]`, `{a,b}`; a glob without `/` matches the
-/// file name in any folder.
-#[must_use]
-pub fn editorconfig_glob(glob: &str, rel_path: &str) -> bool {
-    let glob = glob.trim();
-    let (glob, path) = if glob.contains('/') {
-        (
-            glob.trim_start_matches('/').to_string(),
-            rel_path.to_string(),
-        )
-    } else {
-        (
-            format!("**/{glob}"),
-            format!("/{rel_path}").replacen("//", "/", 1),
-        )
-    };
-    let path = path.trim_start_matches('/');
-    let glob = glob.trim_start_matches("**/");
-    // "**/x" also matches "x" at the top.
-    expand_braces(glob)
+pub fn editorconfig_eol(chain: &[(&str, &str)], rel_path: &str) -> Option<Eol> {
+    let parsed: Vec<(&str, Option<ec4rs::ConfigParser<&[u8]>>)> = chain
         .iter()
-        .any(|g| glob_match(g, path) || glob_match(&format!("**/{g}"), path))
-}
-
-fn expand_braces(glob: &str) -> Vec<String> {
-    let Some(open) = glob.find('{') else {
-        return vec![glob.to_string()];
-    };
-    let Some(close_rel) = glob[open..].find('}') else {
-        return vec![glob.to_string()];
-    };
-    let close = open + close_rel;
-    let (head, body, tail) = (&glob[..open], &glob[open + 1..close], &glob[close + 1..]);
-    body.split(',')
-        .flat_map(|alt| expand_braces(&format!("{head}{alt}{tail}")))
-        .take(64)
-        .collect()
-}
-
-fn glob_match(glob: &str, path: &str) -> bool {
-    let g: Vec<char> = glob.chars().collect();
-    let p: Vec<char> = path.chars().collect();
-    glob_at(&g, &p, 0)
-}
-
-fn glob_at(g: &[char], p: &[char], depth: u32) -> bool {
-    if depth > 32 {
-        return false;
-    }
-    match g.first() {
-        None => p.is_empty(),
-        Some('*') if g.get(1) == Some(&'*') => match g[2..].strip_prefix(&['/']) {
-            // `**/` matches zero or more whole folders.
-            Some(rest) => (0..=p.len())
-                .any(|i| (i == 0 || p[i - 1] == '/') && glob_at(rest, &p[i..], depth + 1)),
-            // `**` elsewhere matches any characters, `/` included.
-            None => (0..=p.len()).any(|i| glob_at(&g[2..], &p[i..], depth + 1)),
-        },
-        Some('*') => (0..=p.len())
-            .take_while(|i| *i == 0 || p[i - 1] != '/')
-            .any(|i| glob_at(&g[1..], &p[i..], depth + 1)),
-        Some('?') => !p.is_empty() && p[0] != '/' && glob_at(&g[1..], &p[1..], depth + 1),
-        Some('[') => match g.iter().position(|c| *c == ']') {
-            Some(end) if !p.is_empty() => {
-                let set = &g[1..end];
-                let (negate, set) = match set.first() {
-                    Some('!' | '^') => (true, &set[1..]),
-                    _ => (false, set),
-                };
-                let hit = set.contains(&p[0]);
-                hit != negate && glob_at(&g[end + 1..], &p[1..], depth + 1)
+        .map(|(dir, text)| {
+            let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+            (*dir, ec4rs::ConfigParser::new(text.as_bytes()).ok())
+        })
+        .collect();
+    let start = parsed
+        .iter()
+        .rposition(|(_, p)| p.as_ref().is_some_and(|p| p.is_root))
+        .unwrap_or(0);
+    let mut eol = None;
+    for (dir, parser) in parsed.into_iter().skip(start) {
+        let Some(mut parser) = parser else { continue };
+        let rel = if dir.is_empty() {
+            Some(rel_path)
+        } else {
+            rel_path.strip_prefix(dir).and_then(|r| r.strip_prefix('/'))
+        };
+        let Some(rel) = rel else { continue };
+        // A line that is neither a section, a pair nor a comment ends what can be read of the file.
+        while let Ok(section) = parser.read_section() {
+            if !section.applies_to(rel) {
+                continue;
             }
-            _ => false,
-        },
-        Some(c) => !p.is_empty() && p[0] == *c && glob_at(&g[1..], &p[1..], depth + 1),
+            // Err(true): the value is `unset`; Err(false): the section does not set it.
+            match section
+                .props()
+                .get_raw_for_key("end_of_line")
+                .into_result()
+                .map(str::to_ascii_lowercase)
+                .as_deref()
+            {
+                Ok("lf") => eol = Some(Eol::Lf),
+                Ok("crlf") => eol = Some(Eol::CrLf),
+                Err(true) => eol = None,
+                _ => {}
+            }
+        }
     }
+    eol
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -489,20 +429,19 @@ mod tests {
     #[test]
     fn editorconfig() {
         let cfg = "root = true\n[*]\nend_of_line = lf\n[*.{bat,cmd}]\nend_of_line = crlf\n[docs/**.md]\nend_of_line = crlf\n";
-        assert_eq!(editorconfig_eol(cfg, "src/a.rs"), (Some(Eol::Lf), true));
-        assert_eq!(
-            editorconfig_eol(cfg, "tools/run.cmd"),
-            (Some(Eol::CrLf), true)
-        );
-        assert_eq!(
-            editorconfig_eol(cfg, "docs/deep/x.md"),
-            (Some(Eol::CrLf), true)
-        );
-        assert_eq!(editorconfig_eol(cfg, "x.md"), (Some(Eol::Lf), true));
-        assert!(editorconfig_glob("Makefile", "sub/Makefile"));
-        assert!(editorconfig_glob("src/*.rs", "src/a.rs"));
-        assert!(!editorconfig_glob("src/*.rs", "src/x/a.rs"));
-        assert!(editorconfig_glob("*.[ch]", "a/b.h"));
+        let root = [("", cfg)];
+        assert_eq!(editorconfig_eol(&root, "src/a.rs"), Some(Eol::Lf));
+        assert_eq!(editorconfig_eol(&root, "tools/run.cmd"), Some(Eol::CrLf));
+        assert_eq!(editorconfig_eol(&root, "docs/deep/x.md"), Some(Eol::CrLf));
+        assert_eq!(editorconfig_eol(&root, "x.md"), Some(Eol::Lf));
+        // A nearer file wins; `unset` clears; root = true hides the files above.
+        let sub = "[*.rs]\nend_of_line = crlf\n[*.md]\nend_of_line = unset\n";
+        let chain = [("", cfg), ("src", sub)];
+        assert_eq!(editorconfig_eol(&chain, "src/a.rs"), Some(Eol::CrLf));
+        assert_eq!(editorconfig_eol(&chain, "src/a.md"), None);
+        assert_eq!(editorconfig_eol(&chain, "b.rs"), Some(Eol::Lf));
+        let rooted = [("", cfg), ("src", "root = true\n[*.md]\nindent_size = 2\n")];
+        assert_eq!(editorconfig_eol(&rooted, "src/a.rs"), None);
     }
 
     #[test]

@@ -57,29 +57,21 @@ fn read_editorconfig(ws: &Workspace, dir: &str) -> Option<String> {
     String::from_utf8(ws.read(&t).ok()?).ok()
 }
 
+/// The `.editorconfig` files from the workspace root down to the file's folder (core decides
+/// which sections apply and which file is the root).
 fn editorconfig_for(ws: &Workspace, t: &Target) -> Option<Eol> {
-    // Nearest folder last: collect upward until root = true or the workspace root.
     let segments: Vec<&str> = t.dir.split('/').filter(|s| !s.is_empty()).collect();
-    let mut found: Vec<(String, String)> = Vec::new();
-    for depth in (0..=segments.len()).rev() {
-        let dir = segments[..depth].join("/");
-        if let Some(text) = read_editorconfig(ws, &dir) {
-            let rel = segments[depth..]
-                .iter()
-                .copied()
-                .chain(std::iter::once(t.name.as_str()))
-                .collect::<Vec<_>>()
-                .join("/");
-            let root = editorconfig_eol(&text, &rel).1;
-            found.push((text, rel));
-            if root {
-                break;
-            }
-        }
-    }
-    found.iter().rev().fold(None, |acc, (text, rel)| {
-        editorconfig_eol(text, rel).0.or(acc)
-    })
+    let files: Vec<(String, String)> = (0..=segments.len())
+        .filter_map(|depth| {
+            let dir = segments[..depth].join("/");
+            read_editorconfig(ws, &dir).map(|text| (dir, text))
+        })
+        .collect();
+    let chain: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(d, t)| (d.as_str(), t.as_str()))
+        .collect();
+    editorconfig_eol(&chain, &t.rel)
 }
 
 fn gitattributes_eol(ws: &Workspace, rel: &str) -> Option<Eol> {
