@@ -48,6 +48,7 @@ fn key() -> impl Strategy<Value = &'static str> {
         "movements",
         "triggers",
         "bogus",
+        "1",
     ])
 }
 
@@ -103,6 +104,19 @@ proptest! {
         }
         // Lenient never reports more errors than strict.
         prop_assert!(lenient.errors.len() <= strict.errors.len());
+        // A finding has the same code in both modes: lenient only lowers some to warnings.
+        for f in lenient.errors.iter().chain(&lenient.warnings) {
+            prop_assert!(
+                strict
+                    .errors
+                    .iter()
+                    .chain(&strict.warnings)
+                    .any(|g| g.code == f.code && g.path == f.path && g.line == f.line),
+                "lenient {:?} has no strict twin in {:?}",
+                f,
+                strict.errors
+            );
+        }
         for f in strict.errors.iter().chain(&strict.warnings) {
             prop_assert!(f.line.is_some_and(|l| l >= 1));
         }

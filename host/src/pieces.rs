@@ -139,13 +139,19 @@ fn dirs(workspace: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// A piece's YAML and where it came from, by name.
+/// A piece name: letters, digits, `-` and `_` (the file is `NAME.yaml`).
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// A piece's YAML and where it came from, by name: the first of the workspace's `.agent/pieces/`,
+/// the user's `pieces/` and the built-in set. [`list`] resolves names the same way.
 #[must_use]
 pub fn lookup(workspace: &Path, name: &str) -> Option<(String, String)> {
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    {
+    if !valid_name(name) {
         return None;
     }
     for d in dirs(workspace) {
@@ -160,14 +166,18 @@ pub fn lookup(workspace: &Path, name: &str) -> Option<(String, String)> {
         .map(|(_, y)| ((*y).to_string(), "built-in".to_string()))
 }
 
-/// Every available piece that loads: (name, description, source).
+/// Every piece a session can start by name: (name, description, source). Each name is the piece
+/// [`lookup`] resolves; a name whose resolved piece does not load is left out (it does not fall
+/// back to a piece of the same name further down, which starting it would not use either).
 #[must_use]
 pub fn list(workspace: &Path) -> Vec<(String, String, String)> {
+    let mut seen: Vec<String> = Vec::new();
     let mut out: Vec<(String, String, String)> = Vec::new();
     let mut add = |name: String, yaml: &str, source: String| {
-        if out.iter().any(|(n, _, _)| *n == name) {
+        if !valid_name(&name) || seen.contains(&name) {
             return;
         }
+        seen.push(name.clone());
         if let Some(p) = validate(yaml, Strictness::Lenient).piece {
             out.push((name, p.description, source));
         }
@@ -195,4 +205,41 @@ pub fn list(workspace: &Path) -> Vec<(String, String, String)> {
         add((*n).to_string(), y, "built-in".into());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The list shows, for each name, the piece a session would start by that name: an invalid
+    /// workspace piece hides the built-in of the same name in both, and a file whose name cannot
+    /// be asked for is in neither.
+    #[test]
+    fn the_list_and_session_start_resolve_names_the_same_way() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = tmp.path().join(".agent").join("pieces");
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join("fix-loop.yaml"), "name: [broken\n").expect("write");
+        std::fs::write(dir.join("two words.yaml"), BUILT_IN[1].1).expect("write");
+        std::fs::write(dir.join("mine.yaml"), BUILT_IN[1].1).expect("write");
+        let listed: Vec<String> = list(tmp.path()).into_iter().map(|(n, _, _)| n).collect();
+        assert!(!listed.iter().any(|n| n == "fix-loop"), "{listed:?}");
+        assert!(!listed.iter().any(|n| n == "two words"), "{listed:?}");
+        assert!(listed.iter().any(|n| n == "mine"), "{listed:?}");
+        assert!(listed.iter().any(|n| n == "review-only"), "{listed:?}");
+        // Starting the shadowed name loads the workspace file, which fails, like the list says.
+        assert!(matches!(
+            load(tmp.path(), "fix-loop"),
+            Err(PieceError::Invalid(_))
+        ));
+        assert!(lookup(tmp.path(), "two words").is_none());
+        // Every listed name starts the piece the list describes.
+        for name in &listed {
+            let (yaml, source) = lookup(tmp.path(), name).expect("listed names resolve");
+            assert!(
+                validate(&yaml, Strictness::Lenient).ok(),
+                "{name} from {source}"
+            );
+        }
+    }
 }

@@ -107,6 +107,23 @@ impl Checker {
         self.report(Severity::Warning, code, path, line, message, help);
     }
 
+    /// A key the schema does not take: an error in strict mode; in lenient mode the entry is
+    /// ignored with a warning under the same code.
+    fn refuse_or_ignore(
+        &mut self,
+        code: Code,
+        path: &str,
+        line: u32,
+        message: String,
+        help: Option<String>,
+    ) {
+        match self.mode {
+            Strictness::Strict => self.error(code, path, line, message, help),
+            Strictness::Lenient => {
+                self.warn(code, path, line, format!("{message} (ignored)"), help)
+            }
+        }
+    }
     fn object(&mut self, node: &Node, fields: &'static [Field], path: &str) -> Option<Fields> {
         let Value::Map(entries) = &node.value else {
             let what = if path.is_empty() { "the piece" } else { path };
@@ -126,7 +143,7 @@ impl Checker {
         let mut seen: Vec<&str> = Vec::new();
         for (k, v) in entries {
             let Some(key) = k.as_str() else {
-                self.error(
+                self.refuse_or_ignore(
                     Code::PieceType,
                     path,
                     k.line,
@@ -163,18 +180,7 @@ impl Checker {
                             ))
                         });
                     let msg = format!("unknown key \"{key}\"");
-                    match self.mode {
-                        Strictness::Strict => {
-                            self.error(Code::PieceUnknownKey, &key_path, k.line, msg, help)
-                        }
-                        Strictness::Lenient => self.warn(
-                            Code::PieceUnknownKey,
-                            &key_path,
-                            k.line,
-                            format!("{msg} (ignored)"),
-                            help,
-                        ),
-                    }
+                    self.refuse_or_ignore(Code::PieceUnknownKey, &key_path, k.line, msg, help);
                 }
                 Some(f) => {
                     if let Some(got) = self.value(v, f, &key_path) {
