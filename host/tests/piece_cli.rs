@@ -135,11 +135,19 @@ fn tools_and_graph() {
     let dot = String::from_utf8_lossy(&out.stdout);
     assert!(dot.starts_with("digraph \"fix-loop\" {"), "{dot}");
     assert!(
-        dot.contains("m_verify -> m_fix [label=\"the tests still fail\"];"),
+        dot.contains("m2 [label=\"verify\\n(read-only)\"];"),
         "{dot}"
     );
     assert!(
-        dot.contains("m_verify -> m_ASK [style=dashed, label=\"default\"];"),
+        dot.contains("m2 -> m1 [label=\"the tests still fail\"];"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("s0 [shape=doublecircle, label=\"ASK\"];\n"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("m2 -> s0 [style=dashed, label=\"default\"];"),
         "{dot}"
     );
     let out = host()
@@ -165,4 +173,80 @@ fn unreadable_files_exit_2() {
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("KA_FILE_IO"));
+}
+
+/// Every movement is its own node whatever its name (`a-b` and `a_b` were one node), labels are
+/// escaped, and Graphviz renders the dot (Debian's graphviz, installed by the test setup in CI).
+#[test]
+fn graphs_keep_every_movement_and_render() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let file = tmp.path().join("odd.yaml");
+    std::fs::write(
+        &file,
+        "name: odd-names\ndescription: Names and conditions that break naive graphs.\nmax_movements: 9\ninitial_movement: a-b\nmovements:\n  - name: a-b\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: [Read]\n    rules:\n      - condition: 'says \"done\" \\ <ok> & #1 | pipe'\n        next: a_b\n  - name: a_b\n    edit: true\n    persona: p\n    instruction: i\n    allowed_tools: [Read]\n    rules:\n      - condition: back\n        next: a.b\n  - name: a.b\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: [Read]\n    default_next: ASK\n    rules: []\n",
+    )
+    .expect("write");
+    let graph = |format: &str| {
+        let out = host()
+            .args(["piece", "graph", "--format", format])
+            .arg(&file)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dot = graph("dot");
+    for node in ["m0 [label=\"a-b", "m1 [label=\"a_b", "m2 [label=\"a.b"] {
+        assert!(dot.contains(node), "{node}: {dot}");
+    }
+    assert!(
+        dot.contains(r#"m0 -> m1 [label="says \"done\" \\ <ok> & #1 | pipe"];"#),
+        "{dot}"
+    );
+    let mermaid = graph("mermaid");
+    assert!(
+        mermaid.contains("m0 -->|\"says #quot;done#quot; \\ #lt;ok#gt; #amp; #35;1 | pipe\"| m1"),
+        "{mermaid}"
+    );
+    assert!(mermaid.contains("m2[\"a.b<br/>"), "{mermaid}");
+    let dot_bin = std::path::Path::new("/usr/bin/dot");
+    if !dot_bin.exists() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI installs graphviz; /usr/bin/dot is missing"
+        );
+        println!("/usr/bin/dot is missing: the render check needs Debian's graphviz");
+        return;
+    }
+    let mut child = std::process::Command::new(dot_bin)
+        .arg("-Tsvg")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("dot");
+    {
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(dot.as_bytes())
+            .expect("write");
+    }
+    let out = child.wait_with_output().expect("dot");
+    let svg = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // start, three movements and the ASK sentinel: five nodes.
+    assert_eq!(svg.matches("class=\"node\"").count(), 5, "{svg}");
+    assert!(svg.contains("a.b"), "{svg}");
 }

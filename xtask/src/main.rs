@@ -171,21 +171,43 @@ fn build_www() -> Result {
     run(npm().args(["run", "-s", "build"]))
 }
 
-/// Debian's Chromium for the browser tests: installed with apt when missing and CI=true.
-fn ensure_chromium() -> Result<bool> {
-    let chromium = Path::new("/usr/bin/chromium");
-    if chromium.exists() {
+/// Debian packages the tests need, each as (a file it installs, the package): installed with apt
+/// when one is missing and CI=true. Returns whether all are there afterwards.
+fn ensure_debian(what: &str, packages: &[(&str, &str)]) -> Result<bool> {
+    let missing: Vec<&str> = packages
+        .iter()
+        .filter(|(file, _)| !Path::new(file).exists())
+        .map(|(_, package)| *package)
+        .collect();
+    if missing.is_empty() {
         return Ok(true);
     }
     if env::var("CI").as_deref() != Ok("true") {
-        println!("/usr/bin/chromium is missing: skipping the browser tests (install the Debian packages chromium and chromium-driver, or run with CI=true)");
+        println!(
+            "{} missing: skipping {what} (install the Debian packages, or run with CI=true)",
+            missing.join(", ")
+        );
         return Ok(false);
     }
     run(Command::new("apt-get").args(["update", "-qq"]))?;
     run(Command::new("apt-get")
-        .args(["install", "-y", "-qq", "chromium", "chromium-driver"])
+        .args(["install", "-y", "-qq"])
+        .args(&missing)
         .env("DEBIAN_FRONTEND", "noninteractive"))?;
-    Ok(chromium.exists())
+    Ok(packages.iter().all(|(file, _)| Path::new(file).exists()))
+}
+
+/// Debian's Chromium for the browser tests (and its driver for the wasm tests in Chromium, which
+/// skip themselves without it): whether Chromium is there.
+fn ensure_chromium() -> Result<bool> {
+    ensure_debian(
+        "the browser tests",
+        &[
+            ("/usr/bin/chromium", "chromium"),
+            ("/usr/bin/chromedriver", "chromium-driver"),
+        ],
+    )?;
+    Ok(Path::new("/usr/bin/chromium").exists())
 }
 
 /// The wasm package's size budget: what the extension and the playground download. Raised from
@@ -324,6 +346,8 @@ fn clippy(args: &[&str]) -> Result {
 fn test() -> Result {
     let start = Instant::now();
     ensure_wasm_target()?;
+    // Graphviz renders the piece graphs in host/tests/piece_cli.rs.
+    ensure_debian("the graph rendering check", &[("/usr/bin/dot", "graphviz")])?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     clippy(&["--workspace", "--all-targets"])?;
     // The pure crates and the adapter for wasm32, and the adapter's browser tests.

@@ -1,64 +1,115 @@
 //! The movement graph as Mermaid or Graphviz dot: rules are solid edges labelled with their
 //! condition, `default_next` is a dashed edge, and the initial movement is marked.
+//!
+//! Every movement is its own node whatever characters its name has: nodes are named by position
+//! (`m0`, `m1`, …; a sentinel target is `s_NAME` of its index among targets), and names and
+//! conditions are escaped as labels for each format.
 
 use super::Piece;
 use std::fmt::Write as _;
 
-fn label(s: &str) -> String {
-    let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    crate::text::truncate_chars(&one_line, 60).replace('"', "'")
+/// One line of at most 60 characters.
+fn one_line(s: &str) -> String {
+    let line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::text::truncate_chars(&line, 60)
 }
 
-fn id(name: &str) -> String {
-    let mut out = String::from("m_");
-    out.extend(
-        name.chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
-    );
+/// A Mermaid label inside `"…"`: quotes, angle brackets, `&` and `#` as Mermaid entity codes.
+fn mermaid_label(s: &str) -> String {
+    let mut out = String::new();
+    for c in one_line(s).chars() {
+        match c {
+            '"' => out.push_str("#quot;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '&' => out.push_str("#amp;"),
+            '#' => out.push_str("#35;"),
+            c => out.push(c),
+        }
+    }
     out
+}
+
+/// A dot string inside `"…"`: backslashes and quotes escaped.
+fn dot_label(s: &str) -> String {
+    one_line(s).replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// The nodes: each movement by position, then each target that is not a movement (a sentinel
+/// such as ASK or WAIT_SUBTASKS), in order of first use.
+struct Nodes<'a> {
+    piece: &'a Piece,
+    others: Vec<&'a str>,
+}
+
+impl<'a> Nodes<'a> {
+    fn new(piece: &'a Piece) -> Self {
+        let mut others: Vec<&str> = Vec::new();
+        let targets = piece.movements.iter().flat_map(|m| {
+            m.rules
+                .iter()
+                .map(|r| r.next.as_str())
+                .chain(m.default_next.as_deref())
+        });
+        for t in targets.chain(std::iter::once(piece.initial_movement.as_str())) {
+            if piece.movement_index(t).is_none() && !others.contains(&t) {
+                others.push(t);
+            }
+        }
+        Nodes { piece, others }
+    }
+
+    fn id(&self, name: &str) -> String {
+        match self.piece.movement_index(name) {
+            Some(i) => format!("m{i}"),
+            None => format!(
+                "s{}",
+                self.others.iter().position(|o| *o == name).unwrap_or(0)
+            ),
+        }
+    }
 }
 
 /// Mermaid flowchart.
 #[must_use]
 pub fn mermaid(piece: &Piece) -> String {
+    let nodes = Nodes::new(piece);
     let mut out = String::from("flowchart TD\n");
     let _ = writeln!(
         out,
         "    start((start)) --> {}",
-        id(&piece.initial_movement)
+        nodes.id(&piece.initial_movement)
     );
     for m in &piece.movements {
         let edit = if m.edit { "edits" } else { "read-only" };
         let _ = writeln!(
             out,
             "    {}[\"{}<br/><small>{edit}</small>\"]",
-            id(&m.name),
-            label(&m.name)
+            nodes.id(&m.name),
+            mermaid_label(&m.name)
         );
     }
-    let mut sentinels: Vec<&str> = Vec::new();
+    for s in &nodes.others {
+        let _ = writeln!(out, "    {}((\"{}\"))", nodes.id(s), mermaid_label(s));
+    }
     for m in &piece.movements {
         for r in &m.rules {
             let _ = writeln!(
                 out,
                 "    {} -->|\"{}\"| {}",
-                id(&m.name),
-                label(&r.condition),
-                id(&r.next)
+                nodes.id(&m.name),
+                mermaid_label(&r.condition),
+                nodes.id(&r.next)
             );
-            if r.next == super::WAIT_SUBTASKS && !sentinels.contains(&super::WAIT_SUBTASKS) {
-                sentinels.push(super::WAIT_SUBTASKS);
-            }
         }
         if let Some(d) = &m.default_next {
-            let _ = writeln!(out, "    {} -.->|default| {}", id(&m.name), id(d));
-            if piece.movement(d).is_none() && !sentinels.contains(&d.as_str()) {
-                sentinels.push(d);
-            }
+            let _ = writeln!(
+                out,
+                "    {} -.->|default| {}",
+                nodes.id(&m.name),
+                nodes.id(d)
+            );
         }
-    }
-    for s in sentinels {
-        let _ = writeln!(out, "    {}(({s}))", id(s));
     }
     out
 }
@@ -66,22 +117,31 @@ pub fn mermaid(piece: &Piece) -> String {
 /// Graphviz dot.
 #[must_use]
 pub fn dot(piece: &Piece) -> String {
+    let nodes = Nodes::new(piece);
     let mut out = format!(
         "digraph \"{}\" {{\n    rankdir=TB;\n    node [shape=box, style=rounded];\n",
-        label(&piece.name)
+        dot_label(&piece.name)
     );
     let _ = writeln!(
         out,
         "    start [shape=circle, label=\"start\"];\n    start -> {};",
-        id(&piece.initial_movement)
+        nodes.id(&piece.initial_movement)
     );
     for m in &piece.movements {
         let edit = if m.edit { "edits" } else { "read-only" };
         let _ = writeln!(
             out,
             "    {} [label=\"{}\\n({edit})\"];",
-            id(&m.name),
-            label(&m.name)
+            nodes.id(&m.name),
+            dot_label(&m.name)
+        );
+    }
+    for s in &nodes.others {
+        let _ = writeln!(
+            out,
+            "    {} [shape=doublecircle, label=\"{}\"];",
+            nodes.id(s),
+            dot_label(s)
         );
     }
     for m in &piece.movements {
@@ -89,20 +149,17 @@ pub fn dot(piece: &Piece) -> String {
             let _ = writeln!(
                 out,
                 "    {} -> {} [label=\"{}\"];",
-                id(&m.name),
-                id(&r.next),
-                label(&r.condition)
+                nodes.id(&m.name),
+                nodes.id(&r.next),
+                dot_label(&r.condition)
             );
         }
         if let Some(d) = &m.default_next {
-            if piece.movement(d).is_none() {
-                let _ = writeln!(out, "    {} [shape=doublecircle, label=\"{d}\"];", id(d));
-            }
             let _ = writeln!(
                 out,
                 "    {} -> {} [style=dashed, label=\"default\"];",
-                id(&m.name),
-                id(d)
+                nodes.id(&m.name),
+                nodes.id(d)
             );
         }
     }
