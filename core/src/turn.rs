@@ -161,7 +161,14 @@ pub fn move_piece(
             }
             RunState::Complete => PieceMove {
                 continues: false,
-                note: message::piece_complete(),
+                note: format!(
+                    "{}{}",
+                    step.note
+                        .as_deref()
+                        .map(message::piece_note)
+                        .unwrap_or_default(),
+                    message::piece_complete()
+                ),
             },
             RunState::Aborted { reason } => PieceMove {
                 continues: false,
@@ -169,7 +176,14 @@ pub fn move_piece(
             },
             RunState::Asking { .. } => PieceMove {
                 continues: true,
-                note: message::piece_waiting_for_answer(),
+                note: format!(
+                    "{}{}",
+                    step.note
+                        .as_deref()
+                        .map(message::piece_note)
+                        .unwrap_or_default(),
+                    message::piece_waiting_for_answer()
+                ),
             },
             RunState::WaitingForSubtasks { .. } => PieceMove {
                 continues: true,

@@ -203,3 +203,68 @@ fn snapshots_restore_the_same_run() {
         assert_eq!(a, b);
     }
 }
+
+/// A piece whose `work` movement may send the run to WAIT_SUBTASKS, with `default_next` as given.
+fn subtasks_piece(default_next: Option<&str>) -> String {
+    let default = default_next.map_or(String::new(), |d| format!("    default_next: {d}\n"));
+    format!(
+        "name: subtasks\ndescription: d\nmax_movements: 9\ninitial_movement: work\nmovements:\n  - name: work\n    edit: true\n    persona: p\n    instruction: i\n    allowed_tools: [Read]\n{default}    rules:\n      - condition: split the work\n        next: WAIT_SUBTASKS\n  - name: check\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: [Read]\n    rules: []\n"
+    )
+}
+
+/// WAIT_SUBTASKS is never a dead end: keyless runs no subtasks, so the seed's fallback for
+/// "SpawnSubTask unavailable" (default_next) applies, or the run ends; the note says why.
+#[test]
+fn wait_subtasks_falls_back_to_default_next() {
+    let mut run = PieceRun::start(load(&subtasks_piece(Some("check"))));
+    let step = run.apply(&next("WAIT_SUBTASKS")).expect("allowed");
+    assert_eq!(step.state, running("check"));
+    assert_eq!(
+        step.note.as_deref(),
+        Some("WAIT_SUBTASKS: keyless runs no subtasks (SpawnSubTask is unavailable); following default_next \"check\"")
+    );
+    for (default, want) in [
+        (Some("COMPLETE"), RunState::Complete),
+        (
+            Some("ASK"),
+            RunState::Asking {
+                movement: "work".into(),
+            },
+        ),
+    ] {
+        let mut run = PieceRun::start(load(&subtasks_piece(default)));
+        assert_eq!(
+            run.apply(&next("WAIT_SUBTASKS")).expect("allowed").state,
+            want
+        );
+    }
+    let mut run = PieceRun::start(load(&subtasks_piece(None)));
+    let step = run.apply(&next("WAIT_SUBTASKS")).expect("allowed");
+    assert_eq!(
+        step.state,
+        RunState::Aborted {
+            reason: "WAIT_SUBTASKS: keyless runs no subtasks (SpawnSubTask is unavailable), and movement \"work\" has no other default_next".into()
+        }
+    );
+    // What the model is told, through the turn engine.
+    let mut run = PieceRun::start(load(&subtasks_piece(Some("check"))));
+    let moved = keyless_core::turn::move_piece(
+        &mut run,
+        keyless_core::Control::Done,
+        Some(&next("WAIT_SUBTASKS")),
+    )
+    .expect("a move");
+    assert!(moved.continues);
+    assert!(
+        moved
+            .note
+            .starts_with("[KEYLESSAGENT PIECE] WAIT_SUBTASKS: keyless runs no subtasks"),
+        "{}",
+        moved.note
+    );
+    assert!(
+        moved.note.contains("[KEYLESSAGENT MOVEMENT] check"),
+        "{}",
+        moved.note
+    );
+}

@@ -223,7 +223,7 @@ fn graphs_keep_every_movement_and_render() {
         println!("/usr/bin/dot is missing: the render check needs Debian's graphviz");
         return;
     }
-    let mut child = std::process::Command::new(dot_bin)
+    let mut child = Command::new(dot_bin)
         .arg("-Tsvg")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -38,6 +38,9 @@ pub enum RunState {
     },
 }
 
+/// Why WAIT_SUBTASKS cannot be waited for.
+const NO_SUBTASKS: &str = "keyless runs no subtasks (SpawnSubTask is unavailable)";
+
 /// A control directive from the model, as the piece sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Directive {
@@ -217,12 +220,7 @@ impl PieceRun {
                     });
                 }
                 if to == WAIT_SUBTASKS {
-                    (
-                        RunState::WaitingForSubtasks {
-                            movement: from.clone(),
-                        },
-                        None,
-                    )
+                    self.subtasks_unavailable()
                 } else {
                     self.enter(to)
                 }
@@ -230,6 +228,52 @@ impl PieceRun {
         };
         self.state = state.clone();
         Ok(Step { from, state, note })
+    }
+
+    /// A rule led to WAIT_SUBTASKS. keyless runs no subtasks, so the seed's fallback for
+    /// "SpawnSubTask unavailable" applies: the movement's `default_next`; without one the run ends.
+    /// Either way the note says why, so the model is never left waiting.
+    fn subtasks_unavailable(&mut self) -> (RunState, Option<String>) {
+        let m = self.movement();
+        let name = m.name.clone();
+        let why = format!("WAIT_SUBTASKS: {NO_SUBTASKS}");
+        match m.default_next.clone().as_deref() {
+            None | Some(WAIT_SUBTASKS) => {
+                let reason = format!("{why}, and movement \"{name}\" has no other default_next");
+                (
+                    RunState::Aborted {
+                        reason: reason.clone(),
+                    },
+                    Some(reason),
+                )
+            }
+            Some("COMPLETE") => (
+                RunState::Complete,
+                Some(format!("{why}; default_next COMPLETE")),
+            ),
+            Some("ABORT") => {
+                let reason = format!("{why}; default_next ABORT");
+                (
+                    RunState::Aborted {
+                        reason: reason.clone(),
+                    },
+                    Some(reason),
+                )
+            }
+            Some("ASK") => (
+                RunState::Asking { movement: name },
+                Some(format!("{why}; default_next ASK")),
+            ),
+            Some(next) => {
+                let next = next.to_string();
+                let (state, more) = self.enter(&next);
+                let note = match more {
+                    Some(m) => format!("{why}; following default_next \"{next}\"; {m}"),
+                    None => format!("{why}; following default_next \"{next}\""),
+                };
+                (state, Some(note))
+            }
+        }
     }
 
     /// Moves into movement `to`, applying the movement and revisit limits.
@@ -282,12 +326,15 @@ impl PieceRun {
                         )
                     }
                     Some(WAIT_SUBTASKS) => {
+                        // Its own fallback is WAIT_SUBTASKS, which keyless cannot wait for.
+                        let reason =
+                            format!("{why}; its default_next is WAIT_SUBTASKS, and {NO_SUBTASKS}");
                         return (
-                            RunState::WaitingForSubtasks {
-                                movement: self.movement().name.clone(),
+                            RunState::Aborted {
+                                reason: reason.clone(),
                             },
-                            Some(why),
-                        )
+                            Some(reason),
+                        );
                     }
                     Some(next) => {
                         self.revisits[idx] = 0;
