@@ -948,3 +948,42 @@ fn config_errors_name_the_key_once() {
         assert!(err.ends_with(want), "{err}");
     }
 }
+
+/// allowed_commands is the seed's "Bash command allowlist (overrides default)": in its movement a
+/// matching command runs as an allow-listed one does (here an Execute line in AutoSafe, with no
+/// configured allow-list), the Denied tier still holds, and an empty list offers no runcommand.
+#[test]
+fn allowed_commands_override_the_allow_list() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::write(ws.join("hello.py"), "print('hello from python')\n").expect("write");
+    let piece = |allowed: &str| {
+        format!(
+            "name: gate\ndescription: d\nmax_movements: 5\ninitial_movement: work\nmovements:\n  - name: work\n    edit: true\n    persona: p\n    instruction: i\n    allowed_tools: [Read, Bash]\n    allowed_commands: {allowed}\n    rules: []\n"
+        )
+    };
+    let file = fx.root.join("gate.yaml");
+    std::fs::write(&file, piece(r#"["python3 hello.py", "git push *"]"#)).expect("write");
+    let file_s = file.to_str().expect("utf8");
+    let r = reply(&[block("runcommand", &[("CMD", "python3 hello.py")])]);
+    let (_, text) = fx.run(&[&r], &["--mode", "autosafe", "--piece", file_s]);
+    assert!(text.contains("hello from python"), "{text}");
+    assert!(!text.contains("[declined"), "{text}");
+    // Without the piece the same line asks (and, with no terminal, is declined).
+    let (_, text) = fx.run(&[&r], &["--mode", "autosafe"]);
+    assert!(text.contains("code: KA_COMMAND_DECLINED"), "{text}");
+    // Denied stays denied, whatever the list says.
+    let push = reply(&[block("runcommand", &[("CMD", "git push --force")])]);
+    let (_, text) = fx.run(&[&push], &["--mode", "auto", "--piece", file_s]);
+    assert!(text.contains("code: KA_COMMAND_DENIED"), "{text}");
+    // An empty list: runcommand is not offered, and is refused.
+    std::fs::write(&file, piece("[]")).expect("write");
+    let (_, text) = fx.run(&[&r], &["--mode", "auto", "--piece", file_s]);
+    let offered = text
+        .lines()
+        .find(|l| l.starts_with("Commands you may use in this movement:"))
+        .expect("the movement's commands");
+    assert!(!offered.contains("runcommand"), "{offered}");
+    assert!(text.contains("code: KA_COMMAND_DENIED"), "{text}");
+    assert!(!text.contains("hello from python"), "{text}");
+}

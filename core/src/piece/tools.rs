@@ -96,6 +96,16 @@ pub struct EffectiveTools {
 }
 
 impl EffectiveTools {
+    /// The allow-list a runcommand is decided with in this movement: `allowed_commands`, which the
+    /// seed calls the "Bash command allowlist (overrides default)", replaces the configured one;
+    /// without it the configured one holds.
+    #[must_use]
+    pub fn allow_list<'a>(&'a self, configured: &'a [String]) -> &'a [String] {
+        self.command_patterns.as_deref().unwrap_or(configured)
+    }
+}
+
+impl EffectiveTools {
     #[must_use]
     pub fn allows(&self, kind: CommandKind) -> bool {
         self.commands.contains(&kind)
@@ -207,6 +217,10 @@ pub fn effective(piece: &Piece, m: &Movement) -> EffectiveTools {
     }
     commands.sort_by_key(|k| CommandKind::ALL.iter().position(|a| a == k));
     commands.dedup();
+    // An empty allowed_commands allows no command line: runcommand is not offered at all.
+    if m.allowed_commands.as_ref().is_some_and(Vec::is_empty) {
+        commands.retain(|k| *k != CommandKind::RunCommand);
+    }
     EffectiveTools {
         movement: m.name.clone(),
         tools,

@@ -327,10 +327,14 @@ impl Executor<'_> {
         let line = cmd.section_text(SectionName::Cmd).unwrap_or("").trim();
         // A program the shell would take from a folder the model can write is never a known one.
         let untrusted = super::programs::untrusted_in_line(line, self.ws.root());
+        // A movement's allowed_commands overrides the configured allow-list.
+        let allow = self
+            .gate
+            .map_or(self.cfg.allow.as_slice(), |g| g.allow_list(&self.cfg.allow));
         let verdict = decide_with(
             line,
             self.cfg.mode,
-            &self.cfg.allow,
+            allow,
             &keyless_core::policy::Context {
                 untrusted: &untrusted,
             },
