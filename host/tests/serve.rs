@@ -1054,3 +1054,67 @@ fn deletefile_waits_for_the_user_in_ask_mode() {
         assert_eq!(e.ws.join("gone.txt").exists(), !approve);
     }
 }
+
+/// Stopping serve while a batch waits for a confirmation: nobody can answer any more, so the
+/// batch ends declined and is recorded, and serve exits instead of waiting up to 15 minutes.
+#[test]
+fn stopping_serve_declines_what_waits_for_an_answer() {
+    let e = env();
+    let mut srv = spawn(&e.ws, &e.config, &["--mode", "ask"]);
+    let session = srv.session();
+    let (port, token) = (srv.port, srv.token.clone());
+    let waiting = std::thread::spawn(move || {
+        // The reply's answer never comes back: the connection closes with the server.
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        let body = serde_json::json!({ "reply": run_cmd("echo x > stopped.txt") }).to_string();
+        write!(
+            s,
+            "POST /v1/sessions/{session}/replies HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("write");
+        let mut sink = String::new();
+        let _ = s.read_to_string(&mut sink);
+    });
+    let start = Instant::now();
+    loop {
+        let (_, v) = srv.get("/v1/confirmations");
+        if v.as_array().is_some_and(|a| !a.is_empty()) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no confirmation");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = srv.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = srv.child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "serve still waits for an answer nobody can give"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    waiting.join().expect("client");
+    assert!(
+        !e.ws.join("stopped.txt").exists(),
+        "a declined command never runs"
+    );
+    // The batch is recorded, declined.
+    let log = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["log", "--json", "--workspace"])
+        .arg(&e.ws)
+        .env("XDG_CONFIG_HOME", &e.config)
+        .output()
+        .expect("log");
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(log.contains("KA_COMMAND_DECLINED"), "{log}");
+}

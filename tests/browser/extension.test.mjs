@@ -118,7 +118,11 @@ test("a task runs end to end on a ChatGPT-like page", async () => {
     // 5: finish
     fenced(["@@say", "<<<MSG", "All done: greet.py is committed and pushed.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),
   ];
-  const chat = await startFakeChat(replies.map((text) => ({ text, chunk: 18, delayMs: 25 })));
+  // Reply 3 waits until the format error of reply 2 has been checked on the page: what the
+  // overlay shows about a reply lasts only until the next one starts.
+  let releaseReply3 = () => {};
+  const reply3 = new Promise((resolve) => (releaseReply3 = resolve));
+  const chat = await startFakeChat(replies.map((text, i) => ({ text, chunk: 18, delayMs: 25, gate: i === 2 ? reply3 : undefined })));
   const host = await startHost(w.ws, w.config, "ask");
   const { context, worker, extensionId } = await launchWithExtension(chat.port);
   const errors = [];
@@ -167,6 +171,7 @@ test("a task runs end to end on a ChatGPT-like page", async () => {
     assert.match(chat.received[2].text, /^\[KEYLESSAGENT FORMAT ERROR\]\nYour last response was rejected\. Nothing was executed\./);
     assert.match(chat.received[2].text, /line 2: Unknown command "@@createfile"/);
     assert.ok(!existsSync(join(w.ws, "notes.txt")));
+    releaseReply3();
 
     // Reply 3 needs a confirmation in Ask mode: approve it in the overlay.
     const approve = overlay(page).locator("button", { hasText: "Approve" });
@@ -206,6 +211,7 @@ test("a task runs end to end on a ChatGPT-like page", async () => {
     console.log(`figure: end of streaming → results sent (ms): ${sent.join(", ")}`);
     assert.deepEqual(errors, []);
   } finally {
+    releaseReply3();
     await context.close();
     host.child.kill("SIGTERM");
     await chat.close();

@@ -85,7 +85,8 @@ pub struct ServeOptions {
 }
 
 /// Binds 127.0.0.1:`port` (0 picks a free port), prints the address, the pairing code and the
-/// local token, and serves until Ctrl-C or SIGTERM. A running batch finishes first.
+/// local token, and serves until Ctrl-C or SIGTERM. A running batch finishes first; one waiting for
+/// a confirmation or an answer ends declined (nobody can answer once the server stops).
 ///
 /// # Errors
 /// When the port cannot be bound or the workspace opened.
@@ -153,7 +154,10 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         println!("Press Ctrl-C to stop.");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
+        let shared = Arc::clone(&st);
         let r = crate::conn::serve(listener, router(st), shutdown_signal()).await;
+        // Nobody can answer now: the batches waiting for an answer end declined and are recorded.
+        shared.close_prompts();
         crate::native::forget_serve(me);
         r
     })

@@ -141,6 +141,8 @@ pub struct Shared {
     pub(super) events: broadcast::Sender<String>,
     pub(super) pending: Mutex<BTreeMap<u64, Pending>>,
     pub(super) next_prompt: AtomicU64,
+    /// The server is stopping: nobody can answer a prompt any more.
+    pub(super) closing: std::sync::atomic::AtomicBool,
     pub(super) cancel: Mutex<HashSet<String>>,
     /// The built dashboard (index.html, dashboard.js, dashboard.css), if any.
     pub(super) www: Option<PathBuf>,
@@ -184,6 +186,11 @@ impl Shared {
             reason: pending.reason.clone(),
         });
         if let Ok(mut p) = self.pending.lock() {
+            // Checked under the lock close_prompts takes: a prompt is either closed there or
+            // never waits.
+            if self.closing.load(Ordering::SeqCst) {
+                return None;
+            }
             p.insert(id, pending);
         }
         let answer = rx.recv_timeout(PROMPT_TIMEOUT).ok();
@@ -195,6 +202,19 @@ impl Shared {
             session: session.to_string(),
         });
         answer
+    }
+}
+
+impl Shared {
+    /// The server stops: every waiting prompt ends unanswered (a confirmation is declined, a
+    /// question gets no answer), so the running batches finish and are recorded at once instead
+    /// of waiting for an answer that can no longer come; later prompts end the same way.
+    pub fn close_prompts(&self) {
+        if let Ok(mut p) = self.pending.lock() {
+            self.closing.store(true, Ordering::SeqCst);
+            // Dropping each sender ends its batch thread's wait.
+            p.clear();
+        }
     }
 }
 
@@ -258,6 +278,7 @@ impl Shared {
             events,
             pending: Mutex::new(BTreeMap::new()),
             next_prompt: AtomicU64::new(0),
+            closing: std::sync::atomic::AtomicBool::new(false),
             cancel: Mutex::new(HashSet::new()),
             www: p.www.filter(|d| d.join("index.html").is_file()),
         }))

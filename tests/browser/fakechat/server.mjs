@@ -26,7 +26,8 @@ function certificate() {
 
 /**
  * Starts the fake chat site on 127.0.0.1:0.
- * `replies`: what the model answers, in order; each is a string or {text, chunk, delayMs, banner}
+ * `replies`: what the model answers, in order; each is a string or {text, chunk, delayMs, banner,
+ * gate}
  * (`banner`: a notice the site shows under the reply, such as its "conversation is full" text).
  * Resolves with {port, received, setReplies, close}; `received` lists every message the model got:
  * {site, text, attachments: [{name, text}]}.
@@ -50,8 +51,12 @@ export function startFakeChat(replies = []) {
         state.received.push({ site, text: msg.text, attachments: msg.attachments ?? [] });
         const r = state.replies[state.next++] ?? "I have nothing more to say.";
         const reply = typeof r === "string" ? { text: r } : r;
-        res.writeHead(200, { ...headers, "content-type": "application/json" });
-        res.end(JSON.stringify({ text: reply.text, chunk: reply.chunk ?? 24, delayMs: reply.delayMs ?? 25, banner: reply.banner ?? null }));
+        // `gate`: a promise the test resolves when this reply may start (so that what the page
+        // shows about the previous reply can be checked before it changes).
+        Promise.resolve(reply.gate).then(() => {
+          res.writeHead(200, { ...headers, "content-type": "application/json" });
+          res.end(JSON.stringify({ text: reply.text, chunk: reply.chunk ?? 24, delayMs: reply.delayMs ?? 25, banner: reply.banner ?? null }));
+        });
       });
       return;
     }
