@@ -89,7 +89,7 @@ fn abort_and_ask_resume() {
 
 #[test]
 fn revisit_limit_follows_default_next() {
-    // fix-loop: verify -> fix -> verify … ; fix has no default_next, verify's default_next is ASK.
+    // fix-loop: verify -> fix -> verify …; fix and verify both send a loop past 3 rounds to ASK.
     let mut run = PieceRun::start(load(FIX_LOOP));
     run.apply(&next("fix")).expect("reproduce -> fix");
     run.apply(&next("verify")).expect("fix -> verify");
@@ -100,10 +100,21 @@ fn revisit_limit_follows_default_next() {
         let s = run.apply(&next("verify")).expect("fix -> verify");
         assert_eq!(s.state, running("verify"), "round {round}");
     }
-    // The fourth revisit of fix exceeds its limit; fix has no default_next, so the run aborts.
+    // The fourth revisit of fix exceeds its limit: its default_next asks the user, as the piece
+    // promises ("loops at most three times before asking the user"), instead of aborting.
     let s = run.apply(&next("fix")).expect("directive is allowed");
+    assert_eq!(
+        s.state,
+        RunState::Asking {
+            movement: "verify".into()
+        },
+        "{s:?}"
+    );
     assert!(
-        matches!(&s.state, RunState::Aborted { reason } if reason.contains("\"fix\" was revisited more than 3 times")),
+        s.note
+            .as_deref()
+            .is_some_and(|n| n
+                .contains("\"fix\" was revisited more than 3 times in a row; default_next ASK")),
         "{s:?}"
     );
 }
@@ -266,5 +277,49 @@ fn wait_subtasks_falls_back_to_default_next() {
         moved.note.contains("[KEYLESSAGENT MOVEMENT] check"),
         "{}",
         moved.note
+    );
+}
+
+/// Each shipped piece, scripted from its start to a terminal state (or to its question), the way
+/// its description says it goes.
+#[test]
+fn every_shipped_piece_runs_to_its_end() {
+    let done = |run: &mut PieceRun, d: Directive| run.apply(&d).expect("allowed").state;
+    // plan-implement-review: plan, implement, review, complete.
+    let mut run = PieceRun::start(load(PLAN));
+    done(&mut run, next("implement"));
+    done(&mut run, next("review"));
+    assert_eq!(done(&mut run, Directive::Complete), RunState::Complete);
+    // review-only: one movement that completes.
+    let mut run = PieceRun::start(load(include_str!("../../pieces/review-only.yaml")));
+    assert_eq!(run.state(), &running("review"));
+    assert_eq!(done(&mut run, Directive::Complete), RunState::Complete);
+    // ssh-ops: ops, then report, then complete.
+    let mut run = PieceRun::start(load(include_str!("../../pieces/ssh-ops.yaml")));
+    assert_eq!(done(&mut run, next("report")), running("report"));
+    assert_eq!(done(&mut run, Directive::Complete), RunState::Complete);
+    // fix-loop: reproduce, fix, verify; a passing verify completes…
+    let mut run = PieceRun::start(load(FIX_LOOP));
+    done(&mut run, next("fix"));
+    done(&mut run, next("verify"));
+    assert_eq!(done(&mut run, Directive::Complete), RunState::Complete);
+    // …and a loop that never passes reaches its question, not an abort; the answer resumes it.
+    let mut run = PieceRun::start(load(FIX_LOOP));
+    done(&mut run, next("fix"));
+    done(&mut run, next("verify"));
+    let mut state = running("verify");
+    for _ in 0..4 {
+        state = done(&mut run, next("fix"));
+        if !matches!(state, RunState::Running { .. }) {
+            break;
+        }
+        done(&mut run, next("verify"));
+    }
+    assert!(matches!(state, RunState::Asking { .. }), "{state:?}");
+    run.resume();
+    assert!(
+        matches!(run.state(), RunState::Running { .. }),
+        "{:?}",
+        run.state()
     );
 }
