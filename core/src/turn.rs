@@ -145,55 +145,37 @@ pub fn move_piece(
         return None;
     }
     let directive = done?;
-    Some(match run.apply(directive) {
-        Ok(step) => match &step.state {
-            RunState::Running { .. } => {
-                let mut note = step
-                    .note
-                    .as_deref()
-                    .map(message::piece_note)
-                    .unwrap_or_default();
-                note.push_str(&message::movement_prompt(run));
-                PieceMove {
-                    continues: true,
-                    note,
-                }
-            }
-            RunState::Complete => PieceMove {
-                continues: false,
-                note: format!(
-                    "{}{}",
-                    step.note
-                        .as_deref()
-                        .map(message::piece_note)
-                        .unwrap_or_default(),
-                    message::piece_complete()
-                ),
-            },
-            RunState::Aborted { reason } => PieceMove {
+    let step = match run.apply(directive) {
+        Ok(step) => step,
+        Err(e) => {
+            return Some(PieceMove {
+                continues: true,
+                note: message::piece_refused(e.code(), &e.to_string()),
+            })
+        }
+    };
+    // Why the run moved as it did (a revisit limit, WAIT_SUBTASKS), ahead of where it now stands;
+    // an abort's reason already says it.
+    let why = step
+        .note
+        .as_deref()
+        .map(message::piece_note)
+        .unwrap_or_default();
+    let (continues, now) = match &step.state {
+        RunState::Running { .. } => (true, message::movement_prompt(run)),
+        RunState::Complete => (false, message::piece_complete()),
+        RunState::Aborted { reason } => {
+            return Some(PieceMove {
                 continues: false,
                 note: message::piece_aborted(reason),
-            },
-            RunState::Asking { .. } => PieceMove {
-                continues: true,
-                note: format!(
-                    "{}{}",
-                    step.note
-                        .as_deref()
-                        .map(message::piece_note)
-                        .unwrap_or_default(),
-                    message::piece_waiting_for_answer()
-                ),
-            },
-            RunState::WaitingForSubtasks { .. } => PieceMove {
-                continues: true,
-                note: message::piece_waiting_for_subtasks(),
-            },
-        },
-        Err(e) => PieceMove {
-            continues: true,
-            note: message::piece_refused(e.code(), &e.to_string()),
-        },
+            })
+        }
+        RunState::Asking { .. } => (true, message::piece_waiting_for_answer()),
+        RunState::WaitingForSubtasks { .. } => (true, message::piece_waiting_for_subtasks()),
+    };
+    Some(PieceMove {
+        continues,
+        note: format!("{why}{now}"),
     })
 }
 
