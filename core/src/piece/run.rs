@@ -28,7 +28,9 @@ pub enum RunState {
     Asking {
         movement: String,
     },
-    /// A rule sent the run to WAIT_SUBTASKS.
+    /// Only in runs stored by an older host, whose rule sent the run to WAIT_SUBTASKS: resuming
+    /// goes on in the same movement. A run now follows the "SpawnSubTask unavailable" fallback
+    /// instead (see `subtasks_unavailable`) and never stops here.
     WaitingForSubtasks {
         movement: String,
     },
