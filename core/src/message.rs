@@ -309,8 +309,18 @@ pub fn piece_aborted(reason: &str) -> String {
 
 /// The movement asked the user a question; the run waits for the answer.
 #[must_use]
-pub fn piece_waiting_for_answer() -> String {
-    "[KEYLESSAGENT PIECE] waiting for the user's answer.".to_string()
+pub fn piece_needs_user_input(question: &str) -> String {
+    format!(
+        "[KEYLESSAGENT PIECE] needs_user_input: the run waits for the user's answer to: {}\n\
+         The turn ends here. The movement goes on when the user answers.",
+        question.trim()
+    )
+}
+
+/// The user answered the question the run stopped on; the movement's prompt follows.
+#[must_use]
+pub fn piece_answered(answer: &str) -> String {
+    format!("[KEYLESSAGENT PIECE] The user answered: {}", answer.trim())
 }
 
 /// The movement started subtasks; the run waits for them.
@@ -542,7 +552,10 @@ pub fn movement_prompt(run: &PieceRun) -> String {
     for r in &m.rules {
         let _ = writeln!(p, "- if {}: @@done next={}", r.condition.trim(), r.next);
     }
-    p.push_str("- if the whole task is done: @@done\n- if the task cannot be done: @@done status=aborted\n");
+    p.push_str(
+        "- if the whole task is done: @@done\n- if the task cannot be done: @@done status=aborted\n\
+         - if you need the user's answer to go on: @@done status=needs_user_input, with the question as its MSG\n",
+    );
     p.push_str("Reply in AgentScript v1 only.");
     p
 }

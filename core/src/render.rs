@@ -1,7 +1,7 @@
 //! Renders a reply back to canonical AgentScript v1 text. `parse(render(r)) == r` for every reply
 //! whose payloads can be written (the round-trip property test holds this).
 
-use crate::reply::{Command, DoneStatus, OnError, Reply};
+use crate::reply::{Command, OnError, Reply};
 use std::fmt::Write as _;
 
 /// Picks a closing marker that no line of `text` equals, adding a nonce when needed.
@@ -49,14 +49,7 @@ pub fn render_command(out: &mut String, c: &Command) {
         let _ = write!(out, " next={n}");
     }
     if let Some(s) = o.status {
-        let _ = write!(
-            out,
-            " status={}",
-            match s {
-                DoneStatus::Success => "success",
-                DoneStatus::Aborted => "aborted",
-            }
-        );
+        let _ = write!(out, " status={}", s.as_str());
     }
     out.push('\n');
     for s in &c.sections {

@@ -215,6 +215,21 @@ pub enum OnError {
 pub enum DoneStatus {
     Success,
     Aborted,
+    /// The model needs the user's answer to go on (a piece's ASK).
+    #[serde(rename = "needs_user_input")]
+    NeedsUserInput,
+}
+
+impl DoneStatus {
+    /// The option's spelling on the `@@done` line.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Aborted => "aborted",
+            Self::NeedsUserInput => "needs_user_input",
+        }
+    }
 }
 
 /// Options given on a command's `@@` line.

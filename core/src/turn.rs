@@ -5,7 +5,7 @@
 //! stores what it returns.
 
 use crate::message;
-use crate::piece::run::{Directive, PieceRun, RunState};
+use crate::piece::run::{Directive, Fallback, PieceRun, RunState, Step};
 use crate::{Control, Settings};
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +70,9 @@ pub enum TurnEnd {
     MaxFormatRetries,
     /// The turn reached its batch budget.
     MaxIterationsPerTurn,
+    /// The piece stopped on a question nobody answered (the seed's needs_user_input).
+    #[serde(rename = "needs_user_input")]
+    NeedsUserInput,
 }
 
 impl TurnEnd {
@@ -79,6 +82,7 @@ impl TurnEnd {
             Self::Done => "done",
             Self::MaxFormatRetries => "MaxFormatRetries",
             Self::MaxIterationsPerTurn => "MaxIterationsPerTurn",
+            Self::NeedsUserInput => "needs_user_input",
         }
     }
 }
@@ -111,15 +115,6 @@ pub enum Outcome<'a> {
     Executed { results: &'a str, control: Control },
 }
 
-/// A piece's move after a batch's `@@done`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PieceMove {
-    /// The piece goes on (another movement, an answer or subtasks): the turn does not end.
-    pub continues: bool,
-    /// The `[KEYLESSAGENT PIECE]` note (and the next movement's prompt) for the model.
-    pub note: String,
-}
-
 /// What a finished batch does to the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnStep {
@@ -133,50 +128,124 @@ pub struct TurnStep {
     pub next: Position,
 }
 
-/// Applies a batch's `@@done` directive to the session's piece run. `None` when the batch did not
-/// end with `@@done` or carried no piece directive.
+/// A piece's move after a batch: its `@@done`, or a `default_next` fallback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PieceMove {
+    /// The piece goes on (another movement, an answer or subtasks): the turn does not end.
+    pub continues: bool,
+    /// The question the run stopped on. The host asks the user once and passes the answer (or
+    /// none) to [`answer_question`].
+    pub question: Option<String>,
+    /// Why the run moved as it did (a limit, a fallback), ahead of where it now stands.
+    why: String,
+    /// The `[KEYLESSAGENT PIECE]` note (and the next movement's prompt) for the model.
+    pub note: String,
+}
+
+impl PieceMove {
+    /// A move with its note only (tests and refusals).
+    #[must_use]
+    pub fn note(continues: bool, note: &str) -> Self {
+        Self {
+            continues,
+            question: None,
+            why: String::new(),
+            note: note.to_string(),
+        }
+    }
+
+    /// The move a step of the run makes, with the text for where the run now stands.
+    fn from_step(run: &PieceRun, step: &Step) -> Self {
+        // An abort's reason already says why.
+        if let RunState::Aborted { reason } = &step.state {
+            return Self::note(false, &message::piece_aborted(reason));
+        }
+        let why = step
+            .note
+            .as_deref()
+            .map(message::piece_note)
+            .unwrap_or_default();
+        let (continues, question, now) = match &step.state {
+            RunState::Running { .. } => (true, None, message::movement_prompt(run)),
+            RunState::NeedsUserInput { question, .. } => (
+                false,
+                Some(question.clone()),
+                message::piece_needs_user_input(question),
+            ),
+            RunState::WaitingForSubtasks { .. } => {
+                (true, None, message::piece_waiting_for_subtasks())
+            }
+            RunState::Complete | RunState::Aborted { .. } => {
+                (false, None, message::piece_complete())
+            }
+        };
+        Self {
+            continues,
+            question,
+            note: format!("{why}{now}"),
+            why,
+        }
+    }
+}
+
+/// What a finished batch does to the session's piece run: the `@@done` directive, or, when the
+/// batch used up the turn's budget inside a movement, that movement's `default_next` (keyless's
+/// "context overflow"). `None` when the piece does not move.
 #[must_use]
 pub fn move_piece(
+    settings: &Settings,
+    pos: Position,
     run: &mut PieceRun,
     control: Control,
     done: Option<&Directive>,
 ) -> Option<PieceMove> {
     if control != Control::Done {
-        return None;
+        if pos.batch < settings.effective_iterations_per_turn() {
+            return None;
+        }
+        let step = run.fall_back(Fallback::TurnBudget)?;
+        return Some(PieceMove::from_step(run, &step));
     }
     let directive = done?;
-    let step = match run.apply(directive) {
-        Ok(step) => step,
-        Err(e) => {
-            return Some(PieceMove {
-                continues: true,
-                note: message::piece_refused(e.code(), &e.to_string()),
-            })
+    match run.apply(directive) {
+        Ok(step) => Some(PieceMove::from_step(run, &step)),
+        Err(e) => Some(PieceMove::note(
+            true,
+            &message::piece_refused(e.code(), &e.to_string()),
+        )),
+    }
+}
+
+/// The user's answer to the question a move stopped on. An answer continues the movement and
+/// the model receives it; no answer (nobody to ask, an empty answer, a timeout) is the seed's
+/// "ASK limit": the movement's `default_next` applies, and without one the run stays on its
+/// question and the turn ends.
+pub fn answer_question(run: &mut PieceRun, mv: &mut PieceMove, answer: Option<&str>) {
+    if mv.question.is_none() {
+        return;
+    }
+    match answer.map(str::trim).filter(|a| !a.is_empty()) {
+        Some(a) if run.answer() => {
+            mv.continues = true;
+            mv.question = None;
+            mv.note = format!(
+                "{}{}\n\n{}",
+                mv.why,
+                message::piece_answered(a),
+                message::movement_prompt(run)
+            );
         }
-    };
-    // Why the run moved as it did (a revisit limit, WAIT_SUBTASKS), ahead of where it now stands;
-    // an abort's reason already says it.
-    let why = step
-        .note
-        .as_deref()
-        .map(message::piece_note)
-        .unwrap_or_default();
-    let (continues, now) = match &step.state {
-        RunState::Running { .. } => (true, message::movement_prompt(run)),
-        RunState::Complete => (false, message::piece_complete()),
-        RunState::Aborted { reason } => {
-            return Some(PieceMove {
-                continues: false,
-                note: message::piece_aborted(reason),
-            })
+        _ => {
+            if let Some(step) = run.fall_back(Fallback::Unanswered) {
+                let next = PieceMove::from_step(run, &step);
+                *mv = PieceMove {
+                    note: format!("{}{}", mv.why, next.note),
+                    why: format!("{}{}", mv.why, next.why),
+                    ..next
+                };
+            }
         }
-        RunState::Asking { .. } => (true, message::piece_waiting_for_answer()),
-        RunState::WaitingForSubtasks { .. } => (true, message::piece_waiting_for_subtasks()),
-    };
-    Some(PieceMove {
-        continues,
-        note: format!("{why}{now}"),
-    })
+    }
 }
 
 /// The step a finished batch makes: its status, the text for the model, whether the turn ended,
@@ -222,8 +291,13 @@ pub fn after_batch(
         }
         Outcome::Executed { results, control } => {
             let continues = piece.is_some_and(|p| p.continues);
+            let asking = piece.is_some_and(|p| p.question.is_some());
             let turn_ended = if control == Control::Done && !continues {
-                Some(TurnEnd::Done)
+                Some(if asking {
+                    TurnEnd::NeedsUserInput
+                } else {
+                    TurnEnd::Done
+                })
             } else if pos.batch >= settings.effective_iterations_per_turn() {
                 Some(TurnEnd::MaxIterationsPerTurn)
             } else {
@@ -384,10 +458,7 @@ mod tests {
 
     #[test]
     fn a_piece_that_moves_on_keeps_the_turn_and_its_note_follows_the_results() {
-        let moved = PieceMove {
-            continues: true,
-            note: "[KEYLESSAGENT MOVEMENT] review".into(),
-        };
+        let moved = PieceMove::note(true, "[KEYLESSAGENT MOVEMENT] review");
         let step = after_batch(
             &settings(3),
             at(1, 2, 0),
@@ -436,6 +507,7 @@ mod tests {
             TurnEnd::Done,
             TurnEnd::MaxFormatRetries,
             TurnEnd::MaxIterationsPerTurn,
+            TurnEnd::NeedsUserInput,
         ] {
             assert_eq!(
                 serde_json::to_value(e).ok(),

@@ -2,8 +2,9 @@
 #![allow(clippy::expect_used)] // fixture helpers fail the test loudly
 
 use keyless_core::parse;
-use keyless_core::piece::run::{Directive, PieceRun, RunState};
+use keyless_core::piece::run::{Directive, Fallback, PieceRun, RunState};
 use keyless_core::piece::{validate, Strictness};
+use keyless_core::turn::{self, Position, TurnEnd};
 use keyless_core::{CommandKind, Limits};
 
 fn load(yaml: &str) -> keyless_core::piece::Piece {
@@ -66,21 +67,39 @@ fn refuses_a_transition_no_rule_allows_and_lists_the_allowed_ones() {
     );
 }
 
+fn ask(question: &str) -> Directive {
+    Directive::Ask {
+        question: question.to_string(),
+    }
+}
+
 #[test]
 fn abort_and_ask_resume() {
     let mut run = PieceRun::start(load(PLAN));
     assert_eq!(
-        run.apply(&Directive::Ask).expect("ask").state,
-        RunState::Asking {
-            movement: "plan".into()
+        run.apply(&ask("Which database?")).expect("ask").state,
+        RunState::NeedsUserInput {
+            movement: "plan".into(),
+            question: "Which database?".into(),
         }
     );
+    // While the question waits, no directive raises another one (or moves the run).
     assert!(
         run.apply(&next("implement")).is_err(),
         "waiting for the user"
     );
-    run.resume();
+    assert!(run.apply(&ask("Again?")).is_err(), "no second question");
+    assert_eq!(run.question(), Some("Which database?"));
+    assert!(run.answer());
+    assert!(!run.answer(), "answered once");
     assert_eq!(run.state(), &running("plan"));
+    // An empty question gets one that names the movement.
+    let mut other = PieceRun::start(load(PLAN));
+    other.apply(&ask("")).expect("ask");
+    assert_eq!(
+        other.question(),
+        Some("The model needs your input to go on with movement \"plan\".")
+    );
     assert!(matches!(
         run.apply(&Directive::Abort).expect("abort").state,
         RunState::Aborted { .. }
@@ -105,8 +124,11 @@ fn revisit_limit_follows_default_next() {
     let s = run.apply(&next("fix")).expect("directive is allowed");
     assert_eq!(
         s.state,
-        RunState::Asking {
-            movement: "verify".into()
+        RunState::NeedsUserInput {
+            movement: "verify".into(),
+            question: "Movement \"fix\" was revisited more than 3 times in a row. How should \
+                       movement \"verify\" go on? Your answer is passed to the model."
+                .into(),
         },
         "{s:?}"
     );
@@ -234,21 +256,17 @@ fn wait_subtasks_falls_back_to_default_next() {
         step.note.as_deref(),
         Some("WAIT_SUBTASKS: keyless runs no subtasks (SpawnSubTask is unavailable); following default_next \"check\"")
     );
-    for (default, want) in [
-        (Some("COMPLETE"), RunState::Complete),
-        (
-            Some("ASK"),
-            RunState::Asking {
-                movement: "work".into(),
-            },
-        ),
-    ] {
-        let mut run = PieceRun::start(load(&subtasks_piece(default)));
-        assert_eq!(
-            run.apply(&next("WAIT_SUBTASKS")).expect("allowed").state,
-            want
-        );
-    }
+    let mut run = PieceRun::start(load(&subtasks_piece(Some("COMPLETE"))));
+    assert_eq!(
+        run.apply(&next("WAIT_SUBTASKS")).expect("allowed").state,
+        RunState::Complete
+    );
+    let mut run = PieceRun::start(load(&subtasks_piece(Some("ASK"))));
+    let state = run.apply(&next("WAIT_SUBTASKS")).expect("allowed").state;
+    assert!(
+        matches!(&state, RunState::NeedsUserInput { movement, question } if movement == "work" && question.starts_with("WAIT_SUBTASKS: keyless runs no subtasks")),
+        "{state:?}"
+    );
     let mut run = PieceRun::start(load(&subtasks_piece(None)));
     let step = run.apply(&next("WAIT_SUBTASKS")).expect("allowed");
     assert_eq!(
@@ -259,7 +277,9 @@ fn wait_subtasks_falls_back_to_default_next() {
     );
     // What the model is told, through the turn engine.
     let mut run = PieceRun::start(load(&subtasks_piece(Some("check"))));
-    let moved = keyless_core::turn::move_piece(
+    let moved = turn::move_piece(
+        &keyless_core::Settings::default(),
+        at_batch(1),
         &mut run,
         keyless_core::Control::Done,
         Some(&next("WAIT_SUBTASKS")),
@@ -315,11 +335,221 @@ fn every_shipped_piece_runs_to_its_end() {
         }
         done(&mut run, next("verify"));
     }
-    assert!(matches!(state, RunState::Asking { .. }), "{state:?}");
+    assert!(
+        matches!(state, RunState::NeedsUserInput { .. }),
+        "{state:?}"
+    );
     run.resume();
     assert!(
         matches!(run.state(), RunState::Running { .. }),
         "{:?}",
         run.state()
     );
+}
+
+fn at_batch(batch: u32) -> Position {
+    Position {
+        turn: 1,
+        batch,
+        invalid_in_a_row: 0,
+    }
+}
+
+/// A piece of two movements: `work`, with the given `default_next`, and `check`.
+fn fallback_piece(default_next: &str) -> keyless_core::piece::Piece {
+    load(&format!(
+        "name: fb\ndescription: d\nmax_movements: 9\ninitial_movement: work\nmovements:\n  - name: work\n    edit: true\n    persona: p\n    instruction: i\n    allowed_tools: [Read]\n    default_next: {default_next}\n    rules:\n      - condition: checked\n        next: check\n  - name: check\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: [Read]\n    rules: []\n"
+    ))
+}
+
+/// ASK is a real question (issue 14.9): `@@done status=needs_user_input` stops the run and ends
+/// the turn unless the user answers; the answer continues the same movement and reaches the
+/// model; a run waiting on its question raises no other.
+#[test]
+fn a_question_stops_the_run_and_the_answer_resumes_it() {
+    let settings = keyless_core::Settings::default();
+    let reply = parse(
+        "@@done status=needs_user_input\n<<<MSG\nPostgres or SQLite?\nMSG>>>\n@@end\n@@eof\n",
+        &Limits::default(),
+    );
+    assert!(reply.diagnostics.is_empty(), "{:?}", reply.diagnostics);
+    let done = reply
+        .reply
+        .commands
+        .last()
+        .and_then(Directive::from_done)
+        .expect("a directive");
+    assert_eq!(done, ask("Postgres or SQLite?"));
+    let mut run = PieceRun::start(load(PLAN));
+    let mut mv = turn::move_piece(
+        &settings,
+        at_batch(2),
+        &mut run,
+        keyless_core::Control::Done,
+        Some(&done),
+    )
+    .expect("a move");
+    assert_eq!(mv.question.as_deref(), Some("Postgres or SQLite?"));
+    assert!(!mv.continues);
+    // Answered: the movement goes on and the model reads the answer, then the movement again.
+    let mut answered = mv.clone();
+    let mut run2 = run.clone();
+    turn::answer_question(&mut run2, &mut answered, Some("  Postgres "));
+    assert!(answered.continues);
+    assert_eq!(answered.question, None);
+    assert!(
+        answered.note.starts_with(
+            "[KEYLESSAGENT PIECE] The user answered: Postgres\n\n[KEYLESSAGENT MOVEMENT] plan"
+        ),
+        "{}",
+        answered.note
+    );
+    assert_eq!(run2.state(), &running("plan"));
+    let step = turn::after_batch(
+        &settings,
+        at_batch(2),
+        turn::Outcome::Executed {
+            results: "[KEYLESSAGENT RESULTS]",
+            control: keyless_core::Control::Done,
+        },
+        "",
+        Some(&answered),
+    );
+    assert_eq!(
+        step.turn_ended, None,
+        "an answered question keeps the turn going"
+    );
+    // Not answered (the piece has no default_next): the run stays on its question, and the turn
+    // ends as needs_user_input with the question in the text.
+    turn::answer_question(&mut run, &mut mv, Some("   "));
+    assert_eq!(run.question(), Some("Postgres or SQLite?"));
+    let step = turn::after_batch(
+        &settings,
+        at_batch(2),
+        turn::Outcome::Executed {
+            results: "[KEYLESSAGENT RESULTS]",
+            control: keyless_core::Control::Done,
+        },
+        "",
+        Some(&mv),
+    );
+    assert_eq!(step.turn_ended, Some(TurnEnd::NeedsUserInput));
+    assert!(
+        step.text.contains(
+            "needs_user_input: the run waits for the user's answer to: Postgres or SQLite?"
+        ),
+        "{}",
+        step.text
+    );
+    // Repeating the move while the question waits raises no second question.
+    let again = turn::move_piece(
+        &settings,
+        at_batch(3),
+        &mut run,
+        keyless_core::Control::Done,
+        Some(&done),
+    )
+    .expect("a move");
+    assert_eq!(again.question, None, "{again:?}");
+    assert!(again.note.contains("KA_PIECE_TRANSITION"), "{}", again.note);
+    // The next reply after the user answered in the chat resumes it.
+    run.resume();
+    assert_eq!(run.state(), &running("plan"));
+}
+
+/// default_next fires on every trigger the seed names, as keyless maps them (issue 14.11):
+/// SpawnSubTask unavailable (WAIT_SUBTASKS, above), context overflow (the turn's batch budget
+/// running out inside a movement) and the ASK limit (a question nobody answered).
+#[test]
+fn default_next_fires_on_the_turn_budget_and_an_unanswered_question() {
+    let settings = keyless_core::Settings::default();
+    let last = settings.effective_iterations_per_turn();
+    // Context overflow: the last batch of the turn ends inside `work` → default_next `check`.
+    let mut run = PieceRun::start(fallback_piece("check"));
+    assert_eq!(
+        turn::move_piece(
+            &settings,
+            at_batch(last - 1),
+            &mut run,
+            keyless_core::Control::Next,
+            None
+        ),
+        None,
+        "budget left: nothing moves"
+    );
+    let mv = turn::move_piece(
+        &settings,
+        at_batch(last),
+        &mut run,
+        keyless_core::Control::Next,
+        None,
+    )
+    .expect("the budget ran out");
+    assert_eq!(run.state(), &running("check"));
+    assert!(mv.note.starts_with("[KEYLESSAGENT PIECE] the turn's batch budget (MaxIterationsPerTurn) ran out in movement \"work\" (keyless's context overflow); following default_next \"check\""), "{}", mv.note);
+    assert!(
+        mv.note.contains("[KEYLESSAGENT MOVEMENT] check"),
+        "{}",
+        mv.note
+    );
+    // …and with default_next COMPLETE / ABORT the run ends.
+    for (default, ended) in [("COMPLETE", RunState::Complete), ("ABORT", RunState::Aborted { reason: "the turn's batch budget (MaxIterationsPerTurn) ran out in movement \"work\" (keyless's context overflow); default_next ABORT".into() })] {
+        let mut run = PieceRun::start(fallback_piece(default));
+        assert!(run.fall_back(Fallback::TurnBudget).is_some());
+        assert_eq!(run.state(), &ended, "{default}");
+    }
+    // default_next ASK on the budget: a question.
+    let mut run = PieceRun::start(fallback_piece("ASK"));
+    let mv = turn::move_piece(
+        &settings,
+        at_batch(last),
+        &mut run,
+        keyless_core::Control::Next,
+        None,
+    )
+    .expect("a move");
+    assert!(
+        mv.question
+            .as_deref()
+            .is_some_and(|q| q.starts_with("The turn's batch budget")),
+        "{mv:?}"
+    );
+    // The ASK limit: unanswered, the movement's default_next applies…
+    let mut run = PieceRun::start(fallback_piece("check"));
+    let mut asked = turn::move_piece(
+        &settings,
+        at_batch(2),
+        &mut run,
+        keyless_core::Control::Done,
+        Some(&ask("Go on?")),
+    )
+    .expect("a move");
+    turn::answer_question(&mut run, &mut asked, None);
+    assert_eq!(run.state(), &running("check"));
+    assert!(asked.continues && asked.question.is_none(), "{asked:?}");
+    assert!(asked.note.contains("the question of movement \"work\" was not answered (the ASK limit); following default_next \"check\""), "{}", asked.note);
+    // …but a default_next of ASK again keeps the one question waiting (no pile-up), and a
+    // movement without default_next too.
+    let mut run = PieceRun::start(fallback_piece("ASK"));
+    run.apply(&ask("Go on?")).expect("ask");
+    assert!(run.fall_back(Fallback::Unanswered).is_none());
+    assert_eq!(run.question(), Some("Go on?"));
+    let mut run = PieceRun::start(load(PLAN));
+    assert!(
+        run.fall_back(Fallback::TurnBudget).is_none(),
+        "no default_next: nothing moves"
+    );
+}
+
+/// Runs stored by an older host, waiting in the old `asking` state, still load.
+#[test]
+fn an_old_asking_run_still_loads() {
+    let snap: keyless_core::piece::run::RunSnapshot = serde_json::from_str(
+        r#"{"state":{"state":"asking","movement":"plan"},"current":"plan","movement_runs":1,"visited":["plan"],"revisits":[],"history":["plan"]}"#,
+    )
+    .expect("an old snapshot");
+    let mut run = PieceRun::restore(load(PLAN), snap);
+    assert_eq!(run.question(), Some(""));
+    run.resume();
+    assert_eq!(run.state(), &running("plan"));
 }

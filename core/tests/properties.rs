@@ -330,7 +330,7 @@ fn command_strategy() -> impl Strategy<Value = Command> {
 fn reply_strategy() -> impl Strategy<Value = Reply> {
     (
         prop::collection::vec(command_strategy(), 0..8),
-        0u8..4,
+        0u8..5,
         payload_strategy(false),
     )
         .prop_map(|(mut commands, control, msg)| {
@@ -361,10 +361,17 @@ fn reply_strategy() -> impl Strategy<Value = Reply> {
                         ..Options::default()
                     },
                 )),
-                _ => commands.push(control_cmd(
+                3 => commands.push(control_cmd(
                     CommandKind::Done,
                     Options {
                         status: Some(DoneStatus::Aborted),
+                        ..Options::default()
+                    },
+                )),
+                _ => commands.push(control_cmd(
+                    CommandKind::Done,
+                    Options {
+                        status: Some(DoneStatus::NeedsUserInput),
                         ..Options::default()
                     },
                 )),

@@ -205,8 +205,9 @@ async function submit(text: string, endAt: number, notice = ""): Promise<void> {
   const a = outcome.answer;
   ui().setWhere(`${site?.name ?? ""} · turn ${a.turn} batch ${a.batch}`);
   if (a.turn_ended) {
-    o.results(a, a.turn_ended === "done" ? "Nothing more is sent: the task is complete." : "Nothing more is sent; see the dashboard.");
-    o.setPhase(a.turn_ended === "done" ? "done" : a.turn_ended, a.turn_ended === "done" ? "ok" : "bad");
+    const asking = a.turn_ended === "needs_user_input";
+    o.results(a, a.turn_ended === "done" ? "Nothing more is sent: the task is complete." : asking ? "Nothing more is sent until you answer." : "Nothing more is sent; see the dashboard.");
+    o.setPhase(a.turn_ended === "done" ? "done" : asking ? "waiting for your answer" : a.turn_ended, a.turn_ended === "done" ? "ok" : asking ? "wait" : "bad");
     return;
   }
   if (run.state === "stopped") {

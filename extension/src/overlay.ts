@@ -287,7 +287,9 @@ export class Overlay {
       );
       box.append(row);
     } else {
-      box.append(el("div", "", "The model asks:"), el("code", "", p.text));
+      // A piece's question (needs_user_input) carries why it stopped; the model's @@ask does not.
+      box.append(el("div", "", p.reason ? "The piece needs your answer to go on:" : "The model asks:"), el("code", "", p.text));
+      if (p.reason) box.append(el("div", "why", p.reason));
       const row = el("div", "row");
       const input = el("input", "answer");
       input.placeholder = "Your answer";
@@ -331,7 +333,7 @@ export class Overlay {
     this.summary.append(el("div", "", head));
     if (answer.turn_ended) {
       this.summary.append(
-        el("div", "why", answer.turn_ended === "done" ? "The model finished the task (@@done)." : `The turn ended: ${answer.turn_ended}.`),
+        el("div", "why", turnEndedText(answer)),
       );
     }
     this.summary.append(el("div", "why", sent));
@@ -357,4 +359,13 @@ export class Overlay {
   remove(): void {
     this.host.remove();
   }
+}
+
+/** Why the turn ended, in the user's words. */
+function turnEndedText(answer: ReplyAnswer): string {
+  const state = answer.piece?.state;
+  if (answer.turn_ended === "needs_user_input" && state?.state === "needs_user_input") {
+    return `The piece waits for your answer: ${state.question} Answer it in the chat, then press Start to go on.`;
+  }
+  return answer.turn_ended === "done" ? "The model finished the task (@@done)." : `The turn ended: ${answer.turn_ended ?? ""}.`;
 }

@@ -100,7 +100,7 @@ pub fn resume(store: &Store, session: &str) -> Result<Option<PieceRun>, PieceErr
     let mut run = PieceRun::restore(piece, snap);
     let waiting = match run.state() {
         RunState::Running { .. } => false,
-        RunState::Asking { .. } | RunState::WaitingForSubtasks { .. } => true,
+        RunState::NeedsUserInput { .. } | RunState::WaitingForSubtasks { .. } => true,
         ended => return Err(PieceError::Ended(format!("{ended:?}"))),
     };
     if waiting {

@@ -141,14 +141,10 @@ pub fn submit(
         repo: ctx.repo,
     };
     let outcome = exec.execute(reply, turn, batch, prompter);
-    let (core_outcome, stored_text, control, entries, done) = match &outcome {
-        BatchOutcome::Rejected { correction } => (
-            Outcome::Rejected { correction },
-            correction,
-            None,
-            &[][..],
-            None,
-        ),
+    let (core_outcome, control, entries, done) = match &outcome {
+        BatchOutcome::Rejected { correction } => {
+            (Outcome::Rejected { correction }, None, &[][..], None)
+        }
         BatchOutcome::Executed {
             results,
             control,
@@ -159,16 +155,24 @@ pub fn submit(
                 results,
                 control: *control,
             },
-            results,
             Some(*control),
             entries.as_slice(),
             done.as_ref(),
         ),
     };
-    let piece_move = match (run.as_mut(), control) {
-        (Some(r), Some(c)) => turn::move_piece(r, c, done),
+    let mut piece_move = match (run.as_mut(), control) {
+        (Some(r), Some(c)) => turn::move_piece(&ctx.cfg.settings, position(pos), r, c, done),
         _ => None,
     };
+    // The run stopped on a question: asked once, here, for this batch (a batch met again is
+    // answered from the store above and asks nothing).
+    if let (Some(r), Some(mv)) = (run.as_mut(), piece_move.as_mut()) {
+        if let Some(question) = mv.question.clone() {
+            let movement = r.movement().name.clone();
+            let answer = prompter.piece_question(&question, &movement);
+            turn::answer_question(r, mv, answer.as_deref());
+        }
+    }
     let step = turn::after_batch(
         &ctx.cfg.settings,
         position(pos),
@@ -180,7 +184,9 @@ pub fn submit(
         &id,
         &session,
         step.status.as_str(),
-        stored_text,
+        // The whole text the model received, piece note included: a batch met again is answered
+        // with exactly it.
+        &step.text,
         control.map(Control::as_str),
         entries,
     )?;

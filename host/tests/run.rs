@@ -987,3 +987,48 @@ fn allowed_commands_override_the_allow_list() {
     assert!(text.contains("code: KA_COMMAND_DENIED"), "{text}");
     assert!(!text.contains("hello from python"), "{text}");
 }
+
+/// ASK is a real question in `run` too (issue 14.9): `--answer` (or the terminal) answers the
+/// piece's question and the movement goes on; with no way to ask, the turn stops on the question
+/// and the next reply of the session (after the user answered in the chat) resumes the run.
+#[test]
+fn run_asks_the_pieces_question() {
+    let fx = Fixture::new();
+    let ask = "@@done status=needs_user_input\n<<<MSG\nWhich database?\nMSG>>>\n@@end\n@@eof\n";
+    let (out, text) = fx.run(
+        &[ask],
+        &["--piece", "plan-implement-review", "--answer", "PostgreSQL"],
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("[ask] Which database?\n[answer] PostgreSQL"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "[KEYLESSAGENT PIECE] The user answered: PostgreSQL\n\n[KEYLESSAGENT MOVEMENT] plan"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("stopped"), "{text}");
+    let (out, text) = fx.run(&[ask], &["--piece", "plan-implement-review"]);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("needs_user_input: the run waits for the user's answer to: Which database?"),
+        "{text}"
+    );
+    assert!(
+        text.contains("turn 1 stopped: the piece waits for your answer (needs_user_input)"),
+        "{text}"
+    );
+    let session = common::session_of(&text);
+    let (out, text) = fx.run(
+        &["@@done next=implement\n@@end\n@@eof\n"],
+        &["--session", &session],
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("[KEYLESSAGENT MOVEMENT] implement (movement 2"),
+        "{text}"
+    );
+}

@@ -1118,3 +1118,95 @@ fn stopping_serve_declines_what_waits_for_an_answer() {
     let log = String::from_utf8_lossy(&log.stdout);
     assert!(log.contains("KA_COMMAND_DECLINED"), "{log}");
 }
+
+/// ASK is a real question (issue 14.9): a piece's `@@done status=needs_user_input` stops the run
+/// on one question the user answers through the API (as the overlay and the dashboard do); the
+/// answer resumes the movement and reaches the model. The same batch sent again while the
+/// question waits, and after, raises no second question.
+#[test]
+fn a_piece_question_waits_for_the_user_and_the_answer_resumes_it() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let (s, v) = srv.post(
+        "/v1/sessions",
+        &serde_json::json!({"piece": "plan-implement-review"}),
+    );
+    assert_eq!(s, 200, "{v}");
+    let session = v["session"].as_str().expect("session").to_string();
+    let ask = "@@done status=needs_user_input\n<<<MSG\nPostgres or SQLite?\nMSG>>>\n@@end\n@@eof\n";
+    let pending = || -> Vec<serde_json::Value> {
+        let (_, v) = srv.get("/v1/confirmations");
+        v.as_array().cloned().unwrap_or_default()
+    };
+    std::thread::scope(|sc| {
+        let first = sc.spawn(|| srv.reply(&session, ask));
+        let start = Instant::now();
+        while pending().is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(20), "no question");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // The same reply again (a retrying client) waits behind the first and asks nothing.
+        let again = sc.spawn(|| {
+            srv.post(
+                &format!("/v1/sessions/{session}/replies"),
+                &serde_json::json!({"reply": ask, "turn": 1, "batch": 1}),
+            )
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let list = pending();
+        assert_eq!(list.len(), 1, "one question: {list:?}");
+        let p = &list[0];
+        assert_eq!(
+            (p["kind"].as_str(), p["text"].as_str()),
+            (Some("ask"), Some("Postgres or SQLite?")),
+            "{p}"
+        );
+        assert!(
+            p["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("movement \"plan\" (needs_user_input)")),
+            "{p}"
+        );
+        srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({"answer": "Postgres"}),
+        );
+        let v = first.join().expect("reply");
+        let text = v["text"].as_str().expect("text");
+        assert!(
+            text.contains(
+                "[KEYLESSAGENT PIECE] The user answered: Postgres\n\n[KEYLESSAGENT MOVEMENT] plan"
+            ),
+            "{text}"
+        );
+        assert_eq!(v["turn_ended"], serde_json::Value::Null, "{v}");
+        assert_eq!(v["piece"]["state"]["state"], "running", "{v}");
+        let (s, again) = again.join().expect("again");
+        assert_eq!((s, again["stored"].as_bool()), (200, Some(true)), "{again}");
+        assert_eq!(again["text"], v["text"]);
+    });
+    assert!(pending().is_empty(), "no question left behind");
+    // Unanswered (the answer is empty): the run stays on its question and the turn ends.
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| srv.reply(&session, ask));
+        let start = Instant::now();
+        let p = loop {
+            if let Some(p) = pending().first().cloned() {
+                break p;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "no question");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({"answer": "  "}),
+        );
+        let v = t.join().expect("reply");
+        assert_eq!(v["turn_ended"], "needs_user_input", "{v}");
+        assert_eq!(v["piece"]["state"]["state"], "needs_user_input", "{v}");
+        assert_eq!(
+            v["piece"]["state"]["question"], "Postgres or SQLite?",
+            "{v}"
+        );
+    });
+}

@@ -176,7 +176,7 @@ async function loadPending(): Promise<void> {
     ...list.map((p) => {
       const card = el("div", "prompt");
       card.append(el("div", "q", p.text));
-      if (p.reason) card.append(el("div", "why", `${p.tier ?? ""} — ${p.reason}`));
+      if (p.reason) card.append(el("div", "why", p.tier ? `${p.tier} — ${p.reason}` : p.reason));
       const row = el("div", "row");
       const answer = (body: PromptAnswer): void => {
         api(v1.answer(p.id, body)).catch((e: unknown) => notice(String(e)));

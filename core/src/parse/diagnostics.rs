@@ -4,7 +4,7 @@
 
 use crate::config::Limits;
 use crate::diag::{Code, Diagnostic};
-use crate::reply::{CommandKind, SectionName};
+use crate::reply::{CommandKind, DoneStatus, SectionName};
 use crate::text::quote;
 
 /// The commands a model may write, as the help of an unknown command lists them.
@@ -195,13 +195,18 @@ pub(super) fn bad_option(line: u32, kind: CommandKind, problem: &str) -> Diagnos
 }
 
 /// KA_PARSE_BAD_OPTION: `@@done` with both `next=` and `status=aborted`.
-pub(super) fn done_next_and_aborted(line: u32) -> Diagnostic {
+pub(super) fn done_next_and_status(line: u32, status: DoneStatus) -> Diagnostic {
+    let status = status.as_str();
     Diagnostic::new(
         Code::ParseBadOption,
         Some(line),
-        "Bad option on \"@@done\": next=<movement> cannot be combined with status=aborted.",
+        format!(
+            "Bad option on \"@@done\": next=<movement> cannot be combined with status={status}."
+        ),
     )
-    .with_help("Use either @@done next=<movement> or @@done status=aborted.")
+    .with_help(format!(
+        "Use either @@done next=<movement> or @@done status={status}."
+    ))
 }
 
 /// KA_PARSE_UNEXPECTED_PAYLOAD: a section the command does not take.

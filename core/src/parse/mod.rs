@@ -875,8 +875,10 @@ impl<'a> Parser<'a> {
                 self.push(diagnostics::bad_option(lineno, kind, &problem));
             }
         }
-        if options.next.is_some() && options.status == Some(DoneStatus::Aborted) {
-            self.push(diagnostics::done_next_and_aborted(lineno));
+        if let (Some(_), Some(status @ (DoneStatus::Aborted | DoneStatus::NeedsUserInput))) =
+            (&options.next, options.status)
+        {
+            self.push(diagnostics::done_next_and_status(lineno, status));
         }
         (None, options)
     }
@@ -1277,7 +1279,8 @@ fn set_option(kind: CommandKind, key: &str, value: &str, o: &mut Options) -> Res
         (CommandKind::Done, "status") => match value.to_ascii_lowercase().as_str() {
             "success" => o.status = Some(DoneStatus::Success),
             "aborted" => o.status = Some(DoneStatus::Aborted),
-            _ => return bad_value("success or aborted"),
+            "needs_user_input" => o.status = Some(DoneStatus::NeedsUserInput),
+            _ => return bad_value("success, aborted or needs_user_input"),
         },
         _ => return Err(format!("unknown option \"{}\"", truncate_chars(key, 40))),
     }

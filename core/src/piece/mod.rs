@@ -20,7 +20,8 @@ pub use validate::validate;
 use crate::diag::Code;
 use serde::Serialize;
 
-/// Reserved terminal sentinels: reachable only through `@@done` / `@@ask`.
+/// Reserved terminal sentinels: reachable only through `@@done` (`status=aborted`,
+/// `status=needs_user_input`) and `default_next`.
 pub const SENTINELS: [&str; 3] = ["COMPLETE", "ABORT", "ASK"];
 /// The subtask sentinel accepted in `rules[].next`.
 pub const WAIT_SUBTASKS: &str = "WAIT_SUBTASKS";

@@ -3,17 +3,20 @@
 //!
 //! - start at `initial_movement` (one movement run);
 //! - `@@done next=X` moves to X when one of the current movement's rules names X;
-//! - `@@done` completes (COMPLETE), `@@done status=aborted` aborts (ABORT), `@@ask` waits for the
-//!   user (ASK) and [`PieceRun::resume`] continues the same movement;
+//! - `@@done` completes (COMPLETE), `@@done status=aborted` aborts (ABORT), `@@done
+//!   status=needs_user_input` stops the run on a question for the user (ASK, the seed's
+//!   needs_user_input state) and [`PieceRun::answer`] continues the same movement;
 //! - every move into a movement is a movement run; the run aborts when it would exceed
 //!   `max_movements`;
 //! - loops: entering a movement that was already visited, without any new movement entered since,
 //!   is a revisit. When revisits of the target exceed its `max_consecutive_revisits` (default 3),
-//!   the run follows the target's `default_next` (a movement or COMPLETE/ABORT/ASK), else aborts.
+//!   the run follows the target's `default_next` (a movement or COMPLETE/ABORT/ASK), else aborts;
+//! - the other triggers of `default_next` (the seed's "context overflow, ASK limit, SpawnSubTask
+//!   unavailable") are [`Fallback`]s, as keyless maps them.
 
 use super::tools::{effective, EffectiveTools};
 use super::{Movement, Piece, WAIT_SUBTASKS};
-use crate::reply::{Command, CommandKind, DoneStatus};
+use crate::reply::{Command, CommandKind, DoneStatus, SectionName};
 use serde::{Deserialize, Serialize};
 
 /// Where a run stands.
@@ -24,9 +27,11 @@ pub enum RunState {
     Running {
         movement: String,
     },
-    /// `@@ask`: waiting for the user's answer, then the same movement goes on.
-    Asking {
+    /// The seed's needs_user_input: the run stopped on `question`; the user's answer continues
+    /// `movement`.
+    NeedsUserInput {
         movement: String,
+        question: String,
     },
     /// Only in runs stored by an older host, whose rule sent the run to WAIT_SUBTASKS: resuming
     /// goes on in the same movement. A run now follows the "SpawnSubTask unavailable" fallback
@@ -38,6 +43,14 @@ pub enum RunState {
     Aborted {
         reason: String,
     },
+}
+
+/// `why` with its first letter in capitals, to start a sentence.
+fn capitalised(why: &str) -> String {
+    let mut c = why.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// Why WAIT_SUBTASKS cannot be waited for.
@@ -52,8 +65,20 @@ pub enum Directive {
     Complete,
     /// `@@done status=aborted`
     Abort,
-    /// `@@ask`
-    Ask,
+    /// `@@done status=needs_user_input`; its MSG is the question (may be empty).
+    Ask { question: String },
+}
+
+/// A trigger of the seed's engine-internal fallback (`default_next`) other than a revisit limit,
+/// as keyless maps them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    /// "context overflow": keyless cannot see the model's context, so the turn's batch budget
+    /// (`MaxIterationsPerTurn`) running out inside a movement stands for it.
+    TurnBudget,
+    /// "ASK limit": the question was not answered (nobody could be asked, the answer was empty,
+    /// or it timed out).
+    Unanswered,
 }
 
 impl Directive {
@@ -66,6 +91,13 @@ impl Directive {
         Some(match (&cmd.options.next, cmd.options.status) {
             (Some(n), _) => Directive::Next(n.clone()),
             (None, Some(DoneStatus::Aborted)) => Directive::Abort,
+            (None, Some(DoneStatus::NeedsUserInput)) => Directive::Ask {
+                question: cmd
+                    .section_text(SectionName::Msg)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
+            },
             (None, _) => Directive::Complete,
         })
     }
@@ -173,13 +205,73 @@ impl PieceRun {
         effective(&self.piece, self.movement())
     }
 
-    /// Continues the same movement after an `@@ask` was answered.
-    pub fn resume(&mut self) {
-        if let RunState::Asking { movement } = &self.state {
-            self.state = RunState::Running {
-                movement: movement.clone(),
-            };
+    /// The question the run stopped on, if it waits for the user.
+    #[must_use]
+    pub fn question(&self) -> Option<&str> {
+        match &self.state {
+            RunState::NeedsUserInput { question, .. } => Some(question),
+            _ => None,
         }
+    }
+
+    /// The user answered the run's question: the same movement goes on, and the revisit counts
+    /// start again (the user chose to go on). False when no question was waiting.
+    pub fn answer(&mut self) -> bool {
+        let RunState::NeedsUserInput { movement, .. } = &self.state else {
+            return false;
+        };
+        self.state = RunState::Running {
+            movement: movement.clone(),
+        };
+        self.revisits.iter_mut().for_each(|r| *r = 0);
+        true
+    }
+
+    /// Makes a run that stopped ready for the next reply: a question left open was answered in
+    /// the chat (the only way the model could have gone on), and a run stored waiting for
+    /// subtasks goes on in the same movement.
+    pub fn resume(&mut self) {
+        match &self.state {
+            RunState::NeedsUserInput { .. } => {
+                self.answer();
+            }
+            RunState::WaitingForSubtasks { movement } => {
+                self.state = RunState::Running {
+                    movement: movement.clone(),
+                };
+            }
+            _ => {}
+        }
+    }
+
+    /// Follows the current movement's `default_next` for `trigger`. `None` (and nothing changes)
+    /// when the trigger does not apply: the turn budget applies to a running movement, the ASK
+    /// limit to a waiting question; and a movement without `default_next`, or (for an
+    /// unanswered question) whose `default_next` is ASK again, keeps its state.
+    pub fn fall_back(&mut self, trigger: Fallback) -> Option<Step> {
+        let from = self.movement().name.clone();
+        let why = match (trigger, &self.state) {
+            (Fallback::TurnBudget, RunState::Running { .. }) => format!(
+                "the turn's batch budget (MaxIterationsPerTurn) ran out in movement \"{from}\" \
+                 (keyless's context overflow)"
+            ),
+            (Fallback::Unanswered, RunState::NeedsUserInput { .. }) => {
+                format!("the question of movement \"{from}\" was not answered (the ASK limit)")
+            }
+            _ => return None,
+        };
+        match self.movement().default_next.as_deref() {
+            None => return None,
+            Some("ASK") if trigger == Fallback::Unanswered => return None,
+            Some(_) => {}
+        }
+        let (state, note) = self.follow_default(&why)?;
+        self.state = state.clone();
+        Some(Step {
+            from,
+            state,
+            note: Some(note),
+        })
     }
 
     /// Applies a directive of the model.
@@ -199,12 +291,20 @@ impl PieceRun {
                 },
                 None,
             ),
-            Directive::Ask => (
-                RunState::Asking {
-                    movement: from.clone(),
-                },
-                None,
-            ),
+            Directive::Ask { question } => {
+                let question = if question.is_empty() {
+                    format!("The model needs your input to go on with movement \"{from}\".")
+                } else {
+                    question.clone()
+                };
+                (
+                    RunState::NeedsUserInput {
+                        movement: from.clone(),
+                        question,
+                    },
+                    None,
+                )
+            }
             Directive::Next(to) => {
                 let m = self.movement();
                 if !m.rules.iter().any(|r| r.next == *to) {
@@ -236,46 +336,72 @@ impl PieceRun {
     /// "SpawnSubTask unavailable" applies: the movement's `default_next`; without one the run ends.
     /// Either way the note says why, so the model is never left waiting.
     fn subtasks_unavailable(&mut self) -> (RunState, Option<String>) {
-        let m = self.movement();
-        let name = m.name.clone();
         let why = format!("WAIT_SUBTASKS: {NO_SUBTASKS}");
-        match m.default_next.clone().as_deref() {
-            None | Some(WAIT_SUBTASKS) => {
-                let reason = format!("{why}, and movement \"{name}\" has no other default_next");
+        match self.follow_default(&why) {
+            Some((state, note)) => (state, Some(note)),
+            None => {
+                let reason = format!(
+                    "{why}, and movement \"{}\" has no other default_next",
+                    self.movement().name
+                );
                 (
                     RunState::Aborted {
                         reason: reason.clone(),
                     },
                     Some(reason),
                 )
-            }
-            Some("COMPLETE") => (
-                RunState::Complete,
-                Some(format!("{why}; default_next COMPLETE")),
-            ),
-            Some("ABORT") => {
-                let reason = format!("{why}; default_next ABORT");
-                (
-                    RunState::Aborted {
-                        reason: reason.clone(),
-                    },
-                    Some(reason),
-                )
-            }
-            Some("ASK") => (
-                RunState::Asking { movement: name },
-                Some(format!("{why}; default_next ASK")),
-            ),
-            Some(next) => {
-                let next = next.to_string();
-                let (state, more) = self.enter(&next);
-                let note = match more {
-                    Some(m) => format!("{why}; following default_next \"{next}\"; {m}"),
-                    None => format!("{why}; following default_next \"{next}\""),
-                };
-                (state, Some(note))
             }
         }
+    }
+
+    /// The current movement's `default_next`, followed because of `why`: the new state and the
+    /// note for the model. `None` when the movement has none.
+    fn follow_default(&mut self, why: &str) -> Option<(RunState, String)> {
+        let next = self.movement().default_next.clone()?;
+        if let Some(done) = self.sentinel(&next, why) {
+            return Some(done);
+        }
+        let (state, more) = self.enter(&next);
+        let note = match more {
+            Some(m) => format!("{why}; following default_next \"{next}\"; {m}"),
+            None => format!("{why}; following default_next \"{next}\""),
+        };
+        Some((state, note))
+    }
+
+    /// Where a `default_next` that is a sentinel (COMPLETE, ABORT, ASK, WAIT_SUBTASKS) leads,
+    /// with the note; `None` for a movement name. An ASK stops in the current movement.
+    fn sentinel(&self, next: &str, why: &str) -> Option<(RunState, String)> {
+        let aborted = |reason: String| {
+            (
+                RunState::Aborted {
+                    reason: reason.clone(),
+                },
+                reason,
+            )
+        };
+        Some(match next {
+            "COMPLETE" => (RunState::Complete, format!("{why}; default_next COMPLETE")),
+            "ABORT" => aborted(format!("{why}; default_next ABORT")),
+            "ASK" => {
+                let movement = self.movement().name.clone();
+                (
+                    RunState::NeedsUserInput {
+                        question: format!(
+                            "{}. How should movement \"{movement}\" go on? Your answer is passed \
+                             to the model.",
+                            capitalised(why)
+                        ),
+                        movement,
+                    },
+                    format!("{why}; default_next ASK"),
+                )
+            }
+            WAIT_SUBTASKS => aborted(format!(
+                "{why}; its default_next is WAIT_SUBTASKS, and {NO_SUBTASKS}"
+            )),
+            _ => return None,
+        })
     }
 
     /// Moves into movement `to`, applying the movement and revisit limits.
@@ -304,47 +430,21 @@ impl PieceRun {
                     m.name,
                     m.revisit_limit()
                 );
-                match m.default_next.as_deref() {
-                    Some("COMPLETE") => {
-                        return (
-                            RunState::Complete,
-                            Some(format!("{why}; default_next COMPLETE")),
-                        )
-                    }
-                    Some("ASK") => {
-                        return (
-                            RunState::Asking {
-                                movement: self.movement().name.clone(),
-                            },
-                            Some(format!("{why}; default_next ASK")),
-                        )
-                    }
-                    Some("ABORT") | None => {
-                        return (
-                            RunState::Aborted {
-                                reason: why.clone(),
-                            },
-                            Some(why),
-                        )
-                    }
-                    Some(WAIT_SUBTASKS) => {
-                        // Its own fallback is WAIT_SUBTASKS, which keyless cannot wait for.
-                        let reason =
-                            format!("{why}; its default_next is WAIT_SUBTASKS, and {NO_SUBTASKS}");
-                        return (
-                            RunState::Aborted {
-                                reason: reason.clone(),
-                            },
-                            Some(reason),
-                        );
-                    }
-                    Some(next) => {
-                        self.revisits[idx] = 0;
-                        note = Some(format!("{why}; following default_next \"{next}\""));
-                        target = next.to_string();
-                        continue;
-                    }
+                let Some(next) = m.default_next.clone() else {
+                    return (
+                        RunState::Aborted {
+                            reason: why.clone(),
+                        },
+                        Some(why),
+                    );
+                };
+                if let Some((state, note)) = self.sentinel(&next, &why) {
+                    return (state, Some(note));
                 }
+                self.revisits[idx] = 0;
+                note = Some(format!("{why}; following default_next \"{next}\""));
+                target = next;
+                continue;
             }
             if self.movement_runs >= self.piece.max_movements {
                 let reason = format!("max_movements ({}) reached", self.piece.max_movements);
@@ -426,10 +526,46 @@ impl PieceRun {
 /// A stored piece run (see [`PieceRun::snapshot`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSnapshot {
+    #[serde(deserialize_with = "stored_state")]
     pub state: RunState,
     pub current: String,
     pub movement_runs: u32,
     pub visited: Vec<String>,
     pub revisits: Vec<(String, u32)>,
     pub history: Vec<String>,
+}
+
+/// [`RunState`] as stored, older spellings included: hosts before needs_user_input stored a run
+/// waiting for an answer as `asking`, without a question.
+#[derive(Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+enum StoredState {
+    Running {
+        movement: String,
+    },
+    #[serde(alias = "asking")]
+    NeedsUserInput {
+        movement: String,
+        #[serde(default)]
+        question: String,
+    },
+    WaitingForSubtasks {
+        movement: String,
+    },
+    Complete,
+    Aborted {
+        reason: String,
+    },
+}
+
+fn stored_state<'de, D: serde::Deserializer<'de>>(d: D) -> Result<RunState, D::Error> {
+    Ok(match StoredState::deserialize(d)? {
+        StoredState::Running { movement } => RunState::Running { movement },
+        StoredState::NeedsUserInput { movement, question } => {
+            RunState::NeedsUserInput { movement, question }
+        }
+        StoredState::WaitingForSubtasks { movement } => RunState::WaitingForSubtasks { movement },
+        StoredState::Complete => RunState::Complete,
+        StoredState::Aborted { reason } => RunState::Aborted { reason },
+    })
 }

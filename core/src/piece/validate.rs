@@ -449,7 +449,7 @@ fn sentinel_help(s: &str) -> String {
     match s {
         "COMPLETE" => "COMPLETE is reached by the model's @@done (status success), not by a rule; remove this rule or point it at a movement".into(),
         "ABORT" => "ABORT is reached by the model's @@done status=aborted, not by a rule".into(),
-        _ => "ASK is reached by the model's @@ask, not by a rule".into(),
+        _ => "ASK is reached by the model's @@done status=needs_user_input, not by a rule".into(),
     }
 }
 

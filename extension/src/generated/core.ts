@@ -98,7 +98,7 @@ matches: number | null, };
 
 export type BatchStatus = "running" | "done" | "rejected" | "interrupted";
 
-export type TurnEnd = "done" | "MaxFormatRetries" | "MaxIterationsPerTurn";
+export type TurnEnd = "done" | "MaxFormatRetries" | "MaxIterationsPerTurn" | "needs_user_input";
 
 export type Limits = { MaxCommandsPerResponse: number, MaxResponseChars: number, MaxFileContentChars: number, MaxCommandOutputChars: number, MaxFormatRetries: number, MaxIterationsPerTurn: number, };
 
@@ -144,7 +144,7 @@ commands: Array<CommandKind>,
  */
 command_patterns: Array<string> | null, };
 
-export type RunState = { "state": "running", movement: string, } | { "state": "asking", movement: string, } | { "state": "waiting_for_subtasks", movement: string, } | { "state": "complete" } | { "state": "aborted", reason: string, };
+export type RunState = { "state": "running", movement: string, } | { "state": "needs_user_input", movement: string, question: string, } | { "state": "waiting_for_subtasks", movement: string, } | { "state": "complete" } | { "state": "aborted", reason: string, };
 
 export type Utf16Span = { line: number, start: number, end: number, };
 

@@ -357,6 +357,13 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
                     o.exec.settings.effective_iterations_per_turn()
                 );
             }
+            Some(TurnEnd::NeedsUserInput) => {
+                let _ = writeln!(
+                    out,
+                    "turn {turn} stopped: the piece waits for your answer (needs_user_input). \
+                     Answer it in the chat and go on with --session {session}, or pass --answer TEXT."
+                );
+            }
             Some(TurnEnd::MaxFormatRetries) | None => {}
         }
         let _ = writeln!(out);

@@ -19,6 +19,12 @@ pub trait Prompter {
     fn confirm(&mut self, command: &str, verdict: &Verdict) -> bool;
     /// The user's answer to `@@ask`, or `None` when there is none.
     fn ask(&mut self, question: &str) -> Option<String>;
+    /// The user's answer to the question a piece run stopped on in `movement` (the seed's
+    /// needs_user_input), or `None` when there is none.
+    fn piece_question(&mut self, question: &str, movement: &str) -> Option<String> {
+        let _ = movement;
+        self.ask(question)
+    }
     /// A `@@say` message.
     fn say(&mut self, message: &str);
     /// Live output of a running command.

@@ -23,12 +23,32 @@ pub(super) struct ServerPrompter {
 impl Prompter for ServerPrompter {
     fn confirm(&mut self, command: &str, verdict: &Verdict) -> bool {
         self.shared
-            .wait_for(&self.session, PromptKind::Confirm, command, Some(verdict))
+            .wait_for(
+                &self.session,
+                PromptKind::Confirm,
+                command,
+                Some(verdict.tier),
+                Some(verdict.reason.clone()),
+            )
             .is_some_and(|a| a.approve)
     }
     fn ask(&mut self, question: &str) -> Option<String> {
         self.shared
-            .wait_for(&self.session, PromptKind::Ask, question, None)
+            .wait_for(&self.session, PromptKind::Ask, question, None, None)
+            .and_then(|a| a.answer)
+            .filter(|a| !a.trim().is_empty())
+    }
+    fn piece_question(&mut self, question: &str, movement: &str) -> Option<String> {
+        self.shared
+            .wait_for(
+                &self.session,
+                PromptKind::Ask,
+                question,
+                None,
+                Some(format!(
+                    "The piece stopped in movement \"{movement}\" (needs_user_input); your answer resumes it."
+                )),
+            )
             .and_then(|a| a.answer)
             .filter(|a| !a.trim().is_empty())
     }

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use keyless_core::api::{self, HostEvent, PromptKind};
-use keyless_core::policy::Verdict;
+use keyless_core::policy::Tier;
 use keyless_core::Code;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -165,7 +165,8 @@ impl Shared {
         session: &str,
         kind: PromptKind,
         text: &str,
-        verdict: Option<&Verdict>,
+        tier: Option<Tier>,
+        reason: Option<String>,
     ) -> Option<api::PromptAnswer> {
         let id = self.next_prompt.fetch_add(1, Ordering::Relaxed) + 1;
         let (tx, rx) = std::sync::mpsc::channel();
@@ -173,8 +174,8 @@ impl Shared {
             session: session.to_string(),
             kind,
             text: text.to_string(),
-            tier: verdict.map(|v| v.tier),
-            reason: verdict.map(|v| v.reason.clone()),
+            tier,
+            reason,
             reply: tx,
         };
         self.emit(&HostEvent::Prompt {
@@ -291,7 +292,7 @@ pub(super) struct Pending {
     pub(super) session: String,
     pub(super) kind: PromptKind,
     pub(super) text: String,
-    pub(super) tier: Option<keyless_core::policy::Tier>,
+    pub(super) tier: Option<Tier>,
     pub(super) reason: Option<String>,
     pub(super) reply: std::sync::mpsc::Sender<api::PromptAnswer>,
 }
