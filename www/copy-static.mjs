@@ -15,3 +15,9 @@ for (const f of ["index.html", "playground.css"]) {
   copyFileSync(join(here, "playground", f), join(out, "playground", f));
 }
 copyFileSync(join(here, "..", "target", "wasm-pkg", "keyless_wasm_bg.wasm"), join(out, "playground", "keyless_wasm_bg.wasm"));
+// The piece editor: it runs the wasm core too (served under /pieces/).
+mkdirSync(join(out, "pieces"), { recursive: true });
+for (const f of ["index.html", "pieces.css"]) {
+  copyFileSync(join(here, "pieces", f), join(out, "pieces", f));
+}
+copyFileSync(join(here, "..", "target", "wasm-pkg", "keyless_wasm_bg.wasm"), join(out, "pieces", "keyless_wasm_bg.wasm"));

@@ -8,6 +8,7 @@
 use crate::check::CommandView;
 use crate::config::{Limits, Mode, Pace};
 use crate::piece::run::RunState;
+use crate::piece::Finding;
 use crate::policy::Tier;
 use crate::reply::Control;
 use crate::turn::{BatchStatus, TurnEnd};
@@ -21,6 +22,10 @@ pub use crate::message::ResultStatus;
 pub struct ErrorBody {
     pub code: String,
     pub message: String,
+    /// A refused piece's findings (`PUT /v1/pieces/{name}`), with their paths and lines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ts", ts(as = "Option<Vec<Finding>>", optional))]
+    pub findings: Vec<Finding>,
 }
 
 /// `POST /v1/pair`.
@@ -241,8 +246,54 @@ pub struct CancelRequested {
 pub struct PieceSummary {
     pub name: String,
     pub description: String,
-    /// Where it was found: the workspace's `.agent/pieces/` or the built-in set.
+    /// Where it was found: the workspace's `.agent/pieces/`, the user's `pieces/`, or
+    /// `built-in`.
     pub source: String,
+    /// True for a workspace piece, which `PUT` and `DELETE /v1/pieces/{name}` change.
+    pub editable: bool,
+}
+
+/// `GET /v1/pieces/{name}`: the piece a name resolves to, as text.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PieceText {
+    pub name: String,
+    pub source: String,
+    pub yaml: String,
+    /// True for a workspace piece (`.agent/pieces/`), which `PUT` and `DELETE` change.
+    pub editable: bool,
+}
+
+/// `PUT /v1/pieces/{name}`: the piece's YAML, validated strictly before it is stored.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PieceWrite {
+    pub yaml: String,
+}
+
+/// The answer to `PUT /v1/pieces/{name}`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PieceSaved {
+    pub name: String,
+    /// The file it was written to.
+    pub source: String,
+    /// Warnings of the strict validation (errors refuse the piece).
+    pub warnings: Vec<Finding>,
+    /// What the name resolved to before, when the new piece now hides it ("built-in", a user
+    /// piece's path), or `null`.
+    pub shadows: Option<String>,
+}
+
+/// The answer to `DELETE /v1/pieces/{name}`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PieceDeleted {
+    pub name: String,
+    pub deleted: bool,
+    /// What the name resolves to now (a user or built-in piece it hid), or `null`.
+    pub now: Option<String>,
 }
 
 /// One command's stored result.

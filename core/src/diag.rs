@@ -97,6 +97,7 @@ codes! {
     PieceUnknownTool => "KA_PIECE_UNKNOWN_TOOL", "a tool name that is dropped (unknown, or removed by edit: false)";
     PieceUnreachable => "KA_PIECE_UNREACHABLE", "a movement no rule leads to";
     PieceTransition => "KA_PIECE_TRANSITION", "a directive the current movement's rules do not allow";
+    PieceNotFound => "KA_PIECE_NOT_FOUND", "no workspace piece by that name (built-in and user pieces are not changed through the API)";
     Unauthorized => "KA_UNAUTHORIZED", "a host API request without a valid pairing token";
     HostUnreachable => "KA_HOST_UNREACHABLE", "keyless-host is not running or not reachable at the paired address";
     FileChanged => "KA_FILE_CHANGED", "the file changed on disk while the command ran; nothing was written";
@@ -112,6 +113,14 @@ impl fmt::Display for Code {
 impl Serialize for Code {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Code {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Code::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown code \"{name}\"")))
     }
 }
 

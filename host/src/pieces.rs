@@ -1,9 +1,11 @@
 //! Where pieces come from: `<workspace>/.agent/pieces/`, the user's `keyless/pieces/`, then the
 //! pieces that ship inside the binary (the repository's `pieces/` folder).
 
+use crate::exec::workspace::{write_atomic_in, Workspace};
 use crate::store::{Store, StoreError};
 use keyless_core::piece::run::{PieceRun, RunSnapshot, RunState};
-use keyless_core::piece::{validate, Piece, Strictness};
+use keyless_core::piece::{validate, Finding, Piece, Strictness};
+use keyless_core::Code;
 use std::path::{Path, PathBuf};
 
 /// A session's piece cannot take a reply, or a piece does not load.
@@ -20,6 +22,30 @@ pub enum PieceError {
     /// A piece the user asked for is unknown or invalid.
     #[error("{0}")]
     Invalid(String),
+    /// `PUT /v1/pieces/{name}`: strict validation refused the piece; the findings say where.
+    #[error("the piece is invalid: {} problem(s); the first: {}", .0.len(), .0.first().map_or(String::new(), |f| format!("{} {} (line {}): {}", f.code, f.path, f.line.unwrap_or(0), f.message)))]
+    Rejected(Vec<Finding>),
+    /// No workspace piece by that name (to read or delete).
+    #[error("{0}")]
+    NotFound(String),
+    /// The workspace's piece folder cannot be written.
+    #[error("cannot write the workspace's pieces: {0}")]
+    Io(String),
+}
+
+impl PieceError {
+    /// The code it leads with (a store failure's own code is the store's).
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            Self::Store(_) | Self::Stored(_) => Code::Internal,
+            Self::Ended(_) => Code::PieceTransition,
+            Self::Invalid(_) => Code::ConfigValidation,
+            Self::Rejected(f) => f.first().map_or(Code::PieceYaml, |f| f.code),
+            Self::NotFound(_) => Code::PieceNotFound,
+            Self::Io(_) => Code::FileIo,
+        }
+    }
 }
 
 /// Validates a piece's YAML; the error lists the first five problems with their codes and lines.
@@ -139,12 +165,8 @@ fn dirs(workspace: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// A piece name: letters, digits, `-` and `_` (the file is `NAME.yaml`).
 fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    keyless_core::piece::valid_file_name(name)
 }
 
 /// A piece's YAML and where it came from, by name: the first of the workspace's `.agent/pieces/`,
@@ -205,6 +227,97 @@ pub fn list(workspace: &Path) -> Vec<(String, String, String)> {
         add((*n).to_string(), y, "built-in".into());
     }
     out
+}
+
+/// Whether `source` (as [`lookup`] and [`list`] name it) is the workspace's own piece folder,
+/// which the API changes.
+#[must_use]
+pub fn is_workspace_source(workspace: &Path, source: &str) -> bool {
+    Path::new(source).parent() == Some(workspace.join(".agent").join("pieces").as_path())
+}
+
+/// The workspace's piece folder, through handles: `.agent` and `pieces` are never symlinks.
+fn workspace_dir(ws: &Workspace, create: bool) -> std::io::Result<cap_std::fs::Dir> {
+    use cap_fs_ext::DirExt;
+    let agent = ws.agent()?;
+    if create {
+        match agent.create_dir("pieces") {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+    }
+    agent.open_dir_nofollow("pieces").map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(".agent/pieces is not a plain folder ({e}); keyless will not use it"),
+        )
+    })
+}
+
+fn check_name(name: &str) -> Result<(), PieceError> {
+    if valid_name(name) {
+        Ok(())
+    } else {
+        Err(PieceError::Invalid(format!(
+            "\"{}\" is not a piece name: use 1 to 64 letters, digits, - and _",
+            name.chars().take(80).collect::<String>()
+        )))
+    }
+}
+
+/// `PUT /v1/pieces/{name}`: validates `yaml` strictly (its `name` must be `name`) and stores it
+/// as the workspace's `.agent/pieces/NAME.yaml`, atomically. Returns the file, the warnings, and
+/// what the name resolved to before when the new piece hides it.
+///
+/// # Errors
+/// [`PieceError::Invalid`] for a bad name, [`PieceError::Rejected`] with the findings, or
+/// [`PieceError::Io`].
+pub fn store_piece(
+    ws: &Workspace,
+    name: &str,
+    yaml: &str,
+) -> Result<(String, Vec<Finding>, Option<String>), PieceError> {
+    check_name(name)?;
+    let v = keyless_core::piece::validate_as(yaml, name);
+    if v.piece.is_none() {
+        let mut findings = v.errors;
+        findings.extend(v.warnings);
+        return Err(PieceError::Rejected(findings));
+    }
+    let before = lookup(ws.root(), name)
+        .map(|(_, source)| source)
+        .filter(|source| !is_workspace_source(ws.root(), source));
+    let dir = workspace_dir(ws, true).map_err(|e| PieceError::Io(e.to_string()))?;
+    write_atomic_in(&dir, &format!("{name}.yaml"), yaml.as_bytes())
+        .map_err(|e| PieceError::Io(e.to_string()))?;
+    let file = ws
+        .root()
+        .join(".agent")
+        .join("pieces")
+        .join(format!("{name}.yaml"));
+    Ok((file.display().to_string(), v.warnings, before))
+}
+
+/// `DELETE /v1/pieces/{name}`: removes the workspace's piece of that name. Returns what the name
+/// resolves to now (a user or built-in piece it hid), if anything.
+///
+/// # Errors
+/// [`PieceError::NotFound`] when the workspace has no such piece (built-in and user pieces are
+/// not deleted through the API), or [`PieceError::Io`].
+pub fn delete_piece(ws: &Workspace, name: &str) -> Result<Option<String>, PieceError> {
+    check_name(name)?;
+    let missing = || {
+        PieceError::NotFound(format!(
+            "the workspace has no piece \"{name}\" (.agent/pieces/{name}.yaml); built-in and user pieces are not deleted through the API"
+        ))
+    };
+    let dir = workspace_dir(ws, false).map_err(|_| missing())?;
+    match dir.remove_file(format!("{name}.yaml")) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
+        Err(e) => return Err(PieceError::Io(e.to_string())),
+    }
+    Ok(lookup(ws.root(), name).map(|(_, source)| source))
 }
 
 #[cfg(test)]

@@ -1210,3 +1210,154 @@ fn a_piece_question_waits_for_the_user_and_the_answer_resumes_it() {
         );
     });
 }
+
+impl Server {
+    /// A PUT or DELETE with the token (and a JSON body for PUT).
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let b = body.map(ToString::to_string).unwrap_or_default();
+        let (s, t) = self.raw(&Req {
+            method,
+            path,
+            body: b.as_bytes(),
+            host: None,
+            content_type: body.map(|_| "application/json"),
+            origin: None,
+            token: Some(&self.token),
+        });
+        (
+            s,
+            serde_json::from_str(&t).unwrap_or(serde_json::Value::Null),
+        )
+    }
+}
+
+/// The piece API (issue 14.17): PUT stores a workspace piece under strict validation and answers
+/// refusals with the findings' codes, paths and lines; GET reads a piece back; DELETE removes
+/// the workspace's piece only, uncovering the built-in one it hid. Nothing is written through a
+/// symlinked `.agent/pieces`.
+#[test]
+fn the_piece_api_stores_checks_and_deletes_workspace_pieces() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let good = "name: mine\ndescription: one movement\nmax_movements: 3\ninitial_movement: look\nmovements:\n  - name: look\n    edit: false\n    persona: reviewer\n    instruction: Look around.\n    allowed_tools: [Read, Bash]\n    allowed_commands: [\"ls *\"]\n    rules: []\n";
+    let (s, v) = srv.send(
+        "PUT",
+        "/v1/pieces/mine",
+        Some(&serde_json::json!({ "yaml": good })),
+    );
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["shadows"], serde_json::Value::Null, "{v}");
+    let file = e.ws.join(".agent/pieces/mine.yaml");
+    assert_eq!(std::fs::read_to_string(&file).expect("stored"), good);
+    let (_, list) = srv.get("/v1/pieces");
+    let mine = list
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["name"] == "mine"))
+        .cloned()
+        .expect("listed");
+    assert_eq!(mine["editable"], true, "{mine}");
+    let (s, v) = srv.get("/v1/pieces/mine");
+    assert_eq!(
+        (s, v["yaml"].as_str(), v["editable"].as_bool()),
+        (200, Some(good), Some(true)),
+        "{v}"
+    );
+    // A session starts it by name.
+    let (s, v) = srv.post("/v1/sessions", &serde_json::json!({"piece": "mine"}));
+    assert_eq!(s, 200, "{v}");
+    // Strict validation: an unknown key (a warning in lenient mode) refuses the piece, with its
+    // code, path and line; nothing changes on disk.
+    let typo = good.replace("    rules: []\n", "    rules: []\n    persna: x\n");
+    let (s, v) = srv.send(
+        "PUT",
+        "/v1/pieces/mine",
+        Some(&serde_json::json!({ "yaml": typo })),
+    );
+    assert_eq!(
+        (s, v["code"].as_str()),
+        (422, Some("KA_PIECE_UNKNOWN_KEY")),
+        "{v}"
+    );
+    let f = &v["findings"][0];
+    assert_eq!(
+        (f["path"].as_str(), f["line"].as_u64()),
+        (Some("movements[0].persna"), Some(13)),
+        "{v}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).expect("kept"), good);
+    // The name inside must be the name it is saved as.
+    let (s, v) = srv.send(
+        "PUT",
+        "/v1/pieces/other",
+        Some(&serde_json::json!({ "yaml": good })),
+    );
+    assert_eq!(
+        (s, v["code"].as_str()),
+        (422, Some("KA_PIECE_FORMAT")),
+        "{v}"
+    );
+    assert_eq!(
+        (
+            v["findings"][0]["path"].as_str(),
+            v["findings"][0]["line"].as_u64()
+        ),
+        (Some("name"), Some(1)),
+        "{v}"
+    );
+    // Names that are not file names, and bodies that are not the contract.
+    for bad in ["..%2Fescape", "a.b", "%20"] {
+        let (s, v) = srv.send(
+            "PUT",
+            &format!("/v1/pieces/{bad}"),
+            Some(&serde_json::json!({ "yaml": good })),
+        );
+        assert_eq!(s, 400, "{bad}: {v}");
+    }
+    let (s, _) = srv.send(
+        "PUT",
+        "/v1/pieces/mine",
+        Some(&serde_json::json!({ "yaml": good, "extra": 1 })),
+    );
+    assert_eq!(s, 400);
+    // Shadowing a built-in is allowed and said; DELETE uncovers it.
+    let fix = good.replace("name: mine", "name: fix-loop");
+    let (s, v) = srv.send(
+        "PUT",
+        "/v1/pieces/fix-loop",
+        Some(&serde_json::json!({ "yaml": fix })),
+    );
+    assert_eq!((s, v["shadows"].as_str()), (200, Some("built-in")), "{v}");
+    let (s, v) = srv.send("DELETE", "/v1/pieces/fix-loop", None);
+    assert_eq!((s, v["now"].as_str()), (200, Some("built-in")), "{v}");
+    let (s, v) = srv.send("DELETE", "/v1/pieces/fix-loop", None);
+    assert_eq!(
+        (s, v["code"].as_str()),
+        (404, Some("KA_PIECE_NOT_FOUND")),
+        "{v}"
+    );
+    let (s, v) = srv.send("DELETE", "/v1/pieces/mine", None);
+    assert_eq!((s, v["now"].clone()), (200, serde_json::Value::Null), "{v}");
+    assert!(!file.exists());
+    // A symlinked .agent/pieces is never written through.
+    let outside = tempfile::tempdir().expect("tmp");
+    std::fs::remove_dir(e.ws.join(".agent/pieces")).expect("empty");
+    std::os::unix::fs::symlink(outside.path(), e.ws.join(".agent/pieces")).expect("symlink");
+    let (s, v) = srv.send(
+        "PUT",
+        "/v1/pieces/mine",
+        Some(&serde_json::json!({ "yaml": good })),
+    );
+    assert_eq!((s, v["code"].as_str()), (422, Some("KA_FILE_IO")), "{v}");
+    assert!(
+        std::fs::read_dir(outside.path())
+            .expect("dir")
+            .next()
+            .is_none(),
+        "nothing written outside"
+    );
+}

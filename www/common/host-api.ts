@@ -7,11 +7,16 @@ import type {
   BatchDetail,
   CancelRequested,
   ErrorBody,
+  Finding,
   HostEvent,
   PairRequest,
   Paired,
   PendingPrompt,
+  PieceDeleted,
+  PieceSaved,
   PieceSummary,
+  PieceText,
+  PieceWrite,
   PromptAnswer,
   ReplyAnswer,
   ReplyRequest,
@@ -27,7 +32,7 @@ import type {
 
 /// One request: its method, path and body, and (as a type only) the answer it gets.
 export interface Call<Answer> {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "PUT" | "DELETE";
   path: string;
   body?: unknown;
   /// Never set: carries the answer's type.
@@ -36,6 +41,8 @@ export interface Call<Answer> {
 
 const get = <A>(path: string): Call<A> => ({ method: "GET", path });
 const post = <A>(path: string, body: unknown): Call<A> => ({ method: "POST", path, body });
+const put = <A>(path: string, body: unknown): Call<A> => ({ method: "PUT", path, body });
+const del = <A>(path: string): Call<A> => ({ method: "DELETE", path });
 const seg = encodeURIComponent;
 
 /// Every route the extension and the dashboard use.
@@ -43,6 +50,9 @@ export const v1 = {
   pair: (req: PairRequest) => post<Paired>("/v1/pair", req),
   status: () => get<Status>("/v1/status"),
   pieces: () => get<PieceSummary[]>("/v1/pieces"),
+  piece: (name: string) => get<PieceText>(`/v1/pieces/${seg(name)}`),
+  savePiece: (name: string, req: PieceWrite) => put<PieceSaved>(`/v1/pieces/${seg(name)}`, req),
+  deletePiece: (name: string) => del<PieceDeleted>(`/v1/pieces/${seg(name)}`),
   sessions: () => get<SessionSummary[]>("/v1/sessions"),
   startSession: (req: SessionRequest) => post<SessionStarted>("/v1/sessions", req),
   session: (id: string) => get<SessionDetail>(`/v1/sessions/${seg(id)}`),
@@ -63,6 +73,8 @@ export class HostError extends Error {
     readonly code: string,
     readonly detail: string,
     readonly status: number,
+    /// A refused piece's findings (`PUT /v1/pieces/{name}`).
+    readonly findings: Finding[] = [],
   ) {
     super(`${code} ${detail}`);
   }
@@ -83,7 +95,7 @@ export async function callHost<A>(base: string, token: string, call: Call<A>): P
   }
   if (!res.ok) {
     const err = await errorBody(res);
-    throw new HostError(err.code, err.message, res.status);
+    throw new HostError(err.code, err.message, res.status, err.findings ?? []);
   }
   // The answer's JSON is the route's type: the host writes it from the same Rust type.
   const answer: A = await res.json();
@@ -94,7 +106,7 @@ async function errorBody(res: Response): Promise<ErrorBody> {
   const text = await res.text();
   try {
     const body: Partial<ErrorBody> = JSON.parse(text);
-    return { code: body.code ?? "KA_INTERNAL", message: body.message ?? `HTTP ${res.status}` };
+    return { code: body.code ?? "KA_INTERNAL", message: body.message ?? `HTTP ${res.status}`, findings: body.findings ?? [] };
   } catch {
     return { code: "KA_INTERNAL", message: text || `HTTP ${res.status}` };
   }

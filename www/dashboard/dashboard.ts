@@ -4,19 +4,7 @@
 import { byId, el } from "../common/dom";
 import type { CommandRecord, PromptAnswer } from "../../extension/src/generated/core";
 import { type Call, callHost, hostEvent, v1 } from "../common/host-api";
-
-const TOKEN_KEY = "keyless-dashboard-token";
-
-function takeToken(): string {
-  const url = new URL(window.location.href);
-  const fromUrl = url.searchParams.get("token");
-  if (fromUrl) {
-    sessionStorage.setItem(TOKEN_KEY, fromUrl);
-    url.searchParams.delete("token");
-    history.replaceState(null, "", url.pathname + url.search);
-  }
-  return sessionStorage.getItem(TOKEN_KEY) ?? "";
-}
+import { takeToken } from "../common/token";
 
 const token = takeToken();
 

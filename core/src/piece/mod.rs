@@ -15,10 +15,10 @@ mod validate;
 pub mod yaml;
 
 pub use schema::{Field, Format, Ty, MOVEMENT, RULE, TOP, TRIGGERS};
-pub use validate::validate;
+pub use validate::{valid_file_name, validate, validate_as};
 
 use crate::diag::Code;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Reserved terminal sentinels: reachable only through `@@done` (`status=aborted`,
 /// `status=needs_user_input`) and `default_next`.
@@ -37,7 +37,7 @@ pub enum Strictness {
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Error,
@@ -46,7 +46,7 @@ pub enum Severity {
 
 /// One problem in a piece: where it is (path and line), what it is, and how to fix it.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub code: Code,

@@ -653,3 +653,59 @@ pub fn validate(text: &str, mode: Strictness) -> Validation {
         warnings: c.warnings,
     }
 }
+
+/// Whether `name` can name a stored piece: 1 to 64 letters, digits, `-` and `_` (the file is
+/// `NAME.yaml`, and a session asks for it by that name).
+#[must_use]
+pub fn valid_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Validates a piece about to be stored as `name` (`PUT /v1/pieces/{name}`, the piece editor):
+/// strictly, and its `name` must be `name`, a valid file name.
+#[must_use]
+pub fn validate_as(text: &str, name: &str) -> Validation {
+    let mut v = validate(text, Strictness::Strict);
+    let problem = if valid_file_name(name) {
+        v.piece.as_ref().filter(|p| p.name != name).map(|p| {
+            (
+                format!(
+                    "the piece is named \"{}\" but is saved as \"{name}\"",
+                    p.name
+                ),
+                format!("set name: {name}, or save it under its own name"),
+            )
+        })
+    } else {
+        Some((
+            format!(
+                "\"{}\" cannot name a stored piece",
+                crate::text::truncate_chars(name, 64)
+            ),
+            "use 1 to 64 letters, digits, - and _".to_string(),
+        ))
+    };
+    if let Some((message, help)) = problem {
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("name:"))
+            .and_then(|i| u32::try_from(i + 1).ok());
+        v.errors.insert(
+            0,
+            Finding {
+                code: Code::PieceFormat,
+                severity: Severity::Error,
+                path: "name".into(),
+                line,
+                message,
+                help: Some(help),
+            },
+        );
+        v.piece = None;
+    }
+    v
+}

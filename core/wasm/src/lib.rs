@@ -129,6 +129,13 @@ pub fn validate_piece(yaml: &str, lenient: bool) -> Result<JsValue, JsError> {
     to_js(&validate(yaml, mode))
 }
 
+/// Validates a piece as it would be stored under `name` (strict, and its name must be `name`):
+/// what `PUT /v1/pieces/{name}` checks, live in the piece editor.
+#[wasm_bindgen(js_name = validatePieceAs, unchecked_return_type = "Validation")]
+pub fn validate_piece_as(yaml: &str, name: &str) -> Result<JsValue, JsError> {
+    to_js(&keyless_core::piece::validate_as(yaml, name))
+}
+
 /// Each movement's effective tools, for a piece that loads (leniently).
 #[wasm_bindgen(js_name = pieceTools, unchecked_return_type = "EffectiveTools[]")]
 pub fn piece_tools(yaml: &str) -> Result<JsValue, JsError> {
@@ -139,6 +146,12 @@ pub fn piece_tools(yaml: &str) -> Result<JsValue, JsError> {
         .map(|m| effective(&piece, m))
         .collect();
     to_js(&all)
+}
+
+/// The movement graph's nodes (with their layers) and edges, for an SVG view.
+#[wasm_bindgen(js_name = pieceGraphModel, unchecked_return_type = "Graph")]
+pub fn piece_graph_model(yaml: &str) -> Result<JsValue, JsError> {
+    to_js(&graph::model(&loaded(yaml)?))
 }
 
 /// The movement graph as Mermaid (`"mermaid"`) or Graphviz dot (`"dot"`).

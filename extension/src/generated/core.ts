@@ -146,9 +146,21 @@ command_patterns: Array<string> | null, };
 
 export type RunState = { "state": "running", movement: string, } | { "state": "needs_user_input", movement: string, question: string, } | { "state": "waiting_for_subtasks", movement: string, } | { "state": "complete" } | { "state": "aborted", reason: string, };
 
+export type NodeKind = "edits" | "readonly" | "sentinel";
+
+export type GraphNode = { id: string, name: string, kind: NodeKind, initial: boolean, layer: number, };
+
+export type GraphEdge = { from: string, to: string, label: string, fallback: boolean, };
+
+export type Graph = { nodes: Array<GraphNode>, edges: Array<GraphEdge>, };
+
 export type Utf16Span = { line: number, start: number, end: number, };
 
-export type ErrorBody = { code: string, message: string, };
+export type ErrorBody = { code: string, message: string, 
+/**
+ * A refused piece's findings (`PUT /v1/pieces/{name}`), with their paths and lines.
+ */
+findings?: Array<Finding>, };
 
 export type PairRequest = { 
 /**
@@ -250,9 +262,43 @@ export type CancelRequested = { session: string, cancel_requested: boolean, };
 
 export type PieceSummary = { name: string, description: string, 
 /**
- * Where it was found: the workspace's `.agent/pieces/` or the built-in set.
+ * Where it was found: the workspace's `.agent/pieces/`, the user's `pieces/`, or
+ * `built-in`.
  */
-source: string, };
+source: string, 
+/**
+ * True for a workspace piece, which `PUT` and `DELETE /v1/pieces/{name}` change.
+ */
+editable: boolean, };
+
+export type PieceText = { name: string, source: string, yaml: string, 
+/**
+ * True for a workspace piece (`.agent/pieces/`), which `PUT` and `DELETE` change.
+ */
+editable: boolean, };
+
+export type PieceWrite = { yaml: string, };
+
+export type PieceSaved = { name: string, 
+/**
+ * The file it was written to.
+ */
+source: string, 
+/**
+ * Warnings of the strict validation (errors refuse the piece).
+ */
+warnings: Array<Finding>, 
+/**
+ * What the name resolved to before, when the new piece now hides it ("built-in", a user
+ * piece's path), or `null`.
+ */
+shadows: string | null, };
+
+export type PieceDeleted = { name: string, deleted: boolean, 
+/**
+ * What the name resolves to now (a user or built-in piece it hid), or `null`.
+ */
+now: string | null, };
 
 export type ResultStatus = "ok" | "error" | "skipped";
 

@@ -228,14 +228,11 @@ fn store_err(e: &crate::store::StoreError) -> HostError {
 
 fn piece_err(e: &crate::pieces::PieceError) -> HostError {
     use crate::pieces::PieceError;
-    let code = match e {
-        PieceError::Store(e) => return store_err(e),
-        PieceError::Ended(_) => keyless_core::Code::PieceTransition,
-        PieceError::Invalid(_) => keyless_core::Code::ConfigValidation,
-        PieceError::Stored(_) => keyless_core::Code::Internal,
-    };
+    if let PieceError::Store(e) = e {
+        return store_err(e);
+    }
     HostError::Coded {
-        code,
+        code: e.code(),
         message: e.to_string(),
     }
 }

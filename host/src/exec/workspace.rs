@@ -562,10 +562,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let d = Dir::open_ambient_dir(dir, cap_std::ambient_authority())?;
-    let perms = d.metadata(&name).ok().map(|m| m.permissions());
-    let tmp = temp_name(&name);
-    write_new(&d, &tmp, bytes, perms)?;
-    d.rename(&tmp, &d, &name).inspect_err(|_| {
+    write_atomic_in(&d, &name, bytes)
+}
+
+/// Writes `name` in the folder `d` atomically (a temp file flushed, then renamed over it); a
+/// symlink named `name` is replaced, never followed.
+///
+/// # Errors
+/// Any I/O failure; the target is then untouched and the temp file removed.
+pub fn write_atomic_in(d: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let perms = d
+        .symlink_metadata(name)
+        .ok()
+        .filter(cap_std::fs::Metadata::is_file)
+        .map(|m| m.permissions());
+    let tmp = temp_name(name);
+    write_new(d, &tmp, bytes, perms)?;
+    d.rename(&tmp, d, name).inspect_err(|_| {
         let _ = d.remove_file(&tmp);
     })?;
     if let Ok(f) = d.open(".") {

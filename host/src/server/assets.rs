@@ -6,8 +6,9 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
-/// The dashboard's (and the playground's) files, with a strict CSP and no referrer (the token is
-/// in the dashboard's URL). Only the playground may compile WebAssembly.
+/// The dashboard's (and the playground's and piece editor's) files, with a strict CSP and no
+/// referrer (the token is in the dashboard's URL). Only the pages that run the wasm core (the
+/// playground and the piece editor) may compile WebAssembly, and only from this origin.
 pub(super) fn static_file(
     st: &Shared,
     sub: Option<&str>,
@@ -62,6 +63,17 @@ pub(super) async fn playground_file(
     UrlPath(file): UrlPath<String>,
 ) -> Result<Response, ApiError> {
     static_file(&st, Some("playground"), &file)
+}
+
+pub(super) async fn pieces_index(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
+    static_file(&st, Some("pieces"), "index.html")
+}
+
+pub(super) async fn pieces_file(
+    State(st): State<Arc<Shared>>,
+    UrlPath(file): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    static_file(&st, Some("pieces"), &file)
 }
 
 pub(super) async fn dashboard_asset(

@@ -32,7 +32,10 @@ pub(super) async fn guard(
     if !own.iter().any(|a| a.eq_ignore_ascii_case(host)) {
         return ApiError::BadHost(st.port).into_response();
     }
-    if req.method() == axum::http::Method::POST {
+    if matches!(
+        *req.method(),
+        axum::http::Method::POST | axum::http::Method::PUT
+    ) {
         let json = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -44,7 +47,10 @@ pub(super) async fn guard(
     }
     let path = req.uri().path();
     if req.method() == axum::http::Method::GET
-        && (path == "/" || path.starts_with("/assets/") || path.starts_with("/playground/"))
+        && (path == "/"
+            || path.starts_with("/assets/")
+            || path.starts_with("/playground/")
+            || path.starts_with("/pieces/"))
     {
         // The dashboard's own files hold no secrets; its data needs the token.
         return next.run(req).await;

@@ -28,14 +28,16 @@ mod sessions;
 mod state;
 
 use self::assets::{
-    dashboard_asset, dashboard_index, not_found, playground_file, playground_index,
+    dashboard_asset, dashboard_index, not_found, pieces_file, pieces_index, playground_file,
+    playground_index,
 };
 use self::auth::{guard, log_and_limit, pair};
 use self::batches::{audit, get_batch, undo_batch_route};
 use self::prompts::{answer_prompt, events, list_prompts};
 use self::pure::{check_route, policy_route, prompt_route, status};
 use self::sessions::{
-    cancel, create_session, get_session, list_pieces, list_sessions, session_settings, submit_reply,
+    cancel, create_session, delete_piece, get_piece, get_session, list_pieces, list_sessions,
+    put_piece, session_settings, submit_reply,
 };
 pub use state::{ApiError, Shared, StateParts, MAX_BODY_BYTES};
 
@@ -56,6 +58,12 @@ pub fn router(st: Arc<Shared>) -> Router {
         .route("/v1/sessions/{id}/cancel", post(cancel))
         .route("/v1/sessions/{id}/settings", post(session_settings))
         .route("/v1/pieces", get(list_pieces))
+        .route(
+            "/v1/pieces/{name}",
+            get(get_piece).put(put_piece).delete(delete_piece),
+        )
+        .route("/pieces/", get(pieces_index))
+        .route("/pieces/{file}", get(pieces_file))
         .route("/v1/batches/{id}", get(get_batch))
         .route("/v1/batches/{id}/undo", post(undo_batch_route))
         .route("/v1/audit", get(audit))

@@ -104,16 +104,80 @@ pub(super) fn session_piece(
 }
 
 pub(super) async fn list_pieces(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
-    let list = blocking(move || Ok(crate::pieces::list(st.ws.root()))).await?;
+    let task_state = st.clone();
+    let list = blocking(move || Ok(crate::pieces::list(task_state.ws.root()))).await?;
     let out: Vec<api::PieceSummary> = list
         .into_iter()
         .map(|(name, description, source)| api::PieceSummary {
+            editable: crate::pieces::is_workspace_source(st.ws.root(), &source),
             name,
             description,
-            source: source.to_string(),
+            source,
         })
         .collect();
     Ok(Json(out).into_response())
+}
+
+/// `GET /v1/pieces/{name}`: the piece the name resolves to, as text.
+pub(super) async fn get_piece(
+    State(st): State<Arc<Shared>>,
+    UrlPath(name): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    let root = st.ws.root().to_path_buf();
+    let (name, yaml, source) = blocking(move || match crate::pieces::lookup(&root, &name) {
+        Some((yaml, source)) => Ok((name, yaml, source)),
+        None => {
+            Err(crate::pieces::PieceError::NotFound(format!("no piece named \"{name}\"")).into())
+        }
+    })
+    .await?;
+    Ok(Json(api::PieceText {
+        editable: crate::pieces::is_workspace_source(st.ws.root(), &source),
+        name,
+        source,
+        yaml,
+    })
+    .into_response())
+}
+
+/// `PUT /v1/pieces/{name}`: stores a workspace piece under strict validation.
+pub(super) async fn put_piece(
+    State(st): State<Arc<Shared>>,
+    UrlPath(name): UrlPath<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let input: api::PieceWrite = json_body(&body)?;
+    let task_state = st.clone();
+    let saved = blocking(move || {
+        let (source, warnings, shadows) =
+            crate::pieces::store_piece(&task_state.ws, &name, &input.yaml)?;
+        Ok(api::PieceSaved {
+            name,
+            source,
+            warnings,
+            shadows,
+        })
+    })
+    .await?;
+    Ok(Json(saved).into_response())
+}
+
+/// `DELETE /v1/pieces/{name}`: removes a workspace piece.
+pub(super) async fn delete_piece(
+    State(st): State<Arc<Shared>>,
+    UrlPath(name): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    let task_state = st.clone();
+    let deleted = blocking(move || {
+        let now = crate::pieces::delete_piece(&task_state.ws, &name)?;
+        Ok(api::PieceDeleted {
+            name,
+            deleted: true,
+            now,
+        })
+    })
+    .await?;
+    Ok(Json(deleted).into_response())
 }
 
 pub(super) async fn create_session(

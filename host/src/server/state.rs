@@ -58,6 +58,9 @@ pub enum ApiError {
     PairingLocked(u64, u32),
     #[error("internal error; see the host's log")]
     Internal(String),
+    /// A piece the API refused: its first code leads, the findings follow.
+    #[error("{0}")]
+    Piece(String, Code, Vec<keyless_core::piece::Finding>),
 }
 
 impl IntoResponse for ApiError {
@@ -76,6 +79,14 @@ impl IntoResponse for ApiError {
             ApiError::Timeout => (StatusCode::REQUEST_TIMEOUT, Code::Timeout),
             ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, Code::ConfigInvalid),
             ApiError::PairingLocked(..) => (StatusCode::TOO_MANY_REQUESTS, Code::RateLimited),
+            ApiError::Piece(_, code, _) => {
+                let status = if *code == Code::PieceNotFound {
+                    StatusCode::NOT_FOUND
+                } else {
+                    StatusCode::UNPROCESSABLE_ENTITY
+                };
+                (status, *code)
+            }
             ApiError::Internal(detail) => {
                 tracing::error!(detail = %detail, "internal error");
                 (StatusCode::INTERNAL_SERVER_ERROR, Code::Internal)
@@ -86,6 +97,10 @@ impl IntoResponse for ApiError {
             Json(api::ErrorBody {
                 code: code.as_str().to_string(),
                 message: self.to_string(),
+                findings: match self {
+                    ApiError::Piece(_, _, findings) => findings,
+                    _ => Vec::new(),
+                },
             }),
         )
             .into_response()
@@ -95,11 +110,20 @@ impl IntoResponse for ApiError {
 impl From<crate::pieces::PieceError> for ApiError {
     fn from(e: crate::pieces::PieceError) -> Self {
         use crate::pieces::PieceError;
+        let message = e.to_string();
         match e {
             PieceError::Store(e) => e.into(),
             PieceError::Stored(detail) => ApiError::Internal(detail),
             PieceError::Ended(_) => ApiError::Conflict(e.to_string()),
             PieceError::Invalid(message) => ApiError::BadRequest(message),
+            PieceError::Rejected(_) | PieceError::NotFound(_) | PieceError::Io(_) => {
+                let code = e.code();
+                let findings = match e {
+                    PieceError::Rejected(f) => f,
+                    _ => Vec::new(),
+                };
+                ApiError::Piece(message, code, findings)
+            }
         }
     }
 }

@@ -1,0 +1,208 @@
+// The piece editor: the workspace's pieces, edited with live validation, effective tools and the
+// movement graph from the wasm core (the same checks `PUT /v1/pieces/{name}` runs), and saved or
+// deleted through the host's API with the dashboard's token. All text goes in with textContent.
+import init, { pieceGraphModel, pieceTools, validatePieceAs } from "../../target/wasm-pkg/keyless_wasm.js";
+import { byId, el } from "../common/dom";
+import { callHost, type Call, HostError, v1 } from "../common/host-api";
+import { drawGraph, findingItems, toolCards } from "../common/piece-view";
+import { takeToken } from "../common/token";
+import type { Finding, PieceSummary } from "../../extension/src/generated/core";
+
+const token = takeToken();
+
+function api<A>(call: Call<A>): Promise<A> {
+  return callHost("", token, call);
+}
+
+const TEMPLATE = `name: my-piece
+description: Look at the code, then report.
+max_movements: 6
+initial_movement: look
+movements:
+  - name: look
+    edit: false
+    persona: reviewer
+    instruction: Read the code that the task is about and list what you find.
+    allowed_tools: [Read, Bash]
+    allowed_commands: ["git status", "git diff *", "ls *"]
+    rules:
+      - condition: the findings are listed
+        next: report
+  - name: report
+    edit: false
+    persona: reviewer
+    instruction: Summarise the findings for the user.
+    allowed_tools: [Read]
+    rules: []
+`;
+
+const state = {
+  /** The piece loaded from the host (its name and whether the workspace holds it), if any. */
+  loaded: null as { name: string; editable: boolean } | null,
+  armedDelete: false,
+};
+
+const yamlBox = () => byId<HTMLTextAreaElement>("yaml");
+const nameBox = () => byId<HTMLInputElement>("name");
+
+function saved(text: string, bad = false): void {
+  const box = byId("saved");
+  box.textContent = text;
+  box.className = `saved${bad ? " bad" : ""}`;
+}
+
+/** The gutter: line numbers, the lines with errors marked. */
+function gutter(text: string, findings: Finding[]): void {
+  const bad = new Set(findings.filter((f) => f.severity === "error" && f.line !== null).map((f) => f.line));
+  const lines = text.split("\n").length;
+  const g = byId("gutter");
+  g.replaceChildren(
+    ...Array.from({ length: lines }, (_, i) => {
+      const n = el("div", bad.has(i + 1) ? "bad" : "", String(i + 1));
+      return n;
+    }),
+  );
+  g.scrollTop = yamlBox().scrollTop;
+}
+
+/** Puts the caret on a 1-based line of the YAML. */
+function goToLine(line: number): void {
+  const box = yamlBox();
+  const lines = box.value.split("\n");
+  const at = lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0);
+  box.focus();
+  box.setSelectionRange(at, at + (lines[line - 1]?.length ?? 0));
+}
+
+function showFindings(findings: Finding[]): void {
+  const items = findingItems(findings);
+  for (const li of items) {
+    const line = Number(li.dataset["line"]);
+    if (line > 0) li.addEventListener("click", () => goToLine(line));
+  }
+  byId("findings").replaceChildren(...items);
+}
+
+/** Validates what is in the editor, as saving it would, and redraws everything from the core. */
+function render(): void {
+  const yaml = yamlBox().value;
+  const name = nameBox().value.trim();
+  const v = validatePieceAs(yaml, name);
+  const verdict = byId("verdict");
+  verdict.className = `verdict ${v.piece ? "ok" : "bad"}`;
+  verdict.textContent = v.piece
+    ? `✓ Ready to save as "${name}" — ${v.piece.movements.length} movement(s), ${v.warnings.length} warning(s)`
+    : `✗ ${v.errors.length} error(s) — fix them to save`;
+  const findings = [...v.errors, ...v.warnings];
+  showFindings(findings);
+  gutter(yaml, findings);
+  byId("graph").replaceChildren(v.piece ? drawGraph(pieceGraphModel(yaml), v.piece.name) : el("p", "timing", "Fix the errors to see the graph."));
+  byId("tools").replaceChildren(...(v.piece ? toolCards(pieceTools(yaml)) : []));
+  byId<HTMLButtonElement>("save").disabled = v.piece === undefined || v.piece === null;
+  const del = byId<HTMLButtonElement>("delete");
+  del.disabled = !(state.loaded?.editable && state.loaded.name === name);
+  if (del.disabled) disarm();
+}
+
+function disarm(): void {
+  state.armedDelete = false;
+  byId("delete").textContent = "Delete";
+}
+
+async function loadList(select?: string): Promise<PieceSummary[]> {
+  const list = await api(v1.pieces());
+  byId("pieces").replaceChildren(
+    ...list.map((p) => {
+      const li = el("li", p.name === select ? "on" : "");
+      li.dataset["piece"] = p.name;
+      li.append(el("span", "", p.name), el("span", "src", p.editable ? "workspace" : p.source === "built-in" ? "built-in" : "user"));
+      li.title = p.description;
+      li.addEventListener("click", () => void open(p.name));
+      return li;
+    }),
+  );
+  return list;
+}
+
+async function open(name: string): Promise<void> {
+  const p = await api(v1.piece(name));
+  state.loaded = { name: p.name, editable: p.editable };
+  nameBox().value = p.name;
+  yamlBox().value = p.yaml;
+  byId("source").textContent = p.editable ? "workspace piece" : `${p.source === "built-in" ? "built-in" : p.source} — saving stores a workspace copy that hides it`;
+  for (const li of document.querySelectorAll<HTMLLIElement>("#pieces li")) li.classList.toggle("on", li.dataset["piece"] === name);
+  byId("saved").className = "saved hidden";
+  render();
+}
+
+function newPiece(): void {
+  state.loaded = null;
+  nameBox().value = "my-piece";
+  yamlBox().value = TEMPLATE;
+  byId("source").textContent = "new";
+  for (const li of document.querySelectorAll<HTMLLIElement>("#pieces li")) li.classList.remove("on");
+  byId("saved").className = "saved hidden";
+  render();
+}
+
+async function save(): Promise<void> {
+  const name = nameBox().value.trim();
+  try {
+    const r = await api(v1.savePiece(name, { yaml: yamlBox().value }));
+    state.loaded = { name, editable: true };
+    saved(`Saved to ${r.source}${r.shadows ? ` — it now hides the ${r.shadows === "built-in" ? "built-in" : "user"} piece "${name}"` : ""}.`);
+    byId("source").textContent = "workspace piece";
+    await loadList(name);
+    render();
+  } catch (e) {
+    if (e instanceof HostError) {
+      saved(`${e.code} ${e.detail}`, true);
+      if (e.findings.length) showFindings(e.findings);
+    } else saved(String(e), true);
+  }
+}
+
+async function remove(): Promise<void> {
+  if (!state.armedDelete) {
+    state.armedDelete = true;
+    byId("delete").textContent = "Really delete?";
+    return;
+  }
+  disarm();
+  const name = nameBox().value.trim();
+  try {
+    const r = await api(v1.deletePiece(name));
+    saved(r.now ? `Deleted. "${name}" is now the ${r.now === "built-in" ? "built-in" : "user"} piece again.` : `Deleted "${name}".`);
+    const list = await loadList();
+    if (list.some((p) => p.name === name)) await open(name);
+    else newPiece();
+    byId("saved").className = "saved";
+  } catch (e) {
+    saved(e instanceof HostError ? `${e.code} ${e.detail}` : String(e), true);
+  }
+}
+
+async function main(): Promise<void> {
+  await init();
+  byId("where").textContent = token ? "" : "No token: open this page from the dashboard link that keyless-host serve printed.";
+  yamlBox().addEventListener("input", render);
+  yamlBox().addEventListener("scroll", () => {
+    byId("gutter").scrollTop = yamlBox().scrollTop;
+  });
+  nameBox().addEventListener("input", render);
+  byId("save").addEventListener("click", () => void save());
+  byId("delete").addEventListener("click", () => void remove());
+  byId("new").addEventListener("click", newPiece);
+  try {
+    const list = await loadList();
+    const first = list.find((p) => p.editable);
+    if (first) await open(first.name);
+    else newPiece();
+  } catch (e) {
+    saved(e instanceof HostError ? `${e.code} ${e.detail}` : String(e), true);
+    newPiece();
+  }
+  document.body.dataset["ready"] = "true";
+}
+
+void main();
