@@ -8,6 +8,7 @@
 use crate::check::CommandView;
 use crate::config::{Limits, Mode, Pace};
 use crate::piece::run::RunState;
+use crate::piece::tools::EffectiveTools;
 use crate::piece::Finding;
 use crate::policy::Tier;
 use crate::reply::Control;
@@ -134,6 +135,10 @@ pub struct SessionStarted {
     pub piece: bool,
     pub mode: Mode,
     pub pace: Pace,
+    /// The host's configured allow-list (keyless.json `allow`), which views judge commands with.
+    pub allow: Vec<String>,
+    /// In a piece session, the current movement's tools (see [`CoreOptions::gate`]).
+    pub gate: Option<EffectiveTools>,
 }
 
 /// One row of `GET /v1/sessions`.
@@ -209,6 +214,8 @@ pub struct PieceProgress {
     pub state: RunState,
     pub movement: String,
     pub movement_runs: u32,
+    /// The current movement's tools, which the next reply is judged with.
+    pub tools: EffectiveTools,
 }
 
 /// The answer to a reply.
@@ -493,6 +500,10 @@ pub struct CoreOptions {
     /// Extra allow patterns, as in keyless.json's `allow`.
     #[cfg_attr(feature = "ts", ts(as = "Option<Vec<String>>", optional))]
     pub allow: Vec<String>,
+    /// In a piece session, the current movement's tools: what it refuses, and its
+    /// `allowed_commands` in place of `allow`.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub gate: Option<EffectiveTools>,
 }
 
 #[cfg(test)]

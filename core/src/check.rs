@@ -5,6 +5,7 @@ use crate::config::Mode;
 use crate::config::Settings;
 use crate::message::correction;
 use crate::parse::{parse, ParseOutput};
+use crate::piece::tools::EffectiveTools;
 use crate::plan::{plan, Plan};
 use crate::policy::{decide, file_command_verdict, Decision, Tier, Verdict};
 use crate::reply::{Command, CommandKind, Control, SectionName};
@@ -105,15 +106,57 @@ pub fn command_verdict(c: &Command, mode: Mode, allow: &[String]) -> Option<Verd
     }
 }
 
+/// What a command is judged under, in a view as in the executor: the session's mode, the
+/// configured allow-list and, in a piece session, the current movement's tools (which refuse the
+/// commands the movement does not offer, and whose `allowed_commands` replaces the allow-list).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judge {
+    pub mode: Mode,
+    pub allow: Vec<String>,
+    pub gate: Option<EffectiveTools>,
+}
+
+impl Judge {
+    /// A judge without a piece.
+    #[must_use]
+    pub fn new(mode: Mode, allow: Vec<String>) -> Self {
+        Self {
+            mode,
+            allow,
+            gate: None,
+        }
+    }
+
+    /// The allow-list a runcommand is decided with.
+    #[must_use]
+    pub fn allow_list(&self) -> &[String] {
+        self.gate
+            .as_ref()
+            .map_or(self.allow.as_slice(), |g| g.allow_list(&self.allow))
+    }
+
+    /// The verdict on `c`: a movement's refusal first (Deny, with its reason), else
+    /// [`command_verdict`] under the effective allow-list.
+    #[must_use]
+    pub fn verdict(&self, c: &Command) -> Option<Verdict> {
+        let refusal = self.gate.as_ref().and_then(|g| g.refusal(c));
+        let verdict = command_verdict(c, self.mode, self.allow_list());
+        match refusal {
+            None => verdict,
+            Some(reason) => Some(Verdict {
+                tier: verdict.as_ref().map_or(Tier::Denied, |v| v.tier),
+                decision: Decision::Deny,
+                reason,
+                segments: verdict.map(|v| v.segments).unwrap_or_default(),
+            }),
+        }
+    }
+}
+
 /// Every command of a complete reply as the views show it: parsed and planned under the
-/// settings, each runcommand judged under `mode` and `allow`.
+/// settings, each command judged by `judge`.
 #[must_use]
-pub fn command_views(
-    text: &str,
-    settings: &Settings,
-    mode: Mode,
-    allow: &[String],
-) -> Vec<CommandView> {
+pub fn command_views(text: &str, settings: &Settings, judge: &Judge) -> Vec<CommandView> {
     let Checked { out, planned, .. } = checked(text, settings);
     out.reply
         .commands
@@ -124,7 +167,7 @@ pub fn command_views(
                 c,
                 entry.map(|e| e.run),
                 entry.and_then(|e| e.skip).map(|s| s.to_string()),
-                command_verdict(c, mode, allow),
+                judge.verdict(c),
             )
         })
         .collect()

@@ -553,3 +553,58 @@ fn an_old_asking_run_still_loads() {
     run.resume();
     assert_eq!(run.state(), &running("plan"));
 }
+
+/// The views judge a command as the executor will (issue 14.12): in a piece session the
+/// movement's `allowed_commands` replaces the allow-list (an allowed `npm test` runs unasked in
+/// AutoSafe), and what the movement does not offer is denied with its reason, in the dashboard's
+/// `command_views` and the overlay's follower alike.
+#[test]
+fn views_judge_commands_with_the_movements_tools() {
+    use keyless_core::check::{command_views, Judge};
+    use keyless_core::policy::Decision;
+    let yaml = "name: t\ndescription: d\nmax_movements: 3\ninitial_movement: test\nmovements:\n  - name: test\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: [Read, Bash]\n    allowed_commands: [\"npm test\"]\n    rules: []\n";
+    let run = PieceRun::start(load(yaml));
+    let reply = "@@runcommand\n<<<CMD\nnpm test\nCMD>>>\n@@end\n@@runcommand\n<<<CMD\nnpm install left-pad\nCMD>>>\n@@end\n@@newfile a.txt\n<<<CONTENT\nx\nCONTENT>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    let settings = keyless_core::Settings::default();
+    let plain = Judge::new(keyless_core::Mode::AutoSafe, vec![]);
+    let gated = Judge {
+        gate: Some(run.tools()),
+        ..plain.clone()
+    };
+    let decisions = |judge: &Judge| -> Vec<(Option<Decision>, Option<String>)> {
+        command_views(reply, &settings, judge)
+            .into_iter()
+            .map(|v| (v.decision, v.reason))
+            .collect()
+    };
+    let without = decisions(&plain);
+    assert_eq!(without[0].0, Some(Decision::Confirm), "{without:?}");
+    let with = decisions(&gated);
+    assert_eq!(with[0].0, Some(Decision::Run), "{with:?}");
+    assert_eq!(with[1].0, Some(Decision::Deny), "{with:?}");
+    assert!(
+        with[1]
+            .1
+            .as_deref()
+            .is_some_and(|r| r.contains("is not in this movement's allowed_commands (npm test)")),
+        "{with:?}"
+    );
+    assert_eq!(with[2].0, Some(Decision::Deny), "{with:?}");
+    assert!(
+        with[2]
+            .1
+            .as_deref()
+            .is_some_and(|r| r.starts_with("@@newfile is not allowed in movement \"test\"")),
+        "{with:?}"
+    );
+    // The overlay's follower agrees, row by row.
+    let mut f = keyless_core::site::Follower::new(settings, gated.clone());
+    let page = keyless_core::site::PageObservation::default();
+    let followed: Vec<_> = f
+        .update(reply, &page)
+        .commands
+        .into_iter()
+        .map(|v| (v.decision, v.reason))
+        .collect();
+    assert_eq!(followed, with);
+}

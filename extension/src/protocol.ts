@@ -28,7 +28,7 @@ export type {
   HostEvent,
 } from "./generated/core.js";
 export type Verdict = WatchVerdict;
-import type { Delivery, DoctorLine, FollowReport, HostEvent, Mode, Pace, PageObservation, ReplyAnswer, Selectors, Settings, SiteAdapter } from "./generated/core.js";
+import type { Delivery, DoctorLine, EffectiveTools, FollowReport, HostEvent, Mode, Pace, PageObservation, ReplyAnswer, Selectors, Settings, SiteAdapter } from "./generated/core.js";
 
 // ---- the run of one tab ----
 
@@ -45,6 +45,10 @@ export interface TabRun {
   mode: Mode;
   pace: Pace;
   piece?: string;
+  /// The host's allow-list, and in a piece session the current movement's tools: the overlay
+  /// judges each command with them, as the host will.
+  allow?: string[];
+  gate?: EffectiveTools;
 }
 
 /// What the content script does with a host answer.

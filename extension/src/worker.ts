@@ -246,8 +246,10 @@ const handlers: Handlers = {
       if (req.keep !== 0) return { resync: true };
       const run = id === -1 ? null : await runOf(id);
       const s = await settings();
-      const key = `${run?.pace ?? s.pace}|${run?.mode ?? s.mode}`;
-      f = { key, text: "", follower: new ReplyFollower({ pace: run?.pace ?? s.pace, mode: run?.mode ?? s.mode }), sent: [] };
+      const key = `${run?.pace ?? s.pace}|${run?.mode ?? s.mode}|${run?.gate?.movement ?? ""}`;
+      // Judged as the host will: the session's mode, the host's allow-list, the movement's tools.
+      const options = { pace: run?.pace ?? s.pace, mode: run?.mode ?? s.mode, allow: run?.allow ?? [], ...(run?.gate ? { gate: run.gate } : {}) };
+      f = { key, text: "", follower: new ReplyFollower(options), sent: [] };
       following.set(id, f);
     }
     if (req.keep > f.text.length) return { resync: true };
@@ -282,6 +284,8 @@ const handlers: Handlers = {
       batch: answer.next_batch,
       state: ended ? "ended" : now.state,
       ...(ended ? { reason: answer.turn_ended ?? "done" } : {}),
+      // The movement the next reply is judged in.
+      ...(answer.piece ? { gate: answer.piece.tools } : {}),
     };
     await saveRun(tabId, next);
     await core();
@@ -419,6 +423,8 @@ const handlers: Handlers = {
         mode: s.mode,
         pace: s.pace,
         ...(s.piece ? { piece: s.piece } : {}),
+        allow: created.allow,
+        ...(created.gate ? { gate: created.gate } : {}),
       };
       // The host's prompt is the whole first message: the system prompt, the movement, the task.
       text = created.prompt;

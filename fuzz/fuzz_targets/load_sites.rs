@@ -6,7 +6,9 @@ use keyless_core::{Mode, Settings};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(sites) = load_sites(DEFAULT_SITES_JSON, Some(text)) {
         let _ = site_for_host(&sites, "chatgpt.com");
     }
@@ -15,5 +17,10 @@ fuzz_target!(|data: &[u8]| {
         quiet_ms: u64::from(data.len() as u32) * 10,
         ..PageObservation::default()
     };
-    let _ = follow(text, &Settings::default(), Mode::Ask, &[], &page);
+    let _ = follow(
+        text,
+        &Settings::default(),
+        &keyless_core::check::Judge::new(Mode::Ask, Vec::new()),
+        &page,
+    );
 });

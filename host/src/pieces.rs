@@ -97,16 +97,21 @@ pub fn load(workspace: &Path, name_or_file: &str) -> Result<(String, Piece), Pie
     )))
 }
 
-/// Starts `piece` in a new session and returns its first movement's prompt.
+/// Starts `piece` in a new session and returns its run (at the first movement).
 ///
 /// # Errors
 /// Store failures.
-pub fn start(store: &Store, session: &str, yaml: &str, piece: Piece) -> Result<String, PieceError> {
+pub fn start(
+    store: &Store,
+    session: &str,
+    yaml: &str,
+    piece: Piece,
+) -> Result<PieceRun, PieceError> {
     let run = PieceRun::start(piece);
     let snap =
         serde_json::to_string(&run.snapshot()).map_err(|e| PieceError::Stored(e.to_string()))?;
     store.set_piece(session, yaml, &snap)?;
-    Ok(keyless_core::message::movement_prompt(&run))
+    Ok(run)
 }
 
 /// The session's piece run, if it follows a piece, ready for its next reply (a run that waited for

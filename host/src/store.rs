@@ -57,6 +57,8 @@ pub struct BatchDetail {
     pub reply: String,
     pub text: String,
     pub control: Option<Control>,
+    /// In a piece session, the movement's tools the batch ran under (JSON of `EffectiveTools`).
+    pub gate: Option<String>,
 }
 
 /// A stored spelling read back as its type; a value the store never writes is a conversion error.
@@ -124,7 +126,9 @@ impl Store {
         ] {
             let _ = conn.execute(&format!("ALTER TABLE sessions ADD COLUMN {col} TEXT"), []);
         }
-        let _ = conn.execute("ALTER TABLE batches ADD COLUMN reply TEXT", []);
+        for col in ["reply", "gate"] {
+            let _ = conn.execute(&format!("ALTER TABLE batches ADD COLUMN {col} TEXT"), []);
+        }
         Ok(Self { conn })
     }
 
@@ -264,10 +268,16 @@ impl Store {
     ///
     /// # Errors
     /// SQLite failures.
-    pub fn begin_batch(&self, id: &str, s: &SessionState, reply: &str) -> Result<bool, StoreError> {
+    pub fn begin_batch(
+        &self,
+        id: &str,
+        s: &SessionState,
+        reply: &str,
+        gate: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let n = self.conn.execute(
-            "INSERT OR IGNORE INTO batches (id, session_id, turn, batch, created_at, status, reply) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
-            params![id, s.id, s.turn, s.batch, now(), reply],
+            "INSERT OR IGNORE INTO batches (id, session_id, turn, batch, created_at, status, reply, gate) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7)",
+            params![id, s.id, s.turn, s.batch, now(), reply, gate],
         )?;
         Ok(n == 1)
     }
@@ -297,7 +307,7 @@ impl Store {
     pub fn batch_detail(&self, id: &str) -> Result<Option<BatchDetail>, StoreError> {
         Ok(self
             .conn
-            .query_row("SELECT session_id, turn, batch, status, reply, text, control FROM batches WHERE id = ?1", params![id], |r| {
+            .query_row("SELECT session_id, turn, batch, status, reply, text, control, gate FROM batches WHERE id = ?1", params![id], |r| {
                 let control: Option<String> = r.get(6)?;
                 Ok(BatchDetail {
                     session: r.get(0)?,
@@ -309,6 +319,7 @@ impl Store {
                     control: control
                         .map(|c| stored(6, &c, Control::from_name))
                         .transpose()?,
+                    gate: r.get(7)?,
                 })
             })
             .optional()?)

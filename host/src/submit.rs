@@ -122,7 +122,10 @@ pub fn submit(
     }
     // Loaded before the batch is begun: a run that has ended leaves no batch behind.
     let mut run = crate::pieces::resume(store, &session)?;
-    if !store.begin_batch(&id, pos, reply)? {
+    let gate = run.as_ref().map(keyless_core::piece::run::PieceRun::tools);
+    // Kept with the batch, so its views judge it as it ran.
+    let gate_json = gate.as_ref().and_then(|g| serde_json::to_string(g).ok());
+    if !store.begin_batch(&id, pos, reply, gate_json.as_deref())? {
         return Err(SubmitError::Conflict(format!(
             "batch {id} is already stored"
         )));
@@ -132,7 +135,6 @@ pub fn submit(
         turn,
         batch,
     });
-    let gate = run.as_ref().map(keyless_core::piece::run::PieceRun::tools);
     let exec = Executor {
         ws: ctx.ws,
         cfg: ctx.cfg,
@@ -203,6 +205,7 @@ pub fn submit(
                 state: snap.state,
                 movement: snap.current,
                 movement_runs: snap.movement_runs,
+                tools: r.tools(),
             })
         }
         None => None,

@@ -744,9 +744,52 @@ fn a_piece_session_gates_commands_and_moves_through_movements() {
         "{v}"
     );
     let session = v["session"].as_str().expect("id").to_string();
+    // The views get what the host judges with: the allow-list and the movement's tools.
+    assert_eq!(v["gate"]["movement"], "plan", "{v}");
+    assert!(
+        v["gate"]["command_patterns"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|x| x == "ls *")),
+        "{v}"
+    );
+    assert!(v["allow"].is_array(), "{v}");
     // plan cannot write files, and runs only its listed commands.
     let r = "@@runcommand on_error=continue\n<<<CMD\nls && rm -rf src\nCMD>>>\n@@end\n@@runcommand\n<<<CMD\nls\nCMD>>>\n@@end\n@@newfile a.txt\n<<<CONTENT\nx\nCONTENT>>>\n@@end\n@@next\n@@end\n@@eof\n";
     let v = srv.reply(&session, r);
+    assert_eq!(v["piece"]["tools"]["movement"], "plan", "{v}");
+    // The dashboard's view of that batch judges it as it ran, in movement "plan": the write and
+    // the segment outside allowed_commands are denied, with the movement's reasons.
+    let (s, b) = srv.get(&format!(
+        "/v1/batches/{}",
+        v["batch_id"].as_str().expect("id")
+    ));
+    assert_eq!(s, 200, "{b}");
+    let views: Vec<(String, String)> = b["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .map(|c| {
+            (
+                c["decision"].as_str().unwrap_or("").to_string(),
+                c["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(views[0].0, "deny", "{views:?}");
+    assert!(
+        views[0]
+            .1
+            .contains("not in this movement's allowed_commands"),
+        "{views:?}"
+    );
+    assert_eq!(views[1].0, "run", "{views:?}");
+    assert_eq!(views[2].0, "deny", "{views:?}");
+    assert!(
+        views[2]
+            .1
+            .contains("@@newfile is not allowed in movement \"plan\""),
+        "{views:?}"
+    );
     let text = v["text"].as_str().expect("text");
     assert!(
         text.contains(

@@ -92,7 +92,10 @@ fn main() {
     };
     let mut per_update = Vec::new();
     for _ in 0..5 {
-        let mut follower = Follower::new(settings, Mode::Ask, Vec::new());
+        let mut follower = Follower::new(
+            settings,
+            keyless_core::check::Judge::new(Mode::Ask, Vec::new()),
+        );
         for c in &chunks {
             let start = Instant::now();
             black_box(follower.update(&reply[..*c], &page));

@@ -30,7 +30,12 @@ fn no_false_problems_while_a_valid_reply_streams() {
                 format!("{prefix}\n~~~~"),
             ] {
                 prefixes += 1;
-                let r = follow(&shown, &settings, Mode::Ask, &[], &page);
+                let r = follow(
+                    &shown,
+                    &settings,
+                    &keyless_core::check::Judge::new(Mode::Ask, Vec::new()),
+                    &page,
+                );
                 assert!(
                     r.diagnostics.is_empty(),
                     "{}: a prefix of {} characters shows {:?}\n---\n{shown}\n---",

@@ -77,7 +77,8 @@ fn run(op: u32, input: &str) -> Result<serde_json::Value, String> {
                 Some(m) => m.parse::<Mode>().map_err(|e| e.to_string())?,
                 None => Mode::default(),
             };
-            serde_json::to_value(follow(&i.text, &settings(&i)?, mode, &i.allow, &i.page))
+            let judge = keyless_core::check::Judge::new(mode, i.allow.clone());
+            serde_json::to_value(follow(&i.text, &settings(&i)?, &judge, &i.page))
         }
         op::SITES => Ok(match load_sites(DEFAULT_SITES_JSON, Some(&i.text)) {
             Ok(sites) => serde_json::json!({ "sites": sites }),

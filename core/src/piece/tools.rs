@@ -8,9 +8,9 @@ use super::validate::{Checker, Fields};
 use super::{Movement, Piece};
 use crate::diag::Code;
 use crate::policy::pattern_matches;
-use crate::reply::CommandKind;
+use crate::reply::{Command, CommandKind, SectionName};
 use crate::text::edit_distance;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Tools that always exist, as AgentScript commands.
 pub const META_TOOLS: [&str; 4] = ["say", "ask", "next", "done"];
@@ -51,7 +51,7 @@ fn is_known(name: &str) -> bool {
 
 /// Where a tool of the effective set came from.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     Shared,
@@ -63,7 +63,7 @@ pub enum Source {
 
 /// One tool of a movement's effective set.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolEntry {
     pub name: String,
     pub source: Source,
@@ -76,7 +76,7 @@ pub struct ToolEntry {
 
 /// A tool that is not in the effective set, and why.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dropped {
     pub name: String,
     pub reason: String,
@@ -84,7 +84,7 @@ pub struct Dropped {
 
 /// A movement's effective tools and the AgentScript commands they allow.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EffectiveTools {
     pub movement: String,
     pub tools: Vec<ToolEntry>,
@@ -109,6 +109,29 @@ impl EffectiveTools {
     #[must_use]
     pub fn allows(&self, kind: CommandKind) -> bool {
         self.commands.contains(&kind)
+    }
+
+    /// Why this movement refuses `c`, if it does: a command it does not offer, or a runcommand
+    /// segment outside its `allowed_commands`. The executor refuses it (KA_COMMAND_DENIED) and
+    /// the views show it denied, with this reason.
+    #[must_use]
+    pub fn refusal(&self, c: &Command) -> Option<String> {
+        if !self.allows(c.kind) {
+            let allowed: Vec<&str> = self.commands.iter().map(|k| k.name()).collect();
+            return Some(format!(
+                "@@{} is not allowed in movement \"{}\" (allowed: {})",
+                c.kind,
+                self.movement,
+                allowed.join(", ")
+            ));
+        }
+        if c.kind == CommandKind::RunCommand {
+            let line = c.section_text(SectionName::Cmd).unwrap_or("").trim();
+            if let Err(why) = self.check_command_line(line) {
+                return Some(format!("movement \"{}\": {why}", self.movement));
+            }
+        }
+        None
     }
 
     /// Whether a runcommand line fits the movement's `allowed_commands`: every segment must match a

@@ -1,10 +1,9 @@
 //! The overlay's follower: the report on a reply as it streams, parsed incrementally.
 
 use super::*;
-use crate::check::{checked, Checked, CommandView};
-use crate::config::{Mode, Settings};
+use crate::check::{checked, Checked, CommandView, Judge};
+use crate::config::Settings;
 use crate::diag::{Code, Diagnostic};
-use crate::policy::decide;
 use crate::reply::{Command, Control};
 use serde::{Deserialize, Serialize};
 
@@ -49,11 +48,10 @@ pub struct FollowReport {
 pub fn follow(
     text: &str,
     settings: &Settings,
-    mode: Mode,
-    allow: &[String],
+    judge: &Judge,
     page: &PageObservation,
 ) -> FollowReport {
-    Follower::new(*settings, mode, allow.to_vec()).update(text, page)
+    Follower::new(*settings, judge.clone()).update(text, page)
 }
 
 /// A reply followed update by update. Each update parses only what follows the last block the
@@ -63,8 +61,7 @@ pub fn follow(
 #[derive(Debug, Clone)]
 pub struct Follower {
     settings: Settings,
-    mode: Mode,
-    allow: Vec<String>,
+    judge: Judge,
     /// The text of the last update.
     text: String,
     checkpoint: Option<crate::parse::Checkpoint>,
@@ -74,22 +71,21 @@ pub struct Follower {
 
 impl Follower {
     #[must_use]
-    pub fn new(settings: Settings, mode: Mode, allow: Vec<String>) -> Self {
+    pub fn new(settings: Settings, judge: Judge) -> Self {
         Self {
             settings,
-            mode,
-            allow,
+            judge,
             text: String::new(),
             checkpoint: None,
             verdicts: Vec::new(),
         }
     }
 
-    /// A command's verdict (`check::command_verdict`); a runcommand's is computed once per command
+    /// A command's verdict (`check::Judge::verdict`); a runcommand's is computed once per command
     /// line while the reply streams.
     fn verdict(&mut self, c: &Command) -> Option<crate::policy::Verdict> {
         let Some(line) = crate::check::policed_line(c) else {
-            return crate::check::command_verdict(c, self.mode, &self.allow);
+            return self.judge.verdict(c);
         };
         let slot = c.number as usize;
         if self.verdicts.len() <= slot {
@@ -100,7 +96,7 @@ impl Follower {
                 return Some(v.clone());
             }
         }
-        let v = decide(line, self.mode, &self.allow);
+        let v = self.judge.verdict(c)?;
         self.verdicts[slot] = Some((line.to_string(), v.clone()));
         Some(v)
     }

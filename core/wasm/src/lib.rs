@@ -2,7 +2,7 @@
 //! core types and does no logic of its own.
 
 use keyless_core::api::CoreOptions;
-use keyless_core::check::check as core_check;
+use keyless_core::check::{check as core_check, Judge};
 use keyless_core::message::{system_prompt as core_prompt, PromptContext};
 use keyless_core::piece::tools::effective;
 use keyless_core::piece::{graph, validate, Strictness};
@@ -26,7 +26,7 @@ fn into_error(code: keyless_core::Code, message: impl std::fmt::Display) -> JsEr
     JsError::new(&format!("{code} {message}"))
 }
 
-fn settings(value: JsValue) -> Result<(Settings, Mode, Vec<String>), JsError> {
+fn settings(value: JsValue) -> Result<(Settings, Judge), JsError> {
     let dto: CoreOptions = if value.is_undefined() || value.is_null() {
         CoreOptions::default()
     } else {
@@ -46,7 +46,14 @@ fn settings(value: JsValue) -> Result<(Settings, Mode, Vec<String>), JsError> {
         pace,
     };
     s.validate().map_err(|e| into_error(e.code(), e))?;
-    Ok((s, mode, dto.allow))
+    Ok((
+        s,
+        Judge {
+            mode,
+            allow: dto.allow,
+            gate: dto.gate,
+        },
+    ))
 }
 
 fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsError> {
@@ -67,7 +74,7 @@ pub fn check_reply(
     text: &str,
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
 ) -> Result<JsValue, JsError> {
-    let (s, _, _) = settings(settings_js)?;
+    let (s, _) = settings(settings_js)?;
     to_js(&core_check(text, &s))
 }
 
@@ -78,8 +85,8 @@ pub fn command_views(
     text: &str,
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
 ) -> Result<JsValue, JsError> {
-    let (s, mode, allow) = settings(settings_js)?;
-    to_js(&keyless_core::check::command_views(text, &s, mode, &allow))
+    let (s, judge) = settings(settings_js)?;
+    to_js(&keyless_core::check::command_views(text, &s, &judge))
 }
 
 /// What is already certain about a reply that is still streaming.
@@ -88,7 +95,7 @@ pub fn parse_partial_reply(
     text: &str,
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
 ) -> Result<JsValue, JsError> {
-    let (s, _, _) = settings(settings_js)?;
+    let (s, _) = settings(settings_js)?;
     to_js(&parse_partial(text, &s.limits))
 }
 
@@ -98,8 +105,8 @@ pub fn classify_command(
     line: &str,
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
 ) -> Result<JsValue, JsError> {
-    let (_, mode, allow) = settings(settings_js)?;
-    to_js(&decide(line, mode, &allow))
+    let (_, judge) = settings(settings_js)?;
+    to_js(&decide(line, judge.mode, judge.allow_list()))
 }
 
 /// The system prompt for the settings.
@@ -107,11 +114,11 @@ pub fn classify_command(
 pub fn system_prompt(
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
 ) -> Result<String, JsError> {
-    let (s, mode, _) = settings(settings_js)?;
+    let (s, judge) = settings(settings_js)?;
     Ok(core_prompt(
         &s,
         &PromptContext {
-            mode,
+            mode: judge.mode,
             environment: None,
             ..Default::default()
         },
@@ -218,9 +225,9 @@ pub fn follow_reply(
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
     #[wasm_bindgen(unchecked_param_type = "Partial<PageObservation>")] page: JsValue,
 ) -> Result<JsValue, JsError> {
-    let (s, mode, allow) = settings(settings_js)?;
+    let (s, judge) = settings(settings_js)?;
     let page: PageObservation = from_js(page)?;
-    to_js(&follow(text, &s, mode, &allow, &page))
+    to_js(&follow(text, &s, &judge, &page))
 }
 
 /// A reply followed update by update (see `keyless_core::site::Follower`): the worker keeps one
@@ -238,9 +245,9 @@ impl ReplyFollower {
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
     ) -> Result<ReplyFollower, JsError> {
-        let (s, mode, allow) = settings(settings_js)?;
+        let (s, judge) = settings(settings_js)?;
         Ok(Self {
-            inner: keyless_core::site::Follower::new(s, mode, allow),
+            inner: keyless_core::site::Follower::new(s, judge),
         })
     }
 

@@ -220,7 +220,15 @@ prompt: string,
 /**
  * Whether the session follows a piece.
  */
-piece: boolean, mode: Mode, pace: Pace, };
+piece: boolean, mode: Mode, pace: Pace, 
+/**
+ * The host's configured allow-list (keyless.json `allow`), which views judge commands with.
+ */
+allow: Array<string>, 
+/**
+ * In a piece session, the current movement's tools (see [`CoreOptions::gate`]).
+ */
+gate: EffectiveTools | null, };
 
 export type SessionSummary = { session: string, 
 /**
@@ -238,7 +246,11 @@ export type SessionSettings = { mode: Mode, pace: Pace, };
 
 export type ReplyRequest = { reply: string, turn?: number, batch?: number, };
 
-export type PieceProgress = { state: RunState, movement: string, movement_runs: number, };
+export type PieceProgress = { state: RunState, movement: string, movement_runs: number, 
+/**
+ * The current movement's tools, which the next reply is judged with.
+ */
+tools: EffectiveTools, };
 
 export type ReplyAnswer = { batch_id: string, turn: number, batch: number, 
 /**
@@ -350,7 +362,12 @@ export type CoreOptions = { pace?: Pace, mode?: Mode, limits?: Limits,
 /**
  * Extra allow patterns, as in keyless.json's `allow`.
  */
-allow?: Array<string>, };
+allow?: Array<string>, 
+/**
+ * In a piece session, the current movement's tools: what it refuses, and its
+ * `allowed_commands` in place of `allow`.
+ */
+gate?: EffectiveTools, };
 
 export const MODES: readonly Mode[] = ["Ask", "AutoSafe", "Auto"];
 

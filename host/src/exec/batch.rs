@@ -300,29 +300,8 @@ impl Executor<'_> {
 
     /// Why the current movement refuses this command, if it does.
     fn gate_refusal(&self, cmd: &keyless_core::Command) -> Option<Failure> {
-        let gate = self.gate?;
-        if !gate.allows(cmd.kind) {
-            let allowed: Vec<&str> = gate.commands.iter().map(|k| k.name()).collect();
-            return Some(Failure::new(
-                Code::CommandDenied,
-                format!(
-                    "@@{} is not allowed in movement \"{}\" (allowed: {})",
-                    cmd.kind,
-                    gate.movement,
-                    allowed.join(", ")
-                ),
-            ));
-        }
-        if cmd.kind == CommandKind::RunCommand {
-            let line = cmd.section_text(SectionName::Cmd).unwrap_or("").trim();
-            if let Err(why) = gate.check_command_line(line) {
-                return Some(Failure::new(
-                    Code::CommandDenied,
-                    format!("movement \"{}\": {why}", gate.movement),
-                ));
-            }
-        }
-        None
+        let why = self.gate?.refusal(cmd)?;
+        Some(Failure::new(Code::CommandDenied, why))
     }
 
     fn run_command(

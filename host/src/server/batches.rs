@@ -6,7 +6,7 @@ use axum::extract::{Path as UrlPath, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use keyless_core::api::{self, HostEvent};
-use keyless_core::check::command_views;
+use keyless_core::check::{command_views, Judge};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -26,7 +26,13 @@ pub(super) async fn get_batch(
         Ok((d, cfg, results))
     })
     .await?;
-    let commands = command_views(&d.reply, &cfg.settings, cfg.mode, &cfg.allow)
+    // A piece session's batch is judged with the movement's tools it ran under.
+    let judge = Judge {
+        mode: cfg.mode,
+        allow: cfg.allow.clone(),
+        gate: d.gate.as_deref().and_then(|g| serde_json::from_str(g).ok()),
+    };
+    let commands = command_views(&d.reply, &cfg.settings, &judge)
         .into_iter()
         .map(|view| api::BatchCommand {
             result: results.iter().find(|r| r.number == view.number).cloned(),

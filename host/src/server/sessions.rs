@@ -202,8 +202,7 @@ pub(super) async fn create_session(
             }
             let pos = store.session(&id)?;
             store.set_session_settings(&id, mode, pace)?;
-            let movement = crate::pieces::resume(&store, &id)?
-                .map(|r| keyless_core::message::movement_prompt(&r));
+            let movement = crate::pieces::resume(&store, &id)?;
             let cfg = session_exec(&task_state, &store, &id)?;
             return Ok((pos, movement, cfg));
         }
@@ -224,6 +223,12 @@ pub(super) async fn create_session(
     })
     .await?;
     let piece = movement.is_some();
+    let gate = movement
+        .as_ref()
+        .map(keyless_core::piece::run::PieceRun::tools);
+    let movement = movement
+        .as_ref()
+        .map(keyless_core::message::movement_prompt);
     let prompt = system_prompt(
         &cfg.settings,
         &PromptContext {
@@ -247,6 +252,8 @@ pub(super) async fn create_session(
         piece,
         mode: cfg.mode,
         pace: cfg.settings.pace,
+        allow: cfg.allow.clone(),
+        gate,
     })
     .into_response())
 }
