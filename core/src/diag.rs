@@ -97,6 +97,14 @@ codes! {
     PieceUnknownTool => "KA_PIECE_UNKNOWN_TOOL", "a tool name that is dropped (unknown, or removed by edit: false)";
     PieceUnreachable => "KA_PIECE_UNREACHABLE", "a movement no rule leads to";
     PieceTransition => "KA_PIECE_TRANSITION", "a directive the current movement's rules do not allow";
+    AsSyntax => "KA_AS_SYNTAX", "an .as program does not parse: an unexpected token, an unterminated string, a bad character";
+    AsLimit => "KA_AS_LIMIT", "an .as program is too large or nested too deeply";
+    AsEntry => "KA_AS_ENTRY", "main agent / main func rules: more than one, or none where one is required";
+    AsUse => "KA_AS_USE", "use of a binding that cannot enter a prompt (llm, tool, agent, memory, function)";
+    AsName => "KA_AS_NAME", "an unknown or duplicate name in an .as program";
+    AsImport => "KA_AS_IMPORT", "an import whose URI does not fit its kind, or a refused tool";
+    AsImportCycle => "KA_AS_IMPORT_CYCLE", "agent imports between .as files form a cycle";
+    AsGenerate => "KA_AS_GENERATE", "generate without input, with an unknown option, or a bad shape";
     PieceNotFound => "KA_PIECE_NOT_FOUND", "no workspace piece by that name (built-in and user pieces are not changed through the API)";
     Unauthorized => "KA_UNAUTHORIZED", "a host API request without a valid pairing token";
     HostUnreachable => "KA_HOST_UNREACHABLE", "keyless-host is not running or not reachable at the paired address";

@@ -10,7 +10,8 @@
 //! - [`check`]: the `keyless-host check` report, shared by the CLI and the wasm build;
 //! - [`piece`]: the piece YAML schema (strict and lenient), effective tools, the run state machine.
 //! - [`site`]: chat-site adapters as data, reply completion, delivery and the selector doctor;
-//! - [`turn`]: the turn engine: what a batch's outcome does to the session and its piece.
+//! - [`turn`]: the turn engine: what a batch's outcome does to the session and its piece;
+//! - [`lang`]: `.as` programs (seed 002): tokenizer, parser, analyzer and formatter.
 //!
 //! No I/O, no clock, no randomness.
 
@@ -20,6 +21,7 @@ pub mod config;
 pub mod diag;
 pub mod environment;
 pub mod keyless_json;
+pub mod lang;
 pub mod message;
 pub mod parse;
 pub mod path;
@@ -90,6 +92,8 @@ pub fn typescript() -> String {
         piece::graph::GraphEdge::decl(&cfg),
         piece::graph::Graph::decl(&cfg),
         text::Utf16Span::decl(&cfg),
+        lang::LangDiagnostic::decl(&cfg),
+        lang::CheckReport::decl(&cfg),
         api::ErrorBody::decl(&cfg),
         api::PairRequest::decl(&cfg),
         api::Paired::decl(&cfg),

@@ -130,4 +130,53 @@ fn main() {
         best / 5,
         lines.len()
     );
+
+    as_programs();
+}
+
+/// `.as` programs: parse, check (parse + analyze) and format throughput on a large program (about
+/// 600 KB: 1,500 functions of the seed's statement mix).
+fn as_programs() {
+    use keyless_core::lang;
+    let mut src = String::from(
+        "import llm Fast from \"openai://gpt-4.1-mini\"\nimport tool Find from \"sh://find\"\nimport memory Lessons from \"file://./lessons.jsonl\"\n\nmain agent Big {\n    model Fast\n",
+    );
+    for i in 0..1500 {
+        src.push_str(&format!(
+            "\n    func step{i}(input {{ goal string }}) {{\n        // step {i}: plan, act, record\n        use input.goal < 2k\n        files = Find.run({{ path: \"src\", name: \"*.rs\", max: 50 }})\n        done = false\n        results = []\n        loop until done < 6 {{\n            answer = generate({{ input: \"Do step {i}.\", attempts: 2 }}) {{\n                return {{\n                    ok boolean\n                    notes list[string]\n                }}\n            }}\n            results.add(answer)\n            done = answer.ok and not input.dry_run\n        }}\n        Lessons.add({{ kind: \"lesson\", text: results.summary }})\n        return results[0]\n    }}\n"
+        ));
+    }
+    src.push_str("\n    main func(input) {\n        return step0(input)\n    }\n}\n");
+    assert!(
+        lang::check(&src).ok,
+        "{:?}",
+        lang::check(&src).diagnostics.first()
+    );
+    let bytes = src.len();
+    let mbps = |d: std::time::Duration| bytes as f64 / d.as_secs_f64() / 1e6;
+    let (median, best) = measure(|| {
+        black_box(lang::parser::parse(black_box(&src)).ok());
+    });
+    println!(
+        ".as parse:  {} KB, median {median:>9.2?} ({:.0} MB/s), best {best:>9.2?} ({:.0} MB/s)",
+        bytes / 1000,
+        mbps(median),
+        mbps(best)
+    );
+    let (median, best) = measure(|| {
+        black_box(lang::check(black_box(&src)));
+    });
+    println!(
+        ".as check:  median {median:>9.2?} ({:.0} MB/s), best {best:>9.2?} ({:.0} MB/s)",
+        mbps(median),
+        mbps(best)
+    );
+    let (median, best) = measure(|| {
+        black_box(lang::format::format_source(black_box(&src)).ok());
+    });
+    println!(
+        ".as format: median {median:>9.2?} ({:.0} MB/s), best {best:>9.2?} ({:.0} MB/s)",
+        mbps(median),
+        mbps(best)
+    );
 }

@@ -54,6 +54,26 @@ test("the playground shows the core's verdict live", async () => {
     await page.locator("#piece").fill("name: Bad Name\nmax_movements: 0\n");
     assert.match(await page.locator("#piece-verdict").textContent(), /Invalid/);
     assert.ok((await page.locator("#findings li").allTextContents()).some((t) => t.includes("KA_PIECE_FORMAT")));
+    // The .as tab: the example program is valid and shown formatted; a typo gets its code, line
+    // and column, the gutter mark, and a click selects the line.
+    await page.getByRole("button", { name: ".as program" }).click();
+    assert.match(await page.locator("#as-verdict").textContent(), /Valid program/);
+    assert.match(await page.locator("#as-formatted").textContent(), /^\/\/ Seed 002's agent composition/);
+    const program = await page.locator("#as-src").inputValue();
+    await page.locator("#as-src").fill(program.replace("results.add(result)", "results.add(reslt)").replace("main agent Controller {\n    main func(input) {", "main agent Controller {\n    main func(input) {\n        x = input  y"));
+    await page.locator("#as-verdict.bad").waitFor();
+    const asDiags = await page.locator("#as-diags li").allTextContents();
+    assert.deepEqual(asDiags, ["KA_AS_SYNTAX" + "line 34, column 20" + "expected the end of the line, found \"y\""], asDiags.join("\n"));
+    assert.match(await page.locator("#as-formatted").textContent(), /not formatted: KA_AS_SYNTAX line 34, column 20/);
+    await page.locator("#as-src").fill(program.replace("results.add(result)", "results.add(reslt)"));
+    await page.locator("#as-diags li", { hasText: "KA_AS_NAME" }).waitFor();
+    const nameDiag = await page.locator("#as-diags li").first().textContent();
+    assert.equal(nameDiag, "KA_AS_NAMEline 38, column 25unknown name \"reslt\" — did you mean \"result\"?");
+    assert.deepEqual(await page.locator("#as-gutter .bad").allTextContents(), ["38"]);
+    await page.locator("#as-diags li").first().click();
+    const picked = await page.locator("#as-src").evaluate((a) => a.value.slice(a.selectionStart, a.selectionEnd));
+    assert.equal(picked, "            results.add(reslt)");
+    await page.screenshot({ path: join(shots, "playground-as.png") });
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();

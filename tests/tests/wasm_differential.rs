@@ -82,6 +82,18 @@ fn wasm_answers_exactly_like_native() {
             }
         }
     }
+    // Every .as fixture: check and format.
+    let mut programs: Vec<String> = Vec::new();
+    for sub in ["tests/as/seed", "tests/as/errors"] {
+        for e in std::fs::read_dir(root.join(sub)).expect("as fixtures") {
+            let p = e.expect("entry").path();
+            if p.extension().is_some_and(|x| x == "as") {
+                let text = std::fs::read_to_string(&p).expect("as");
+                d.same(op::AS_PROGRAM, &input(&text, &serde_json::json!({})));
+                programs.push(text);
+            }
+        }
+    }
     // The policy table in every mode.
     let table = std::fs::read_to_string(root.join("core/tests/policy_table.txt")).expect("table");
     let lines: Vec<&str> = table
@@ -103,9 +115,16 @@ fn wasm_answers_exactly_like_native() {
         }
     }
     let fixed = d.compared;
-    // 50,000 generated inputs: mutated replies (full and streaming) and mutated command lines.
+    // 50,000 generated inputs: mutated replies (full and streaming), mutated command lines and
+    // mutated .as programs.
     let mut rng = Rng(0x51ED_270B_A11C_E5ED);
     for i in 0..50_000 {
+        if i % 25 == 24 {
+            let k = rng.below(programs.len());
+            let p = mutate(&mut rng, &programs[k]);
+            d.same(op::AS_PROGRAM, &input(&p, &serde_json::json!({})));
+            continue;
+        }
         match i % 10 {
             0..=6 => {
                 let k = rng.below(replies.len());

@@ -4,6 +4,7 @@
 import init, { pieceGraphModel, pieceTools, validatePieceAs } from "../../target/wasm-pkg/keyless_wasm.js";
 import { byId, el } from "../common/dom";
 import { callHost, type Call, HostError, v1 } from "../common/host-api";
+import { renderGutter, selectLine, syncGutter } from "../common/editor";
 import { drawGraph, findingItems, toolCards } from "../common/piece-view";
 import { takeToken } from "../common/token";
 import type { Finding, PieceSummary } from "../../extension/src/generated/core";
@@ -51,34 +52,11 @@ function saved(text: string, bad = false): void {
   box.className = `saved${bad ? " bad" : ""}`;
 }
 
-/** The gutter: line numbers, the lines with errors marked. */
-function gutter(text: string, findings: Finding[]): void {
-  const bad = new Set(findings.filter((f) => f.severity === "error" && f.line !== null).map((f) => f.line));
-  const lines = text.split("\n").length;
-  const g = byId("gutter");
-  g.replaceChildren(
-    ...Array.from({ length: lines }, (_, i) => {
-      const n = el("div", bad.has(i + 1) ? "bad" : "", String(i + 1));
-      return n;
-    }),
-  );
-  g.scrollTop = yamlBox().scrollTop;
-}
-
-/** Puts the caret on a 1-based line of the YAML. */
-function goToLine(line: number): void {
-  const box = yamlBox();
-  const lines = box.value.split("\n");
-  const at = lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0);
-  box.focus();
-  box.setSelectionRange(at, at + (lines[line - 1]?.length ?? 0));
-}
-
 function showFindings(findings: Finding[]): void {
   const items = findingItems(findings);
   for (const li of items) {
     const line = Number(li.dataset["line"]);
-    if (line > 0) li.addEventListener("click", () => goToLine(line));
+    if (line > 0) li.addEventListener("click", () => selectLine(yamlBox(), line));
   }
   byId("findings").replaceChildren(...items);
 }
@@ -95,7 +73,7 @@ function render(): void {
     : `✗ ${v.errors.length} error(s) — fix them to save`;
   const findings = [...v.errors, ...v.warnings];
   showFindings(findings);
-  gutter(yaml, findings);
+  renderGutter("gutter", yaml, new Set(findings.filter((f) => f.severity === "error" && f.line !== null).map((f) => f.line ?? 0)));
   byId("graph").replaceChildren(v.piece ? drawGraph(pieceGraphModel(yaml), v.piece.name) : el("p", "timing", "Fix the errors to see the graph."));
   byId("tools").replaceChildren(...(v.piece ? toolCards(pieceTools(yaml)) : []));
   byId<HTMLButtonElement>("save").disabled = v.piece === undefined || v.piece === null;
@@ -186,9 +164,7 @@ async function main(): Promise<void> {
   await init();
   byId("where").textContent = token ? "" : "No token: open this page from the dashboard link that keyless-host serve printed.";
   yamlBox().addEventListener("input", render);
-  yamlBox().addEventListener("scroll", () => {
-    byId("gutter").scrollTop = yamlBox().scrollTop;
-  });
+  syncGutter(yamlBox(), "gutter");
   nameBox().addEventListener("input", render);
   byId("save").addEventListener("click", () => void save());
   byId("delete").addEventListener("click", () => void remove());

@@ -3,8 +3,9 @@
 
 // Built by `cargo xtask build` (wasm-bindgen --target web); esbuild bundles the JS glue and the
 // .wasm file is copied next to the bundle.
-import init, { checkReply, commandViews, pieceGraphModel, pieceTools, utf16Spans, validatePiece } from "../../target/wasm-pkg/keyless_wasm.js";
+import init, { asCheck, asFormat, checkReply, commandViews, pieceGraphModel, pieceTools, validatePiece } from "../../target/wasm-pkg/keyless_wasm.js";
 import { byId, el, oneOf } from "../common/dom";
+import { renderGutter, selectLine, syncGutter } from "../common/editor";
 import { drawGraph, findingItems, toolCards } from "../common/piece-view";
 
 import { MODES, PACES, type CoreOptions } from "../../extension/src/generated/core";
@@ -117,23 +118,6 @@ function settings(): CoreOptions {
 }
 
 /** Selects a diagnostic's line; the core gives its UTF-16 span (a CR is not part of the line). */
-function selectLine(area: HTMLTextAreaElement, line: number): void {
-  const [span] = utf16Spans(area.value, [line]);
-  if (!span) return;
-  area.focus();
-  area.setSelectionRange(span.start, span.end);
-}
-
-function renderGutter(text: string, bad: Set<number>): void {
-  const gutter = byId<HTMLPreElement>("gutter");
-  const n = text.split("\n").length;
-  const frag = document.createDocumentFragment();
-  for (let i = 1; i <= n; i++) {
-    frag.append(el("span", bad.has(i) ? "bad" : "", String(i)), "\n");
-  }
-  gutter.replaceChildren(frag);
-}
-
 function renderReply(): void {
   const area = byId<HTMLTextAreaElement>("reply");
   const text = area.value;
@@ -143,7 +127,7 @@ function renderReply(): void {
   const views = commandViews(text, settings());
   const elapsed = performance.now() - t0;
   const bad = new Set(report.diagnostics.flatMap((d) => (d.line === null ? [] : [d.line])));
-  renderGutter(text, bad);
+  renderGutter("gutter", text, bad);
   const verdict = byId("verdict");
   verdict.className = `verdict ${report.ok ? "ok" : "bad"}`;
   verdict.textContent = report.ok
@@ -198,10 +182,88 @@ function renderPiece(): void {
   byId("tools").replaceChildren(...(v.piece ? toolCards(pieceTools(yaml)) : []));
 }
 
+// ---------------------------------------------------------------------------------------------
+// .as programs
+
+const AS_PROGRAM = `// Seed 002's agent composition: a planner, then an executor per step.
+import llm Fast from "openai://gpt-4.1-mini"
+
+agent Planner {
+    model Fast
+    role "Planner"
+
+    main func(input { goal string }) {
+        use input.goal
+        return generate({ input: "Split the goal into at most five steps." }) {
+            return {
+                steps list[string]
+            }
+        }
+    }
+}
+
+agent Executor {
+    model Fast
+
+    main func(step) {
+        use step < 2k
+        return generate({ input: "Carry out the step and report.", attempts: 2 }) {
+            return {
+                ok boolean
+                report string
+            }
+        }
+    }
+}
+
+main agent Controller {
+    main func(input) {
+        plan = Planner(input)
+        results = []
+        for step in plan.steps < 10 {
+            result = Executor(step)
+            results.add(result)
+        }
+        return results.summary
+    }
+}
+`;
+
+function renderAs(): void {
+  const area = byId<HTMLTextAreaElement>("as-src");
+  const src = area.value;
+  const t0 = performance.now();
+  const report = asCheck(src);
+  let formatted: string;
+  try {
+    formatted = asFormat(src);
+  } catch (e) {
+    formatted = `(not formatted: ${e instanceof Error ? e.message : String(e)})`;
+  }
+  const elapsed = performance.now() - t0;
+  renderGutter("as-gutter", src, new Set(report.diagnostics.map((d) => d.line)));
+  const verdict = byId("as-verdict");
+  verdict.className = `verdict ${report.ok ? "ok" : "bad"}`;
+  verdict.textContent = report.ok ? "✓ Valid program" : `✗ ${report.diagnostics.length} problem(s)`;
+  byId("as-diags").replaceChildren(
+    ...(report.diagnostics.length === 0
+      ? [el("li", "empty", "None.")]
+      : report.diagnostics.map((d) => {
+          const li = el("li");
+          li.append(el("span", "dcode", d.code), el("span", "ln", `line ${d.line}, column ${d.column}`), d.message, d.help ? ` — ${d.help}` : "");
+          li.addEventListener("click", () => selectLine(area, d.line));
+          return li;
+        })),
+  );
+  byId("as-formatted").textContent = formatted;
+  byId("as-timing").textContent = `${src.length.toLocaleString()} characters checked and formatted in ${elapsed.toFixed(2)} ms by the wasm core`;
+}
+
 function showTab(name: string): void {
   for (const b of document.querySelectorAll<HTMLButtonElement>(".tabs button")) b.classList.toggle("on", b.dataset["tab"] === name);
   byId("tab-reply").classList.toggle("hidden", name !== "reply");
   byId("tab-piece").classList.toggle("hidden", name !== "piece");
+  byId("tab-as").classList.toggle("hidden", name !== "as");
 }
 
 async function main(): Promise<void> {
@@ -213,9 +275,11 @@ async function main(): Promise<void> {
   reply.value = EXAMPLES["Seed example (valid)"] ?? "";
   piece.value = PIECE;
   reply.addEventListener("input", renderReply);
-  reply.addEventListener("scroll", () => {
-    byId("gutter").scrollTop = reply.scrollTop;
-  });
+  syncGutter(reply, "gutter");
+  const asSrc = byId<HTMLTextAreaElement>("as-src");
+  asSrc.value = AS_PROGRAM;
+  asSrc.addEventListener("input", renderAs);
+  syncGutter(asSrc, "as-gutter");
   piece.addEventListener("input", renderPiece);
   example.addEventListener("change", () => {
     reply.value = EXAMPLES[example.value] ?? "";
@@ -226,6 +290,7 @@ async function main(): Promise<void> {
   for (const b of document.querySelectorAll<HTMLButtonElement>(".tabs button")) b.addEventListener("click", () => showTab(b.dataset["tab"] ?? "reply"));
   renderReply();
   renderPiece();
+  renderAs();
   document.body.dataset["ready"] = "true";
 }
 

@@ -213,9 +213,11 @@ fn ensure_chromium() -> Result<bool> {
 /// The wasm package's size budget: what the extension and the playground download. Raised from
 /// 600/230 KiB when the command policy became known-safe lists (about 110 KB of code before
 /// wasm-opt) and the follower became incremental; `opt-level = "z"` would fit the old budget but
-/// makes parsing in wasm three times slower.
-const WASM_BUDGET_RAW: u64 = 680 * 1024;
-const WASM_BUDGET_GZIP: u64 = 275 * 1024;
+/// makes parsing in wasm three times slower. Raised again from 680/275 KiB for the `.as` language's
+/// front end (tokenizer, parser, analyzer, formatter: 91 KiB raw, 36 KiB gzip), which the
+/// playground's `.as` tab runs in the page.
+const WASM_BUDGET_RAW: u64 = 770 * 1024;
+const WASM_BUDGET_GZIP: u64 = 315 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {

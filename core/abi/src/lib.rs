@@ -21,6 +21,8 @@ pub mod op {
     pub const FOLLOW: u32 = 5;
     /// The site adapters with the user's overrides (`text`) applied.
     pub const SITES: u32 = 6;
+    /// An `.as` program (`text`): its check report and its formatted text (or the syntax error).
+    pub const AS_PROGRAM: u32 = 7;
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -84,6 +86,13 @@ fn run(op: u32, input: &str) -> Result<serde_json::Value, String> {
             Ok(sites) => serde_json::json!({ "sites": sites }),
             Err(e) => serde_json::json!({ "code": e.code(), "error": e.to_string() }),
         }),
+        op::AS_PROGRAM => Ok(serde_json::json!({
+            "check": keyless_core::lang::check(&i.text),
+            "format": match keyless_core::lang::format::format_source(&i.text) {
+                Ok(text) => serde_json::json!({ "text": text }),
+                Err(d) => serde_json::json!({ "error": d }),
+            },
+        })),
         other => return Err(format!("unknown operation {other}")),
     };
     v.map_err(|e| e.to_string())

@@ -19,7 +19,7 @@ use wasm_bindgen::prelude::*;
 // extension and the web pages read the answers without casting them. `target/wasm-pkg` is where
 // `cargo xtask build` writes this package; the path is relative to it.
 #[wasm_bindgen(typescript_custom_section)]
-const CONTRACT: &str = r#"import type { CheckReport, CommandView, CoreOptions, Delivery, DoctorLine, EffectiveTools, FollowReport, PageObservation, SelectorProbe, Settings, SiteAdapter, Utf16Span, Validation, Verdict } from "../../extension/src/generated/core.js";"#;
+const CONTRACT: &str = r#"import type { AsCheckReport, CheckReport, Graph, CommandView, CoreOptions, Delivery, DoctorLine, EffectiveTools, FollowReport, PageObservation, SelectorProbe, Settings, SiteAdapter, Utf16Span, Validation, Verdict } from "../../extension/src/generated/core.js";"#;
 
 /// The one error shim: every failure becomes a `js_sys::Error`-like `JsError` with its KA_ code.
 fn into_error(code: keyless_core::Code, message: impl std::fmt::Display) -> JsError {
@@ -153,6 +153,19 @@ pub fn piece_tools(yaml: &str) -> Result<JsValue, JsError> {
         .map(|m| effective(&piece, m))
         .collect();
     to_js(&all)
+}
+
+/// Checks an `.as` program on its own (`keyless-host as check` without following imports).
+#[wasm_bindgen(js_name = asCheck, unchecked_return_type = "AsCheckReport")]
+pub fn as_check(src: &str) -> Result<JsValue, JsError> {
+    to_js(&keyless_core::lang::check(src))
+}
+
+/// The canonical form of an `.as` program (`keyless-host as fmt`); a syntax error is thrown as
+/// `KA_AS_SYNTAX line L, column C: …`.
+#[wasm_bindgen(js_name = asFormat)]
+pub fn as_format(src: &str) -> Result<String, JsError> {
+    keyless_core::lang::format::format_source(src).map_err(|d| JsError::new(&d.to_string()))
 }
 
 /// The movement graph's nodes (with their layers) and edges, for an SVG view.

@@ -156,6 +156,10 @@ export type Graph = { nodes: Array<GraphNode>, edges: Array<GraphEdge>, };
 
 export type Utf16Span = { line: number, start: number, end: number, };
 
+export type LangDiagnostic = { code: string, line: number, column: number, message: string, help: string | null, };
+
+export type AsCheckReport = { ok: boolean, diagnostics: Array<LangDiagnostic>, };
+
 export type ErrorBody = { code: string, message: string, 
 /**
  * A refused piece's findings (`PUT /v1/pieces/{name}`), with their paths and lines.

@@ -3,6 +3,7 @@
 
 mod args;
 mod check;
+mod lang;
 mod piece;
 mod run;
 mod serve;
@@ -120,6 +121,9 @@ enum Cmd {
     /// Validate pieces (YAML workflows), show their tools, draw their graph.
     #[command(subcommand)]
     Piece(piece::PieceCmd),
+    /// `.as` programs (seed 002): check and format them.
+    #[command(subcommand, name = "as")]
+    As(lang::AsCmd),
 }
 
 /// Exit status: 0 valid, 1 rejected, 2 usage or I/O error.
@@ -140,6 +144,7 @@ pub fn main() -> ExitCode {
         Cmd::Policy(a) => check::policy_cmd(&a),
         Cmd::Prompt(a) => check::prompt_cmd(&a),
         Cmd::Piece(p) => piece::piece_cmd(p),
+        Cmd::As(c) => lang::as_cmd(c),
         Cmd::Run(a) => run::run_cmd(a),
         Cmd::Undo { workspace, batch } => run::undo_cmd(&workspace, batch.as_deref()),
         Cmd::Config { workspace, approve } => setup::show_config(&workspace, approve),

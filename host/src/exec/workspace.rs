@@ -554,9 +554,17 @@ fn write_new(
 /// # Errors
 /// Any I/O failure; the target is then untouched and the temp file removed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no parent folder"))?;
+    let dir = match path.parent() {
+        // A bare file name is in the current folder.
+        Some(p) if p.as_os_str().is_empty() => Path::new("."),
+        Some(p) => p,
+        None => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no parent folder",
+            ))
+        }
+    };
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -1,0 +1,664 @@
+//! The semantic analyzer: every static rule of seed 002 that can be checked without running the
+//! program. Diagnostics come sorted by position.
+
+use super::ast::*;
+use super::{LangDiagnostic, Pos};
+use crate::diag::Code;
+use crate::text::edit_distance;
+use std::collections::BTreeMap;
+
+/// What a name is bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Binding {
+    Import(ImportKind),
+    Agent,
+    Func,
+    Var,
+}
+
+impl Binding {
+    fn describe(&self) -> String {
+        match self {
+            Binding::Import(k) => format!("an imported {}", k.as_str()),
+            Binding::Agent => "an agent".into(),
+            Binding::Func => "a function".into(),
+            Binding::Var => "a variable".into(),
+        }
+    }
+}
+
+/// The general shells `sh://` may never name.
+pub const SHELLS: &[&str] = &["sh", "bash", "zsh", "fish", "dash", "ksh", "csh", "tcsh"];
+
+/// The methods each kind of tool and memory offers.
+fn methods(kind: ImportKind, uri: &str) -> &'static [&'static str] {
+    match kind {
+        ImportKind::Memory => &["add", "query"],
+        ImportKind::Tool if uri.starts_with("file://") => {
+            &["read", "list", "write", "patch", "undo"]
+        }
+        ImportKind::Tool if uri.starts_with("env://") => &["get"],
+        ImportKind::Tool if uri.starts_with("http://") || uri.starts_with("https://") => {
+            &["get", "post"]
+        }
+        ImportKind::Tool if uri.starts_with("mcp://") => &["call", "run"],
+        ImportKind::Tool => &["run"],
+        _ => &[],
+    }
+}
+
+/// Every static problem of `program`.
+#[must_use]
+pub fn analyze(program: &Program) -> Vec<LangDiagnostic> {
+    let mut a = Analyzer {
+        out: Vec::new(),
+        globals: Vec::new(),
+        agents: Vec::new(),
+    };
+    a.program(program);
+    a.out.sort_by_key(|d| (d.line, d.column));
+    a.out
+}
+
+struct Analyzer<'p> {
+    out: Vec<LangDiagnostic>,
+    /// Imports and agents: (name, binding, uri).
+    globals: Vec<(String, Binding, String)>,
+    agents: Vec<&'p Agent>,
+}
+
+fn err(code: Code, pos: Pos, msg: impl Into<String>) -> LangDiagnostic {
+    LangDiagnostic::new(code, pos, msg)
+}
+
+/// Why `uri` does not fit an import of `kind`, if it does not.
+#[must_use]
+pub fn uri_problem(kind: ImportKind, uri: &str) -> Option<(String, String)> {
+    let (scheme, rest) = match uri.split_once("://") {
+        Some((s, r)) => (Some(s), r),
+        None => (None, uri),
+    };
+    let bad = |m: String, h: &str| Some((m, h.to_string()));
+    match kind {
+        ImportKind::Llm => match scheme {
+            Some("openai" | "anthropic") if !rest.is_empty() && !rest.contains('/') => None,
+            Some("ollama") if rest.split_once('/').is_some_and(|(h, m)| !h.is_empty() && !m.is_empty()) => None,
+            _ => bad(
+                format!("\"{uri}\" is not a model URI"),
+                "use openai://MODEL, anthropic://MODEL or ollama://HOST:PORT/MODEL",
+            ),
+        },
+        ImportKind::Tool => match scheme {
+            Some("sh") => {
+                let program = rest.trim_end_matches('/');
+                if SHELLS.contains(&program) {
+                    bad(
+                        format!("\"{uri}\" is a general shell, which a program may never reach"),
+                        "import the tool itself (sh://find, sh://grep, sh://sed)",
+                    )
+                } else if program.is_empty()
+                    || !program
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                {
+                    bad(
+                        format!("\"{uri}\" does not name a program"),
+                        "sh://NAME, a program name without a path",
+                    )
+                } else {
+                    None
+                }
+            }
+            Some("file") if rest == "workspace" => None,
+            Some("env") if rest == "process" => None,
+            Some("http" | "https")
+                if !rest.is_empty()
+                    && rest.trim_end_matches('/').find('/').is_none()
+                    && !rest.contains(['?', '#', '@']) =>
+            {
+                None
+            }
+            Some("mcp") if rest.split_once('/').is_some_and(|(s, t)| !s.is_empty() && !t.is_empty()) => None,
+            _ => bad(
+                format!("\"{uri}\" is not a tool URI"),
+                "use sh://PROGRAM, file://workspace, env://process, https://ORIGIN (no path) or mcp://SERVER/TOOL",
+            ),
+        },
+        ImportKind::Memory => match scheme {
+            Some("file") if rest.ends_with(".jsonl") && relative(rest) => None,
+            Some("sqlite") if relative(rest.split('#').next().unwrap_or("")) && rest.split('#').next().is_some_and(|p| !p.is_empty()) => None,
+            _ => bad(
+                format!("\"{uri}\" is not a memory URI"),
+                "use file://RELATIVE/PATH.jsonl or sqlite://RELATIVE/PATH.db#NAMESPACE",
+            ),
+        },
+        ImportKind::File => {
+            if scheme.is_none() && relative(uri) && !uri.is_empty() {
+                None
+            } else {
+                bad(
+                    format!("\"{uri}\" is not a relative file path"),
+                    "files are read relative to the importing .as file, inside the workspace",
+                )
+            }
+        }
+        ImportKind::Agent => {
+            if scheme.is_none() && relative(uri) && uri.ends_with(".as") {
+                None
+            } else {
+                bad(
+                    format!("\"{uri}\" is not a relative path to an .as file"),
+                    "import agent A from \"./a.as\"",
+                )
+            }
+        }
+    }
+}
+
+fn relative(p: &str) -> bool {
+    !p.starts_with('/') && !p.starts_with('\\') && !p.contains(':') && !p.starts_with('~')
+}
+
+/// Nearest name, for "did you mean".
+fn closest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    names
+        .map(|n| (edit_distance(name, n), n))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// Scopes while walking a function: the agent's names (imports, agents, its functions), then a
+/// stack of frames of (name, binding) for the function's variables.
+struct Scopes<'a> {
+    base: &'a BTreeMap<String, Binding>,
+    frames: Vec<Vec<(String, Binding)>>,
+}
+
+impl Scopes<'_> {
+    fn find(&self, name: &str) -> Option<&Binding> {
+        self.frames
+            .iter()
+            .rev()
+            .flat_map(|f| f.iter().rev())
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b)
+            .or_else(|| self.base.get(name))
+    }
+    fn bind(&mut self, name: &str, b: Binding) {
+        if let Some(f) = self.frames.last_mut() {
+            f.push((name.to_string(), b));
+        }
+    }
+    fn names(&self) -> Vec<String> {
+        self.base
+            .keys()
+            .cloned()
+            .chain(self.frames.iter().flatten().map(|(n, _)| n.clone()))
+            .collect()
+    }
+}
+
+impl<'p> Analyzer<'p> {
+    fn push(&mut self, d: LangDiagnostic) {
+        self.out.push(d);
+    }
+
+    fn program(&mut self, p: &'p Program) {
+        // Globals: imports and agents, one namespace.
+        for item in &p.items {
+            match item {
+                Item::Import(i) => {
+                    if let Some((m, h)) = uri_problem(i.kind, &i.uri) {
+                        self.push(err(Code::AsImport, i.pos, m).with_help(h));
+                    }
+                    self.global(&i.name, Binding::Import(i.kind), &i.uri, i.pos);
+                }
+                Item::Agent(a) => {
+                    match &a.name {
+                        Some(n) => self.global(n, Binding::Agent, "", a.pos),
+                        None if !a.main => self.push(
+                            err(
+                                Code::AsEntry,
+                                a.pos,
+                                "only the main agent may leave out its name",
+                            )
+                            .with_help("agent NAME { … }"),
+                        ),
+                        None => {}
+                    }
+                    self.agents.push(a);
+                }
+                Item::Comment { .. } | Item::Blank => {}
+            }
+        }
+        let mains: Vec<&Agent> = self.agents.iter().copied().filter(|a| a.main).collect();
+        for extra in mains.iter().skip(1) {
+            self.push(err(
+                Code::AsEntry,
+                extra.pos,
+                "a program has at most one main agent",
+            ));
+        }
+        if self.agents.len() > 1 && mains.is_empty() {
+            self.push(
+                err(
+                    Code::AsEntry,
+                    self.agents[1].pos,
+                    "a program with several agents must declare its main agent",
+                )
+                .with_help("write main agent NAME { … } for the one the program starts with"),
+            );
+        }
+        let agents = self.agents.clone();
+        for a in agents {
+            self.agent(a);
+        }
+    }
+
+    fn global(&mut self, name: &str, b: Binding, uri: &str, pos: Pos) {
+        if self.globals.iter().any(|(n, _, _)| n == name) {
+            self.push(err(
+                Code::AsName,
+                pos,
+                format!("\"{name}\" is declared twice (imports and agents share one namespace)"),
+            ));
+            return;
+        }
+        self.globals.push((name.to_string(), b, uri.to_string()));
+    }
+
+    fn agent(&mut self, a: &Agent) {
+        let funcs: Vec<&Func> = a
+            .body
+            .iter()
+            .filter_map(|m| match m {
+                Member::Func(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        let mut names: Vec<&str> = Vec::new();
+        let mut main_seen = false;
+        for f in &funcs {
+            if f.main {
+                if main_seen {
+                    self.push(err(
+                        Code::AsEntry,
+                        f.pos,
+                        "an agent has at most one main func",
+                    ));
+                }
+                main_seen = true;
+            }
+            match &f.name {
+                Some(n) if names.contains(&n.as_str()) => self.push(err(
+                    Code::AsName,
+                    f.pos,
+                    format!("the function \"{n}\" is declared twice in this agent"),
+                )),
+                Some(n) => names.push(n),
+                None if !f.main => self.push(
+                    err(
+                        Code::AsEntry,
+                        f.pos,
+                        "only the main func may leave out its name",
+                    )
+                    .with_help("func NAME(input) { … }"),
+                ),
+                None => {}
+            }
+        }
+        let mut base: BTreeMap<String, Binding> = BTreeMap::new();
+        for (n, b, _) in &self.globals {
+            base.insert(n.clone(), b.clone());
+        }
+        for n in &names {
+            base.insert((*n).to_string(), Binding::Func);
+        }
+        for m in &a.body {
+            match m {
+                Member::Config(c) => self.config(c.key, &c.value, c.pos),
+                Member::Func(f) => self.func(f, &base),
+                Member::Comment { .. } | Member::Blank => {}
+            }
+        }
+    }
+
+    fn config(&mut self, key: ConfigKey, value: &Expr, pos: Pos) {
+        if key == ConfigKey::Model {
+            let ok = matches!(&value.kind, ExprKind::Name { name } if self.globals.iter().any(|(n, b, _)| n == name && *b == Binding::Import(ImportKind::Llm)));
+            if !ok {
+                self.push(
+                    err(Code::AsName, pos, "model must name an imported llm")
+                        .with_help("import llm NAME from \"openai://…\", then model NAME"),
+                );
+            }
+        } else if !matches!(value.kind, ExprKind::Str { .. }) {
+            self.push(err(
+                Code::AsSyntax,
+                value.pos,
+                format!("{} takes a string", key.as_str()),
+            ));
+        }
+    }
+
+    fn func(&mut self, f: &Func, base: &BTreeMap<String, Binding>) {
+        let mut scopes = Scopes {
+            base,
+            frames: vec![Vec::new()],
+        };
+        if let Some(p) = &f.param {
+            scopes.bind(&p.name, Binding::Var);
+        }
+        self.block(&f.body, &mut scopes);
+    }
+
+    fn block(&mut self, body: &[Stmt], scopes: &mut Scopes) {
+        for s in body {
+            self.stmt(s, scopes);
+        }
+    }
+
+    fn child(&mut self, body: &[Stmt], scopes: &mut Scopes, var: Option<&str>) {
+        scopes.frames.push(Vec::new());
+        if let Some(v) = var {
+            scopes.bind(v, Binding::Var);
+        }
+        self.block(body, scopes);
+        scopes.frames.pop();
+    }
+
+    fn stmt(&mut self, s: &Stmt, scopes: &mut Scopes) {
+        match &s.kind {
+            StmtKind::Config { key, value } => self.config(*key, value, s.pos),
+            StmtKind::Use { expr, budget } => {
+                self.expr(expr, scopes);
+                let mut root = expr;
+                while let ExprKind::Field { target, .. } | ExprKind::Index { target, .. } =
+                    &root.kind
+                {
+                    root = target;
+                }
+                if let ExprKind::Name { name } = &root.kind {
+                    if let Some(b) = scopes.find(name) {
+                        if !matches!(b, Binding::Var | Binding::Import(ImportKind::File)) {
+                            self.push(
+                                err(
+                                    Code::AsUse,
+                                    expr.pos,
+                                    format!(
+                                        "\"{name}\" is {}, which cannot enter a prompt",
+                                        b.describe()
+                                    ),
+                                )
+                                .with_help(
+                                    "use a value: a variable, a field of one, or an imported file",
+                                ),
+                            );
+                        }
+                    }
+                }
+                if let Some(b) = budget {
+                    self.cap(b, "a budget");
+                }
+            }
+            StmtKind::Assign { name, value } => {
+                self.expr(value, scopes);
+                match scopes.find(name) {
+                    Some(Binding::Var) => {}
+                    Some(b) => self.push(err(
+                        Code::AsName,
+                        s.pos,
+                        format!("\"{name}\" is {} and cannot be assigned", b.describe()),
+                    )),
+                    None => scopes.bind(name, Binding::Var),
+                }
+            }
+            StmtKind::Expr { expr } => self.expr(expr, scopes),
+            StmtKind::Return { value } => {
+                if let Some(v) = value {
+                    self.expr(v, scopes);
+                }
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.expr(cond, scopes);
+                self.child(then, scopes, None);
+                if let Some(o) = otherwise {
+                    self.child(o, scopes, None);
+                }
+            }
+            StmtKind::LoopUntil { cond, cap, body } => {
+                self.cap(cap, "a loop cap");
+                // The condition is checked before each round: it reads the outer scope.
+                self.expr(cond, scopes);
+                self.child(body, scopes, None);
+            }
+            StmtKind::Repeat { count, body } => {
+                self.cap(count, "a repeat count");
+                self.child(body, scopes, None);
+            }
+            StmtKind::For {
+                var,
+                iter,
+                cap,
+                body,
+            } => {
+                self.expr(iter, scopes);
+                if let Some(c) = cap {
+                    self.cap(c, "a loop cap");
+                }
+                self.child(body, scopes, Some(var));
+            }
+            StmtKind::Comment { .. } | StmtKind::Blank => {}
+        }
+    }
+
+    /// Budgets, caps and counts are positive whole numbers written in the program.
+    fn cap(&mut self, e: &Expr, what: &str) {
+        let ok = matches!(&e.kind, ExprKind::Num { text } if super::whole_number(text).is_some_and(|n| n >= 1));
+        if !ok {
+            self.push(
+                err(
+                    Code::AsSyntax,
+                    e.pos,
+                    format!("{what} must be a whole number of at least 1"),
+                )
+                .with_help("write it in the program: < 6, < 2k, * 3"),
+            );
+        }
+    }
+
+    fn expr(&mut self, e: &Expr, scopes: &Scopes) {
+        match &e.kind {
+            ExprKind::Str { .. }
+            | ExprKind::Num { .. }
+            | ExprKind::Bool { .. }
+            | ExprKind::None => {}
+            ExprKind::Name { name } => {
+                if scopes.find(name).is_none() {
+                    let names = scopes.names();
+                    let mut d = err(Code::AsName, e.pos, format!("unknown name \"{name}\""));
+                    if let Some(c) = closest(name, names.iter().map(String::as_str)) {
+                        d = d.with_help(format!("did you mean \"{c}\"?"));
+                    } else {
+                        d = d.with_help("assign it first, or import it");
+                    }
+                    self.push(d);
+                }
+            }
+            ExprKind::List { items } => {
+                for i in items {
+                    self.expr(i, scopes);
+                }
+            }
+            ExprKind::Object { entries } => {
+                for (_, v) in entries {
+                    self.expr(v, scopes);
+                }
+            }
+            ExprKind::Field { target, .. } => self.expr(target, scopes),
+            ExprKind::Index { target, index } => {
+                self.expr(target, scopes);
+                self.expr(index, scopes);
+            }
+            ExprKind::Call { callee, args } => {
+                self.call(callee, scopes);
+                for a in args {
+                    self.expr(a, scopes);
+                }
+            }
+            ExprKind::Not { operand } => self.expr(operand, scopes),
+            ExprKind::Binary { left, right, .. } => {
+                self.expr(left, scopes);
+                self.expr(right, scopes);
+            }
+            ExprKind::Generate { options, .. } => {
+                if !options.iter().any(|(k, _)| k == "input") {
+                    self.push(
+                        err(Code::AsGenerate, e.pos, "generate needs an input")
+                            .with_help("generate({ input: \"what to do\" }) { return { … } }"),
+                    );
+                }
+                for (k, v) in options {
+                    if !["input", "limit", "attempts", "debug"].contains(&k.as_str()) {
+                        self.push(
+                            err(
+                                Code::AsGenerate,
+                                v.pos,
+                                format!("generate has no option \"{k}\""),
+                            )
+                            .with_help("the options are input, limit, attempts and debug"),
+                        );
+                    }
+                    self.expr(v, scopes);
+                }
+            }
+        }
+    }
+
+    /// What is called: a function of this agent, an agent (`A(x)`, `A.f(x)`), a tool or memory
+    /// method, or a list's `add`.
+    fn call(&mut self, callee: &Expr, scopes: &Scopes) {
+        match &callee.kind {
+            ExprKind::Name { name } => match scopes.find(name) {
+                Some(Binding::Func | Binding::Agent | Binding::Import(ImportKind::Agent)) => {}
+                Some(b) => self.push(err(
+                    Code::AsName,
+                    callee.pos,
+                    format!("\"{name}\" is {} and cannot be called", b.describe()),
+                )),
+                None => self.expr(callee, scopes),
+            },
+            ExprKind::Field {
+                target,
+                name: method,
+            } => {
+                if let ExprKind::Name { name } = &target.kind {
+                    match scopes.find(name) {
+                        Some(Binding::Import(kind @ (ImportKind::Tool | ImportKind::Memory))) => {
+                            let uri = self
+                                .globals
+                                .iter()
+                                .find(|(n, _, _)| n == name)
+                                .map(|(_, _, u)| u.clone())
+                                .unwrap_or_default();
+                            let allowed = methods(*kind, &uri);
+                            if !allowed.contains(&method.as_str()) {
+                                self.push(
+                                    err(
+                                        Code::AsName,
+                                        callee.pos,
+                                        format!("\"{name}\" has no method \"{method}\""),
+                                    )
+                                    .with_help(format!("its methods: {}", allowed.join(", "))),
+                                );
+                            }
+                            return;
+                        }
+                        Some(Binding::Agent) => {
+                            let known = self.agents.iter().find(|a| a.name.as_deref() == Some(name.as_str())).map(|a| {
+                                a.body.iter().any(|m| matches!(m, Member::Func(f) if f.name.as_deref() == Some(method.as_str())))
+                            });
+                            if known == Some(false) {
+                                self.push(err(
+                                    Code::AsName,
+                                    callee.pos,
+                                    format!("agent \"{name}\" has no function \"{method}\""),
+                                ));
+                            }
+                            return;
+                        }
+                        Some(Binding::Import(ImportKind::Agent)) => return,
+                        _ => {}
+                    }
+                }
+                if method != "add" {
+                    self.push(
+                        err(
+                            Code::AsName,
+                            callee.pos,
+                            format!("\"{method}\" cannot be called here"),
+                        )
+                        .with_help("calls are F(x), Agent(x), Agent.f(x), Tool.method({…}), Memory.add/query({…}) and list.add(x)"),
+                    );
+                }
+                self.expr(target, scopes);
+            }
+            _ => self.push(err(Code::AsSyntax, callee.pos, "this cannot be called")),
+        }
+    }
+}
+
+/// One file's agent imports: (imported file, where the import is).
+pub type Imports = Vec<(String, Pos)>;
+
+/// The agent imports of a set of `.as` files form a cycle: each file's `import agent` paths, as
+/// `(file, [(imported file, position)])`, with paths already resolved by the host, the checked
+/// file first. The first import that closes a cycle is reported in the file that holds it.
+#[must_use]
+pub fn import_cycles(graph: &[(String, Imports)]) -> Vec<(String, LangDiagnostic)> {
+    let mut out = Vec::new();
+    let edges = |f: &str| {
+        graph
+            .iter()
+            .find(|(n, _)| n == f)
+            .map(|(_, e)| e.clone())
+            .unwrap_or_default()
+    };
+    let Some((root, _)) = graph.first() else {
+        return out;
+    };
+    let mut path: Vec<String> = vec![root.clone()];
+    let mut stack: Vec<(String, Imports, usize)> = vec![(root.clone(), edges(root), 0)];
+    let mut done: Vec<String> = Vec::new();
+    while let Some((file, next, i)) = stack.last_mut() {
+        if let Some((to, pos)) = next.get(*i).cloned() {
+            *i += 1;
+            if let Some(start) = path.iter().position(|p| *p == to) {
+                let mut cycle: Vec<String> = path[start..].to_vec();
+                cycle.push(to.clone());
+                out.push((
+                    file.clone(),
+                    err(
+                        Code::AsImportCycle,
+                        pos,
+                        format!("agent imports form a cycle: {}", cycle.join(" -> ")),
+                    ),
+                ));
+            } else if !done.contains(&to) {
+                path.push(to.clone());
+                let e = edges(&to);
+                stack.push((to, e, 0));
+            }
+        } else {
+            done.push(file.clone());
+            path.pop();
+            stack.pop();
+        }
+    }
+    out
+}

@@ -1,0 +1,124 @@
+//! `.as` programs (seed 002, "AgentScript" in the seed; "AgentScript v1 replies" stay the reply
+//! format): the tokenizer, the parser and its syntax tree, the semantic analyzer and the
+//! formatter. Pure, like the rest of core; the host reads the files and runs the programs.
+//!
+//! ```text
+//! source -> lexer -> parser -> AST -> analyzer -> (interpreter, next) -> trace + result
+//! ```
+
+pub mod analyze;
+pub mod ast;
+pub mod format;
+pub mod lexer;
+pub mod parser;
+
+use crate::diag::Code;
+use serde::Serialize;
+
+/// A 1-based line and column (in characters).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Pos {
+    pub line: u32,
+    pub column: u32,
+}
+
+/// One problem in an `.as` program: a code, where it is, a message and optional help.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LangDiagnostic {
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
+    pub code: Code,
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl LangDiagnostic {
+    #[must_use]
+    pub fn new(code: Code, pos: Pos, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            line: pos.line,
+            column: pos.column,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    #[must_use]
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+impl std::fmt::Display for LangDiagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} line {}, column {}: {}",
+            self.code, self.line, self.column, self.message
+        )?;
+        if let Some(h) = &self.help {
+            write!(f, " (help: {h})")?;
+        }
+        Ok(())
+    }
+}
+
+/// What `keyless-host as check --json` prints: `{"ok","diagnostics":[…]}`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "AsCheckReport"))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    pub ok: bool,
+    pub diagnostics: Vec<LangDiagnostic>,
+}
+
+/// Parses and analyzes one file on its own (agent imports are not followed; see
+/// [`analyze::check_imports`] for the cycle check across files).
+#[must_use]
+pub fn check(src: &str) -> CheckReport {
+    let diagnostics = match parser::parse(src) {
+        Ok(program) => analyze::analyze(&program),
+        Err(d) => vec![d],
+    };
+    CheckReport {
+        ok: diagnostics.is_empty(),
+        diagnostics,
+    }
+}
+
+/// A whole number literal's value (`12`, `2k` = 2000), or `None` for a fraction or one past
+/// `u64`. Budgets, caps and counts must be whole numbers.
+#[must_use]
+pub fn whole_number(text: &str) -> Option<u64> {
+    let (digits, scale) = match text.strip_suffix('k') {
+        Some(d) => (d, 1000),
+        None => (text, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(scale)
+}
+
+/// A number literal's value (`0.5`, `2k`, `12`), as a program reads it when it runs.
+#[must_use]
+pub fn number_value(text: &str) -> Option<f64> {
+    if let Some(n) = whole_number(text) {
+        #[allow(clippy::cast_precision_loss)] // literals past 2^53 are rounded, like JSON's
+        return Some(n as f64);
+    }
+    let (digits, scale) = match text.strip_suffix('k') {
+        Some(d) => (d, 1000.0),
+        None => (text, 1.0),
+    };
+    digits.parse::<f64>().ok().map(|v| v * scale)
+}
+
+/// The largest `.as` file read, in bytes.
+pub const MAX_SOURCE_BYTES: usize = 1 << 20;
+/// The deepest nesting of blocks and expressions.
+pub const MAX_DEPTH: u32 = 64;

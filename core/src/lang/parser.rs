@@ -1,0 +1,847 @@
+//! The recursive-descent parser of `.as` programs. It stops at the first error, which names the
+//! line, the column and what was expected; it never panics, and nesting is bounded
+//! ([`super::MAX_DEPTH`]).
+
+use super::ast::*;
+use super::lexer::{tokenize, Tok, Token};
+use super::{LangDiagnostic, Pos, MAX_DEPTH, MAX_SOURCE_BYTES};
+use crate::diag::Code;
+
+/// The seed's reserved words: not names.
+pub const RESERVED: &[&str] = &[
+    "import", "from", "main", "agent", "func", "use", "loop", "until", "repeat", "for", "in",
+    "return", "if", "else", "and", "or", "not", "generate", "true", "false", "none", "string",
+    "number", "boolean", "json", "list",
+];
+
+type Res<T> = Result<T, LangDiagnostic>;
+
+/// Parses a whole file.
+///
+/// # Errors
+/// The first syntax error, or a file or nesting over the limits.
+pub fn parse(src: &str) -> Res<Program> {
+    if src.len() > MAX_SOURCE_BYTES {
+        return Err(LangDiagnostic::new(
+            Code::AsLimit,
+            Pos { line: 1, column: 1 },
+            format!(
+                "the file has {} bytes; .as files are at most {MAX_SOURCE_BYTES}",
+                src.len()
+            ),
+        ));
+    }
+    let tokens = tokenize(src)?;
+    let mut p = Parser {
+        tokens,
+        i: 0,
+        depth: 0,
+    };
+    p.program()
+}
+
+struct Parser {
+    tokens: Vec<Token>,
+    i: usize,
+    depth: u32,
+}
+
+fn is_name(w: &str) -> bool {
+    !RESERVED.contains(&w)
+}
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        &self.tokens[self.i.min(self.tokens.len() - 1)].tok
+    }
+
+    fn peek_at(&self, n: usize) -> &Tok {
+        &self.tokens[(self.i + n).min(self.tokens.len() - 1)].tok
+    }
+
+    fn pos(&self) -> Pos {
+        self.tokens[self.i.min(self.tokens.len() - 1)].pos
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.tokens[self.i.min(self.tokens.len() - 1)].clone();
+        if self.i < self.tokens.len() - 1 {
+            self.i += 1;
+        }
+        t
+    }
+
+    fn is_word(&self, w: &str) -> bool {
+        matches!(self.peek(), Tok::Ident(s) if s == w)
+    }
+
+    fn error(&self, expected: &str) -> LangDiagnostic {
+        let found = self.peek().describe();
+        let mut d = LangDiagnostic::new(
+            Code::AsSyntax,
+            self.pos(),
+            format!("expected {expected}, found {found}"),
+        );
+        if *self.peek() == Tok::Less {
+            d = d.with_help(
+                "< is not a comparison: it only sets a budget (use x < 2k) or a cap (loop until c < 6, for x in xs < 10)",
+            );
+        }
+        d
+    }
+
+    fn expect(&mut self, tok: &Tok, what: &str) -> Res<Pos> {
+        if self.peek() == tok {
+            Ok(self.bump().pos)
+        } else {
+            Err(self.error(what))
+        }
+    }
+
+    fn expect_word(&mut self, w: &str) -> Res<Pos> {
+        if self.is_word(w) {
+            Ok(self.bump().pos)
+        } else {
+            Err(self.error(&format!("\"{w}\"")))
+        }
+    }
+
+    fn name(&mut self, what: &str) -> Res<String> {
+        match self.peek().clone() {
+            Tok::Ident(w) if is_name(&w) => {
+                self.bump();
+                Ok(w)
+            }
+            Tok::Ident(w) => Err(LangDiagnostic::new(
+                Code::AsSyntax,
+                self.pos(),
+                format!("expected {what}, found the reserved word \"{w}\""),
+            )
+            .with_help("reserved words cannot name anything; pick another name")),
+            _ => Err(self.error(what)),
+        }
+    }
+
+    fn deeper(&mut self) -> Res<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(LangDiagnostic::new(
+                Code::AsLimit,
+                self.pos(),
+                format!("nested more than {MAX_DEPTH} levels deep"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn skip_newlines(&mut self) {
+        while matches!(self.peek(), Tok::Newline) {
+            self.bump();
+        }
+    }
+
+    /// Newlines, and whether they held an empty line.
+    fn newlines(&mut self) -> u32 {
+        let mut n = 0;
+        while matches!(self.peek(), Tok::Newline) {
+            self.bump();
+            n += 1;
+        }
+        n
+    }
+
+    /// The end of a statement or item: an optional end-of-line comment, then a newline, `}` or
+    /// the end of the file.
+    fn end_of_line(&mut self) -> Res<Option<String>> {
+        let comment = match self.peek().clone() {
+            Tok::Comment(c) => {
+                self.bump();
+                Some(c)
+            }
+            _ => None,
+        };
+        match self.peek() {
+            Tok::Newline | Tok::RBrace | Tok::Eof => Ok(comment),
+            _ => Err(self.error("the end of the line")),
+        }
+    }
+
+    fn program(&mut self) -> Res<Program> {
+        let mut items = Vec::new();
+        loop {
+            let blank = self.newlines() > 1;
+            if blank && !items.is_empty() && !matches!(items.last(), Some(Item::Blank)) {
+                items.push(Item::Blank);
+            }
+            let pos = self.pos();
+            match self.peek().clone() {
+                Tok::Eof => break,
+                Tok::Comment(text) => {
+                    self.bump();
+                    items.push(Item::Comment { text, pos });
+                }
+                Tok::Ident(w) if w == "import" => items.push(Item::Import(self.import()?)),
+                Tok::Ident(w) if w == "agent" || w == "main" => {
+                    items.push(Item::Agent(self.agent()?));
+                }
+                _ => return Err(self.error("\"import\" or an agent")),
+            }
+        }
+        while matches!(items.last(), Some(Item::Blank)) {
+            items.pop();
+        }
+        Ok(Program { items })
+    }
+
+    fn import(&mut self) -> Res<Import> {
+        let pos = self.expect_word("import")?;
+        let kind = match self.peek().clone() {
+            Tok::Ident(w) => ImportKind::from_word(&w),
+            _ => None,
+        }
+        .ok_or_else(|| self.error("an import kind (llm, tool, memory, file or agent)"))?;
+        self.bump();
+        let name = self.name("the imported name")?;
+        self.expect_word("from")?;
+        let uri = match self.peek().clone() {
+            Tok::Str(s) => {
+                self.bump();
+                s
+            }
+            _ => return Err(self.error("a quoted URI")),
+        };
+        let comment = self.end_of_line()?;
+        Ok(Import {
+            kind,
+            name,
+            uri,
+            pos,
+            comment,
+        })
+    }
+
+    fn agent(&mut self) -> Res<Agent> {
+        let pos = self.pos();
+        let main = if self.is_word("main") {
+            self.bump();
+            true
+        } else {
+            false
+        };
+        self.expect_word("agent")?;
+        let name = if matches!(self.peek(), Tok::LBrace) {
+            None
+        } else {
+            Some(self.name("the agent's name")?)
+        };
+        self.expect(&Tok::LBrace, "\"{\"")?;
+        self.deeper()?;
+        let mut body = Vec::new();
+        loop {
+            let blank = self.newlines() > 1;
+            if blank && !body.is_empty() && !matches!(body.last(), Some(Member::Blank)) {
+                body.push(Member::Blank);
+            }
+            let at = self.pos();
+            match self.peek().clone() {
+                Tok::RBrace => {
+                    self.bump();
+                    break;
+                }
+                Tok::Comment(text) => {
+                    self.bump();
+                    body.push(Member::Comment { text, pos: at });
+                }
+                Tok::Ident(w)
+                    if w == "func"
+                        || (w == "main" && self.peek_at(1) == &Tok::Ident("func".into())) =>
+                {
+                    body.push(Member::Func(self.func()?));
+                }
+                Tok::Ident(w) if ConfigKey::from_word(&w).is_some() => {
+                    self.bump();
+                    let key = ConfigKey::from_word(&w).unwrap_or(ConfigKey::Model);
+                    let value = self.expr()?;
+                    let comment = self.end_of_line()?;
+                    body.push(Member::Config(Config {
+                        key,
+                        value,
+                        pos: at,
+                        comment,
+                    }));
+                }
+                Tok::Eof => return Err(self.error("\"}\" to close the agent")),
+                _ => return Err(self.error("model, role, description, a func or \"}\"")),
+            }
+        }
+        while matches!(body.last(), Some(Member::Blank)) {
+            body.pop();
+        }
+        self.depth -= 1;
+        Ok(Agent {
+            main,
+            name,
+            body,
+            pos,
+        })
+    }
+
+    fn func(&mut self) -> Res<Func> {
+        let pos = self.pos();
+        let main = if self.is_word("main") {
+            self.bump();
+            true
+        } else {
+            false
+        };
+        self.expect_word("func")?;
+        let name = if matches!(self.peek(), Tok::LParen) {
+            None
+        } else {
+            Some(self.name("the function's name")?)
+        };
+        self.expect(&Tok::LParen, "\"(\"")?;
+        self.skip_newlines();
+        let param = if matches!(self.peek(), Tok::RParen) {
+            None
+        } else {
+            let name = self.name("the parameter's name")?;
+            self.skip_newlines();
+            let shape = if matches!(self.peek(), Tok::LBrace) {
+                Some(self.shape_fields()?)
+            } else {
+                None
+            };
+            self.skip_newlines();
+            Some(Param { name, shape })
+        };
+        self.expect(&Tok::RParen, "\")\" (a function takes one parameter)")?;
+        let body = self.block()?;
+        Ok(Func {
+            main,
+            name,
+            param,
+            body,
+            pos,
+        })
+    }
+
+    fn block(&mut self) -> Res<Vec<Stmt>> {
+        self.expect(&Tok::LBrace, "\"{\"")?;
+        self.deeper()?;
+        let mut out: Vec<Stmt> = Vec::new();
+        loop {
+            let blank = self.newlines() > 1;
+            if blank
+                && !out.is_empty()
+                && !matches!(out.last().map(|s| &s.kind), Some(StmtKind::Blank))
+            {
+                out.push(Stmt {
+                    kind: StmtKind::Blank,
+                    pos: self.pos(),
+                    comment: None,
+                });
+            }
+            match self.peek() {
+                Tok::RBrace => {
+                    self.bump();
+                    break;
+                }
+                Tok::Eof => return Err(self.error("\"}\" to close the block")),
+                _ => out.push(self.stmt()?),
+            }
+        }
+        while matches!(out.last().map(|s| &s.kind), Some(StmtKind::Blank)) {
+            out.pop();
+        }
+        self.depth -= 1;
+        Ok(out)
+    }
+
+    fn stmt(&mut self) -> Res<Stmt> {
+        let pos = self.pos();
+        let tok = self.peek().clone();
+        let kind = match &tok {
+            Tok::Comment(text) => {
+                self.bump();
+                return Ok(Stmt {
+                    kind: StmtKind::Comment { text: text.clone() },
+                    pos,
+                    comment: None,
+                });
+            }
+            Tok::Ident(w) => match w.as_str() {
+                "use" => {
+                    self.bump();
+                    let expr = self.expr()?;
+                    let budget = self.cap()?;
+                    StmtKind::Use { expr, budget }
+                }
+                "return" => {
+                    self.bump();
+                    let value = if matches!(
+                        self.peek(),
+                        Tok::Newline | Tok::RBrace | Tok::Eof | Tok::Comment(_)
+                    ) {
+                        None
+                    } else {
+                        Some(self.expr()?)
+                    };
+                    StmtKind::Return { value }
+                }
+                "if" => return self.if_stmt(pos),
+                "loop" => {
+                    self.bump();
+                    self.expect_word("until")?;
+                    let cond = self.expr()?;
+                    let Some(cap) = self.cap()? else {
+                        return Err(self.error("\"<\" and the loop's cap (loop until C < N)"));
+                    };
+                    let body = self.block()?;
+                    StmtKind::LoopUntil { cond, cap, body }
+                }
+                "repeat" => {
+                    self.bump();
+                    self.expect(&Tok::Star, "\"*\" (repeat * N)")?;
+                    let count = self.expr()?;
+                    let body = self.block()?;
+                    StmtKind::Repeat { count, body }
+                }
+                "for" => {
+                    self.bump();
+                    let var = self.name("the loop variable")?;
+                    self.expect_word("in")?;
+                    let iter = self.expr()?;
+                    let cap = self.cap()?;
+                    let body = self.block()?;
+                    StmtKind::For {
+                        var,
+                        iter,
+                        cap,
+                        body,
+                    }
+                }
+                w if ConfigKey::from_word(w).is_some()
+                    && !matches!(
+                        self.peek_at(1),
+                        Tok::Assign
+                            | Tok::Dot
+                            | Tok::LParen
+                            | Tok::LBracket
+                            | Tok::Newline
+                            | Tok::RBrace
+                            | Tok::Eof
+                    ) =>
+                {
+                    let key = ConfigKey::from_word(w).unwrap_or(ConfigKey::Model);
+                    self.bump();
+                    let value = self.expr()?;
+                    StmtKind::Config { key, value }
+                }
+                w if self.peek_at(1) == &Tok::Assign => {
+                    if !is_name(w) {
+                        return Err(LangDiagnostic::new(
+                            Code::AsSyntax,
+                            pos,
+                            format!("\"{w}\" is a reserved word and cannot be assigned"),
+                        ));
+                    }
+                    let name = w.to_string();
+                    self.bump();
+                    self.bump();
+                    let value = self.expr()?;
+                    StmtKind::Assign { name, value }
+                }
+                _ => StmtKind::Expr { expr: self.expr()? },
+            },
+            _ => StmtKind::Expr { expr: self.expr()? },
+        };
+        let comment = self.end_of_line()?;
+        Ok(Stmt { kind, pos, comment })
+    }
+
+    /// `< N` after a use, a loop condition or a for list.
+    fn cap(&mut self) -> Res<Option<Expr>> {
+        if matches!(self.peek(), Tok::Less) {
+            self.bump();
+            Ok(Some(self.primary()?))
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn if_stmt(&mut self, pos: Pos) -> Res<Stmt> {
+        self.expect_word("if")?;
+        let cond = self.expr()?;
+        let then = self.block()?;
+        let otherwise = if self.is_word("else") {
+            self.bump();
+            if self.is_word("if") {
+                let inner_pos = self.pos();
+                self.deeper()?;
+                let inner = self.if_stmt(inner_pos)?;
+                self.depth -= 1;
+                Some(vec![inner])
+            } else {
+                Some(self.block()?)
+            }
+        } else {
+            None
+        };
+        let comment = self.end_of_line()?;
+        Ok(Stmt {
+            kind: StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            },
+            pos,
+            comment,
+        })
+    }
+
+    // ---- expressions: or < and < not < == != < postfix < primary ----
+
+    fn expr(&mut self) -> Res<Expr> {
+        self.deeper()?;
+        let e = self.or();
+        self.depth -= 1;
+        e
+    }
+
+    fn binary(&mut self, word: &str, op: BinOp, next: fn(&mut Self) -> Res<Expr>) -> Res<Expr> {
+        let mut left = next(self)?;
+        while self.is_word(word) {
+            self.bump();
+            let right = next(self)?;
+            left = Expr {
+                pos: left.pos,
+                kind: ExprKind::Binary {
+                    op,
+                    left: Box::new(left),
+                    right: Box::new(right),
+                },
+            };
+        }
+        Ok(left)
+    }
+
+    fn or(&mut self) -> Res<Expr> {
+        self.binary("or", BinOp::Or, Self::and)
+    }
+
+    fn and(&mut self) -> Res<Expr> {
+        self.binary("and", BinOp::And, Self::not)
+    }
+
+    fn not(&mut self) -> Res<Expr> {
+        if self.is_word("not") {
+            let pos = self.bump().pos;
+            self.deeper()?;
+            let operand = self.not()?;
+            self.depth -= 1;
+            return Ok(Expr {
+                kind: ExprKind::Not {
+                    operand: Box::new(operand),
+                },
+                pos,
+            });
+        }
+        self.equality()
+    }
+
+    fn equality(&mut self) -> Res<Expr> {
+        let mut left = self.postfix()?;
+        loop {
+            let op = match self.peek() {
+                Tok::EqEq => BinOp::Eq,
+                Tok::NotEq => BinOp::Ne,
+                _ => return Ok(left),
+            };
+            self.bump();
+            let right = self.postfix()?;
+            left = Expr {
+                pos: left.pos,
+                kind: ExprKind::Binary {
+                    op,
+                    left: Box::new(left),
+                    right: Box::new(right),
+                },
+            };
+        }
+    }
+
+    fn postfix(&mut self) -> Res<Expr> {
+        let mut e = self.primary()?;
+        let mut links = 0u32;
+        loop {
+            links += 1;
+            if links > MAX_DEPTH * 4 {
+                return Err(LangDiagnostic::new(
+                    Code::AsLimit,
+                    self.pos(),
+                    "too many calls, fields or indexes in a row",
+                ));
+            }
+            match self.peek() {
+                Tok::Dot => {
+                    self.bump();
+                    let name = match self.peek().clone() {
+                        // Field names may be any word (`.length`, `.add`, `plan.steps`).
+                        Tok::Ident(w) => {
+                            self.bump();
+                            w
+                        }
+                        _ => return Err(self.error("a field name after \".\"")),
+                    };
+                    e = Expr {
+                        pos: e.pos,
+                        kind: ExprKind::Field {
+                            target: Box::new(e),
+                            name,
+                        },
+                    };
+                }
+                Tok::LBracket => {
+                    self.bump();
+                    self.skip_newlines();
+                    let index = self.expr()?;
+                    self.skip_newlines();
+                    self.expect(&Tok::RBracket, "\"]\"")?;
+                    e = Expr {
+                        pos: e.pos,
+                        kind: ExprKind::Index {
+                            target: Box::new(e),
+                            index: Box::new(index),
+                        },
+                    };
+                }
+                Tok::LParen => {
+                    self.bump();
+                    let args = self.list_of(&Tok::RParen, "\")\"")?;
+                    e = Expr {
+                        pos: e.pos,
+                        kind: ExprKind::Call {
+                            callee: Box::new(e),
+                            args,
+                        },
+                    };
+                }
+                _ => return Ok(e),
+            }
+        }
+    }
+
+    /// Comma-separated expressions up to `close` (newlines allowed anywhere).
+    fn list_of(&mut self, close: &Tok, what: &str) -> Res<Vec<Expr>> {
+        let mut items = Vec::new();
+        loop {
+            self.skip_newlines();
+            if self.peek() == close {
+                self.bump();
+                return Ok(items);
+            }
+            items.push(self.expr()?);
+            self.skip_newlines();
+            match self.peek() {
+                Tok::Comma => {
+                    self.bump();
+                }
+                t if t == close => {}
+                _ => return Err(self.error(&format!("\",\" or {what}"))),
+            }
+        }
+    }
+
+    fn primary(&mut self) -> Res<Expr> {
+        let pos = self.pos();
+        let kind = match self.peek().clone() {
+            Tok::Str(value) => {
+                self.bump();
+                ExprKind::Str { value }
+            }
+            Tok::Num(text) => {
+                self.bump();
+                ExprKind::Num { text }
+            }
+            Tok::LBracket => {
+                self.bump();
+                self.deeper()?;
+                let items = self.list_of(&Tok::RBracket, "\"]\"")?;
+                self.depth -= 1;
+                ExprKind::List { items }
+            }
+            Tok::LBrace => {
+                self.deeper()?;
+                let entries = self.object()?;
+                self.depth -= 1;
+                ExprKind::Object { entries }
+            }
+            Tok::LParen => {
+                self.bump();
+                self.skip_newlines();
+                let inner = self.expr()?;
+                self.skip_newlines();
+                self.expect(&Tok::RParen, "\")\"")?;
+                return Ok(inner);
+            }
+            Tok::Ident(w) => match w.as_str() {
+                "true" | "false" => {
+                    self.bump();
+                    ExprKind::Bool { value: w == "true" }
+                }
+                "none" => {
+                    self.bump();
+                    ExprKind::None
+                }
+                "generate" => {
+                    self.bump();
+                    return self.generate(pos);
+                }
+                w if is_name(w) => {
+                    self.bump();
+                    ExprKind::Name {
+                        name: w.to_string(),
+                    }
+                }
+                _ => return Err(self.error("a value")),
+            },
+            _ => return Err(self.error("a value")),
+        };
+        Ok(Expr { kind, pos })
+    }
+
+    /// `{ key: value, … }`: entries separated by commas or newlines.
+    fn object(&mut self) -> Res<Vec<(String, Expr)>> {
+        self.expect(&Tok::LBrace, "\"{\"")?;
+        let mut entries: Vec<(String, Expr)> = Vec::new();
+        loop {
+            self.skip_newlines();
+            let key = match self.peek().clone() {
+                Tok::RBrace => {
+                    self.bump();
+                    return Ok(entries);
+                }
+                Tok::Ident(k) | Tok::Str(k) => {
+                    self.bump();
+                    k
+                }
+                _ => return Err(self.error("a key or \"}\"")),
+            };
+            self.expect(&Tok::Colon, "\":\" after the key")?;
+            self.skip_newlines();
+            let value = self.expr()?;
+            entries.push((key, value));
+            match self.peek() {
+                Tok::Comma | Tok::Newline => {
+                    self.bump();
+                }
+                Tok::RBrace => {}
+                _ => return Err(self.error("\",\", a new line or \"}\"")),
+            }
+        }
+    }
+
+    fn generate(&mut self, pos: Pos) -> Res<Expr> {
+        self.expect(&Tok::LParen, "\"(\" after generate")?;
+        self.skip_newlines();
+        let options = self.object()?;
+        self.skip_newlines();
+        self.expect(&Tok::RParen, "\")\"")?;
+        self.expect(
+            &Tok::LBrace,
+            "\"{\" and the return shape (generate(…) { return { … } })",
+        )?;
+        self.skip_newlines();
+        self.expect_word("return")?;
+        let shape = self.shape_fields()?;
+        self.skip_newlines();
+        self.expect(&Tok::RBrace, "\"}\" after the return shape")?;
+        Ok(Expr {
+            kind: ExprKind::Generate { options, shape },
+            pos,
+        })
+    }
+
+    /// `{ name type … }`: fields separated by newlines or commas.
+    fn shape_fields(&mut self) -> Res<Vec<Field>> {
+        self.expect(&Tok::LBrace, "\"{\" and the fields of a shape")?;
+        self.deeper()?;
+        let mut fields = Vec::new();
+        loop {
+            self.skip_newlines();
+            let pos = self.pos();
+            let name = match self.peek().clone() {
+                Tok::RBrace => {
+                    self.bump();
+                    self.depth -= 1;
+                    return Ok(fields);
+                }
+                Tok::Ident(n) => {
+                    self.bump();
+                    n
+                }
+                _ => return Err(self.error("a field name or \"}\"")),
+            };
+            let shape = self.shape()?;
+            fields.push(Field { name, shape, pos });
+            match self.peek() {
+                Tok::Comma | Tok::Newline => {
+                    self.bump();
+                }
+                Tok::RBrace => {}
+                Tok::Comment(_) => {
+                    // A comment inside a shape is not kept: refuse it rather than lose it.
+                    return Err(LangDiagnostic::new(
+                        Code::AsSyntax,
+                        self.pos(),
+                        "comments are not allowed inside a shape",
+                    )
+                    .with_help("put the comment above the generate or the function"));
+                }
+                _ => return Err(self.error("a new line, \",\" or \"}\"")),
+            }
+        }
+    }
+
+    fn shape(&mut self) -> Res<Shape> {
+        match self.peek().clone() {
+            Tok::Ident(w) => {
+                self.bump();
+                Ok(match w.as_str() {
+                    "string" => Shape::String,
+                    "number" => Shape::Number,
+                    "boolean" => Shape::Boolean,
+                    "json" => Shape::Json,
+                    "list" => {
+                        if matches!(self.peek(), Tok::LBracket) {
+                            self.bump();
+                            self.deeper()?;
+                            let inner = self.shape()?;
+                            self.depth -= 1;
+                            self.expect(&Tok::RBracket, "\"]\"")?;
+                            Shape::List(Some(Box::new(inner)))
+                        } else {
+                            Shape::List(None)
+                        }
+                    }
+                    other => {
+                        return Err(LangDiagnostic::new(
+                            Code::AsGenerate,
+                            self.tokens[self.i - 1].pos,
+                            format!("\"{other}\" is not a shape type"),
+                        )
+                        .with_help(
+                            "the types are string, number, boolean, json, list, list[T] and { … }",
+                        ))
+                    }
+                })
+            }
+            Tok::LBrace => Ok(Shape::Object(self.shape_fields()?)),
+            _ => {
+                Err(self
+                    .error("a shape type (string, number, boolean, json, list, list[T], { … })"))
+            }
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! `keyless-host as check | fmt`: `.as` programs (seed 002), checked and formatted by core's
+//! `lang` module. `check` follows `import agent` files to find import cycles and their errors.
+
+use crate::error::HostError;
+use clap::Subcommand;
+use keyless_core::lang::{self, analyze, ast, format, LangDiagnostic, Pos};
+use serde::Serialize;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Debug, Subcommand)]
+pub enum AsCmd {
+    /// Check a program: syntax, the seed's static rules, and agent imports (cycles, their
+    /// errors). Exit 0 valid, 1 invalid, 2 usage or I/O.
+    Check {
+        file: PathBuf,
+        /// `{"ok","diagnostics":[{"code","line","column","message","help"}]}`
+        #[arg(long)]
+        json: bool,
+    },
+    /// Rewrite programs in the canonical form (or, with --check, list the ones that differ).
+    Fmt {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Change nothing; exit 1 when a file is not formatted.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+/// At most this many files are followed through `import agent`.
+const MAX_FILES: usize = 64;
+
+fn read(path: &Path) -> Result<String, HostError> {
+    let mut buf = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| {
+            f.take(lang::MAX_SOURCE_BYTES as u64 + 1)
+                .read_to_end(&mut buf)
+        })
+        .map_err(|source| HostError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+    String::from_utf8(buf).map_err(|e| HostError::NotUtf8 {
+        path: path.display().to_string(),
+        offset: e.utf8_error().valid_up_to(),
+    })
+}
+
+/// One diagnostic of `as check --json`; `file` is set for problems in an imported file.
+#[derive(Serialize)]
+struct JsonDiagnostic<'a> {
+    code: &'a str,
+    line: u32,
+    column: u32,
+    message: &'a str,
+    help: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    ok: bool,
+    diagnostics: Vec<JsonDiagnostic<'a>>,
+}
+
+/// The diagnostics of `root` and of the `.as` files it imports as agents, by file.
+fn check_tree(root: &Path) -> Result<Vec<(PathBuf, LangDiagnostic)>, HostError> {
+    let mut out = Vec::new();
+    let mut graph: Vec<(String, Vec<(String, Pos)>)> = Vec::new();
+    let mut queue = vec![root.to_path_buf()];
+    let mut seen: Vec<PathBuf> = Vec::new();
+    while let Some(file) = queue.pop() {
+        let key = file.canonicalize().unwrap_or_else(|_| file.clone());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key.clone());
+        let text = if file == root {
+            read(&file)?
+        } else {
+            match read(&file) {
+                Ok(t) => t,
+                Err(e) => {
+                    out.push((
+                        root.to_path_buf(),
+                        LangDiagnostic::new(
+                            keyless_core::Code::AsImport,
+                            Pos { line: 1, column: 1 },
+                            format!("cannot read the imported agent file: {e}"),
+                        ),
+                    ));
+                    continue;
+                }
+            }
+        };
+        let program = match lang::parser::parse(&text) {
+            Ok(p) => p,
+            Err(d) => {
+                out.push((file.clone(), d));
+                graph.push((key.display().to_string(), Vec::new()));
+                continue;
+            }
+        };
+        for d in analyze::analyze(&program) {
+            out.push((file.clone(), d));
+        }
+        let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut edges = Vec::new();
+        for item in &program.items {
+            if let ast::Item::Import(i) = item {
+                if i.kind == ast::ImportKind::Agent
+                    && analyze::uri_problem(i.kind, &i.uri).is_none()
+                {
+                    let target = dir.join(&i.uri);
+                    let tkey = target.canonicalize().unwrap_or_else(|_| target.clone());
+                    edges.push((tkey.display().to_string(), i.pos));
+                    if seen.len() + queue.len() < MAX_FILES {
+                        queue.push(target);
+                    }
+                }
+            }
+        }
+        graph.push((key.display().to_string(), edges));
+    }
+    // The root first: the cycle search starts there.
+    for (file, d) in analyze::import_cycles(&graph) {
+        out.push((PathBuf::from(file), d));
+    }
+    Ok(out)
+}
+
+pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
+    let mut out = io::stdout().lock();
+    match cmd {
+        AsCmd::Check { file, json } => {
+            let found = check_tree(&file)?;
+            let root_key = file.canonicalize().unwrap_or_else(|_| file.clone());
+            let elsewhere = |f: &Path| {
+                let k = f.canonicalize().unwrap_or_else(|_| f.to_path_buf());
+                (k != root_key).then(|| f.display().to_string())
+            };
+            if json {
+                let report = JsonReport {
+                    ok: found.is_empty(),
+                    diagnostics: found
+                        .iter()
+                        .map(|(f, d)| JsonDiagnostic {
+                            code: d.code.as_str(),
+                            line: d.line,
+                            column: d.column,
+                            message: &d.message,
+                            help: d.help.as_deref(),
+                            file: elsewhere(f),
+                        })
+                        .collect(),
+                };
+                serde_json::to_writer(&mut out, &report)?;
+                writeln!(out).map_err(HostError::Write)?;
+            } else {
+                for (f, d) in &found {
+                    writeln!(
+                        out,
+                        "{}:{}:{}: {} {}",
+                        f.display(),
+                        d.line,
+                        d.column,
+                        d.code,
+                        d.message
+                    )
+                    .map_err(HostError::Write)?;
+                    if let Some(h) = &d.help {
+                        writeln!(out, "    = help: {h}").map_err(HostError::Write)?;
+                    }
+                }
+                let verdict = if found.is_empty() {
+                    "ok".to_string()
+                } else {
+                    format!("{} problem(s)", found.len())
+                };
+                writeln!(out, "{}: {verdict}", file.display()).map_err(HostError::Write)?;
+            }
+            Ok(if found.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        AsCmd::Fmt { files, check } => {
+            let mut failed = false;
+            for file in &files {
+                let text = read(file)?;
+                match format::format_source(&text) {
+                    Err(d) => {
+                        failed = true;
+                        writeln!(
+                            out,
+                            "{}:{}:{}: {} {}",
+                            file.display(),
+                            d.line,
+                            d.column,
+                            d.code,
+                            d.message
+                        )
+                        .map_err(HostError::Write)?;
+                    }
+                    Ok(formatted) if formatted == text => {}
+                    Ok(_) if check => {
+                        failed = true;
+                        writeln!(out, "{}: not formatted", file.display())
+                            .map_err(HostError::Write)?;
+                    }
+                    Ok(formatted) => {
+                        crate::exec::workspace::write_atomic(file, formatted.as_bytes()).map_err(
+                            |source| HostError::Read {
+                                path: file.display().to_string(),
+                                source,
+                            },
+                        )?;
+                        writeln!(out, "{}: formatted", file.display()).map_err(HostError::Write)?;
+                    }
+                }
+            }
+            Ok(if failed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+    }
+}

@@ -1,0 +1,7 @@
+main agent A {
+    main func(input) {
+        if input.n < 3 {
+            return input
+        }
+    }
+}

@@ -1,0 +1,11 @@
+agent A {
+    main func(input) {
+        return input
+    }
+}
+
+agent B {
+    main func(input) {
+        return input
+    }
+}

@@ -1,0 +1,6 @@
+main agent A {
+    main func(input) {
+        list = [1, 2]
+        return list
+    }
+}

@@ -1,0 +1,11 @@
+main agent A {
+    main func(input) {
+        return input
+    }
+}
+
+main agent B {
+    main func(input) {
+        return input
+    }
+}

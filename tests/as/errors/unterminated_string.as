@@ -1,0 +1,5 @@
+main agent A {
+    main func(input) {
+        return "no end
+    }
+}

@@ -1,0 +1,5 @@
+import llm Qwen from "ollama://localhost:11434/qwen3.6"
+import tool Find from "sh://find"
+import memory Lessons from "file://./.agentscript/lessons.jsonl"
+import file Requirements from "./requirements.md"
+import agent Worker from "./worker.as"

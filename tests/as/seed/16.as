@@ -1,0 +1,5 @@
+import tool Find from "sh://find"
+import tool Grep from "sh://grep"
+import tool File from "file://workspace"
+import tool Env from "env://process"
+import tool Http from "https://api.example.com"
