@@ -104,6 +104,12 @@ codes! {
     AsName => "KA_AS_NAME", "an unknown or duplicate name in an .as program";
     AsImport => "KA_AS_IMPORT", "an import whose URI does not fit its kind, or a refused tool";
     AsImportCycle => "KA_AS_IMPORT_CYCLE", "agent imports between .as files form a cycle";
+    AsRuntime => "KA_AS_RUNTIME", "an .as program failed while running: a wrong type, a missing field, an index out of range";
+    AsShape => "KA_AS_SHAPE", "a value does not fit its shape (a generate answer after its attempts, or a function's input)";
+    AsModel => "KA_AS_MODEL", "the model could not answer (provider error; not retried)";
+    AsMockExhausted => "KA_AS_MOCK_EXHAUSTED", "the scripted model (--mock) has no answer left for a model call";
+    AsEffect => "KA_AS_EFFECT", "a tool, memory or file the program uses failed or is not available";
+    AsDepth => "KA_AS_DEPTH", "agent and function calls nested deeper than the limit (runaway recursion)";
     AsGenerate => "KA_AS_GENERATE", "generate without input, with an unknown option, or a bad shape";
     PieceNotFound => "KA_PIECE_NOT_FOUND", "no workspace piece by that name (built-in and user pieces are not changed through the API)";
     Unauthorized => "KA_UNAUTHORIZED", "a host API request without a valid pairing token";

@@ -8,6 +8,7 @@ pub mod dirs;
 pub mod doctor;
 pub mod error;
 pub mod exec;
+pub mod lang_effects;
 pub mod native;
 pub mod pairing;
 pub mod pieces;

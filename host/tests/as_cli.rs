@@ -106,3 +106,231 @@ fn fmt_rewrites_checks_and_never_touches_a_file_that_does_not_parse() {
         broken
     );
 }
+
+/// A copy of `examples/` in a temp workspace.
+fn examples_ws() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let copy = |from: &Path, to: &Path| {
+        std::fs::create_dir_all(to).expect("dir");
+        for e in std::fs::read_dir(from).expect("examples") {
+            let p = e.expect("entry").path();
+            if p.is_file() {
+                std::fs::copy(&p, to.join(p.file_name().expect("name"))).expect("copy");
+            }
+        }
+    };
+    copy(&src, tmp.path());
+    copy(&src.join("planner"), &tmp.path().join("planner"));
+    tmp
+}
+
+fn mock(dir: &Path, answers: &[&str]) -> String {
+    let p = dir.join("answers.json");
+    std::fs::write(&p, serde_json::to_string(answers).expect("json")).expect("write");
+    p.display().to_string()
+}
+
+/// Each example of `examples/` runs for real with a scripted model: the planner/executor pair
+/// across files, the reflect-and-improve loop with its file memory, the file summariser.
+#[test]
+fn the_examples_run_with_a_scripted_model() {
+    let tmp = examples_ws();
+    let d = tmp.path();
+    // planner/executor
+    let answers = mock(
+        d,
+        &[
+            "{\"steps\": [\"add the route\", \"add a test\"]}",
+            "Done: ```json\n{\"ok\": true, \"report\": \"route added\"}\n```",
+            "{\"ok\": \"true\", \"report\": \"test added\"}",
+        ],
+    );
+    let out = run(
+        &[
+            "run",
+            "planner/main.as",
+            "--input",
+            "{\"goal\": \"add a health check\"}",
+            "--mock",
+            &answers,
+            "--trace",
+            "trace.json",
+        ],
+        d,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        v,
+        serde_json::json!({"goal": "add a health check", "steps": 2, "results": [
+            {"ok": true, "report": "route added"}, {"ok": true, "report": "test added"}]})
+    );
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("trace.json")).expect("trace"))
+            .expect("json");
+    let calls = &trace["events"][0]["events"];
+    assert_eq!(calls[0]["agent"], "Planner");
+    assert_eq!(calls[1]["agent"], "Executor");
+    let prompt = calls[1]["events"][0]["attempts"][0]["prompt"]
+        .as_str()
+        .expect("prompt");
+    assert!(prompt.contains("[input.step]\nadd the route\n"), "{prompt}");
+    // reflect-and-improve, twice: the second run recalls the first run's lesson.
+    let answers = mock(
+        d,
+        &[
+            "{\"text\": \"fix stuff\"}",
+            "{\"ok\": false, \"advice\": \"say what was fixed\"}",
+            "{\"text\": \"Fix the health check timeout\"}",
+            "{\"ok\": true, \"advice\": \"\"}",
+            "{\"insight\": \"Name the change, not the activity.\"}",
+        ],
+    );
+    for round in 0..2 {
+        let out = run(
+            &[
+                "run",
+                "reflect.as",
+                "--input",
+                "{\"goal\": \"a commit message\"}",
+                "--mock",
+                &answers,
+                "--trace",
+                "reflect.json",
+            ],
+            d,
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(
+            v,
+            serde_json::json!({"text": "Fix the health check timeout", "accepted": true})
+        );
+        let trace = std::fs::read_to_string(d.join("reflect.json")).expect("trace");
+        let first_prompt: serde_json::Value = serde_json::from_str(&trace).expect("json");
+        let p = first_prompt["events"][0]["events"][1]["attempts"][0]["prompt"]
+            .as_str()
+            .expect("prompt")
+            .to_string();
+        assert_eq!(
+            p.contains("Name the change, not the activity."),
+            round == 1,
+            "round {round}: {p}"
+        );
+    }
+    let lessons = std::fs::read_to_string(d.join(".agentscript/lessons.jsonl")).expect("memory");
+    let records: Vec<serde_json::Value> = lessons
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert_eq!(records.len(), 2);
+    assert!(records
+        .iter()
+        .all(|r| r["id"].is_string() && r["created_at"].is_u64() && r["kind"] == "lesson"));
+    // The summariser: the file is context, cut at 4k.
+    let answers = mock(
+        d,
+        &["{\"title\": \"Release\", \"bullets\": [\"a\", \"b\", \"c\"]}"],
+    );
+    let out = run(
+        &[
+            "run",
+            "summarise.as",
+            "--mock",
+            &answers,
+            "--trace",
+            "sum.json",
+        ],
+        d,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = std::fs::read_to_string(d.join("sum.json")).expect("trace");
+    assert!(trace.contains("[Notes]\\n# Release notes"), "{trace}");
+    // Out of answers: its own code, and the stack.
+    let answers = mock(d, &[]);
+    let out = run(&["run", "summarise.as", "--mock", &answers], d);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("keyless-host: KA_AS_MOCK_EXHAUSTED"),
+        "{err}"
+    );
+    assert!(err.contains("in Summariser.main"), "{err}");
+}
+
+/// Nothing outside the workspace is read: `..` and symlinks out are refused.
+#[test]
+fn imports_stay_inside_the_workspace() {
+    let outside = tempfile::tempdir().expect("tmp");
+    std::fs::write(outside.path().join("secret.md"), "CANARY").expect("canary");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    std::os::unix::fs::symlink(outside.path().join("secret.md"), d.join("link.md"))
+        .expect("symlink");
+    for (import, _) in [("../secret.md", "leaves"), ("./link.md", "symlink")] {
+        std::fs::write(
+            d.join("p.as"),
+            format!("import file S from \"{import}\"\n\nmain agent A {{\n    main func(input) {{\n        return S\n    }}\n}}\n"),
+        )
+        .expect("write");
+        let out = run(&["run", "p.as"], d);
+        assert_eq!(out.status.code(), Some(1), "{import}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("KA_AS_EFFECT")
+                && !String::from_utf8_lossy(&out.stdout).contains("CANARY"),
+            "{import}: {err}"
+        );
+    }
+}
+
+/// Parallel runs adding to the same file memory lose nothing.
+#[test]
+fn parallel_writers_to_one_memory_lose_nothing() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    std::fs::write(
+        d.join("add.as"),
+        "import memory M from \"file://./mem/log.jsonl\"\n\nmain agent A {\n    main func(input) {\n        repeat * 25 {\n            M.add({ kind: \"tick\", who: input })\n        }\n        return none\n    }\n}\n",
+    )
+    .expect("write");
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+                .args(["as", "run", "add.as", "--input", &i.to_string()])
+                .current_dir(d)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().expect("wait").success());
+    }
+    let text = std::fs::read_to_string(d.join("mem/log.jsonl")).expect("memory");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("whole line"))
+        .collect();
+    assert_eq!(lines.len(), 200);
+    let mut ids: Vec<&str> = lines.iter().filter_map(|l| l["id"].as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 200, "ids are unique");
+}

@@ -132,6 +132,57 @@ fn main() {
     );
 
     as_programs();
+    as_interpreter();
+}
+
+/// The interpreter's speed: statements per second on a loop-heavy program (no effects).
+fn as_interpreter() {
+    use keyless_core::lang::interp::{run, EffectError, Effects, Entry, ModelCall};
+    struct NoEffects;
+    impl Effects for NoEffects {
+        fn generate(&mut self, _: &ModelCall) -> Result<String, EffectError> {
+            Err(EffectError::new(keyless_core::Code::AsModel, "none"))
+        }
+        fn tool(
+            &mut self,
+            _: &str,
+            _: &str,
+            _: &serde_json::Value,
+        ) -> Result<serde_json::Value, EffectError> {
+            Err(EffectError::new(keyless_core::Code::AsEffect, "none"))
+        }
+        fn memory(
+            &mut self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: &serde_json::Value,
+        ) -> Result<serde_json::Value, EffectError> {
+            Err(EffectError::new(keyless_core::Code::AsEffect, "none"))
+        }
+        fn read_file(&mut self, _: &str, _: &str) -> Result<String, EffectError> {
+            Err(EffectError::new(keyless_core::Code::AsEffect, "none"))
+        }
+        fn load_agent(&mut self, _: &str, _: &str) -> Result<(String, String), EffectError> {
+            Err(EffectError::new(keyless_core::Code::AsEffect, "none"))
+        }
+    }
+    let src = "main agent A {\n    main func(input) {\n        i = false\n        hits = []\n        repeat * 1000 {\n            repeat * 100 {\n                i = i == false\n                if i {\n                    hits.add(1)\n                }\n            }\n        }\n        return hits.length\n    }\n}\n";
+    // 100,000 inner rounds of 2 statements, 50,000 adds, 1,000 inner repeats, 4 at the top.
+    let steps = 100_000 * 2 + 50_000 + 1_000 + 4;
+    let (median, best) = measure(|| {
+        let (out, _) = run(
+            "bench.as",
+            black_box(src),
+            &Entry::default(),
+            &mut NoEffects,
+        );
+        assert_eq!(out.ok(), Some(serde_json::json!(50_000)));
+    });
+    println!(
+        ".as interpreter: {steps} statements, median {median:>9.2?} ({:.1} M statements/s), best {best:>9.2?}",
+        f64::from(steps) / median.as_secs_f64() / 1e6
+    );
 }
 
 /// `.as` programs: parse, check (parse + analyze) and format throughput on a large program (about

@@ -18,7 +18,7 @@ pub enum Tok {
     Str(String),
     /// A number as written (see [`super::number_value`]).
     Num(String),
-    /// The text of a comment, without its `//` or `#` and surrounding spaces.
+    /// The text of a comment, without its `//` or `#`, one space after it, and trailing spaces.
     Comment(String),
     Newline,
     LBrace,
@@ -176,7 +176,9 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, LangDiagnostic> {
 fn comment(rest: &[char]) -> (String, usize) {
     let n = rest.iter().take_while(|c| **c != '\n').count();
     let text: String = rest[..n].iter().collect();
-    (text.trim().to_string(), n)
+    // One space after the marker is the marker's; the rest is the author's layout.
+    let text = text.strip_prefix(' ').unwrap_or(&text).trim_end();
+    (text.to_string(), n)
 }
 
 fn string(chars: &[char], start: Pos) -> Result<(String, usize, u32), LangDiagnostic> {

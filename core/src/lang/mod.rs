@@ -9,8 +9,10 @@
 pub mod analyze;
 pub mod ast;
 pub mod format;
+pub mod interp;
 pub mod lexer;
 pub mod parser;
+pub mod shape;
 
 use crate::diag::Code;
 use serde::Serialize;

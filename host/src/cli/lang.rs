@@ -19,6 +19,29 @@ pub enum AsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Run a program: print the value it returns as JSON (exit 0); a runtime error prints its
+    /// code, message and agent/function stack on stderr (exit 1).
+    Run {
+        file: PathBuf,
+        /// The agent to start (default: the main agent).
+        #[arg(long)]
+        agent: Option<String>,
+        /// The function to start (default: the agent's main func).
+        #[arg(long)]
+        func: Option<String>,
+        /// The input: JSON, or @FILE holding JSON (default: none).
+        #[arg(long)]
+        input: Option<String>,
+        /// The workspace every file, import and memory stays inside (default: the current folder).
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// A scripted model: a JSON array of answer strings, one per model call, in order.
+        #[arg(long)]
+        mock: Option<PathBuf>,
+        /// Write the trace (every call, prompt, answer, tool and memory operation) as JSON.
+        #[arg(long)]
+        trace: Option<PathBuf>,
+    },
     /// Rewrite programs in the canonical form (or, with --check, list the ones that differ).
     Fmt {
         #[arg(required = true)]
@@ -133,9 +156,113 @@ fn check_tree(root: &Path) -> Result<Vec<(PathBuf, LangDiagnostic)>, HostError> 
     Ok(out)
 }
 
+fn usage(msg: String) -> HostError {
+    HostError::Usage(msg)
+}
+
+/// `as run`.
+fn run_cmd(
+    file: &Path,
+    entry: lang::interp::Entry,
+    workspace: &Path,
+    mock: Option<&Path>,
+    trace: Option<&Path>,
+) -> Result<ExitCode, HostError> {
+    let ws =
+        crate::exec::workspace::Workspace::open(workspace).map_err(|source| HostError::Read {
+            path: workspace.display().to_string(),
+            source,
+        })?;
+    let root = ws.root().to_path_buf();
+    let abs = file.canonicalize().map_err(|source| HostError::Read {
+        path: file.display().to_string(),
+        source,
+    })?;
+    let key = abs
+        .strip_prefix(&root)
+        .map_err(|_| {
+            usage(format!(
+                "{} is outside the workspace {}; pass --workspace",
+                file.display(),
+                root.display()
+            ))
+        })?
+        .to_string_lossy()
+        .replace('\\', "/");
+    let mock = match mock {
+        Some(p) => {
+            let text = read(p)?;
+            let answers: Vec<String> =
+                serde_json::from_str(&text).map_err(|e| HostError::Coded {
+                    code: keyless_core::Code::ConfigInvalid,
+                    message: format!("{}: --mock takes a JSON array of strings: {e}", p.display()),
+                })?;
+            Some(answers.into())
+        }
+        None => None,
+    };
+    let source = read(&abs)?;
+    let mut effects = crate::lang_effects::HostEffects {
+        ws: &ws,
+        mock,
+        counter: 0,
+    };
+    let (result, tr) = lang::interp::run(&key, &source, &entry, &mut effects);
+    if let Some(t) = trace {
+        let text = serde_json::to_string_pretty(&tr)?;
+        std::fs::write(t, text).map_err(|source| HostError::Read {
+            path: t.display().to_string(),
+            source,
+        })?;
+    }
+    match result {
+        Ok(v) => {
+            let mut out = io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &v)?;
+            writeln!(out).map_err(HostError::Write)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("keyless-host: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn input_value(input: Option<&str>) -> Result<serde_json::Value, HostError> {
+    let Some(text) = input else {
+        return Ok(serde_json::Value::Null);
+    };
+    let text = match text.strip_prefix('@') {
+        Some(path) => read(Path::new(path))?,
+        None => text.to_string(),
+    };
+    serde_json::from_str(&text).map_err(|e| HostError::Coded {
+        code: keyless_core::Code::ConfigInvalid,
+        message: format!("--input is not JSON: {e}"),
+    })
+}
+
 pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
     let mut out = io::stdout().lock();
     match cmd {
+        AsCmd::Run {
+            file,
+            agent,
+            func,
+            input,
+            workspace,
+            mock,
+            trace,
+        } => {
+            drop(out);
+            let entry = lang::interp::Entry {
+                agent,
+                func,
+                input: input_value(input.as_deref())?,
+            };
+            run_cmd(&file, entry, &workspace, mock.as_deref(), trace.as_deref())
+        }
         AsCmd::Check { file, json } => {
             let found = check_tree(&file)?;
             let root_key = file.canonicalize().unwrap_or_else(|_| file.clone());

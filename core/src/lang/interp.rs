@@ -1,0 +1,1170 @@
+//! The tree-walking interpreter of `.as` programs. Pure: every effect (the model, tools, memory,
+//! file imports, agent imports) goes through [`Effects`], which the host implements (and tests
+//! script). It returns the entry function's value and a nested [`Trace`].
+//!
+//! Scopes (seed 002 and the decisions in docs/language.md):
+//! - a function call starts a fresh scope: the callee sees its parameter, its agent's names and
+//!   configuration, and nothing of the caller (no variables, no `use`);
+//! - every loop iteration and each `if` branch is a child scope: assigning a variable that exists
+//!   outside updates it there, a new one is dropped when the scope ends; `use` declarations are
+//!   inherited by child scopes and dropped with the scope that made them;
+//! - `use expr < budget` is deferred: the expression is evaluated when a prompt is built;
+//! - a loop that reaches its cap ends (a `cap` trace event says so); it is not an error.
+
+use super::ast::*;
+use super::shape::{check, check_object, describe_shape, extract_json};
+use super::{analyze, parser, whole_number};
+use crate::diag::Code;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::rc::Rc;
+
+/// How deep agent and function calls may nest.
+pub const MAX_CALL_DEPTH: u32 = 64;
+/// How many statements a run may execute.
+pub const MAX_STEPS: u64 = 5_000_000;
+/// How many `.as` files a program may load through `import agent`.
+pub const MAX_MODULES: usize = 64;
+
+/// One model call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelCall {
+    /// The llm import's URI (`openai://gpt-4.1-mini`).
+    pub model: String,
+    pub prompt: String,
+    /// `limit`, passed to the provider as its answer budget.
+    pub limit: Option<u64>,
+}
+
+/// An effect that failed, with its code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectError {
+    pub code: Code,
+    pub message: String,
+}
+
+impl EffectError {
+    #[must_use]
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Everything a program does to the world.
+pub trait Effects {
+    /// One answer of the model. An error is a provider error: it fails the run at once.
+    ///
+    /// # Errors
+    /// The provider's failure, or a scripted model with no answer left.
+    fn generate(&mut self, call: &ModelCall) -> Result<String, EffectError>;
+    /// A tool method: `Find.run({…})`.
+    ///
+    /// # Errors
+    /// The tool's refusal or failure.
+    fn tool(&mut self, uri: &str, method: &str, args: &Value) -> Result<Value, EffectError>;
+    /// A memory method: `Lessons.add({…})`, `Lessons.query({…})`; a `file://` memory's path is
+    /// relative to the module `from`, like a file import.
+    ///
+    /// # Errors
+    /// The memory's failure.
+    fn memory(
+        &mut self,
+        from: &str,
+        uri: &str,
+        method: &str,
+        args: &Value,
+    ) -> Result<Value, EffectError>;
+    /// The text of `import file X from "path"`, relative to the module `from`.
+    ///
+    /// # Errors
+    /// A file that cannot be read, or is outside the workspace.
+    fn read_file(&mut self, from: &str, path: &str) -> Result<String, EffectError>;
+    /// The source of `import agent X from "path"` (relative to the module `from`) and its key
+    /// (the same file always has the same key).
+    ///
+    /// # Errors
+    /// A file that cannot be read.
+    fn load_agent(&mut self, from: &str, path: &str) -> Result<(String, String), EffectError>;
+    /// `generate({ debug: true })`: the whole prompt, for stderr.
+    fn debug(&mut self, _prompt: &str) {}
+}
+
+/// Why a run failed: a code, a message, and the agent/function stack (outermost first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunError {
+    #[serde(serialize_with = "code_str")]
+    pub code: Code,
+    pub message: String,
+    pub stack: Vec<String>,
+}
+
+fn code_str<S: serde::Serializer>(c: &Code, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(c.as_str())
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.code, self.message)?;
+        for s in &self.stack {
+            write!(f, "\n    in {s}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One model answer of a `generate` and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attempt {
+    pub prompt: String,
+    pub answer: String,
+    /// Why it was not accepted.
+    pub error: Option<String>,
+}
+
+/// A trace event; calls nest the events they caused.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum TraceEvent {
+    Call {
+        agent: String,
+        func: String,
+        input: Value,
+        output: Option<Value>,
+        error: Option<String>,
+        events: Vec<TraceEvent>,
+    },
+    Generate {
+        model: String,
+        limit: Option<u64>,
+        attempts: Vec<Attempt>,
+        value: Option<Value>,
+    },
+    Tool {
+        tool: String,
+        method: String,
+        args: Value,
+        result: Option<Value>,
+        error: Option<String>,
+    },
+    Memory {
+        memory: String,
+        method: String,
+        args: Value,
+        result: Option<Value>,
+        error: Option<String>,
+    },
+    /// A loop stopped at its cap.
+    Cap { line: u32, cap: u64 },
+}
+
+/// The whole trace of a run: the entry call, with everything nested in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trace {
+    pub events: Vec<TraceEvent>,
+}
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct Entry {
+    /// The agent (default: the main agent, or the only one).
+    pub agent: Option<String>,
+    /// The function (default: the agent's main func, or its only one).
+    pub func: Option<String>,
+    pub input: Value,
+}
+
+struct Module {
+    key: String,
+    program: Rc<Program>,
+    /// Agent imports: name → (module, agent index).
+    agent_imports: Vec<(String, usize, usize)>,
+    /// File imports read so far: name → value.
+    files: Vec<(String, Value)>,
+}
+
+#[derive(Clone)]
+struct UseDecl {
+    expr: Expr,
+    budget: Option<u64>,
+}
+
+#[derive(Default)]
+struct Frame {
+    vars: Vec<(String, Value)>,
+    uses: Vec<UseDecl>,
+    config: Vec<(ConfigKey, Value)>,
+}
+
+struct Ctx {
+    module: usize,
+    agent: usize,
+    frames: Vec<Frame>,
+}
+
+enum Flow {
+    Normal,
+    Return(Value),
+}
+
+/// A failure inside the interpreter, before the stack is attached.
+struct Fail(Code, String);
+
+type R<T> = Result<T, Fail>;
+
+fn fail<T>(code: Code, msg: impl Into<String>) -> R<T> {
+    Err(Fail(code, msg.into()))
+}
+
+fn rt<T>(msg: impl Into<String>) -> R<T> {
+    fail(Code::AsRuntime, msg)
+}
+
+impl From<EffectError> for Fail {
+    fn from(e: EffectError) -> Self {
+        Fail(e.code, e.message)
+    }
+}
+
+/// Runs `source` (the module `key`) from `entry`.
+///
+/// # Errors
+/// The first static problem of any loaded file, or the runtime failure, with the call stack.
+pub fn run(
+    key: &str,
+    source: &str,
+    entry: &Entry,
+    effects: &mut dyn Effects,
+) -> (Result<Value, RunError>, Trace) {
+    let mut it = Interp {
+        effects,
+        modules: Vec::new(),
+        trace: vec![Vec::new()],
+        stack: Vec::new(),
+        steps: 0,
+        loading: Vec::new(),
+    };
+    let result = it.start(key, source, entry);
+    let events = it.trace.into_iter().next().unwrap_or_default();
+    (result, Trace { events })
+}
+
+struct Interp<'e> {
+    effects: &'e mut dyn Effects,
+    modules: Vec<Module>,
+    /// Open event lists: the innermost call's last.
+    trace: Vec<Vec<TraceEvent>>,
+    /// "Agent.func" of the calls in progress.
+    stack: Vec<String>,
+    steps: u64,
+    /// The modules being loaded (an import of one of them is a cycle).
+    loading: Vec<String>,
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "none",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn truthy(v: &Value) -> bool {
+    !matches!(v, Value::Null | Value::Bool(false))
+}
+
+/// JSON equality, numbers by value.
+fn equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| equal(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// A value as prompt text: strings as they are, everything else as JSON.
+fn as_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// At most `budget` characters of `text`, with a visible marker when cut.
+fn cut(text: &str, budget: Option<u64>) -> String {
+    let total = text.chars().count();
+    match budget {
+        Some(b) if (total as u64) > b => {
+            let keep: String = text
+                .chars()
+                .take(usize::try_from(b).unwrap_or(usize::MAX))
+                .collect();
+            format!("{keep}\n[… cut: {b} of {total} characters kept]")
+        }
+        _ => text.to_string(),
+    }
+}
+
+/// The source text of an expression, for labels in the prompt.
+fn label(e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Name { name } => name.clone(),
+        ExprKind::Field { target, name } => format!("{}.{name}", label(target)),
+        ExprKind::Index { target, index } => format!("{}[{}]", label(target), label(index)),
+        ExprKind::Num { text } => text.clone(),
+        ExprKind::Str { value } => format!("{value:?}"),
+        _ => "value".into(),
+    }
+}
+
+impl Interp<'_> {
+    fn start(&mut self, key: &str, source: &str, entry: &Entry) -> Result<Value, RunError> {
+        let at = |f: Fail, stack: &[String]| RunError {
+            code: f.0,
+            message: f.1,
+            stack: stack.to_vec(),
+        };
+        let root = self.load(key, source).map_err(|f| at(f, &[]))?;
+        let program = self.modules[root].program.clone();
+        let agents: Vec<(usize, &Agent)> = program
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Agent(a) => Some(a),
+                _ => None,
+            })
+            .enumerate()
+            .collect();
+        let chosen = match &entry.agent {
+            Some(name) => agents
+                .iter()
+                .find(|(_, a)| a.name.as_deref() == Some(name.as_str())),
+            None => agents
+                .iter()
+                .find(|(_, a)| a.main)
+                .or(if agents.len() == 1 {
+                    agents.first()
+                } else {
+                    None
+                }),
+        };
+        let Some((ai, agent)) = chosen.copied() else {
+            let names: Vec<String> = agents.iter().filter_map(|(_, a)| a.name.clone()).collect();
+            return Err(at(
+                Fail(
+                    Code::AsEntry,
+                    match &entry.agent {
+                        Some(n) => format!("no agent \"{n}\" (agents: {})", names.join(", ")),
+                        None => "no main agent to start with; pass --agent".into(),
+                    },
+                ),
+                &[],
+            ));
+        };
+        let func = match pick_func(agent, entry.func.as_deref()) {
+            Ok(f) => f,
+            Err(m) => return Err(at(Fail(Code::AsEntry, m), &[])),
+        };
+        let name = func.name.clone();
+        self.call_func(root, ai, name.as_deref(), entry.input.clone())
+            .map_err(|f| at(f, &self.stack))
+    }
+
+    /// Parses and checks a module and, recursively, its agent imports. Returns its index.
+    fn load(&mut self, key: &str, source: &str) -> R<usize> {
+        if let Some(i) = self.modules.iter().position(|m| m.key == key) {
+            return Ok(i);
+        }
+        if self.modules.len() >= MAX_MODULES {
+            return fail(
+                Code::AsLimit,
+                format!("more than {MAX_MODULES} .as files imported"),
+            );
+        }
+        let program = parser::parse(source).map_err(|d| Fail(d.code, format!("{key}: {d}")))?;
+        if let Some(d) = analyze::analyze(&program).into_iter().next() {
+            return fail(d.code, format!("{key}: {d}"));
+        }
+        let index = self.modules.len();
+        self.loading.push(key.to_string());
+        let program = Rc::new(program);
+        self.modules.push(Module {
+            key: key.to_string(),
+            program: program.clone(),
+            agent_imports: Vec::new(),
+            files: Vec::new(),
+        });
+        for item in &program.items {
+            if let Item::Import(i) = item {
+                if i.kind == ImportKind::Agent {
+                    let (k, text) = self.effects.load_agent(key, &i.uri)?;
+                    if self.loading.contains(&k) {
+                        return fail(
+                            Code::AsImportCycle,
+                            format!("{key}: importing {} closes a cycle of agent imports", i.uri),
+                        );
+                    }
+                    let m = self.load(&k, &text)?;
+                    let p = self.modules[m].program.clone();
+                    let agents: Vec<&Agent> = p
+                        .items
+                        .iter()
+                        .filter_map(|it| match it {
+                            Item::Agent(a) => Some(a),
+                            _ => None,
+                        })
+                        .collect();
+                    let pick = agents.iter().position(|a| a.main).or(if agents.len() == 1 {
+                        Some(0)
+                    } else {
+                        None
+                    });
+                    let Some(ai) = pick else {
+                        return fail(
+                            Code::AsEntry,
+                            format!(
+                                "{}: an imported file needs a main agent (or only one agent)",
+                                i.uri
+                            ),
+                        );
+                    };
+                    self.modules[index]
+                        .agent_imports
+                        .push((i.name.clone(), m, ai));
+                }
+            }
+        }
+        self.loading.pop();
+        Ok(index)
+    }
+
+    fn agent<'a>(&self, program: &'a Program, ai: usize) -> Option<&'a Agent> {
+        let _ = self;
+        program
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Agent(a) => Some(a),
+                _ => None,
+            })
+            .nth(ai)
+    }
+
+    fn call_func(&mut self, mi: usize, ai: usize, func: Option<&str>, input: Value) -> R<Value> {
+        if self.stack.len() >= MAX_CALL_DEPTH as usize {
+            return fail(
+                Code::AsDepth,
+                format!("calls nested more than {MAX_CALL_DEPTH} deep (runaway recursion?)"),
+            );
+        }
+        let program = self.modules[mi].program.clone();
+        let Some(agent) = self.agent(&program, ai) else {
+            return rt("no such agent");
+        };
+        let f = pick_func(agent, func).map_err(|m| Fail(Code::AsRuntime, m))?;
+        let agent_name = agent.name.clone().unwrap_or_else(|| "main".into());
+        let func_name = f.name.clone().unwrap_or_else(|| "main".into());
+        self.stack.push(format!("{agent_name}.{func_name}"));
+        self.trace.push(Vec::new());
+        let result = self.invoke(mi, ai, f, input.clone());
+        let events = self.trace.pop().unwrap_or_default();
+        let (output, error) = match &result {
+            Ok(v) => (Some(v.clone()), None),
+            Err(Fail(c, m)) => (None, Some(format!("{c} {m}"))),
+        };
+        if let Some(parent) = self.trace.last_mut() {
+            parent.push(TraceEvent::Call {
+                agent: agent_name,
+                func: func_name,
+                input,
+                output,
+                error,
+                events,
+            });
+        }
+        if result.is_ok() {
+            self.stack.pop();
+        }
+        result
+    }
+
+    fn invoke(&mut self, mi: usize, ai: usize, f: &Func, input: Value) -> R<Value> {
+        let mut frame = Frame::default();
+        if let Some(p) = &f.param {
+            let value = match &p.shape {
+                Some(fields) => check_object(&input, fields)
+                    .map_err(|e| Fail(Code::AsShape, format!("the input does not fit: {e}")))?,
+                None => input,
+            };
+            frame.vars.push((p.name.clone(), value));
+        }
+        let mut ctx = Ctx {
+            module: mi,
+            agent: ai,
+            frames: vec![frame],
+        };
+        match self.block(&mut ctx, &f.body)? {
+            Flow::Return(v) => Ok(v),
+            Flow::Normal => Ok(Value::Null),
+        }
+    }
+
+    fn child(&mut self, ctx: &mut Ctx, body: &[Stmt], var: Option<(&str, Value)>) -> R<Flow> {
+        let mut frame = Frame::default();
+        if let Some((n, v)) = var {
+            frame.vars.push((n.to_string(), v));
+        }
+        ctx.frames.push(frame);
+        let flow = self.block(ctx, body);
+        ctx.frames.pop();
+        flow
+    }
+
+    fn block(&mut self, ctx: &mut Ctx, body: &[Stmt]) -> R<Flow> {
+        for s in body {
+            self.steps += 1;
+            if self.steps > MAX_STEPS {
+                return fail(
+                    Code::AsLimit,
+                    format!("the run took more than {MAX_STEPS} steps"),
+                );
+            }
+            if let Flow::Return(v) = self.stmt(ctx, s)? {
+                return Ok(Flow::Return(v));
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn stmt(&mut self, ctx: &mut Ctx, s: &Stmt) -> R<Flow> {
+        match &s.kind {
+            StmtKind::Comment { .. } | StmtKind::Blank => {}
+            StmtKind::Config { key, value } => {
+                let v = match (key, &value.kind) {
+                    (ConfigKey::Model, ExprKind::Name { name }) => Value::String(name.clone()),
+                    _ => self.expr(ctx, value)?,
+                };
+                if let Some(f) = ctx.frames.last_mut() {
+                    f.config.push((*key, v));
+                }
+            }
+            StmtKind::Use { expr, budget } => {
+                let budget = budget.as_ref().and_then(|b| match &b.kind {
+                    ExprKind::Num { text } => whole_number(text),
+                    _ => None,
+                });
+                if let Some(f) = ctx.frames.last_mut() {
+                    f.uses.push(UseDecl {
+                        expr: expr.clone(),
+                        budget,
+                    });
+                }
+            }
+            StmtKind::Assign { name, value } => {
+                let v = self.expr(ctx, value)?;
+                assign(ctx, name, v);
+            }
+            StmtKind::Expr { expr } => {
+                self.expr(ctx, expr)?;
+            }
+            StmtKind::Return { value } => {
+                let v = match value {
+                    Some(e) => self.expr(ctx, e)?,
+                    None => Value::Null,
+                };
+                return Ok(Flow::Return(v));
+            }
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.expr(ctx, cond)?;
+                if truthy(&c) {
+                    return self.child(ctx, then, None);
+                } else if let Some(o) = otherwise {
+                    return self.child(ctx, o, None);
+                }
+            }
+            StmtKind::LoopUntil { cond, cap, body } => {
+                let cap = cap_value(cap);
+                let mut rounds = 0;
+                loop {
+                    if truthy(&self.expr(ctx, cond)?) {
+                        break;
+                    }
+                    if rounds >= cap {
+                        self.event(TraceEvent::Cap {
+                            line: s.pos.line,
+                            cap,
+                        });
+                        break;
+                    }
+                    rounds += 1;
+                    if let Flow::Return(v) = self.child(ctx, body, None)? {
+                        return Ok(Flow::Return(v));
+                    }
+                }
+            }
+            StmtKind::Repeat { count, body } => {
+                for _ in 0..cap_value(count) {
+                    if let Flow::Return(v) = self.child(ctx, body, None)? {
+                        return Ok(Flow::Return(v));
+                    }
+                }
+            }
+            StmtKind::For {
+                var,
+                iter,
+                cap,
+                body,
+            } => {
+                let list = match self.expr(ctx, iter)? {
+                    Value::Array(items) => items,
+                    other => {
+                        return rt(format!("for … in needs a list, not {}", type_name(&other)))
+                    }
+                };
+                let cap = cap.as_ref().map(cap_value);
+                for (i, item) in list.into_iter().enumerate() {
+                    if cap.is_some_and(|c| i as u64 >= c) {
+                        self.event(TraceEvent::Cap {
+                            line: s.pos.line,
+                            cap: cap.unwrap_or(0),
+                        });
+                        break;
+                    }
+                    if let Flow::Return(v) = self.child(ctx, body, Some((var, item)))? {
+                        return Ok(Flow::Return(v));
+                    }
+                }
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn event(&mut self, e: TraceEvent) {
+        if let Some(t) = self.trace.last_mut() {
+            t.push(e);
+        }
+    }
+
+    /// What a global name is in module `mi`: an import (kind, uri), an agent of the module.
+    fn global(&self, mi: usize, name: &str) -> Option<(Option<ImportKind>, String)> {
+        for item in &self.modules[mi].program.items {
+            match item {
+                Item::Import(i) if i.name == name => return Some((Some(i.kind), i.uri.clone())),
+                Item::Agent(a) if a.name.as_deref() == Some(name) => {
+                    return Some((None, String::new()))
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    fn lookup(&mut self, ctx: &Ctx, name: &str) -> R<Value> {
+        for f in ctx.frames.iter().rev() {
+            if let Some((_, v)) = f.vars.iter().rev().find(|(n, _)| n == name) {
+                return Ok(v.clone());
+            }
+        }
+        match self.global(ctx.module, name) {
+            Some((Some(ImportKind::File), uri)) => self.file(ctx.module, name, &uri),
+            Some((Some(kind), _)) => rt(format!(
+                "\"{name}\" is an imported {}, not a value",
+                kind.as_str()
+            )),
+            Some((None, _)) => rt(format!("\"{name}\" is an agent; call it: {name}(input)")),
+            None => rt(format!("unknown name \"{name}\"")),
+        }
+    }
+
+    fn file(&mut self, mi: usize, name: &str, uri: &str) -> R<Value> {
+        if let Some((_, v)) = self.modules[mi].files.iter().find(|(n, _)| n == name) {
+            return Ok(v.clone());
+        }
+        let key = self.modules[mi].key.clone();
+        let text = self.effects.read_file(&key, uri)?;
+        let value = if uri.to_ascii_lowercase().ends_with(".json") {
+            serde_json::from_str(&text)
+                .map_err(|e| Fail(Code::AsEffect, format!("{uri} is not valid JSON: {e}")))?
+        } else {
+            Value::String(text)
+        };
+        self.modules[mi]
+            .files
+            .push((name.to_string(), value.clone()));
+        Ok(value)
+    }
+
+    fn expr(&mut self, ctx: &mut Ctx, e: &Expr) -> R<Value> {
+        Ok(match &e.kind {
+            ExprKind::Str { value } => Value::String(value.clone()),
+            ExprKind::Num { text } => {
+                let n = super::number_value(text).and_then(serde_json::Number::from_f64);
+                match (whole_number(text), n) {
+                    (Some(w), _) => Value::from(w),
+                    (None, Some(n)) => Value::Number(n),
+                    _ => return rt(format!("\"{text}\" is not a number")),
+                }
+            }
+            ExprKind::Bool { value } => Value::Bool(*value),
+            ExprKind::None => Value::Null,
+            ExprKind::Name { name } => self.lookup(ctx, name)?,
+            ExprKind::List { items } => {
+                let mut out = Vec::with_capacity(items.len());
+                for i in items {
+                    out.push(self.expr(ctx, i)?);
+                }
+                Value::Array(out)
+            }
+            ExprKind::Object { entries } => {
+                let mut m = Map::new();
+                for (k, v) in entries {
+                    let v = self.expr(ctx, v)?;
+                    m.insert(k.clone(), v);
+                }
+                Value::Object(m)
+            }
+            ExprKind::Field { target, name } => {
+                let t = self.expr(ctx, target)?;
+                field(&t, name)?
+            }
+            ExprKind::Index { target, index } => {
+                let t = self.expr(ctx, target)?;
+                let i = self.expr(ctx, index)?;
+                let Value::Array(items) = &t else {
+                    return rt(format!("only a list can be indexed, not {}", type_name(&t)));
+                };
+                let Some(i) = i.as_u64() else {
+                    return rt(format!("an index is a whole number of at least 0, not {i}"));
+                };
+                usize::try_from(i)
+                    .ok()
+                    .and_then(|i| items.get(i))
+                    .cloned()
+                    .ok_or_else(|| {
+                        Fail(
+                            Code::AsRuntime,
+                            format!(
+                                "index {i} is out of range (the list has {} items)",
+                                items.len()
+                            ),
+                        )
+                    })?
+            }
+            ExprKind::Not { operand } => Value::Bool(!truthy(&self.expr(ctx, operand)?)),
+            ExprKind::Binary { op, left, right } => {
+                let l = self.expr(ctx, left)?;
+                match op {
+                    BinOp::And if !truthy(&l) => Value::Bool(false),
+                    BinOp::Or if truthy(&l) => Value::Bool(true),
+                    BinOp::And | BinOp::Or => Value::Bool(truthy(&self.expr(ctx, right)?)),
+                    BinOp::Eq => Value::Bool(equal(&l, &self.expr(ctx, right)?)),
+                    BinOp::Ne => Value::Bool(!equal(&l, &self.expr(ctx, right)?)),
+                }
+            }
+            ExprKind::Call { callee, args } => self.call(ctx, callee, args)?,
+            ExprKind::Generate { options, shape } => self.generate(ctx, options, shape)?,
+        })
+    }
+
+    fn arg(&mut self, ctx: &mut Ctx, args: &[Expr]) -> R<Value> {
+        match args {
+            [] => Ok(Value::Null),
+            [one] => self.expr(ctx, one),
+            _ => rt(format!("a call takes one argument, not {}", args.len())),
+        }
+    }
+
+    fn call(&mut self, ctx: &mut Ctx, callee: &Expr, args: &[Expr]) -> R<Value> {
+        match &callee.kind {
+            ExprKind::Name { name } => {
+                let input = self.arg(ctx, args)?;
+                let (mi, ai) = (ctx.module, ctx.agent);
+                let program = self.modules[mi].program.clone();
+                // A function of this agent first, then an agent.
+                let own = self.agent(&program, ai).is_some_and(|a| {
+                    a.body.iter().any(|m| matches!(m, Member::Func(f) if f.name.as_deref() == Some(name.as_str())))
+                });
+                if own {
+                    return self.call_func(mi, ai, Some(name), input);
+                }
+                let (m, a) = self.agent_ref(mi, name)?;
+                self.call_func(m, a, None, input)
+            }
+            ExprKind::Field {
+                target,
+                name: method,
+            } => {
+                if let ExprKind::Name { name } = &target.kind {
+                    let is_var = ctx
+                        .frames
+                        .iter()
+                        .any(|f| f.vars.iter().any(|(n, _)| n == name));
+                    if !is_var {
+                        match self.global(ctx.module, name) {
+                            Some((Some(ImportKind::Tool), uri)) => {
+                                let a = self.arg(ctx, args)?;
+                                return self.effect(ctx.module, name, &uri, method, a, true);
+                            }
+                            Some((Some(ImportKind::Memory), uri)) => {
+                                let a = self.arg(ctx, args)?;
+                                return self.effect(ctx.module, name, &uri, method, a, false);
+                            }
+                            Some((None | Some(ImportKind::Agent), _)) => {
+                                let input = self.arg(ctx, args)?;
+                                let (m, a) = self.agent_ref(ctx.module, name)?;
+                                return self.call_func(m, a, Some(method), input);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                if method == "add" {
+                    let v = self.arg(ctx, args)?;
+                    return add(ctx, target, v).map(|()| Value::Null);
+                }
+                rt(format!("\"{method}\" cannot be called here"))
+            }
+            _ => rt("this cannot be called"),
+        }
+    }
+
+    /// The module and agent index a name calls: an agent of the module, or an agent import.
+    fn agent_ref(&self, mi: usize, name: &str) -> R<(usize, usize)> {
+        if let Some((_, m, a)) = self.modules[mi]
+            .agent_imports
+            .iter()
+            .find(|(n, _, _)| n == name)
+        {
+            return Ok((*m, *a));
+        }
+        let program = &self.modules[mi].program;
+        program
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Agent(a) => Some(a),
+                _ => None,
+            })
+            .position(|a| a.name.as_deref() == Some(name))
+            .map(|a| (mi, a))
+            .ok_or_else(|| Fail(Code::AsRuntime, format!("\"{name}\" cannot be called")))
+    }
+
+    fn effect(
+        &mut self,
+        mi: usize,
+        name: &str,
+        uri: &str,
+        method: &str,
+        args: Value,
+        tool: bool,
+    ) -> R<Value> {
+        let result = if tool {
+            self.effects.tool(uri, method, &args)
+        } else {
+            let from = self.modules[mi].key.clone();
+            self.effects.memory(&from, uri, method, &args)
+        };
+        let (res, err) = match &result {
+            Ok(v) => (Some(v.clone()), None),
+            Err(e) => (None, Some(format!("{} {}", e.code, e.message))),
+        };
+        self.event(if tool {
+            TraceEvent::Tool {
+                tool: name.to_string(),
+                method: method.to_string(),
+                args,
+                result: res,
+                error: err,
+            }
+        } else {
+            TraceEvent::Memory {
+                memory: name.to_string(),
+                method: method.to_string(),
+                args,
+                result: res,
+                error: err,
+            }
+        });
+        Ok(result?)
+    }
+
+    /// The configuration value `key` where the code runs: the innermost override, else the
+    /// agent's.
+    fn config(&self, ctx: &Ctx, key: ConfigKey) -> Option<Value> {
+        for f in ctx.frames.iter().rev() {
+            if let Some((_, v)) = f.config.iter().rev().find(|(k, _)| *k == key) {
+                return Some(v.clone());
+            }
+        }
+        let program = &self.modules[ctx.module].program;
+        let agent = self.agent(program, ctx.agent)?;
+        agent.body.iter().rev().find_map(|m| match m {
+            Member::Config(c) if c.key == key => Some(match (&c.key, &c.value.kind) {
+                (ConfigKey::Model, ExprKind::Name { name }) => Value::String(name.clone()),
+                (_, ExprKind::Str { value }) => Value::String(value.clone()),
+                _ => Value::Null,
+            }),
+            _ => None,
+        })
+    }
+
+    fn generate(&mut self, ctx: &mut Ctx, options: &[(String, Expr)], shape: &[Field]) -> R<Value> {
+        let mut input = None;
+        let (mut limit, mut attempts, mut debug) = (None, 1u64, false);
+        for (k, e) in options {
+            let v = self.expr(ctx, e)?;
+            match k.as_str() {
+                "input" => input = Some(as_text(&v)),
+                "limit" => {
+                    limit = Some(v.as_u64().filter(|n| *n > 0).ok_or_else(|| {
+                        Fail(
+                            Code::AsGenerate,
+                            format!("limit must be a whole number of at least 1, not {v}"),
+                        )
+                    })?);
+                }
+                "attempts" => {
+                    attempts = v.as_u64().filter(|n| (1..=20).contains(n)).ok_or_else(|| {
+                        Fail(
+                            Code::AsGenerate,
+                            format!("attempts must be a whole number from 1 to 20, not {v}"),
+                        )
+                    })?;
+                }
+                "debug" => debug = truthy(&v),
+                other => {
+                    return fail(
+                        Code::AsGenerate,
+                        format!("generate has no option \"{other}\""),
+                    )
+                }
+            }
+        }
+        let Some(input) = input else {
+            return fail(Code::AsGenerate, "generate needs an input");
+        };
+        let model_name = match self.config(ctx, ConfigKey::Model) {
+            Some(Value::String(n)) => n,
+            _ => {
+                return fail(
+                    Code::AsGenerate,
+                    "no model: set model NAME in the agent or the function",
+                )
+            }
+        };
+        let model = match self.global(ctx.module, &model_name) {
+            Some((Some(ImportKind::Llm), uri)) => uri,
+            _ => {
+                return fail(
+                    Code::AsGenerate,
+                    format!("\"{model_name}\" is not an imported llm"),
+                )
+            }
+        };
+        // The prompt: role, description, the used context (evaluated now), the instruction and
+        // the shape. Nothing that was not used reaches it.
+        let mut prompt = String::new();
+        if let Some(Value::String(r)) = self.config(ctx, ConfigKey::Role) {
+            prompt.push_str(&format!("Role: {r}\n"));
+        }
+        if let Some(Value::String(d)) = self.config(ctx, ConfigKey::Description) {
+            prompt.push_str(&format!("Description: {d}\n"));
+        }
+        let uses: Vec<UseDecl> = ctx
+            .frames
+            .iter()
+            .flat_map(|f| f.uses.iter().cloned())
+            .collect();
+        if !uses.is_empty() {
+            prompt.push_str("\nContext:\n");
+            for u in &uses {
+                let v = self.expr(ctx, &u.expr)?;
+                prompt.push_str(&format!(
+                    "[{}]\n{}\n",
+                    label(&u.expr),
+                    cut(&as_text(&v), u.budget)
+                ));
+            }
+        }
+        prompt.push_str(&format!("\nInstruction:\n{input}\n"));
+        let shape = Shape::Object(shape.to_vec());
+        prompt.push_str(&format!(
+            "\nAnswer with one JSON object only, of this shape: {}\n",
+            describe_shape(&shape)
+        ));
+        let mut tries: Vec<Attempt> = Vec::new();
+        let mut current = prompt.clone();
+        let mut outcome: R<Value> = fail(Code::AsShape, "no attempt was made");
+        for n in 1..=attempts {
+            if debug {
+                self.effects.debug(&current);
+            }
+            let call = ModelCall {
+                model: model.clone(),
+                prompt: current.clone(),
+                limit,
+            };
+            let answer = match self.effects.generate(&call) {
+                Ok(a) => a,
+                Err(e) => {
+                    // A provider error fails at once, without retries.
+                    outcome = Err(e.into());
+                    break;
+                }
+            };
+            let checked = match extract_json(&answer) {
+                None => Err("the answer holds no JSON object".to_string()),
+                Some(v) => check(&v, &shape, ""),
+            };
+            match checked {
+                Ok(v) => {
+                    tries.push(Attempt {
+                        prompt: current.clone(),
+                        answer,
+                        error: None,
+                    });
+                    outcome = Ok(v);
+                    break;
+                }
+                Err(why) => {
+                    tries.push(Attempt {
+                        prompt: current.clone(),
+                        answer,
+                        error: Some(why.clone()),
+                    });
+                    outcome = fail(
+                        Code::AsShape,
+                        format!("the model's answer did not fit after {n} attempt(s): {why}"),
+                    );
+                    current = format!(
+                        "{prompt}\nYour previous answer was not accepted: {why}. Answer again with one JSON object only.\n"
+                    );
+                }
+            }
+        }
+        self.event(TraceEvent::Generate {
+            model,
+            limit,
+            attempts: tries,
+            value: outcome.as_ref().ok().cloned(),
+        });
+        outcome
+    }
+}
+
+fn cap_value(e: &Expr) -> u64 {
+    match &e.kind {
+        ExprKind::Num { text } => whole_number(text).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn pick_func<'a>(agent: &'a Agent, name: Option<&str>) -> Result<&'a Func, String> {
+    let funcs: Vec<&Func> = agent
+        .body
+        .iter()
+        .filter_map(|m| match m {
+            Member::Func(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    let an = agent.name.as_deref().unwrap_or("main");
+    match name {
+        Some(n) => funcs
+            .iter()
+            .find(|f| f.name.as_deref() == Some(n))
+            .copied()
+            .ok_or_else(|| format!("agent \"{an}\" has no function \"{n}\"")),
+        None => funcs
+            .iter()
+            .find(|f| f.main)
+            .or(if funcs.len() == 1 {
+                funcs.first()
+            } else {
+                None
+            })
+            .copied()
+            .ok_or_else(|| format!("agent \"{an}\" has no main func; name one")),
+    }
+}
+
+fn field(t: &Value, name: &str) -> R<Value> {
+    match (t, name) {
+        (Value::Array(items), "length") => Ok(Value::from(items.len())),
+        (Value::String(s), "length") => Ok(Value::from(s.chars().count())),
+        // The list's JSON-safe view: the list itself (every value here is already JSON).
+        (Value::Array(_), "summary") => Ok(t.clone()),
+        (Value::Object(m), _) => Ok(m.get(name).cloned().unwrap_or(Value::Null)),
+        _ => rt(format!("{} has no field \"{name}\"", type_name(t))),
+    }
+}
+
+fn assign(ctx: &mut Ctx, name: &str, v: Value) {
+    for f in ctx.frames.iter_mut().rev() {
+        if let Some(slot) = f.vars.iter_mut().rev().find(|(n, _)| n == name) {
+            slot.1 = v;
+            return;
+        }
+    }
+    if let Some(f) = ctx.frames.last_mut() {
+        f.vars.push((name.to_string(), v));
+    }
+}
+
+/// `place.add(v)`: `place` is a variable or a field path of one, holding a list.
+fn add(ctx: &mut Ctx, place: &Expr, v: Value) -> R<()> {
+    let mut path: Vec<&str> = Vec::new();
+    let mut e = place;
+    loop {
+        match &e.kind {
+            ExprKind::Name { name } => {
+                path.push(name);
+                break;
+            }
+            ExprKind::Field { target, name } => {
+                path.push(name);
+                e = target;
+            }
+            _ => return rt("add needs a list held by a variable (or a field of one)"),
+        }
+    }
+    path.reverse();
+    let root = path[0];
+    let slot = ctx
+        .frames
+        .iter_mut()
+        .rev()
+        .find_map(|f| f.vars.iter_mut().rev().find(|(n, _)| n == root))
+        .ok_or_else(|| Fail(Code::AsRuntime, format!("unknown name \"{root}\"")))?;
+    let mut target = &mut slot.1;
+    for key in &path[1..] {
+        target = match target {
+            Value::Object(m) => m
+                .get_mut(*key)
+                .ok_or_else(|| Fail(Code::AsRuntime, format!("no field \"{key}\" to add to")))?,
+            other => return rt(format!("{} has no field \"{key}\"", type_name(other))),
+        };
+    }
+    match target {
+        Value::Array(items) => {
+            items.push(v);
+            Ok(())
+        }
+        other => rt(format!("add works on a list, not {}", type_name(other))),
+    }
+}

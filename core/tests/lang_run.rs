@@ -1,0 +1,276 @@
+//! The `.as` interpreter with scripted effects: scopes, deferred `use`, caps, generate (prompt,
+//! extraction, coercion, attempts, provider errors), agent calls, limits, and a golden trace.
+#![allow(clippy::expect_used)]
+
+use keyless_core::lang::interp::{run, EffectError, Effects, Entry, ModelCall, Trace};
+use keyless_core::Code;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+
+#[derive(Default)]
+struct Script {
+    answers: VecDeque<Result<String, EffectError>>,
+    calls: Vec<ModelCall>,
+    files: Vec<(String, String)>,
+    agents: Vec<(String, String)>,
+    effects: Vec<String>,
+}
+
+impl Effects for Script {
+    fn generate(&mut self, call: &ModelCall) -> Result<String, EffectError> {
+        self.calls.push(call.clone());
+        self.answers
+            .pop_front()
+            .unwrap_or_else(|| Err(EffectError::new(Code::AsMockExhausted, "no answer left")))
+    }
+    fn tool(&mut self, uri: &str, method: &str, args: &Value) -> Result<Value, EffectError> {
+        self.effects.push(format!("tool {uri} {method} {args}"));
+        Ok(json!({"ok": true, "files": ["a.rs"]}))
+    }
+    fn memory(
+        &mut self,
+        _from: &str,
+        uri: &str,
+        method: &str,
+        args: &Value,
+    ) -> Result<Value, EffectError> {
+        self.effects.push(format!("memory {uri} {method} {args}"));
+        Ok(if method == "query" {
+            json!([{"text": "earlier lesson"}])
+        } else {
+            json!({"id": "m1"})
+        })
+    }
+    fn read_file(&mut self, _from: &str, path: &str) -> Result<String, EffectError> {
+        self.files
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, t)| t.clone())
+            .ok_or_else(|| EffectError::new(Code::AsEffect, format!("{path}: no such file")))
+    }
+    fn load_agent(&mut self, _from: &str, path: &str) -> Result<(String, String), EffectError> {
+        self.agents
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(p, t)| (p.clone(), t.clone()))
+            .ok_or_else(|| EffectError::new(Code::AsEffect, format!("{path}: no such file")))
+    }
+}
+
+fn script(answers: &[&str]) -> Script {
+    Script {
+        answers: answers.iter().map(|a| Ok((*a).to_string())).collect(),
+        ..Script::default()
+    }
+}
+
+fn go(
+    src: &str,
+    input: Value,
+    s: &mut Script,
+) -> (Result<Value, keyless_core::lang::interp::RunError>, Trace) {
+    run(
+        "main.as",
+        src,
+        &Entry {
+            input,
+            ..Entry::default()
+        },
+        s,
+    )
+}
+
+const LLM: &str = "import llm Q from \"openai://gpt-4.1-mini\"\n";
+
+fn program(body: &str) -> String {
+    format!("{LLM}\nmain agent A {{\n    model Q\n    role \"Tester\"\n    description \"Checks things.\"\n\n    main func(input) {{\n{body}\n    }}\n}}\n")
+}
+
+#[test]
+fn generate_builds_the_prompt_from_use_only_and_coerces_the_answer() {
+    let src = program("        secret = \"never in the prompt\"\n        use input.question\n        return generate({ input: \"Answer the question\", limit: 800 }) {\n            return {\n                ok boolean\n                count number\n                answer string\n            }\n        }");
+    let mut s = script(&[
+        "Sure! ```json\n{\"ok\": \"true\", \"count\": \"42\", \"answer\": 7, \"extra\": 1}\n```",
+    ]);
+    let (out, _) = go(&src, json!({"question": "How many?"}), &mut s);
+    assert_eq!(
+        out.expect("ran"),
+        json!({"ok": true, "count": 42, "answer": "7"})
+    );
+    let call = &s.calls[0];
+    assert_eq!(
+        (call.model.as_str(), call.limit),
+        ("openai://gpt-4.1-mini", Some(800))
+    );
+    assert_eq!(
+        call.prompt,
+        "Role: Tester\nDescription: Checks things.\n\nContext:\n[input.question]\nHow many?\n\nInstruction:\nAnswer the question\n\nAnswer with one JSON object only, of this shape: { \"ok\": boolean, \"count\": number, \"answer\": string }\n"
+    );
+    assert!(!call.prompt.contains("never in the prompt"));
+}
+
+#[test]
+fn use_is_deferred_budgeted_and_scoped() {
+    let src = program("        notes = \"first\"\n        use notes < 5\n        notes = \"0123456789\"\n        repeat * 1 {\n            inner = \"inner value\"\n            use inner\n        }\n        return generate({ input: \"go\" }) {\n            return {\n                ok boolean\n            }\n        }");
+    let mut s = script(&["{\"ok\": true}"]);
+    let (out, _) = go(&src, json!({}), &mut s);
+    out.expect("ran");
+    let p = &s.calls[0].prompt;
+    assert!(
+        p.contains("[notes]\n01234\n[… cut: 5 of 10 characters kept]\n"),
+        "{p}"
+    );
+    assert!(!p.contains("inner value"), "a use dies with its scope: {p}");
+}
+
+#[test]
+fn loops_update_outer_variables_drop_new_ones_and_stop_at_caps() {
+    let src = program("        count = 0\n        seen = []\n        loop until count == 3 < 10 {\n            fresh = count\n            seen.add(fresh)\n            count = seen.length\n        }\n        capped = []\n        for x in [1, 2, 3, 4] < 2 {\n            capped.add(x)\n        }\n        repeat * 2 {\n            capped.add(\"r\")\n        }\n        return { count: count, seen: seen, capped: capped, first: seen[0], total: capped.length, summary: seen.summary }");
+    let mut s = script(&[]);
+    let (out, trace) = go(&src, json!({}), &mut s);
+    assert_eq!(
+        out.expect("ran"),
+        json!({"count": 3, "seen": [0, 1, 2], "capped": [1, 2, "r", "r"], "first": 0, "total": 4, "summary": [0, 1, 2]})
+    );
+    let t = serde_json::to_string(&trace).expect("json");
+    assert!(
+        t.contains("{\"event\":\"cap\",\"line\":17,\"cap\":2}"),
+        "{t}"
+    );
+    // A variable made inside a loop is gone after it: the analyzer refuses it before any run.
+    let src = program("        repeat * 2 {\n            made = 1\n        }\n        return made");
+    let (out, _) = go(&src, json!({}), &mut script(&[]));
+    let e = out.expect_err("refused");
+    assert_eq!(e.code, Code::AsName, "{e}");
+}
+
+#[test]
+fn attempts_retry_with_the_error_and_provider_errors_do_not() {
+    let src = program("        return generate({ input: \"go\", attempts: 3 }) {\n            return {\n                ok boolean\n            }\n        }");
+    let mut s = script(&["no json here", "{\"ok\": \"maybe\"}", "{\"ok\": false}"]);
+    let (out, trace) = go(&src, json!({}), &mut s);
+    assert_eq!(out.expect("third try"), json!({"ok": false}));
+    assert_eq!(s.calls.len(), 3);
+    assert!(s.calls[1].prompt.ends_with("Your previous answer was not accepted: the answer holds no JSON object. Answer again with one JSON object only.\n"), "{}", s.calls[1].prompt);
+    assert!(
+        s.calls[2]
+            .prompt
+            .contains("\"ok\" must be a boolean, not a string"),
+        "{}",
+        s.calls[2].prompt
+    );
+    let t = serde_json::to_value(&trace).expect("json");
+    assert_eq!(
+        t["events"][0]["events"][0]["attempts"]
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+    // Out of attempts.
+    let mut s = script(&["{}", "{}", "{}"]);
+    let e = go(&src, json!({}), &mut s).0.expect_err("no fit");
+    assert_eq!(e.code, Code::AsShape);
+    assert_eq!(e.stack, ["A.main"]);
+    // A provider error: once, not retried.
+    let mut s = Script {
+        answers: VecDeque::from([Err(EffectError::new(Code::AsModel, "401 unauthorized"))]),
+        ..Script::default()
+    };
+    let e = go(&src, json!({}), &mut s).0.expect_err("provider");
+    assert_eq!((e.code, s.calls.len()), (Code::AsModel, 1));
+    // The scripted model runs out.
+    let e = go(&src, json!({}), &mut script(&[]))
+        .0
+        .expect_err("empty script");
+    assert_eq!(e.code, Code::AsMockExhausted);
+}
+
+#[test]
+fn agents_call_each_other_across_files_and_recursion_is_bounded() {
+    let worker = "agent Worker {\n    main func run(input) {\n        return { done: input }\n    }\n\n    func twice(input) {\n        return [input, input]\n    }\n}\n";
+    let src = "import agent Worker from \"./worker.as\"\n\nmain agent Boss {\n    main func(input) {\n        a = Worker(input)\n        b = Worker.twice(input)\n        return { a: a, b: b }\n    }\n}\n";
+    let mut s = Script {
+        agents: vec![("./worker.as".into(), worker.into())],
+        ..Script::default()
+    };
+    let (out, trace) = go(src, json!("x"), &mut s);
+    assert_eq!(
+        out.expect("ran"),
+        json!({"a": {"done": "x"}, "b": ["x", "x"]})
+    );
+    let t = serde_json::to_value(&trace).expect("json");
+    assert_eq!(t["events"][0]["events"][0]["agent"], "Worker");
+    assert_eq!(t["events"][0]["events"][1]["func"], "twice");
+    // Runaway recursion: a clear code and the stack.
+    let src = "main agent Loop {\n    main func(input) {\n        return again(input)\n    }\n\n    func again(input) {\n        return again(input)\n    }\n}\n";
+    let e = go(src, json!(1), &mut script(&[])).0.expect_err("bounded");
+    assert_eq!(e.code, Code::AsDepth);
+    assert_eq!(e.stack.len(), 64);
+    assert_eq!(e.stack[0], "Loop.main");
+    // A cycle of agent imports.
+    let a = "import agent B from \"./b.as\"\n\nmain agent A {\n    main func(input) {\n        return B(input)\n    }\n}\n";
+    let b = "import agent A from \"./main.as\"\n\nmain agent B {\n    main func(input) {\n        return A(input)\n    }\n}\n";
+    let mut s = Script {
+        agents: vec![("./b.as".into(), b.into()), ("./main.as".into(), a.into())],
+        ..Script::default()
+    };
+    let e = go(a, json!(1), &mut s).0.expect_err("cycle");
+    assert_eq!(e.code, Code::AsImportCycle, "{e}");
+}
+
+#[test]
+fn runtime_errors_name_the_problem_and_the_stack() {
+    let src = program("        items = [1]\n        return items[3]");
+    let e = go(&src, json!({}), &mut script(&[])).0.expect_err("range");
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (
+            Code::AsRuntime,
+            "index 3 is out of range (the list has 1 items)"
+        )
+    );
+    let src = program("        n = 1\n        n.add(2)\n        return n");
+    let e = go(&src, json!({}), &mut script(&[]))
+        .0
+        .expect_err("not a list");
+    assert_eq!(e.message, "add works on a list, not a number");
+    // The input must fit the main func's shape (with coercions).
+    let src = "main agent A {\n    main func(input {\n        n number\n    }) {\n        return input.n\n    }\n}\n";
+    assert_eq!(
+        go(src, json!({"n": "5"}), &mut script(&[]))
+            .0
+            .expect("coerced"),
+        json!(5)
+    );
+    let e = go(src, json!({}), &mut script(&[])).0.expect_err("missing");
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (Code::AsShape, "the input does not fit: \"n\" is missing")
+    );
+}
+
+#[test]
+fn tools_memory_and_file_imports_go_through_the_effects() {
+    let src = "import tool Find from \"sh://find\"\nimport memory Lessons from \"file://./lessons.jsonl\"\nimport file Notes from \"./notes.md\"\nimport file Conf from \"./conf.json\"\n\nmain agent A {\n    main func(input) {\n        files = Find.run({ path: \".\", name: \"*.rs\" })\n        Lessons.add({ kind: \"lesson\", text: Notes })\n        past = Lessons.query({ kind: \"lesson\", limit: 5 })\n        return { files: files.files, past: past, level: Conf.level }\n    }\n}\n";
+    let mut s = Script {
+        files: vec![
+            ("./notes.md".into(), "# notes".into()),
+            ("./conf.json".into(), "{\"level\": 2}".into()),
+        ],
+        ..Script::default()
+    };
+    let (out, trace) = go(src, json!({}), &mut s);
+    assert_eq!(
+        out.expect("ran"),
+        json!({"files": ["a.rs"], "past": [{"text": "earlier lesson"}], "level": 2})
+    );
+    assert_eq!(
+        s.effects,
+        [
+            "tool sh://find run {\"name\":\"*.rs\",\"path\":\".\"}",
+            "memory file://./lessons.jsonl add {\"kind\":\"lesson\",\"text\":\"# notes\"}",
+            "memory file://./lessons.jsonl query {\"kind\":\"lesson\",\"limit\":5}",
+        ]
+    );
+    insta::assert_json_snapshot!("trace_tools_memory", trace);
+}

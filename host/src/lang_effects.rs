@@ -1,0 +1,217 @@
+//! What `.as` programs do to the world when `keyless-host as run` runs them: the scripted model
+//! (`--mock`), file and agent imports, and `file://….jsonl` memory, all confined to the workspace
+//! through its directory handle (the executor's resolver: no `..` out, no symlink out).
+//!
+//! Real model providers, tools, SQLite memory and HTTP come with the next part of the work; until
+//! then a program that calls them fails with `KA_AS_MODEL` or `KA_AS_EFFECT` and says so.
+
+use crate::exec::workspace::Workspace;
+use keyless_core::lang::interp::{EffectError, Effects, ModelCall};
+use keyless_core::Code;
+use serde_json::{Map, Value};
+use std::collections::VecDeque;
+use std::io::Write;
+
+/// The effects of one run.
+#[derive(Debug)]
+pub struct HostEffects<'w> {
+    pub ws: &'w Workspace,
+    /// The scripted model's answers, in order.
+    pub mock: Option<VecDeque<String>>,
+    /// Memory ids made in this run (with the process id and the clock they are unique).
+    pub counter: u64,
+}
+
+fn effect(msg: impl Into<String>) -> EffectError {
+    EffectError::new(Code::AsEffect, msg)
+}
+
+/// `path` (as written in `from`'s import) as a workspace-relative path: joined to `from`'s
+/// folder, `.` and `..` resolved; leaving the workspace is refused.
+///
+/// # Errors
+/// A path that climbs out of the workspace, or is absolute.
+pub fn relative_to(from: &str, path: &str) -> Result<String, EffectError> {
+    if path.starts_with('/') || path.contains('\\') {
+        return Err(effect(format!("\"{path}\" must be a relative path")));
+    }
+    let mut parts: Vec<&str> = from.split('/').collect();
+    parts.pop();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(effect(format!("\"{path}\" leaves the workspace")));
+                }
+            }
+            s => parts.push(s),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl HostEffects<'_> {
+    fn read(&self, rel: &str) -> Result<String, EffectError> {
+        let t = self.ws.resolve(rel).map_err(|f| effect(f.to_string()))?;
+        let bytes = self.ws.read(&t).map_err(|f| effect(f.to_string()))?;
+        String::from_utf8(bytes).map_err(|_| effect(format!("{rel} is not UTF-8 text")))
+    }
+
+    /// The JSONL file of a `file://` memory, relative to the module `from`.
+    fn memory_file(from: &str, uri: &str) -> Result<String, EffectError> {
+        let Some(path) = uri.strip_prefix("file://") else {
+            return Err(effect(format!(
+                "{uri}: this build keeps memory in file://….jsonl files only (SQLite memory is not in it yet)"
+            )));
+        };
+        relative_to(from, path)
+    }
+
+    fn memory_add(&mut self, rel: &str, args: &Value) -> Result<Value, EffectError> {
+        let Value::Object(fields) = args else {
+            return Err(effect("add takes one object"));
+        };
+        let t = self.ws.resolve(rel).map_err(|f| effect(f.to_string()))?;
+        let dir = self
+            .ws
+            .dir_of(&t, true)
+            .map_err(|f| effect(f.to_string()))?;
+        self.counter += 1;
+        let stamp = now();
+        let mut record = Map::new();
+        record.insert(
+            "id".into(),
+            Value::String(format!("m-{stamp}-{}-{}", std::process::id(), self.counter)),
+        );
+        for (k, v) in fields {
+            if !matches!(k.as_str(), "id" | "created_at" | "updated_at") {
+                record.insert(k.clone(), v.clone());
+            }
+        }
+        record.insert("created_at".into(), Value::from(stamp));
+        record.insert("updated_at".into(), Value::from(stamp));
+        let record = Value::Object(record);
+        let mut line = record.to_string();
+        line.push('\n');
+        let mut o = cap_std::fs::OpenOptions::new();
+        o.append(true).create(true);
+        cap_fs_ext::OpenOptionsFollowExt::follow(&mut o, cap_fs_ext::FollowSymlinks::No);
+        let file = dir
+            .open_with(&t.name, &o)
+            .map_err(|e| effect(format!("{rel}: {e}")))?
+            .into_std();
+        // One writer at a time across processes: parallel runs lose nothing.
+        let mut locked = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| effect(format!("{rel}: cannot lock: {e}")))?;
+        locked
+            .write_all(line.as_bytes())
+            .and_then(|()| locked.sync_data())
+            .map_err(|e| effect(format!("{rel}: {e}")))?;
+        Ok(record)
+    }
+
+    fn memory_query(&self, rel: &str, args: &Value) -> Result<Value, EffectError> {
+        let text = match self.ws.resolve(rel).map(|t| self.ws.read(&t)) {
+            Ok(Ok(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+            Ok(Err(f)) if f.code == Code::FileNotFound => String::new(),
+            Ok(Err(f)) | Err(f) => return Err(effect(f.to_string())),
+        };
+        let want_text = args
+            .get("text")
+            .and_then(Value::as_str)
+            .map(str::to_lowercase);
+        let want_kind = args.get("kind").and_then(Value::as_str);
+        let want_where = args.get("where").and_then(Value::as_object);
+        let limit = args
+            .get("limit")
+            .and_then(Value::as_u64)
+            .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let mut out: Vec<Value> = Vec::new();
+        // Newest first.
+        for line in text.lines().rev() {
+            let Ok(rec) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if want_kind.is_some_and(|k| rec.get("kind").and_then(Value::as_str) != Some(k)) {
+                continue;
+            }
+            if let Some(t) = &want_text {
+                if !rec.to_string().to_lowercase().contains(t.as_str()) {
+                    continue;
+                }
+            }
+            if let Some(w) = want_where {
+                if !w.iter().all(|(k, v)| rec.get(k) == Some(v)) {
+                    continue;
+                }
+            }
+            out.push(rec);
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(Value::Array(out))
+    }
+}
+
+impl Effects for HostEffects<'_> {
+    fn generate(&mut self, call: &ModelCall) -> Result<String, EffectError> {
+        match &mut self.mock {
+            Some(answers) => answers.pop_front().ok_or_else(|| {
+                EffectError::new(
+                    Code::AsMockExhausted,
+                    format!("the scripted model has no answer left for a call to {}", call.model),
+                )
+            }),
+            None => Err(EffectError::new(
+                Code::AsModel,
+                format!(
+                    "this build runs .as programs with a scripted model only: pass --mock FILE (a JSON array of answers); {} was not called",
+                    call.model
+                ),
+            )),
+        }
+    }
+
+    fn tool(&mut self, uri: &str, method: &str, _args: &Value) -> Result<Value, EffectError> {
+        Err(effect(format!(
+            "{uri} ({method}): tools are not in this build yet; nothing ran"
+        )))
+    }
+
+    fn memory(
+        &mut self,
+        from: &str,
+        uri: &str,
+        method: &str,
+        args: &Value,
+    ) -> Result<Value, EffectError> {
+        let rel = Self::memory_file(from, uri)?;
+        match method {
+            "add" => self.memory_add(&rel, args),
+            "query" => self.memory_query(&rel, args),
+            other => Err(effect(format!("memory has no method \"{other}\""))),
+        }
+    }
+
+    fn read_file(&mut self, from: &str, path: &str) -> Result<String, EffectError> {
+        self.read(&relative_to(from, path)?)
+    }
+
+    fn load_agent(&mut self, from: &str, path: &str) -> Result<(String, String), EffectError> {
+        let rel = relative_to(from, path)?;
+        let text = self.read(&rel)?;
+        Ok((rel, text))
+    }
+
+    fn debug(&mut self, prompt: &str) {
+        eprintln!("--- generate prompt ---\n{prompt}--- end of prompt ---");
+    }
+}
