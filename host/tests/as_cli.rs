@@ -334,3 +334,32 @@ fn parallel_writers_to_one_memory_lose_nothing() {
     ids.dedup();
     assert_eq!(ids.len(), 200, "ids are unique");
 }
+
+/// `generate({ debug: true })` prints each prompt to stderr; the value still goes to stdout.
+#[test]
+fn debug_prints_the_prompt_to_stderr() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    std::fs::write(
+        d.join("d.as"),
+        "import llm Q from \"openai://gpt-4.1-mini\"\n\nmain agent A {\n    model Q\n\n    main func(input) {\n        use input\n        return generate({ input: \"Say ok.\", debug: true }) {\n            return {\n                ok boolean\n            }\n        }\n    }\n}\n",
+    )
+    .expect("write");
+    let answers = mock(d, &["{\"ok\": true}"]);
+    let out = run(
+        &["run", "d.as", "--input", "\"hello\"", "--mock", &answers],
+        d,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(
+            "--- generate prompt ---\nContext:\n[input]\nhello\n\nInstruction:\nSay ok.\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\n  \"ok\": true\n}\n"
+    );
+}

@@ -269,14 +269,7 @@ impl<'p> Analyzer<'p> {
     }
 
     fn agent(&mut self, a: &Agent) {
-        let funcs: Vec<&Func> = a
-            .body
-            .iter()
-            .filter_map(|m| match m {
-                Member::Func(f) => Some(f),
-                _ => None,
-            })
-            .collect();
+        let funcs: Vec<&Func> = a.funcs().collect();
         let mut names: Vec<&str> = Vec::new();
         let mut main_seen = false;
         for f in &funcs {

@@ -10,6 +10,16 @@ pub struct Program {
     pub items: Vec<Item>,
 }
 
+impl Program {
+    /// The agents, in order.
+    pub fn agents(&self) -> impl Iterator<Item = &Agent> {
+        self.items.iter().filter_map(|i| match i {
+            Item::Agent(a) => Some(a),
+            _ => None,
+        })
+    }
+}
+
 /// A top-level item.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "item", rename_all = "snake_case")]
@@ -75,6 +85,16 @@ pub struct Agent {
     pub name: Option<String>,
     pub body: Vec<Member>,
     pub pos: Pos,
+}
+
+impl Agent {
+    /// The functions, in order.
+    pub fn funcs(&self) -> impl Iterator<Item = &Func> {
+        self.body.iter().filter_map(|m| match m {
+            Member::Func(f) => Some(f),
+            _ => None,
+        })
+    }
 }
 
 /// What an agent's body holds.

@@ -12,7 +12,7 @@
 //! - a loop that reaches its cap ends (a `cap` trace event says so); it is not an error.
 
 use super::ast::*;
-use super::shape::{check, check_object, describe_shape, extract_json};
+use super::shape::{check, check_object, describe_shape, extract_json, kind_of};
 use super::{analyze, parser, whole_number};
 use crate::diag::Code;
 use serde::Serialize;
@@ -263,17 +263,6 @@ struct Interp<'e> {
     loading: Vec<String>,
 }
 
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "none",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn truthy(v: &Value) -> bool {
     !matches!(v, Value::Null | Value::Bool(false))
 }
@@ -336,15 +325,7 @@ impl Interp<'_> {
         };
         let root = self.load(key, source).map_err(|f| at(f, &[]))?;
         let program = self.modules[root].program.clone();
-        let agents: Vec<(usize, &Agent)> = program
-            .items
-            .iter()
-            .filter_map(|i| match i {
-                Item::Agent(a) => Some(a),
-                _ => None,
-            })
-            .enumerate()
-            .collect();
+        let agents: Vec<(usize, &Agent)> = program.agents().enumerate().collect();
         let chosen = match &entry.agent {
             Some(name) => agents
                 .iter()
@@ -416,14 +397,7 @@ impl Interp<'_> {
                     }
                     let m = self.load(&k, &text)?;
                     let p = self.modules[m].program.clone();
-                    let agents: Vec<&Agent> = p
-                        .items
-                        .iter()
-                        .filter_map(|it| match it {
-                            Item::Agent(a) => Some(a),
-                            _ => None,
-                        })
-                        .collect();
+                    let agents: Vec<&Agent> = p.agents().collect();
                     let pick = agents.iter().position(|a| a.main).or(if agents.len() == 1 {
                         Some(0)
                     } else {
@@ -450,14 +424,7 @@ impl Interp<'_> {
 
     fn agent<'a>(&self, program: &'a Program, ai: usize) -> Option<&'a Agent> {
         let _ = self;
-        program
-            .items
-            .iter()
-            .filter_map(|i| match i {
-                Item::Agent(a) => Some(a),
-                _ => None,
-            })
-            .nth(ai)
+        program.agents().nth(ai)
     }
 
     fn call_func(&mut self, mi: usize, ai: usize, func: Option<&str>, input: Value) -> R<Value> {
@@ -631,9 +598,7 @@ impl Interp<'_> {
             } => {
                 let list = match self.expr(ctx, iter)? {
                     Value::Array(items) => items,
-                    other => {
-                        return rt(format!("for … in needs a list, not {}", type_name(&other)))
-                    }
+                    other => return rt(format!("for … in needs a list, not {}", kind_of(&other))),
                 };
                 let cap = cap.as_ref().map(cap_value);
                 for (i, item) in list.into_iter().enumerate() {
@@ -745,7 +710,7 @@ impl Interp<'_> {
                 let t = self.expr(ctx, target)?;
                 let i = self.expr(ctx, index)?;
                 let Value::Array(items) = &t else {
-                    return rt(format!("only a list can be indexed, not {}", type_name(&t)));
+                    return rt(format!("only a list can be indexed, not {}", kind_of(&t)));
                 };
                 let Some(i) = i.as_u64() else {
                     return rt(format!("an index is a whole number of at least 0, not {i}"));
@@ -853,12 +818,7 @@ impl Interp<'_> {
         }
         let program = &self.modules[mi].program;
         program
-            .items
-            .iter()
-            .filter_map(|i| match i {
-                Item::Agent(a) => Some(a),
-                _ => None,
-            })
+            .agents()
             .position(|a| a.name.as_deref() == Some(name))
             .map(|a| (mi, a))
             .ok_or_else(|| Fail(Code::AsRuntime, format!("\"{name}\" cannot be called")))
@@ -990,8 +950,11 @@ impl Interp<'_> {
             .iter()
             .flat_map(|f| f.uses.iter().cloned())
             .collect();
+        // Sections are separated by an empty line.
+        let gap = |p: &String| if p.is_empty() { "" } else { "\n" };
         if !uses.is_empty() {
-            prompt.push_str("\nContext:\n");
+            prompt.push_str(gap(&prompt));
+            prompt.push_str("Context:\n");
             for u in &uses {
                 let v = self.expr(ctx, &u.expr)?;
                 prompt.push_str(&format!(
@@ -1001,7 +964,8 @@ impl Interp<'_> {
                 ));
             }
         }
-        prompt.push_str(&format!("\nInstruction:\n{input}\n"));
+        prompt.push_str(gap(&prompt));
+        prompt.push_str(&format!("Instruction:\n{input}\n"));
         let shape = Shape::Object(shape.to_vec());
         prompt.push_str(&format!(
             "\nAnswer with one JSON object only, of this shape: {}\n",
@@ -1075,14 +1039,7 @@ fn cap_value(e: &Expr) -> u64 {
 }
 
 fn pick_func<'a>(agent: &'a Agent, name: Option<&str>) -> Result<&'a Func, String> {
-    let funcs: Vec<&Func> = agent
-        .body
-        .iter()
-        .filter_map(|m| match m {
-            Member::Func(f) => Some(f),
-            _ => None,
-        })
-        .collect();
+    let funcs: Vec<&Func> = agent.funcs().collect();
     let an = agent.name.as_deref().unwrap_or("main");
     match name {
         Some(n) => funcs
@@ -1110,7 +1067,7 @@ fn field(t: &Value, name: &str) -> R<Value> {
         // The list's JSON-safe view: the list itself (every value here is already JSON).
         (Value::Array(_), "summary") => Ok(t.clone()),
         (Value::Object(m), _) => Ok(m.get(name).cloned().unwrap_or(Value::Null)),
-        _ => rt(format!("{} has no field \"{name}\"", type_name(t))),
+        _ => rt(format!("{} has no field \"{name}\"", kind_of(t))),
     }
 }
 
@@ -1157,7 +1114,7 @@ fn add(ctx: &mut Ctx, place: &Expr, v: Value) -> R<()> {
             Value::Object(m) => m
                 .get_mut(*key)
                 .ok_or_else(|| Fail(Code::AsRuntime, format!("no field \"{key}\" to add to")))?,
-            other => return rt(format!("{} has no field \"{key}\"", type_name(other))),
+            other => return rt(format!("{} has no field \"{key}\"", kind_of(other))),
         };
     }
     match target {
@@ -1165,6 +1122,6 @@ fn add(ctx: &mut Ctx, place: &Expr, v: Value) -> R<()> {
             items.push(v);
             Ok(())
         }
-        other => rt(format!("add works on a list, not {}", type_name(other))),
+        other => rt(format!("add works on a list, not {}", kind_of(other))),
     }
 }

@@ -21,7 +21,9 @@ pub fn check_object(v: &Value, fields: &[Field]) -> Result<Value, String> {
     check(v, &Shape::Object(fields.to_vec()), "")
 }
 
-fn describe(v: &Value) -> &'static str {
+/// What kind of value `v` is, for messages: "a string", "none", …
+#[must_use]
+pub fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "none",
         Value::Bool(_) => "a boolean",
@@ -45,7 +47,7 @@ fn at(path: &str) -> String {
 /// # Errors
 /// Where the value does not fit.
 pub fn check(v: &Value, shape: &Shape, path: &str) -> Result<Value, String> {
-    let want = |name: &str| format!("{} must be {name}, not {}", at(path), describe(v));
+    let want = |name: &str| format!("{} must be {name}, not {}", at(path), kind_of(v));
     match shape {
         Shape::Json => Ok(v.clone()),
         Shape::String => match v {
