@@ -1,6 +1,6 @@
 //! The `.as` interpreter with scripted effects: scopes, deferred `use`, caps, generate (prompt,
 //! extraction, coercion, attempts, provider errors), agent calls, limits, and a golden trace.
-#![allow(clippy::expect_used)]
+#![allow(clippy::expect_used, clippy::unreachable)] // fixture helpers fail the test loudly
 
 use keyless_core::lang::interp::{run, EffectError, Effects, Entry, ModelCall, Trace};
 use keyless_core::Code;
@@ -316,7 +316,7 @@ fn sample(shape: &str) -> (Value, &str) {
             return (v, r);
         }
     }
-    panic!("unknown shape text: {s}")
+    unreachable!("unknown shape text: {s}")
 }
 
 impl Effects for ShapeModel {
@@ -397,7 +397,8 @@ fn every_seed_example_runs_with_golden_traces() {
             },
             &mut model,
         );
-        let value = out.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(out.is_ok(), "{name}: {out:?}");
+        let value = out.expect("ran");
         insta::assert_json_snapshot!(
             format!("run_seed_{name}"),
             json!({ "value": value, "trace": trace })
