@@ -405,3 +405,24 @@ fn every_seed_example_runs_with_golden_traces() {
         );
     }
 }
+
+/// An `if` branch is a child scope: it updates outer names; a call sees none of the caller's
+/// variables or `use`s; configuration set in a function holds for its generates.
+#[test]
+fn branches_calls_and_configuration_scope_as_documented() {
+    let src = format!(
+        "{LLM}\nmain agent A {{\n    model Q\n\n    main func(input) {{\n        flag = \"before\"\n        if true {{\n            flag = \"after\"\n        }}\n        hidden = \"caller only\"\n        use hidden\n        r = helper(flag)\n        return {{ flag: flag, r: r }}\n    }}\n\n    func helper(x) {{\n        role \"Helper\"\n        use x\n        return generate({{ input: \"go\" }}) {{\n            return {{\n                ok boolean\n            }}\n        }}\n    }}\n}}\n"
+    );
+    let mut s = script(&["{\"ok\": true}"]);
+    let (out, _) = go(&src, json!(null), &mut s);
+    assert_eq!(
+        out.expect("ran"),
+        json!({"flag": "after", "r": {"ok": true}})
+    );
+    let p = &s.calls[0].prompt;
+    assert!(
+        p.starts_with("Role: Helper\n\nContext:\n[x]\nafter\n"),
+        "{p}"
+    );
+    assert!(!p.contains("caller only"), "{p}");
+}
