@@ -48,6 +48,9 @@ impl Effects for Script {
             .map(|(_, t)| t.clone())
             .ok_or_else(|| EffectError::new(Code::AsEffect, format!("{path}: no such file")))
     }
+    fn now_ms(&mut self) -> u64 {
+        0
+    }
     fn load_agent(&mut self, _from: &str, path: &str) -> Result<(String, String), EffectError> {
         self.agents
             .iter()
@@ -279,6 +282,7 @@ fn tools_memory_and_file_imports_go_through_the_effects() {
 /// true, numbers 1, strings "text", one item per list): enough to run any program.
 struct ShapeModel {
     calls: usize,
+    clock: u64,
 }
 
 fn sample(shape: &str) -> (Value, &str) {
@@ -358,6 +362,11 @@ impl Effects for ShapeModel {
             format!("{path}: not in this test"),
         ))
     }
+    fn now_ms(&mut self) -> u64 {
+        // A scripted clock: every reading is 5 ms after the last.
+        self.clock += 5;
+        self.clock
+    }
 }
 
 /// Every seed example runs, with a model that answers each shape: its value and its whole trace
@@ -387,7 +396,7 @@ fn every_seed_example_runs_with_golden_traces() {
             // runs examples/ instead): nothing to run.
             continue;
         }
-        let mut model = ShapeModel { calls: 0 };
+        let mut model = ShapeModel { calls: 0, clock: 0 };
         let (out, trace) = run(
             "main.as",
             &src,

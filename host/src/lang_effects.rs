@@ -20,6 +20,8 @@ pub struct HostEffects<'w> {
     pub mock: Option<VecDeque<String>>,
     /// Memory ids made in this run (with the process id and the clock they are unique).
     pub counter: u64,
+    /// When the run started: the trace's clock.
+    pub started: std::time::Instant,
 }
 
 fn effect(msg: impl Into<String>) -> EffectError {
@@ -209,6 +211,10 @@ impl Effects for HostEffects<'_> {
         let rel = relative_to(from, path)?;
         let text = self.read(&rel)?;
         Ok((rel, text))
+    }
+
+    fn now_ms(&mut self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     fn debug(&mut self, prompt: &str) {

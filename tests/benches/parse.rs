@@ -166,6 +166,9 @@ fn as_interpreter() {
         fn load_agent(&mut self, _: &str, _: &str) -> Result<(String, String), EffectError> {
             Err(EffectError::new(keyless_core::Code::AsEffect, "none"))
         }
+        fn now_ms(&mut self) -> u64 {
+            0
+        }
     }
     let src = "main agent A {\n    main func(input) {\n        i = false\n        hits = []\n        repeat * 1000 {\n            repeat * 100 {\n                i = i == false\n                if i {\n                    hits.add(1)\n                }\n            }\n        }\n        return hits.length\n    }\n}\n";
     // 100,000 inner rounds of 2 statements, 50,000 adds, 1,000 inner repeats, 4 at the top.

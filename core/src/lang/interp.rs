@@ -90,6 +90,8 @@ pub trait Effects {
     fn load_agent(&mut self, from: &str, path: &str) -> Result<(String, String), EffectError>;
     /// `generate({ debug: true })`: the whole prompt, for stderr.
     fn debug(&mut self, _prompt: &str) {}
+    /// The clock, in milliseconds from any fixed point: the trace's durations.
+    fn now_ms(&mut self) -> u64;
 }
 
 /// Why a run failed: a code, a message, and the agent/function stack (outermost first).
@@ -131,6 +133,7 @@ pub enum TraceEvent {
     Call {
         agent: String,
         func: String,
+        duration_ms: u64,
         input: Value,
         output: Option<Value>,
         error: Option<String>,
@@ -138,6 +141,7 @@ pub enum TraceEvent {
     },
     Generate {
         model: String,
+        duration_ms: u64,
         limit: Option<u64>,
         attempts: Vec<Attempt>,
         value: Option<Value>,
@@ -443,7 +447,9 @@ impl Interp<'_> {
         let func_name = f.name.clone().unwrap_or_else(|| "main".into());
         self.stack.push(format!("{agent_name}.{func_name}"));
         self.trace.push(Vec::new());
+        let start = self.effects.now_ms();
         let result = self.invoke(mi, ai, f, input.clone());
+        let duration_ms = self.effects.now_ms().saturating_sub(start);
         let events = self.trace.pop().unwrap_or_default();
         let (output, error) = match &result {
             Ok(v) => (Some(v.clone()), None),
@@ -453,6 +459,7 @@ impl Interp<'_> {
             parent.push(TraceEvent::Call {
                 agent: agent_name,
                 func: func_name,
+                duration_ms,
                 input,
                 output,
                 error,
@@ -973,6 +980,7 @@ impl Interp<'_> {
         ));
         let mut tries: Vec<Attempt> = Vec::new();
         let mut current = prompt.clone();
+        let start = self.effects.now_ms();
         let mut outcome: R<Value> = fail(Code::AsShape, "no attempt was made");
         for n in 1..=attempts {
             if debug {
@@ -1021,8 +1029,10 @@ impl Interp<'_> {
                 }
             }
         }
+        let duration_ms = self.effects.now_ms().saturating_sub(start);
         self.event(TraceEvent::Generate {
             model,
+            duration_ms,
             limit,
             attempts: tries,
             value: outcome.as_ref().ok().cloned(),

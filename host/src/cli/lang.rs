@@ -206,6 +206,7 @@ fn run_cmd(
         ws: &ws,
         mock,
         counter: 0,
+        started: std::time::Instant::now(),
     };
     let (result, tr) = lang::interp::run(&key, &source, &entry, &mut effects);
     if let Some(t) = trace {
