@@ -2,8 +2,9 @@
 //! (`--mock`), file and agent imports, and `file://….jsonl` memory, all confined to the workspace
 //! through its directory handle (the executor's resolver: no `..` out, no symlink out).
 //!
-//! Real model providers, tools, SQLite memory and HTTP come with the next part of the work; until
-//! then a program that calls them fails with `KA_AS_MODEL` or `KA_AS_EFFECT` and says so.
+//! The tools are in `lang_tools`. Real model providers, SQLite memory, HTTP and MCP come with the
+//! next part of the work; until then a program that calls them fails with `KA_AS_MODEL` or
+//! `KA_AS_EFFECT` and says so.
 
 use crate::exec::workspace::Workspace;
 use keyless_core::lang::interp::{EffectError, Effects, ModelCall};
@@ -22,6 +23,10 @@ pub struct HostEffects<'w> {
     pub counter: u64,
     /// When the run started: the trace's clock.
     pub started: std::time::Instant,
+    /// The run's name, for its backups (`.agent/as-backups/RUN/`).
+    pub run: String,
+    /// Backups written so far.
+    pub saved: u64,
 }
 
 fn effect(msg: impl Into<String>) -> EffectError {
@@ -182,10 +187,15 @@ impl Effects for HostEffects<'_> {
         }
     }
 
-    fn tool(&mut self, uri: &str, method: &str, _args: &Value) -> Result<Value, EffectError> {
-        Err(effect(format!(
-            "{uri} ({method}): tools are not in this build yet; nothing ran"
-        )))
+    fn tool(&mut self, uri: &str, method: &str, args: &Value) -> Result<Value, EffectError> {
+        let mut files = crate::lang_tools::FileTool {
+            ws: self.ws,
+            run: self.run.clone(),
+            saved: self.saved,
+        };
+        let out = crate::lang_tools::call(self.ws, &mut files, uri, method, args);
+        self.saved = files.saved;
+        out
     }
 
     fn memory(

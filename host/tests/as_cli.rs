@@ -363,3 +363,132 @@ fn debug_prints_the_prompt_to_stderr() {
         "{\n  \"ok\": true\n}\n"
     );
 }
+
+/// The tools, for real on a workspace: find, grep and sed without a shell; file read, list,
+/// write, patch (exactly once) and undo with effect records; env without secrets; other
+/// programs refused, nothing outside the workspace touched.
+#[test]
+fn tools_work_on_the_workspace_and_nowhere_else() {
+    let outside = tempfile::tempdir().expect("tmp");
+    std::fs::write(outside.path().join("secret.txt"), "CANARY").expect("canary");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    std::fs::create_dir_all(d.join("src/deep")).expect("dirs");
+    std::fs::write(d.join("src/a.rs"), "fn a() {}\n// TODO: one\n").expect("write");
+    std::fs::write(d.join("src/deep/b.rs"), "fn b() {}\n// TODO: two\n").expect("write");
+    std::fs::write(d.join("README.md"), "line 1\nline 2\nline 3\n").expect("write");
+    std::os::unix::fs::symlink(outside.path(), d.join("src/out")).expect("symlink");
+    std::fs::write(
+        d.join("t.as"),
+        r##"import tool Find from "sh://find"
+import tool Grep from "sh://grep"
+import tool Sed from "sh://sed"
+import tool File from "file://workspace"
+import tool Env from "env://process"
+
+main agent A {
+    main func(input) {
+        files = Find.run({ path: ".", name: "*.rs", type: "file" })
+        todos = Grep.run({ path: "src", pattern: "TODO", include: "*.rs", max: 10 })
+        head = Sed.run({ path: "README.md", start: 2, max: 1 })
+        listing = File.list({ path: "src" })
+        w = File.write({ path: "notes/out.md", content: "# Result\n" })
+        p = File.patch({ path: "README.md", search: "line 2", replace: "line two" })
+        patched = File.read({ path: "README.md" })
+        effects = [w, p]
+        undone = File.undo(effects)
+        home = Env.get({ name: "KEYLESS_TEST_PLAIN" })
+        return { files: files.files, todos: todos.matches, head: head.lines, listing: listing.entries, patched: patched.content, undone: undone.restored, home: home }
+    }
+}
+"##,
+    )
+    .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["as", "run", "t.as"])
+        .current_dir(d)
+        .env("KEYLESS_TEST_PLAIN", "plain value")
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        v["files"],
+        serde_json::json!(["src/a.rs", "src/deep/b.rs"]),
+        "{v}"
+    );
+    assert_eq!(
+        v["todos"],
+        serde_json::json!([{"path": "src/a.rs", "line": 2, "text": "// TODO: one"}, {"path": "src/deep/b.rs", "line": 2, "text": "// TODO: two"}])
+    );
+    assert_eq!(
+        v["head"],
+        serde_json::json!([{"line": 2, "text": "line 2"}])
+    );
+    assert_eq!(
+        v["listing"],
+        serde_json::json!([{"name": "a.rs", "type": "file"}, {"name": "deep", "type": "dir"}, {"name": "out", "type": "symlink"}])
+    );
+    assert_eq!(v["patched"], "line 1\nline two\nline 3\n");
+    assert_eq!(
+        v["undone"],
+        serde_json::json!(["README.md", "notes/out.md"])
+    );
+    assert_eq!(v["home"], "plain value");
+    // Undo restored everything.
+    assert_eq!(
+        std::fs::read_to_string(d.join("README.md")).expect("read"),
+        "line 1\nline 2\nline 3\n"
+    );
+    assert!(!d.join("notes/out.md").exists());
+    // Refusals, each with its code and nothing touched outside.
+    for (call, want) in [
+        ("File.read({ path: \"../secret.txt\" })", "KA_AS_EFFECT"),
+        (
+            "File.read({ path: \"src/out/secret.txt\" })",
+            "KA_AS_EFFECT",
+        ),
+        (
+            "File.write({ path: \"src/out/new.txt\", content: \"x\" })",
+            "KA_AS_EFFECT",
+        ),
+        (
+            "Grep.run({ path: \"src/out\", pattern: \"CANARY\" })",
+            "KA_AS_EFFECT",
+        ),
+        (
+            "File.patch({ path: \"README.md\", search: \"line\", replace: \"x\" })",
+            "KA_AS_EFFECT",
+        ),
+        ("Env.get({ name: \"OPENAI_API_KEY\" })", "KA_AS_EFFECT"),
+        ("Py.run({ code: \"1\" })", "KA_AS_EFFECT"),
+    ] {
+        std::fs::write(
+            d.join("r.as"),
+            format!("import tool File from \"file://workspace\"\nimport tool Grep from \"sh://grep\"\nimport tool Env from \"env://process\"\nimport tool Py from \"sh://python3\"\n\nmain agent A {{\n    main func(input) {{\n        return {call}\n    }}\n}}\n"),
+        )
+        .expect("write");
+        let out = run(&["run", "r.as"], d);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{call}: {err}");
+        assert!(err.contains(want), "{call}: {err}");
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("CANARY"),
+            "{call}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(outside.path()).expect("dir").count(),
+        1,
+        "nothing written outside"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("README.md")).expect("read"),
+        "line 1\nline 2\nline 3\n"
+    );
+}

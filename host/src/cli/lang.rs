@@ -207,6 +207,14 @@ fn run_cmd(
         mock,
         counter: 0,
         started: std::time::Instant::now(),
+        run: format!(
+            "run-{}-{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            std::process::id()
+        ),
+        saved: 0,
     };
     let (result, tr) = lang::interp::run(&key, &source, &entry, &mut effects);
     if let Some(t) = trace {

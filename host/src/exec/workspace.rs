@@ -246,6 +246,23 @@ impl Workspace {
         self.open_dir(&t.dir, create, &t.rel)
     }
 
+    /// A folder of the workspace by its relative path (`""` or `"."` is the root), opened through
+    /// handles without following a symlink.
+    ///
+    /// # Errors
+    /// A path outside the workspace, a symlink, or a folder that does not exist.
+    pub fn open_folder(&self, rel: &str) -> Result<Dir, Failure> {
+        let rel = rel.trim_end_matches('/');
+        if rel.is_empty() || rel == "." {
+            return self
+                .dir
+                .try_clone()
+                .map_err(|e| Failure::io("cannot open the workspace for", ".", &e));
+        }
+        let t = self.resolve(rel)?;
+        self.open_dir(&t.rel, false, &t.rel)
+    }
+
     fn open_dir(&self, dir: &str, create: bool, rel: &str) -> Result<Dir, Failure> {
         let mut d = self
             .dir

@@ -1,0 +1,486 @@
+//! The tools `.as` programs import (seed 002's "Tool URI" section), with structured JSON
+//! arguments in and JSON out, all confined to the workspace through its directory handle.
+//!
+//! - `sh://find`, `sh://grep`, `sh://sed` are implemented natively, not run: no shell and no
+//!   program is ever started, so nothing a program writes can reach one (globset for names, the
+//!   regex crate for patterns). Outputs are bounded.
+//! - `file://workspace`: `read`, `list`, `write`, `patch` (the search text must occur exactly
+//!   once, as `@@editfile`'s FIND), `undo`. `write` and `patch` return effect records (path,
+//!   before/after SHA-256, backup location), and `undo` reverses a list of them.
+//! - `env://process`: `get`; names that look like secrets are refused.
+//! - Every other `sh://` program, http(s) and `mcp://` are refused in this build.
+
+use crate::exec::workspace::Workspace;
+use cap_std::fs::Dir;
+use keyless_core::lang::interp::EffectError;
+use keyless_core::Code;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// The most entries `find` visits, and the deepest folder it enters.
+const MAX_VISIT: usize = 100_000;
+const MAX_DEPTH: usize = 32;
+/// The largest file `grep` and `read` look at.
+const MAX_FILE: u64 = 4 << 20;
+/// A line of `grep` or `sed` output is cut at this many characters.
+const MAX_LINE: usize = 400;
+
+fn refuse(msg: impl Into<String>) -> EffectError {
+    EffectError::new(Code::AsEffect, msg)
+}
+
+fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+fn arg_max(args: &Value, default: u64, cap: u64) -> usize {
+    let n = args
+        .get("max")
+        .and_then(Value::as_u64)
+        .unwrap_or(default)
+        .clamp(1, cap);
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+fn sha(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn cut(line: &str) -> String {
+    if line.chars().count() > MAX_LINE {
+        let mut s: String = line.chars().take(MAX_LINE).collect();
+        s.push('…');
+        s
+    } else {
+        line.to_string()
+    }
+}
+
+fn glob(pattern: Option<&str>) -> Result<Option<globset::GlobMatcher>, EffectError> {
+    pattern
+        .map(|p| {
+            globset::Glob::new(p)
+                .map(|g| g.compile_matcher())
+                .map_err(|e| refuse(format!("\"{p}\" is not a glob: {e}")))
+        })
+        .transpose()
+}
+
+/// Workspace-relative paths of the entries under `start`, depth first, sorted, never through a
+/// symlink, never into `.git` or `.agent`. Calls `visit(rel, is_dir, dir, name)`; a `false`
+/// return stops the walk.
+fn walk(
+    ws: &Workspace,
+    start: &str,
+    visit: &mut dyn FnMut(&str, bool, &Dir, &str) -> bool,
+) -> Result<(), EffectError> {
+    let root = ws.open_folder(start).map_err(|f| refuse(f.to_string()))?;
+    let base = start.trim_matches('/').trim_start_matches("./").to_string();
+    let base = if base == "." { String::new() } else { base };
+    let mut stack: Vec<(Dir, String, usize)> = vec![(root, base, 0)];
+    let mut seen = 0usize;
+    while let Some((dir, rel, depth)) = stack.pop() {
+        let mut names: Vec<(String, bool)> = Vec::new();
+        let entries = dir.entries().map_err(|e| refuse(format!("{rel}: {e}")))?;
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_symlink() || name == ".git" || name == ".agent" {
+                continue;
+            }
+            names.push((name, ft.is_dir()));
+        }
+        names.sort();
+        let mut subdirs = Vec::new();
+        for (name, is_dir) in names {
+            seen += 1;
+            if seen > MAX_VISIT {
+                return Ok(());
+            }
+            let path = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            if !visit(&path, is_dir, &dir, &name) {
+                return Ok(());
+            }
+            if is_dir && depth < MAX_DEPTH {
+                if let Ok(sub) = cap_fs_ext::DirExt::open_dir_nofollow(&dir, &name) {
+                    subdirs.push((sub, path, depth + 1));
+                }
+            }
+        }
+        // Depth first, in name order.
+        stack.extend(subdirs.into_iter().rev());
+    }
+    Ok(())
+}
+
+fn read_text(dir: &Dir, name: &str) -> Option<String> {
+    let meta = dir.symlink_metadata(name).ok()?;
+    if !meta.is_file() || meta.len() > MAX_FILE {
+        return None;
+    }
+    let bytes = dir.read(name).ok()?;
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
+
+fn find(ws: &Workspace, args: &Value) -> Result<Value, EffectError> {
+    let path = arg_str(args, "path").unwrap_or(".");
+    let name = glob(arg_str(args, "name"))?;
+    let kind = arg_str(args, "type");
+    if let Some(k) = kind {
+        if !matches!(k, "file" | "dir") {
+            return Err(refuse(format!("type is \"file\" or \"dir\", not \"{k}\"")));
+        }
+    }
+    let max = arg_max(args, 100, 1000);
+    let mut files = Vec::new();
+    let mut truncated = false;
+    walk(ws, path, &mut |rel, is_dir, _, n| {
+        let kind_ok = match kind {
+            Some("file") => !is_dir,
+            Some("dir") => is_dir,
+            _ => true,
+        };
+        if kind_ok && name.as_ref().is_none_or(|g| g.is_match(n)) {
+            if files.len() == max {
+                truncated = true;
+                return false;
+            }
+            files.push(Value::String(rel.to_string()));
+        }
+        true
+    })?;
+    Ok(json!({ "ok": true, "files": files, "truncated": truncated }))
+}
+
+fn grep(ws: &Workspace, args: &Value) -> Result<Value, EffectError> {
+    let path = arg_str(args, "path").unwrap_or(".");
+    let Some(pattern) = arg_str(args, "pattern") else {
+        return Err(refuse("grep needs a pattern"));
+    };
+    let re = regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| refuse(format!("\"{pattern}\" is not a pattern: {e}")))?;
+    let include = glob(arg_str(args, "include"))?;
+    let max = arg_max(args, 100, 1000);
+    let mut matches = Vec::new();
+    let mut truncated = false;
+    let mut scan = |rel: &str, dir: &Dir, name: &str| -> bool {
+        if include.as_ref().is_some_and(|g| !g.is_match(name)) {
+            return true;
+        }
+        let Some(text) = read_text(dir, name) else {
+            return true;
+        };
+        for (i, line) in text.lines().enumerate() {
+            if re.is_match(line) {
+                if matches.len() == max {
+                    truncated = true;
+                    return false;
+                }
+                matches.push(json!({ "path": rel, "line": i + 1, "text": cut(line) }));
+            }
+        }
+        true
+    };
+    // A file path greps that file.
+    if let Ok(t) = ws.resolve(path) {
+        if let Ok(d) = ws.dir_of(&t, false) {
+            if d.symlink_metadata(&t.name).is_ok_and(|m| m.is_file()) {
+                scan(&t.rel, &d, &t.name);
+                return Ok(json!({ "ok": true, "matches": matches, "truncated": truncated }));
+            }
+        }
+    }
+    walk(ws, path, &mut |rel, is_dir, dir, name| {
+        is_dir || scan(rel, dir, name)
+    })?;
+    Ok(json!({ "ok": true, "matches": matches, "truncated": truncated }))
+}
+
+fn sed(ws: &Workspace, args: &Value) -> Result<Value, EffectError> {
+    let Some(path) = arg_str(args, "path") else {
+        return Err(refuse("sed needs a path"));
+    };
+    let start = args
+        .get("start")
+        .and_then(Value::as_u64)
+        .unwrap_or(1)
+        .max(1);
+    let max = arg_max(args, 20, 500);
+    let t = ws.resolve(path).map_err(|f| refuse(f.to_string()))?;
+    let d = ws.dir_of(&t, false).map_err(|f| refuse(f.to_string()))?;
+    let text = read_text(&d, &t.name)
+        .ok_or_else(|| refuse(format!("{path} is not a readable text file")))?;
+    let total = text.lines().count();
+    let lines: Vec<Value> = text
+        .lines()
+        .enumerate()
+        .skip(usize::try_from(start - 1).unwrap_or(usize::MAX))
+        .take(max)
+        .map(|(i, l)| json!({ "line": i + 1, "text": cut(l) }))
+        .collect();
+    Ok(json!({ "ok": true, "lines": lines, "total": total }))
+}
+
+/// Names `env://process` never reads: anything that looks like a secret. A name is split at `_`
+/// and `-`; a word that is, or ends with, one of these marks it (`OPENAI_API_KEY`, `GH_TOKEN`,
+/// `DB_PASSWORD`, `APIKEY`), while `KEYLESS_HOME` is fine.
+fn secret_like(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "AUTH",
+        "PRIVATE",
+        "COOKIE",
+        "SESSION",
+        "SIGNATURE",
+        "CERT",
+    ];
+    name.to_ascii_uppercase().split(['_', '-']).any(|w| {
+        WORDS
+            .iter()
+            .any(|s| w == *s || (w.len() > s.len() && w.ends_with(s) && s.len() >= 3))
+    })
+}
+
+/// `file://workspace`, with the run's backup folder for `write` and `patch`.
+#[derive(Debug)]
+pub struct FileTool<'w> {
+    pub ws: &'w Workspace,
+    /// `.agent/as-backups/<run>` (workspace-relative folder under `.agent`).
+    pub run: String,
+    pub saved: u64,
+}
+
+impl FileTool<'_> {
+    fn backup(&mut self, bytes: &[u8]) -> Result<String, EffectError> {
+        let agent = self.ws.agent().map_err(|e| refuse(e.to_string()))?;
+        let folder = format!("as-backups/{}", self.run);
+        agent
+            .create_dir_all(&folder)
+            .map_err(|e| refuse(format!(".agent/{folder}: {e}")))?;
+        self.saved += 1;
+        let name = format!("{folder}/{}", self.saved);
+        agent
+            .write(&name, bytes)
+            .map_err(|e| refuse(format!(".agent/{name}: {e}")))?;
+        Ok(format!(".agent/{name}"))
+    }
+
+    fn current(&self, path: &str) -> Result<Option<Vec<u8>>, EffectError> {
+        let t = self.ws.resolve(path).map_err(|f| refuse(f.to_string()))?;
+        match self.ws.read(&t) {
+            Ok(b) => Ok(Some(b)),
+            Err(f) if f.code == Code::FileNotFound => Ok(None),
+            Err(f) => Err(refuse(f.to_string())),
+        }
+    }
+
+    fn put(&mut self, path: &str, after: &[u8]) -> Result<Value, EffectError> {
+        let before = self.current(path)?;
+        let backup = before.as_deref().map(|b| self.backup(b)).transpose()?;
+        let t = self.ws.resolve(path).map_err(|f| refuse(f.to_string()))?;
+        self.ws
+            .write(&t, after, before.as_deref())
+            .map_err(|f| refuse(f.to_string()))?;
+        Ok(json!({
+            "path": t.rel,
+            "before": before.as_deref().map(sha),
+            "after": sha(after),
+            "backup": backup,
+        }))
+    }
+
+    fn undo_one(&mut self, effect: &Value) -> Result<String, EffectError> {
+        let path = arg_str(effect, "path").ok_or_else(|| refuse("an effect record has a path"))?;
+        let after =
+            arg_str(effect, "after").ok_or_else(|| refuse("an effect record has an after hash"))?;
+        let now = self.current(path)?;
+        if now.as_deref().map(sha).as_deref() != Some(after) {
+            return Err(refuse(format!(
+                "{path} changed since the effect; not undone"
+            )));
+        }
+        let t = self.ws.resolve(path).map_err(|f| refuse(f.to_string()))?;
+        match arg_str(effect, "backup") {
+            Some(backup) => {
+                let rel = backup
+                    .strip_prefix(".agent/")
+                    .filter(|r| r.starts_with("as-backups/") && !r.contains(".."))
+                    .ok_or_else(|| refuse(format!("{backup} is not a backup of a run")))?;
+                let agent = self.ws.agent().map_err(|e| refuse(e.to_string()))?;
+                let bytes = agent
+                    .read(rel)
+                    .map_err(|e| refuse(format!("{backup}: {e}")))?;
+                self.ws
+                    .write(&t, &bytes, now.as_deref())
+                    .map_err(|f| refuse(f.to_string()))?;
+            }
+            None => {
+                let d = self
+                    .ws
+                    .dir_of(&t, false)
+                    .map_err(|f| refuse(f.to_string()))?;
+                d.remove_file(&t.name)
+                    .map_err(|e| refuse(format!("{path}: {e}")))?;
+            }
+        }
+        Ok(t.rel)
+    }
+
+    /// One method of `file://workspace`.
+    ///
+    /// # Errors
+    /// A bad argument, a path outside the workspace, an edit that does not apply.
+    pub fn call(&mut self, method: &str, args: &Value) -> Result<Value, EffectError> {
+        let path = || arg_str(args, "path").ok_or_else(|| refuse(format!("{method} needs a path")));
+        match method {
+            "read" => {
+                let p = path()?;
+                let bytes = self
+                    .current(p)?
+                    .ok_or_else(|| refuse(format!("{p} does not exist")))?;
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| refuse(format!("{p} is not UTF-8 text")))?;
+                Ok(json!({ "path": p, "content": text }))
+            }
+            "list" => {
+                let p = arg_str(args, "path").unwrap_or(".");
+                let dir = self.ws.open_folder(p).map_err(|f| refuse(f.to_string()))?;
+                let mut entries: Vec<(String, &str)> = Vec::new();
+                for e in dir
+                    .entries()
+                    .map_err(|e| refuse(format!("{p}: {e}")))?
+                    .flatten()
+                {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if name == ".git" || name == ".agent" {
+                        continue;
+                    }
+                    let kind = match e.file_type() {
+                        Ok(t) if t.is_symlink() => "symlink",
+                        Ok(t) if t.is_dir() => "dir",
+                        _ => "file",
+                    };
+                    entries.push((name, kind));
+                }
+                entries.sort();
+                let list: Vec<Value> = entries
+                    .into_iter()
+                    .map(|(n, k)| json!({ "name": n, "type": k }))
+                    .collect();
+                Ok(json!({ "path": p, "entries": list }))
+            }
+            "write" => {
+                let p = path()?;
+                let content =
+                    arg_str(args, "content").ok_or_else(|| refuse("write needs content"))?;
+                self.put(p, content.as_bytes())
+            }
+            "patch" => {
+                let p = path()?;
+                let search = arg_str(args, "search").ok_or_else(|| refuse("patch needs search"))?;
+                let replace = arg_str(args, "replace").unwrap_or("");
+                let bytes = self
+                    .current(p)?
+                    .ok_or_else(|| refuse(format!("{p} does not exist")))?;
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| refuse(format!("{p} is not UTF-8 text")))?;
+                let edited = keyless_core::textfile::apply_edit(&text, search, replace)
+                    .map_err(|m| refuse(format!("{p}: {}", m.reason())))?;
+                self.put(p, edited.as_bytes())
+            }
+            "undo" => {
+                let list = match args {
+                    Value::Array(a) => a.clone(),
+                    Value::Object(_) if args.get("path").is_some() => vec![args.clone()],
+                    _ => return Err(refuse("undo takes a list of effect records")),
+                };
+                let mut restored = Vec::new();
+                for e in list.iter().rev() {
+                    restored.push(Value::String(self.undo_one(e)?));
+                }
+                Ok(json!({ "ok": true, "restored": restored }))
+            }
+            other => Err(refuse(format!(
+                "file://workspace has no method \"{other}\""
+            ))),
+        }
+    }
+}
+
+/// A tool call of a program.
+///
+/// # Errors
+/// A refused tool or argument, or the tool's failure.
+pub fn call(
+    ws: &Workspace,
+    files: &mut FileTool<'_>,
+    uri: &str,
+    method: &str,
+    args: &Value,
+) -> Result<Value, EffectError> {
+    match uri.split_once("://") {
+        Some(("sh", program)) => match (program.trim_end_matches('/'), method) {
+            ("find", "run") => find(ws, args),
+            ("grep", "run") => grep(ws, args),
+            ("sed", "run") => sed(ws, args),
+            (p, _) => Err(refuse(format!(
+                "sh://{p}: only find, grep and sed are available, implemented without a shell; no other program runs"
+            ))),
+        },
+        Some(("file", "workspace")) => files.call(method, args),
+        Some(("env", "process")) if method == "get" => {
+            let name = arg_str(args, "name").ok_or_else(|| refuse("get needs a name"))?;
+            if secret_like(name) {
+                return Err(refuse(format!("{name} looks like a secret; programs do not read it")));
+            }
+            Ok(std::env::var(name).map_or(Value::Null, Value::String))
+        }
+        _ => Err(refuse(format!("{uri} ({method}): this tool is not in this build yet; nothing ran"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::secret_like;
+
+    #[test]
+    fn secrets_are_recognised_by_their_words() {
+        for s in [
+            "OPENAI_API_KEY",
+            "GH_TOKEN",
+            "DB_PASSWORD",
+            "APIKEY",
+            "aws-secret-access-key",
+            "SESSION",
+        ] {
+            assert!(secret_like(s), "{s}");
+        }
+        for s in [
+            "HOME",
+            "PATH",
+            "PWD",
+            "KEYLESS_HOME",
+            "LANG",
+            "TOKENIZER_THREADS",
+        ] {
+            assert!(!secret_like(s), "{s}");
+        }
+    }
+}
