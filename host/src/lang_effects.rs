@@ -2,9 +2,10 @@
 //! (`--mock`), file and agent imports, and `file://….jsonl` memory, all confined to the workspace
 //! through its directory handle (the executor's resolver: no `..` out, no symlink out).
 //!
-//! The tools are in `lang_tools`. Real model providers, SQLite memory, HTTP and MCP come with the
-//! next part of the work; until then a program that calls them fails with `KA_AS_MODEL` or
-//! `KA_AS_EFFECT` and says so.
+//! Memory is `file://….jsonl` (flock'd appends) or `sqlite://….db#namespace` (a fixed schema, no
+//! SQL from programs). The tools are in `lang_tools`. Real model providers, HTTP and MCP come
+//! with the next part of the work; until then a program that calls them fails with `KA_AS_MODEL`
+//! or `KA_AS_EFFECT` and says so.
 
 use crate::exec::workspace::Workspace;
 use keyless_core::lang::interp::{EffectError, Effects, ModelCall};
@@ -71,25 +72,45 @@ impl HostEffects<'_> {
         String::from_utf8(bytes).map_err(|_| effect(format!("{rel} is not UTF-8 text")))
     }
 
-    /// The JSONL file of a `file://` memory, relative to the module `from`.
-    fn memory_file(from: &str, uri: &str) -> Result<String, EffectError> {
-        let Some(path) = uri.strip_prefix("file://") else {
-            return Err(effect(format!(
-                "{uri}: this build keeps memory in file://….jsonl files only (SQLite memory is not in it yet)"
-            )));
-        };
-        relative_to(from, path)
-    }
-
-    fn memory_add(&mut self, rel: &str, args: &Value) -> Result<Value, EffectError> {
-        let Value::Object(fields) = args else {
-            return Err(effect("add takes one object"));
-        };
+    /// A SQLite memory's database, inside the workspace: its folder is opened through the
+    /// workspace's handle (no symlink on the way), the kernel names that folder's real path, and
+    /// SQLite opens the file there with `SQLITE_OPEN_NOFOLLOW`, which refuses any symlink in the
+    /// path (so a folder swapped for a symlink meanwhile, or a database that is a symlink, is never
+    /// opened).
+    fn sqlite(&self, rel: &str) -> Result<rusqlite::Connection, EffectError> {
+        use std::os::fd::AsRawFd;
         let t = self.ws.resolve(rel).map_err(|f| effect(f.to_string()))?;
         let dir = self
             .ws
             .dir_of(&t, true)
             .map_err(|f| effect(f.to_string()))?;
+        let dir = dir.into_std_file();
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
+            .map_err(|e| effect(format!("{rel}: cannot name its folder: {e}")))?;
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+            | rusqlite::OpenFlags::SQLITE_OPEN_CREATE
+            | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = rusqlite::Connection::open_with_flags(real.join(&t.name), flags)
+            .map_err(|e| effect(format!("{rel}: {e}")))?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .and_then(|()| {
+                conn.execute_batch(
+                    "PRAGMA journal_mode = WAL;
+                     CREATE TABLE IF NOT EXISTS memory (
+                        id TEXT PRIMARY KEY, namespace TEXT NOT NULL, kind TEXT,
+                        record TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+                     CREATE INDEX IF NOT EXISTS memory_ns ON memory (namespace, kind);",
+                )
+            })
+            .map_err(|e| effect(format!("{rel}: {e}")))?;
+        Ok(conn)
+    }
+
+    fn record(&mut self, args: &Value) -> Result<Value, EffectError> {
+        let Value::Object(fields) = args else {
+            return Err(effect("add takes one object"));
+        };
         self.counter += 1;
         let stamp = now();
         let mut record = Map::new();
@@ -104,7 +125,59 @@ impl HostEffects<'_> {
         }
         record.insert("created_at".into(), Value::from(stamp));
         record.insert("updated_at".into(), Value::from(stamp));
-        let record = Value::Object(record);
+        Ok(Value::Object(record))
+    }
+
+    fn sqlite_memory(
+        &mut self,
+        from: &str,
+        rest: &str,
+        method: &str,
+        args: &Value,
+    ) -> Result<Value, EffectError> {
+        let (path, namespace) = rest.split_once('#').unwrap_or((rest, "default"));
+        let rel = relative_to(from, path)?;
+        let conn = self.sqlite(&rel)?;
+        match method {
+            "add" => {
+                let rec = self.record(args)?;
+                conn.execute(
+                    "INSERT INTO memory (id, namespace, kind, record, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                    rusqlite::params![
+                        rec["id"].as_str(),
+                        namespace,
+                        rec.get("kind").and_then(Value::as_str),
+                        rec.to_string(),
+                        rec["created_at"].as_u64().and_then(|n| i64::try_from(n).ok()),
+                    ],
+                )
+                .map_err(|e| effect(format!("{rel}: {e}")))?;
+                Ok(rec)
+            }
+            "query" => {
+                let mut stmt = conn
+                    .prepare("SELECT record FROM memory WHERE namespace = ?1 AND (?2 IS NULL OR kind = ?2) ORDER BY rowid DESC")
+                    .map_err(|e| effect(format!("{rel}: {e}")))?;
+                let kind = args.get("kind").and_then(Value::as_str);
+                let rows = stmt
+                    .query_map(rusqlite::params![namespace, kind], |r| {
+                        r.get::<_, String>(0)
+                    })
+                    .map_err(|e| effect(format!("{rel}: {e}")))?;
+                let lines: Vec<String> = rows.filter_map(Result::ok).collect();
+                Ok(filter_records(lines.iter().map(String::as_str), args))
+            }
+            other => Err(effect(format!("memory has no method \"{other}\""))),
+        }
+    }
+
+    fn memory_add(&mut self, rel: &str, args: &Value) -> Result<Value, EffectError> {
+        let record = self.record(args)?;
+        let t = self.ws.resolve(rel).map_err(|f| effect(f.to_string()))?;
+        let dir = self
+            .ws
+            .dir_of(&t, true)
+            .map_err(|f| effect(f.to_string()))?;
         let mut line = record.to_string();
         line.push('\n');
         let mut o = cap_std::fs::OpenOptions::new();
@@ -130,42 +203,48 @@ impl HostEffects<'_> {
             Ok(Err(f)) if f.code == Code::FileNotFound => String::new(),
             Ok(Err(f)) | Err(f) => return Err(effect(f.to_string())),
         };
-        let want_text = args
-            .get("text")
-            .and_then(Value::as_str)
-            .map(str::to_lowercase);
-        let want_kind = args.get("kind").and_then(Value::as_str);
-        let want_where = args.get("where").and_then(Value::as_object);
-        let limit = args
-            .get("limit")
-            .and_then(Value::as_u64)
-            .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-        let mut out: Vec<Value> = Vec::new();
         // Newest first.
-        for line in text.lines().rev() {
-            let Ok(rec) = serde_json::from_str::<Value>(line) else {
+        Ok(filter_records(text.lines().rev(), args))
+    }
+}
+
+/// The records (JSON lines, newest first) a query selects: `kind` exact, `text` a
+/// case-insensitive substring of the record, `where` exact fields, at most `limit`.
+fn filter_records<'a>(lines: impl Iterator<Item = &'a str>, args: &Value) -> Value {
+    let want_text = args
+        .get("text")
+        .and_then(Value::as_str)
+        .map(str::to_lowercase);
+    let want_kind = args.get("kind").and_then(Value::as_str);
+    let want_where = args.get("where").and_then(Value::as_object);
+    let limit = args
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let mut out: Vec<Value> = Vec::new();
+    for line in lines {
+        if out.len() >= limit {
+            break;
+        }
+        let Ok(rec) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if want_kind.is_some_and(|k| rec.get("kind").and_then(Value::as_str) != Some(k)) {
+            continue;
+        }
+        if let Some(t) = &want_text {
+            if !rec.to_string().to_lowercase().contains(t.as_str()) {
                 continue;
-            };
-            if want_kind.is_some_and(|k| rec.get("kind").and_then(Value::as_str) != Some(k)) {
-                continue;
-            }
-            if let Some(t) = &want_text {
-                if !rec.to_string().to_lowercase().contains(t.as_str()) {
-                    continue;
-                }
-            }
-            if let Some(w) = want_where {
-                if !w.iter().all(|(k, v)| rec.get(k) == Some(v)) {
-                    continue;
-                }
-            }
-            out.push(rec);
-            if out.len() >= limit {
-                break;
             }
         }
-        Ok(Value::Array(out))
+        if let Some(w) = want_where {
+            if !w.iter().all(|(k, v)| rec.get(k) == Some(v)) {
+                continue;
+            }
+        }
+        out.push(rec);
     }
+    Value::Array(out)
 }
 
 impl Effects for HostEffects<'_> {
@@ -205,7 +284,13 @@ impl Effects for HostEffects<'_> {
         method: &str,
         args: &Value,
     ) -> Result<Value, EffectError> {
-        let rel = Self::memory_file(from, uri)?;
+        if let Some(rest) = uri.strip_prefix("sqlite://") {
+            return self.sqlite_memory(from, rest, method, args);
+        }
+        let Some(path) = uri.strip_prefix("file://") else {
+            return Err(effect(format!("{uri} is not a memory URI")));
+        };
+        let rel = relative_to(from, path)?;
         match method {
             "add" => self.memory_add(&rel, args),
             "query" => self.memory_query(&rel, args),

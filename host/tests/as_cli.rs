@@ -492,3 +492,62 @@ main agent A {
         "line 1\nline 2\nline 3\n"
     );
 }
+
+/// SQLite memory: a fixed schema, namespaces kept apart, queries by kind, text, where and limit,
+/// parallel runs losing nothing, and a database path that is a symlink out is refused.
+#[test]
+fn sqlite_memory_keeps_namespaces_and_parallel_writers() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    std::fs::write(
+        d.join("add.as"),
+        "import memory Runs from \"sqlite://./mem/memory.db#runs\"\n\nmain agent A {\n    main func(input) {\n        repeat * 20 {\n            Runs.add({ kind: \"tick\", who: input, text: \"Hello World\" })\n        }\n        return none\n    }\n}\n",
+    )
+    .expect("write");
+    let children: Vec<_> = (0..6)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+                .args(["as", "run", "add.as", "--input", &i.to_string()])
+                .current_dir(d)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().expect("wait").success());
+    }
+    std::fs::write(
+        d.join("q.as"),
+        "import memory Runs from \"sqlite://./mem/memory.db#runs\"\nimport memory Other from \"sqlite://./mem/memory.db#other\"\n\nmain agent A {\n    main func(input) {\n        Other.add({ kind: \"tick\", who: 99 })\n        all = Runs.query({ kind: \"tick\" })\n        some = Runs.query({ text: \"hello world\", where: { who: 3 }, limit: 5 })\n        other = Other.query({})\n        return { all: all.length, some: some.length, who: some[0].who, other: other.length }\n    }\n}\n",
+    )
+    .expect("write");
+    let out = run(&["run", "q.as"], d);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        v,
+        serde_json::json!({"all": 120, "some": 5, "who": 3, "other": 1})
+    );
+    // A database that is a symlink out of the workspace is never opened.
+    let outside = tempfile::tempdir().expect("tmp");
+    std::os::unix::fs::symlink(outside.path().join("evil.db"), d.join("mem/link.db"))
+        .expect("symlink");
+    std::fs::write(
+        d.join("s.as"),
+        "import memory M from \"sqlite://./mem/link.db\"\n\nmain agent A {\n    main func(input) {\n        M.add({ kind: \"x\" })\n        return none\n    }\n}\n",
+    )
+    .expect("write");
+    let out = run(&["run", "s.as"], d);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("KA_AS_EFFECT"));
+    assert!(
+        !outside.path().join("evil.db").exists(),
+        "nothing created outside"
+    );
+}
