@@ -107,6 +107,10 @@ codes! {
     AsRuntime => "KA_AS_RUNTIME", "an .as program failed while running: a wrong type, a missing field, an index out of range";
     AsShape => "KA_AS_SHAPE", "a value does not fit its shape (a generate answer after its attempts, or a function's input)";
     AsModel => "KA_AS_MODEL", "the model could not answer (provider error; not retried)";
+    AsModelAuth => "KA_AS_MODEL_AUTH", "the model provider refused the key, or no key is set";
+    AsModelNetwork => "KA_AS_MODEL_NETWORK", "the model provider could not be reached";
+    AsModelTimeout => "KA_AS_MODEL_TIMEOUT", "the model provider did not answer in time";
+    AsModelNotFound => "KA_AS_MODEL_NOT_FOUND", "the model provider does not know the model";
     AsMockExhausted => "KA_AS_MOCK_EXHAUSTED", "the scripted model (--mock) has no answer left for a model call";
     AsEffect => "KA_AS_EFFECT", "a tool, memory or file the program uses failed or is not available";
     AsDepth => "KA_AS_DEPTH", "agent and function calls nested deeper than the limit (runaway recursion)";

@@ -24,6 +24,8 @@ pub struct HostEffects<'w> {
     pub counter: u64,
     /// When the run started: the trace's clock.
     pub started: std::time::Instant,
+    /// How long one model answer may take.
+    pub model_timeout: std::time::Duration,
     /// The run's name, for its backups (`.agent/as-backups/RUN/`).
     pub run: String,
     /// Backups written so far.
@@ -253,16 +255,17 @@ impl Effects for HostEffects<'_> {
             Some(answers) => answers.pop_front().ok_or_else(|| {
                 EffectError::new(
                     Code::AsMockExhausted,
-                    format!("the scripted model has no answer left for a call to {}", call.model),
+                    format!(
+                        "the scripted model has no answer left for a call to {}",
+                        call.model
+                    ),
                 )
             }),
-            None => Err(EffectError::new(
-                Code::AsModel,
-                format!(
-                    "this build runs .as programs with a scripted model only: pass --mock FILE (a JSON array of answers); {} was not called",
-                    call.model
-                ),
-            )),
+            None => crate::lang_models::generate(
+                call,
+                &crate::lang_models::ProcessEnv,
+                self.model_timeout,
+            ),
         }
     }
 

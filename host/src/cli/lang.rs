@@ -35,12 +35,16 @@ pub enum AsCmd {
         /// The workspace every file, import and memory stays inside (default: the current folder).
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
-        /// A scripted model: a JSON array of answer strings, one per model call, in order.
+        /// A scripted model: a JSON array of answer strings, one per model call, in order
+        /// (without it, the program's own providers are called).
         #[arg(long)]
         mock: Option<PathBuf>,
         /// Write the trace (every call, prompt, answer, tool and memory operation) as JSON.
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// How long one model answer may take, in seconds.
+        #[arg(long, default_value_t = 120)]
+        model_timeout: u64,
     },
     /// Rewrite programs in the canonical form (or, with --check, list the ones that differ).
     Fmt {
@@ -167,6 +171,7 @@ fn run_cmd(
     workspace: &Path,
     mock: Option<&Path>,
     trace: Option<&Path>,
+    model_timeout: std::time::Duration,
 ) -> Result<ExitCode, HostError> {
     let ws =
         crate::exec::workspace::Workspace::open(workspace).map_err(|source| HostError::Read {
@@ -207,6 +212,7 @@ fn run_cmd(
         mock,
         counter: 0,
         started: std::time::Instant::now(),
+        model_timeout,
         run: format!(
             "run-{}-{}",
             std::time::SystemTime::now()
@@ -263,6 +269,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             workspace,
             mock,
             trace,
+            model_timeout,
         } => {
             drop(out);
             let entry = lang::interp::Entry {
@@ -270,7 +277,14 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                 func,
                 input: input_value(input.as_deref())?,
             };
-            run_cmd(&file, entry, &workspace, mock.as_deref(), trace.as_deref())
+            run_cmd(
+                &file,
+                entry,
+                &workspace,
+                mock.as_deref(),
+                trace.as_deref(),
+                std::time::Duration::from_secs(model_timeout.max(1)),
+            )
         }
         AsCmd::Check { file, json } => {
             let found = check_tree(&file)?;

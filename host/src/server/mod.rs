@@ -159,11 +159,12 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         }) {
             tracing::warn!(error = %e, "cannot record serve.json: the extension pairs with the code only");
         }
+        let shutdown = shutdown_signal()?;
         println!("Press Ctrl-C to stop.");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
         let shared = Arc::clone(&st);
-        let r = crate::conn::serve(listener, router(st), shutdown_signal()).await;
+        let r = crate::conn::serve(listener, router(st), shutdown).await;
         // Nobody can answer now: the batches waiting for an answer end declined and are recorded.
         shared.close_prompts();
         crate::native::forget_serve(me);
@@ -171,24 +172,30 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
     })
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Ctrl-C and SIGTERM, registered when this is called (not when it is first awaited): a signal
+/// that arrives as soon as the banner is printed is already caught, never the default action.
+///
+/// # Errors
+/// When the handlers cannot be installed.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut int = signal(SignalKind::interrupt())?;
+        let mut term = signal(SignalKind::terminate())?;
+        Ok(async move {
+            tokio::select! {
+                _ = int.recv() => {},
+                _ = term.recv() => {},
             }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+            println!("keyless-host: shutting down");
+        })
     }
-    println!("keyless-host: shutting down");
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+            println!("keyless-host: shutting down");
+        })
+    }
 }

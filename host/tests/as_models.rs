@@ -1,0 +1,265 @@
+//! The model providers of `.as` programs against fake servers on 127.0.0.1 that speak each API's
+//! wire format (Chat Completions, Messages, Ollama's /api/chat), error bodies included. Nothing
+//! leaves the machine.
+#![allow(clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+struct Seen {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: serde_json::Value,
+}
+
+type Reply = (u16, String, Duration);
+
+/// A fake provider: records each request and answers with `reply(path)`.
+fn fake(reply: impl Fn(&str) -> Reply + Send + 'static) -> (u16, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+            let mut headers = Vec::new();
+            let mut len = 0usize;
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = h.trim_end().split_once(": ") {
+                    if k.eq_ignore_ascii_case("content-length") {
+                        len = v.parse().unwrap_or(0);
+                    }
+                    headers.push((k.to_ascii_lowercase(), v.to_string()));
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = reader.read_exact(&mut body);
+            log.lock().expect("log").push(Seen {
+                path: path.clone(),
+                headers,
+                body: serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
+            });
+            let (status, text, delay) = reply(&path);
+            std::thread::sleep(delay);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    (port, seen)
+}
+
+const PROGRAM: &str = "main agent A {\n    model M\n\n    main func(input) {\n        use input\n        return generate({ input: \"Answer.\", limit: 300 }) {\n            return {\n                ok boolean\n            }\n        }\n    }\n}\n";
+
+fn run(dir: &Path, uri: &str, env: &[(&str, String)], timeout: &str) -> Output {
+    std::fs::write(
+        dir.join("p.as"),
+        format!("import llm M from \"{uri}\"\n\n{PROGRAM}"),
+    )
+    .expect("write");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_keyless-host"));
+    c.args([
+        "as",
+        "run",
+        "p.as",
+        "--input",
+        "\"hi\"",
+        "--model-timeout",
+        timeout,
+    ])
+    .current_dir(dir);
+    for k in [
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OLLAMA_BASE_URL",
+    ] {
+        c.env_remove(k);
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run")
+}
+
+fn ok(out: &Output) -> serde_json::Value {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+fn failed(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn openai_chat_completions() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (port, seen) = fake(|_| {
+        (200, r#"{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"{\"ok\": true}"},"finish_reason":"stop"}]}"#.into(), Duration::ZERO)
+    });
+    let env = [
+        ("OPENAI_API_KEY", "sk-test".to_string()),
+        ("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1")),
+    ];
+    assert_eq!(
+        ok(&run(tmp.path(), "openai://gpt-4.1-mini", &env, "30")),
+        serde_json::json!({"ok": true})
+    );
+    let s = seen.lock().expect("seen")[0].clone();
+    assert_eq!(s.path, "/v1/chat/completions");
+    assert!(
+        s.headers
+            .contains(&("authorization".into(), "Bearer sk-test".into())),
+        "{:?}",
+        s.headers
+    );
+    assert_eq!(s.body["model"], "gpt-4.1-mini");
+    assert_eq!(s.body["response_format"]["type"], "json_object");
+    assert_eq!(s.body["max_tokens"], 300);
+    assert!(s.body["messages"][0]["content"]
+        .as_str()
+        .expect("prompt")
+        .contains("[input]\nhi"));
+    // Without a key nothing is sent.
+    let out = run(tmp.path(), "openai://gpt-4.1-mini", &env[1..], "30");
+    assert!(failed(&out).contains("KA_AS_MODEL_AUTH OPENAI_API_KEY is not set"));
+    assert_eq!(seen.lock().expect("seen").len(), 1);
+}
+
+#[test]
+fn anthropic_messages() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (port, seen) = fake(|_| {
+        (200, r#"{"id":"m1","type":"message","role":"assistant","content":[{"type":"text","text":"\"ok\": true}"}],"stop_reason":"end_turn"}"#.into(), Duration::ZERO)
+    });
+    let env = [
+        ("ANTHROPIC_API_KEY", "ak-test".to_string()),
+        ("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}")),
+    ];
+    assert_eq!(
+        ok(&run(
+            tmp.path(),
+            "anthropic://claude-sonnet-4-0",
+            &env,
+            "30"
+        )),
+        serde_json::json!({"ok": true})
+    );
+    let s = seen.lock().expect("seen")[0].clone();
+    assert_eq!(s.path, "/v1/messages");
+    assert!(s.headers.contains(&("x-api-key".into(), "ak-test".into())));
+    assert!(s
+        .headers
+        .contains(&("anthropic-version".into(), "2023-06-01".into())));
+    assert_eq!(s.body["max_tokens"], 300);
+    assert_eq!(
+        s.body["messages"][1],
+        serde_json::json!({"role": "assistant", "content": "{"})
+    );
+}
+
+#[test]
+fn ollama_chat() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (port, seen) = fake(|_| {
+        (200, r#"{"model":"qwen3.6","message":{"role":"assistant","content":"{\"ok\": false}"},"done":true}"#.into(), Duration::ZERO)
+    });
+    // The host and port of the URI, unless OLLAMA_BASE_URL says otherwise.
+    let uri = format!("ollama://127.0.0.1:{port}/qwen3.6");
+    assert_eq!(
+        ok(&run(tmp.path(), &uri, &[], "30")),
+        serde_json::json!({"ok": false})
+    );
+    let s = seen.lock().expect("seen")[0].clone();
+    assert_eq!(s.path, "/api/chat");
+    assert_eq!(
+        (
+            s.body["model"].as_str(),
+            s.body["stream"].as_bool(),
+            s.body["format"].as_str()
+        ),
+        (Some("qwen3.6"), Some(false), Some("json"))
+    );
+    assert_eq!(s.body["options"]["num_predict"], 300);
+}
+
+#[test]
+fn provider_errors_have_their_own_codes_and_are_not_retried() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (port, seen) = fake(|path| {
+        match path {
+        p if p.contains("auth") => (401, r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#.into(), Duration::ZERO),
+        p if p.contains("missing") => (404, r#"{"type":"error","error":{"type":"not_found_error","message":"model: nope"}}"#.into(), Duration::ZERO),
+        p if p.contains("slow") => (200, "{}".into(), Duration::from_secs(4)),
+        _ => (500, r#"{"error":"model 'x' crashed"}"#.into(), Duration::ZERO),
+    }
+    });
+    let base = |tag: &str| {
+        [
+            ("OPENAI_API_KEY", "sk".to_string()),
+            ("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/{tag}")),
+        ]
+    };
+    let err = failed(&run(tmp.path(), "openai://m", &base("auth"), "30"));
+    assert!(
+        err.contains("KA_AS_MODEL_AUTH") && err.contains("Incorrect API key provided"),
+        "{err}"
+    );
+    let err = failed(&run(tmp.path(), "openai://m", &base("missing"), "30"));
+    assert!(
+        err.contains("KA_AS_MODEL_NOT_FOUND") && err.contains("model: nope"),
+        "{err}"
+    );
+    let err = failed(&run(tmp.path(), "openai://m", &base("boom"), "30"));
+    assert!(
+        err.contains("KA_AS_MODEL ") && err.contains("crashed"),
+        "{err}"
+    );
+    let err = failed(&run(tmp.path(), "openai://m", &base("slow"), "1"));
+    assert!(err.contains("KA_AS_MODEL_TIMEOUT"), "{err}");
+    // One request each: never retried.
+    assert_eq!(seen.lock().expect("seen").len(), 4);
+    // Nothing listening.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let err = failed(&run(
+        tmp.path(),
+        &format!("ollama://127.0.0.1:{closed}/m"),
+        &[],
+        "5",
+    ));
+    assert!(err.contains("KA_AS_MODEL_NETWORK"), "{err}");
+}
