@@ -435,3 +435,44 @@ fn branches_calls_and_configuration_scope_as_documented() {
     );
     assert!(!p.contains("caller only"), "{p}");
 }
+
+/// The REPL's decisions: declarations are kept, statements run with earlier variables, an
+/// ending expression is shown and kept as `it`, diagnostics name the input's own lines, and an
+/// open bracket asks for more lines.
+#[test]
+fn the_repl_session_keeps_variables_and_declarations() {
+    use keyless_core::lang::interp::run_program;
+    use keyless_core::lang::repl::{open_depth, Prepared, Session};
+    let mut s = Session::default();
+    let step = |s: &mut Session, input: &str| -> Option<Value> {
+        match s.prepare(input).expect("prepares") {
+            Prepared::Declare(m) => {
+                s.module = m;
+                None
+            }
+            Prepared::Run {
+                program,
+                entry,
+                shows,
+            } => {
+                let (out, _) = run_program("repl.as", *program, &entry, &mut script(&[]));
+                let v = out.expect("runs");
+                s.absorb(input, &v, shows)
+            }
+        }
+    };
+    assert_eq!(
+        step(
+            &mut s,
+            "agent Twice {\n    main func(n) {\n        return [n, n]\n    }\n}"
+        ),
+        None
+    );
+    assert_eq!(step(&mut s, "x = 2"), None);
+    assert_eq!(step(&mut s, "Twice(x)"), Some(json!([2, 2])));
+    assert_eq!(step(&mut s, "it.length == x"), Some(json!(true)));
+    let e = s.prepare("y = 1\nz = nope").expect_err("unknown name");
+    assert_eq!((e.code, e.line), (Code::AsName, 2));
+    assert_eq!(open_depth("y = [1,"), 1);
+    assert_eq!(open_depth("s = \"{\" // {"), 0);
+}

@@ -10,6 +10,7 @@ pub mod error;
 pub mod exec;
 pub mod lang_effects;
 pub mod lang_models;
+pub mod lang_repl;
 pub mod lang_tools;
 pub mod native;
 pub mod pairing;

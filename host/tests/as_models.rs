@@ -263,3 +263,98 @@ fn provider_errors_have_their_own_codes_and_are_not_retried() {
     ));
     assert!(err.contains("KA_AS_MODEL_NETWORK"), "{err}");
 }
+
+/// The examples of `examples/` run for real against fake providers: the planner/executor pair
+/// through OpenAI's wire format, the reflect loop through Anthropic's (its lesson stored in file
+/// memory), the summariser through Ollama's.
+#[test]
+fn the_examples_run_against_fake_providers() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    std::fs::create_dir_all(d.join("planner")).expect("dir");
+    for f in [
+        "reflect.as",
+        "summarise.as",
+        "notes.md",
+        "planner/main.as",
+        "planner/planner.as",
+        "planner/executor.as",
+    ] {
+        std::fs::copy(src.join(f), d.join(f)).expect("copy");
+    }
+    let queue = |answers: Vec<&'static str>| {
+        let answers = Arc::new(Mutex::new(std::collections::VecDeque::from(answers)));
+        move |_: &str| -> Reply {
+            let a = answers.lock().expect("answers").pop_front().unwrap_or("{}");
+            (200, a.to_string(), Duration::ZERO)
+        }
+    };
+    let openai = |content: &str| -> String {
+        serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}).to_string()
+    };
+    let a1 = Box::leak(openai("{\"steps\": [\"add the route\"]}").into_boxed_str());
+    let a2 = Box::leak(openai("{\"ok\": true, \"report\": \"route added\"}").into_boxed_str());
+    let (port, seen) = fake(queue(vec![a1, a2]));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_keyless-host"));
+    c.args([
+        "as",
+        "run",
+        "planner/main.as",
+        "--input",
+        "{\"goal\": \"health check\"}",
+    ])
+    .current_dir(d)
+    .env("OPENAI_API_KEY", "sk-test")
+    .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"));
+    let v = ok(&c.output().expect("run"));
+    assert_eq!(
+        v,
+        serde_json::json!({"goal": "health check", "steps": 1, "results": [{"ok": true, "report": "route added"}]})
+    );
+    assert_eq!(seen.lock().expect("seen").len(), 2);
+    // reflect.as through Anthropic (the assistant turn starts with "{", the answer continues it).
+    let msg = |rest: &str| -> &'static str {
+        Box::leak(serde_json::json!({"type": "message", "role": "assistant", "content": [{"type": "text", "text": rest}]}).to_string().into_boxed_str())
+    };
+    let (port, _) = fake(queue(vec![
+        msg("\"text\": \"Fix timeout\"}"),
+        msg("\"ok\": true, \"advice\": \"\"}"),
+        msg("\"insight\": \"Name the change.\"}"),
+    ]));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_keyless-host"));
+    c.args([
+        "as",
+        "run",
+        "reflect.as",
+        "--input",
+        "{\"goal\": \"a commit message\"}",
+    ])
+    .current_dir(d)
+    .env("ANTHROPIC_API_KEY", "ak")
+    .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"));
+    assert_eq!(
+        ok(&c.output().expect("run")),
+        serde_json::json!({"text": "Fix timeout", "accepted": true})
+    );
+    let lessons = std::fs::read_to_string(d.join(".agentscript/lessons.jsonl")).expect("memory");
+    assert!(lessons.contains("Name the change."), "{lessons}");
+    // summarise.as through Ollama (OLLAMA_BASE_URL overrides the URI's host).
+    let (port, seen) = fake(queue(vec![Box::leak(
+        serde_json::json!({"message": {"role": "assistant", "content": "{\"title\": \"Release\", \"bullets\": [\"a\"]}"}, "done": true}).to_string().into_boxed_str(),
+    )]));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_keyless-host"));
+    c.args(["as", "run", "summarise.as"])
+        .current_dir(d)
+        .env("OLLAMA_BASE_URL", format!("http://127.0.0.1:{port}"));
+    assert_eq!(
+        ok(&c.output().expect("run")),
+        serde_json::json!({"title": "Release", "bullets": ["a"]})
+    );
+    let s = seen.lock().expect("seen")[0].clone();
+    assert_eq!(s.body["model"], "qwen3.6");
+    assert!(s.body["messages"][0]["content"]
+        .as_str()
+        .expect("prompt")
+        .contains("[Notes]\n# Release notes"));
+}

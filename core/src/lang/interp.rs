@@ -242,6 +242,29 @@ pub fn run(
     entry: &Entry,
     effects: &mut dyn Effects,
 ) -> (Result<Value, RunError>, Trace) {
+    match parser::parse(source) {
+        Ok(program) => run_program(key, program, entry, effects),
+        Err(d) => (
+            Err(RunError {
+                code: d.code,
+                message: format!("{key}: {d}"),
+                stack: Vec::new(),
+            }),
+            Trace { events: Vec::new() },
+        ),
+    }
+}
+
+/// Runs a program already parsed (the REPL builds its own): checked, then run like [`run`].
+///
+/// # Errors
+/// As [`run`].
+pub fn run_program(
+    key: &str,
+    program: Program,
+    entry: &Entry,
+    effects: &mut dyn Effects,
+) -> (Result<Value, RunError>, Trace) {
     let mut it = Interp {
         effects,
         modules: Vec::new(),
@@ -250,7 +273,7 @@ pub fn run(
         steps: 0,
         loading: Vec::new(),
     };
-    let result = it.start(key, source, entry);
+    let result = it.start(key, program, entry);
     let events = it.trace.into_iter().next().unwrap_or_default();
     (result, Trace { events })
 }
@@ -321,13 +344,13 @@ fn label(e: &Expr) -> String {
 }
 
 impl Interp<'_> {
-    fn start(&mut self, key: &str, source: &str, entry: &Entry) -> Result<Value, RunError> {
+    fn start(&mut self, key: &str, program: Program, entry: &Entry) -> Result<Value, RunError> {
         let at = |f: Fail, stack: &[String]| RunError {
             code: f.0,
             message: f.1,
             stack: stack.to_vec(),
         };
-        let root = self.load(key, source).map_err(|f| at(f, &[]))?;
+        let root = self.load_program(key, program).map_err(|f| at(f, &[]))?;
         let program = self.modules[root].program.clone();
         let agents: Vec<(usize, &Agent)> = program.agents().enumerate().collect();
         let chosen = match &entry.agent {
@@ -370,13 +393,17 @@ impl Interp<'_> {
         if let Some(i) = self.modules.iter().position(|m| m.key == key) {
             return Ok(i);
         }
+        let program = parser::parse(source).map_err(|d| Fail(d.code, format!("{key}: {d}")))?;
+        self.load_program(key, program)
+    }
+
+    fn load_program(&mut self, key: &str, program: Program) -> R<usize> {
         if self.modules.len() >= MAX_MODULES {
             return fail(
                 Code::AsLimit,
                 format!("more than {MAX_MODULES} .as files imported"),
             );
         }
-        let program = parser::parse(source).map_err(|d| Fail(d.code, format!("{key}: {d}")))?;
         if let Some(d) = analyze::analyze(&program).into_iter().next() {
             return fail(d.code, format!("{key}: {d}"));
         }

@@ -12,6 +12,7 @@ pub mod format;
 pub mod interp;
 pub mod lexer;
 pub mod parser;
+pub mod repl;
 pub mod shape;
 
 use crate::diag::Code;

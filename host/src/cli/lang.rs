@@ -46,6 +46,19 @@ pub enum AsCmd {
         #[arg(long, default_value_t = 120)]
         model_timeout: u64,
     },
+    /// An interactive session: statements, imports and agents, with history (in the user's
+    /// config folder), multi-line input, `:load FILE` and `:trace`.
+    Repl {
+        /// The workspace every import and memory stays inside (default: the current folder).
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// A scripted model: a JSON array of answer strings, one per model call, in order.
+        #[arg(long)]
+        mock: Option<PathBuf>,
+        /// How long one model answer may take, in seconds.
+        #[arg(long, default_value_t = 120)]
+        model_timeout: u64,
+    },
     /// Rewrite programs in the canonical form (or, with --check, list the ones that differ).
     Fmt {
         #[arg(required = true)]
@@ -194,34 +207,9 @@ fn run_cmd(
         })?
         .to_string_lossy()
         .replace('\\', "/");
-    let mock = match mock {
-        Some(p) => {
-            let text = read(p)?;
-            let answers: Vec<String> =
-                serde_json::from_str(&text).map_err(|e| HostError::Coded {
-                    code: keyless_core::Code::ConfigInvalid,
-                    message: format!("{}: --mock takes a JSON array of strings: {e}", p.display()),
-                })?;
-            Some(answers.into())
-        }
-        None => None,
-    };
+    let mock = read_mock(mock)?;
     let source = read(&abs)?;
-    let mut effects = crate::lang_effects::HostEffects {
-        ws: &ws,
-        mock,
-        counter: 0,
-        started: std::time::Instant::now(),
-        model_timeout,
-        run: format!(
-            "run-{}-{}",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            std::process::id()
-        ),
-        saved: 0,
-    };
+    let mut effects = host_effects(&ws, mock, model_timeout);
     let (result, tr) = lang::interp::run(&key, &source, &entry, &mut effects);
     if let Some(t) = trace {
         let text = serde_json::to_string_pretty(&tr)?;
@@ -241,6 +229,43 @@ fn run_cmd(
             eprintln!("keyless-host: {e}");
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+fn read_mock(mock: Option<&Path>) -> Result<Option<std::collections::VecDeque<String>>, HostError> {
+    Ok(match mock {
+        Some(p) => {
+            let text = read(p)?;
+            let answers: Vec<String> =
+                serde_json::from_str(&text).map_err(|e| HostError::Coded {
+                    code: keyless_core::Code::ConfigInvalid,
+                    message: format!("{}: --mock takes a JSON array of strings: {e}", p.display()),
+                })?;
+            Some(answers.into())
+        }
+        None => None,
+    })
+}
+
+fn host_effects<'w>(
+    ws: &'w crate::exec::workspace::Workspace,
+    mock: Option<std::collections::VecDeque<String>>,
+    model_timeout: std::time::Duration,
+) -> crate::lang_effects::HostEffects<'w> {
+    crate::lang_effects::HostEffects {
+        ws,
+        mock,
+        counter: 0,
+        started: std::time::Instant::now(),
+        model_timeout,
+        run: format!(
+            "run-{}-{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            std::process::id()
+        ),
+        saved: 0,
     }
 }
 
@@ -334,6 +359,38 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                 writeln!(out, "{}: {verdict}", file.display()).map_err(HostError::Write)?;
             }
             Ok(if found.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        AsCmd::Repl {
+            workspace,
+            mock,
+            model_timeout,
+        } => {
+            drop(out);
+            let ws = crate::exec::workspace::Workspace::open(&workspace).map_err(|source| {
+                HostError::Read {
+                    path: workspace.display().to_string(),
+                    source,
+                }
+            })?;
+            let mock = read_mock(mock.as_deref())?;
+            let mut effects = host_effects(
+                &ws,
+                mock,
+                std::time::Duration::from_secs(model_timeout.max(1)),
+            );
+            let history = crate::dirs::user_config_path().map(|p| p.with_file_name("as_history"));
+            let failures =
+                crate::lang_repl::repl(&mut effects, history.as_deref()).map_err(|e| {
+                    HostError::Coded {
+                        code: keyless_core::Code::FileIo,
+                        message: format!("cannot read the terminal: {e}"),
+                    }
+                })?;
+            Ok(if failures == 0 {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
