@@ -358,3 +358,127 @@ fn the_examples_run_against_fake_providers() {
         .expect("prompt")
         .contains("[Notes]\n# Release notes"));
 }
+
+/// The http(s) tool: paths of the imported origin only, redirects followed within it and refused
+/// off it, JSON bodies parsed, post bodies sent as JSON.
+#[test]
+fn the_http_tool_stays_on_its_origin() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    let (port, seen) = fake(|path| match path {
+        "/api/data" => (200, r#"{"items":[1,2]}"#.into(), Duration::ZERO),
+        "/api/submit" => (201, r#"{"saved":true}"#.into(), Duration::ZERO),
+        _ => (404, r#"{"error":"no"}"#.into(), Duration::ZERO),
+    });
+    let program = |calls: &str| {
+        format!("import tool Http from \"http://127.0.0.1:{port}\"\n\nmain agent A {{\n    main func(input) {{\n        return {calls}\n    }}\n}}\n")
+    };
+    std::fs::write(
+        d.join("h.as"),
+        program("{ got: Http.get({ url: \"/api/data\", headers: { Accept: \"application/json\" } }), sent: Http.post({ url: \"/api/submit\", body: { key: \"value\" } }), missing: Http.get({ url: \"/nope\" }) }"),
+    )
+    .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["as", "run", "h.as"])
+        .current_dir(d)
+        .output()
+        .expect("run");
+    let v = ok(&out);
+    assert_eq!(
+        v,
+        serde_json::json!({"got": {"status": 200, "body": {"items": [1, 2]}}, "sent": {"status": 201, "body": {"saved": true}}, "missing": {"status": 404, "body": {"error": "no"}}})
+    );
+    let s = seen.lock().expect("seen").clone();
+    assert_eq!(s[1].body, serde_json::json!({"key": "value"}));
+    assert!(s[0]
+        .headers
+        .contains(&("accept".into(), "application/json".into())));
+    // Another origin, as a URL or a scheme-relative path: refused, nothing sent.
+    for url in [
+        "http://127.0.0.2:1/x",
+        "//evil.example/x",
+        "https://evil.example/",
+    ] {
+        std::fs::write(
+            d.join("h.as"),
+            program(&format!("Http.get({{ url: \"{url}\" }})")),
+        )
+        .expect("write");
+        let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+            .args(["as", "run", "h.as"])
+            .current_dir(d)
+            .output()
+            .expect("run");
+        assert!(
+            failed(&out).contains("requests stay on the imported origin"),
+            "{url}"
+        );
+    }
+    assert_eq!(seen.lock().expect("seen").len(), 3);
+}
+
+/// Redirects: followed within the origin, refused off it.
+#[test]
+fn http_redirects_never_leave_the_origin() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
+                    break;
+                }
+            }
+            let (status, extra, body) = match path.as_str() {
+                "/in" => ("302 Found", "location: /final\r\n".to_string(), ""),
+                "/out" => (
+                    "302 Found",
+                    "location: http://evil.example/steal\r\n".to_string(),
+                    "",
+                ),
+                _ => (
+                    "200 OK",
+                    "content-type: text/plain\r\n".to_string(),
+                    "arrived",
+                ),
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let program = |url: &str| {
+        format!("import tool Http from \"http://127.0.0.1:{port}\"\n\nmain agent A {{\n    main func(input) {{\n        return Http.get({{ url: \"{url}\" }})\n    }}\n}}\n")
+    };
+    std::fs::write(d.join("r.as"), program("/in")).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["as", "run", "r.as"])
+        .current_dir(d)
+        .output()
+        .expect("run");
+    assert_eq!(
+        ok(&out),
+        serde_json::json!({"status": 200, "body": "arrived"})
+    );
+    std::fs::write(d.join("r.as"), program("/out")).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["as", "run", "r.as"])
+        .current_dir(d)
+        .output()
+        .expect("run");
+    assert!(
+        failed(&out).contains("http://evil.example/steal is not on"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
