@@ -464,6 +464,70 @@ pub enum HostEvent {
     },
     /// A batch was undone.
     Undone { restored: Vec<String> },
+    /// An `.as` run started, finished or failed.
+    AsRun {
+        run: String,
+        state: AsRunState,
+        error: Option<String>,
+    },
+    /// One event of a running `.as` program's trace, as it happens (a call when it returns).
+    AsTrace {
+        run: String,
+        event: crate::lang::interp::TraceEvent,
+    },
+}
+
+/// `POST /v1/as/runs`: run a program of the workspace.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AsRunRequest {
+    /// The `.as` file, relative to the workspace.
+    pub file: String,
+    #[cfg_attr(feature = "ts", ts(type = "unknown", optional))]
+    pub input: serde_json::Value,
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub agent: Option<String>,
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub func: Option<String>,
+    /// A scripted model (the answers, in order) instead of the program's providers.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub mock: Option<Vec<String>>,
+}
+
+/// Where an `.as` run stands.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AsRunState {
+    Running,
+    Done,
+    Failed,
+}
+
+/// One row of `GET /v1/as/runs`; also the answer to `POST`.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AsRunSummary {
+    pub run: String,
+    pub file: String,
+    /// Unix seconds.
+    pub started_at: i64,
+    pub state: AsRunState,
+    /// `KA_… message` of a failed run.
+    pub error: Option<String>,
+}
+
+/// `GET /v1/as/runs/{run}`: the summary, the value and the whole trace.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AsRunDetail {
+    #[serde(flatten)]
+    pub summary: AsRunSummary,
+    #[cfg_attr(feature = "ts", ts(type = "unknown"))]
+    pub value: serde_json::Value,
+    /// The whole trace (see docs/language.md, Trace).
+    pub trace: crate::lang::interp::Trace,
 }
 
 impl HostEvent {
@@ -480,7 +544,7 @@ impl HostEvent {
             | Self::Output { session, .. }
             | Self::Prompt { session, .. }
             | Self::PromptClosed { session, .. } => Some(session),
-            Self::Undone { .. } => None,
+            Self::Undone { .. } | Self::AsRun { .. } | Self::AsTrace { .. } => None,
         }
     }
 }

@@ -127,7 +127,14 @@ pub fn typescript() -> String {
         api::PendingPrompt::decl(&cfg),
         api::PromptAnswer::decl(&cfg),
         api::Answered::decl(&cfg),
+        lang::interp::Attempt::decl(&cfg),
+        lang::interp::TraceEvent::decl(&cfg),
+        lang::interp::Trace::decl(&cfg),
+        api::AsRunState::decl(&cfg),
         api::HostEvent::decl(&cfg),
+        api::AsRunRequest::decl(&cfg),
+        api::AsRunSummary::decl(&cfg),
+        api::AsRunDetail::decl(&cfg),
         api::CoreOptions::decl(&cfg),
     ];
     let mut out = String::from(

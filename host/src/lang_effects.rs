@@ -14,8 +14,10 @@ use serde_json::{Map, Value};
 use std::collections::VecDeque;
 use std::io::Write;
 
+/// What follows a run's trace events as they complete.
+pub type Observer<'w> = Box<dyn FnMut(&keyless_core::lang::interp::TraceEvent) + Send + 'w>;
+
 /// The effects of one run.
-#[derive(Debug)]
 pub struct HostEffects<'w> {
     pub ws: &'w Workspace,
     /// The scripted model's answers, in order.
@@ -30,6 +32,38 @@ pub struct HostEffects<'w> {
     pub run: String,
     /// Backups written so far.
     pub saved: u64,
+    /// Called with each trace event as it completes (the API streams them).
+    pub observer: Option<Observer<'w>>,
+}
+
+impl<'w> HostEffects<'w> {
+    /// The effects of a new run.
+    #[must_use]
+    pub fn new(
+        ws: &'w Workspace,
+        mock: Option<VecDeque<String>>,
+        model_timeout: std::time::Duration,
+    ) -> Self {
+        HostEffects {
+            ws,
+            mock,
+            counter: 0,
+            started: std::time::Instant::now(),
+            model_timeout,
+            run: crate::lang_runs::new_id(0),
+            saved: 0,
+            observer: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for HostEffects<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostEffects")
+            .field("run", &self.run)
+            .field("mock", &self.mock.as_ref().map(VecDeque::len))
+            .finish_non_exhaustive()
+    }
 }
 
 fn effect(msg: impl Into<String>) -> EffectError {
@@ -313,6 +347,12 @@ impl Effects for HostEffects<'_> {
 
     fn now_ms(&mut self) -> u64 {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn observe(&mut self, event: &keyless_core::lang::interp::TraceEvent) {
+        if let Some(o) = self.observer.as_mut() {
+            o(event);
+        }
     }
 
     fn debug(&mut self, prompt: &str) {

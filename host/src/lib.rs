@@ -11,6 +11,7 @@ pub mod exec;
 pub mod lang_effects;
 pub mod lang_models;
 pub mod lang_repl;
+pub mod lang_runs;
 pub mod lang_tools;
 pub mod native;
 pub mod pairing;

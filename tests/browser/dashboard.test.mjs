@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, existsSync, readFileSync, mkdirSync } from "node:fs";
+import { mkdtempSync, existsSync, readFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startHost, launch, shots } from "./host.mjs";
@@ -69,3 +69,104 @@ test("the dashboard shows batches, approves a confirmation, and looks right", as
     host.child.kill();
   }
 });
+
+test("the dashboard shows .as runs as a nested, collapsible trace", async () => {
+  const ws = mkdtempSync(join(tmpdir(), "keyless-dash-as-"));
+  execFileSync("git", ["init", "-q", ws]);
+  mkdirSync(join(ws, "src"), { recursive: true });
+  writeFileSync(join(ws, "src", "lib.rs"), "// TODO: wire the health check\n");
+  writeFileSync(
+    join(ws, "plan.as"),
+    `import llm Fast from "openai://gpt-4.1-mini"
+import tool Grep from "sh://grep"
+import memory Notes from "file://./.agentscript/notes.jsonl"
+
+main agent Planner {
+    model Fast
+    role "Planner"
+
+    main func(input {
+        goal string
+    }) {
+        todos = Grep.run({ path: "src", pattern: "TODO" })
+        use input.goal
+        use todos.matches < 500
+        plan = generate({ input: "Plan the work in steps.", attempts: 2 }) {
+            return {
+                steps list[string]
+            }
+        }
+        Notes.add({ kind: "plan", steps: plan.steps })
+        return { steps: plan.steps, todos: todos.matches.length }
+    }
+}
+`,
+  );
+  const host = await startHost(ws, mkdtempSync(join(tmpdir(), "keyless-dash-as-cfg-")), "auto");
+  const browser = await launch();
+  try {
+    // The event stream carries the run's trace as it happens.
+    const events = [];
+    const ctl = new AbortController();
+    const stream = fetch(`http://127.0.0.1:${host.port}/v1/events?token=${host.token}`, { signal: ctl.signal }).then(async (res) => {
+      const reader = res.body.getReader();
+      const dec = new TextDecoder();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        for (const line of dec.decode(value).split("\n")) if (line.startsWith("data: ")) events.push(JSON.parse(line.slice(6)));
+      }
+    }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 300));
+    const res = await fetch(`http://127.0.0.1:${host.port}/v1/as/runs`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${host.token}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ file: "plan.as", input: { goal: "add a health check" }, mock: ["not json", "{\"steps\": [\"add the route\", \"add a test\"]}"] }),
+    });
+    assert.equal(res.status, 202);
+    const { run } = await res.json();
+    let detail;
+    for (let i = 0; i < 100; i++) {
+      detail = await api(host, `/v1/as/runs/${run}`);
+      if (detail.json.state !== "running") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(detail.json.state, "done", JSON.stringify(detail.json));
+    assert.deepEqual(detail.json.value, { steps: ["add the route", "add a test"], todos: 1 });
+    const kinds = events.filter((e) => e.type === "as_trace" && e.run === run).map((e) => e.event.event);
+    assert.deepEqual(kinds, ["tool", "generate", "memory", "call"]);
+    assert.ok(events.some((e) => e.type === "as_run" && e.run === run && e.state === "done"));
+    ctl.abort();
+    await stream;
+    // A run from the command line is kept for the dashboard too.
+    execFileSync(process.env.KEYLESS_HOST_BIN, ["as", "run", "plan.as", "--input", "{\"goal\": \"docs\"}", "--mock", writeMock(ws, ["{\"steps\": [\"write docs\"]}"])], { cwd: ws });
+
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+    await page.goto(host.dashboard);
+    await page.locator("#runs li").nth(1).waitFor({ timeout: 10000 });
+    assert.equal(await page.locator("#runs-count").textContent(), "2");
+    await page.locator(`#runs li[data-run="${run}"]`).click();
+    await page.locator(".trace details.call > summary", { hasText: "Planner.main" }).waitFor();
+    const gen = page.locator(".trace details.generate").first();
+    assert.match(await gen.locator("summary").textContent(), /openai:\/\/gpt-4\.1-mini2 attempt\(s\).*fits/);
+    await gen.locator("summary").click();
+    await gen.getByText("the answer holds no JSON object", { exact: true }).waitFor();
+    assert.match(await gen.locator("pre").first().textContent(), /^Role: Planner\n\nContext:\n\[input\.goal\]\nadd a health check/);
+    await page.locator(".trace details.tool > summary", { hasText: "Grep.run" }).click();
+    await page.locator(".trace details.memory > summary", { hasText: "Notes.add" }).waitFor();
+    await page.screenshot({ path: join(shots, "dashboard-as-run.png"), fullPage: true });
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+    host.child.kill();
+  }
+});
+
+function writeMock(dir, answers) {
+  const p = join(dir, "answers.json");
+  writeFileSync(p, JSON.stringify(answers));
+  return p;
+}

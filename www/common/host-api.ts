@@ -3,6 +3,9 @@
 // type each (defined in Rust, core/src/api.rs).
 import type {
   Answered,
+  AsRunDetail,
+  AsRunRequest,
+  AsRunSummary,
   AuditEntry,
   BatchDetail,
   CancelRequested,
@@ -64,6 +67,9 @@ export const v1 = {
   audit: (limit: number) => get<AuditEntry[]>(`/v1/audit?limit=${limit}`),
   confirmations: () => get<PendingPrompt[]>("/v1/confirmations"),
   answer: (id: number, req: PromptAnswer) => post<Answered>(`/v1/confirmations/${id}`, req),
+  asRuns: () => get<AsRunSummary[]>("/v1/as/runs"),
+  asRun: (id: string) => get<AsRunDetail>(`/v1/as/runs/${seg(id)}`),
+  startAsRun: (req: AsRunRequest) => post<AsRunSummary>("/v1/as/runs", req),
 };
 
 /// A failed call: the host's KA_ code and message, or the network's (KA_HOST_UNREACHABLE,

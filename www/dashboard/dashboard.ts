@@ -2,7 +2,7 @@
 // confirmations, the audit log, and undo. It talks to the host's API with the local token that
 // `keyless-host serve` printed in the dashboard URL. All data is written with textContent.
 import { byId, el } from "../common/dom";
-import type { CommandRecord, PromptAnswer } from "../../extension/src/generated/core";
+import type { CommandRecord, PromptAnswer, TraceEvent } from "../../extension/src/generated/core";
 import { type Call, callHost, hostEvent, v1 } from "../common/host-api";
 import { takeToken } from "../common/token";
 
@@ -29,6 +29,8 @@ const state = {
   open: new Set<string>(),
   runningSession: "",
   runningSince: 0,
+  /** The .as run shown. */
+  run: "",
 };
 
 function time(secs: number): string {
@@ -215,6 +217,86 @@ async function refresh(): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// .as runs: the list, and one run's trace as a nested, collapsible tree
+
+const pretty = (v: unknown): string => JSON.stringify(v, null, 2);
+
+function labelled(parent: HTMLElement, label: string, value: unknown): void {
+  parent.append(el("div", "label", label), el("pre", "", typeof value === "string" ? value : pretty(value)));
+}
+
+/** One trace event (see docs/language.md, Trace) as a tree node. */
+function traceNode(e: TraceEvent): HTMLElement {
+  if (e.event === "cap") return el("div", "cap", `loop cap reached (line ${e.line}, cap ${e.cap})`);
+  const node = el("details", e.event);
+  const summary = el("summary");
+  const chip = (ok: boolean, yes: string, no: string) => el("span", `chip ${ok ? "done" : "failed"}`, ok ? yes : no);
+  summary.append(el("span", "kind", e.event));
+  switch (e.event) {
+    case "call":
+      summary.append(`${e.agent}.${e.func}`, el("span", "ms", `${e.duration_ms} ms`), " ", chip(e.error === null, "ok", "error"));
+      labelled(node, "input", e.input);
+      if (e.error !== null) labelled(node, "error", e.error);
+      else labelled(node, "output", e.output);
+      for (const c of e.events) node.append(traceNode(c));
+      node.open = true;
+      break;
+    case "generate":
+      summary.append(e.model, el("span", "ms", `${e.attempts.length} attempt(s) · ${e.duration_ms} ms`), " ", chip(e.value !== null, "fits", "refused"));
+      e.attempts.forEach((a, i) => {
+        labelled(node, `prompt ${i + 1}`, a.prompt);
+        labelled(node, `answer ${i + 1}`, a.answer);
+        if (a.error !== null) labelled(node, "not accepted", a.error);
+      });
+      if (e.value !== null) labelled(node, "value", e.value);
+      break;
+    case "tool":
+      summary.append(`${e.tool}.${e.method}`, " ", chip(e.error === null, "ok", "error"));
+      labelled(node, "args", e.args);
+      labelled(node, e.error === null ? "result" : "error", e.error ?? e.result);
+      break;
+    case "memory":
+      summary.append(`${e.memory}.${e.method}`, " ", chip(e.error === null, "ok", "error"));
+      labelled(node, "args", e.args);
+      labelled(node, e.error === null ? "result" : "error", e.error ?? e.result);
+      break;
+  }
+  node.prepend(summary);
+  return node;
+}
+
+async function loadRun(id: string): Promise<void> {
+  const d = await api(v1.asRun(id));
+  const box = byId("run-detail");
+  const head = el("div", "value");
+  head.append(el("b", "", d.file), " ", el("span", `chip ${d.state}`, d.state));
+  if (d.error) head.append(el("div", "why", d.error));
+  else if (d.state === "done") labelled(head, "value", d.value);
+  const tree = el("div", "trace");
+  for (const ev of d.trace.events) tree.append(traceNode(ev));
+  box.replaceChildren(head, tree);
+}
+
+async function loadRuns(): Promise<void> {
+  const list = await api(v1.asRuns());
+  byId("runs-count").textContent = String(list.length);
+  byId("runs").replaceChildren(
+    ...list.map((r) => {
+      const li = el("li", r.run === state.run ? "sel" : "");
+      li.dataset["run"] = r.run;
+      li.append(el("div", "id", r.file), el("div", "sub", `${time(r.started_at)} · ${r.run}`), el("span", `chip ${r.state}`, r.state));
+      li.addEventListener("click", () => {
+        state.run = r.run;
+        void loadRuns();
+        void loadRun(r.run).catch((e: unknown) => notice(String(e)));
+      });
+      return li;
+    }),
+  );
+  if (list.length === 0) byId("runs").append(el("li", "empty", "No .as runs yet: keyless-host as run, or POST /v1/as/runs."));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Live events
 
 function setRunning(session: string): void {
@@ -266,6 +348,12 @@ function connect(): void {
         state.selected = ev.session;
         void refresh();
         break;
+      case "as_run":
+        void loadRuns();
+        if (ev.run === state.run) void loadRun(ev.run);
+        break;
+      case "as_trace":
+        break;
       default:
         void loadSessions();
     }
@@ -287,6 +375,7 @@ function init(): void {
   window.setInterval(() => void loadPending().catch(() => undefined), 5000);
   void loadStatus().catch((e: unknown) => notice(String(e)));
   void refresh();
+  void loadRuns().catch((e: unknown) => notice(String(e)));
   connect();
 }
 

@@ -92,6 +92,9 @@ pub trait Effects {
     fn debug(&mut self, _prompt: &str) {}
     /// The clock, in milliseconds from any fixed point: the trace's durations.
     fn now_ms(&mut self) -> u64;
+    /// Each trace event as it completes (a call when it returns, with its nested events), for
+    /// following a run live.
+    fn observe(&mut self, _event: &TraceEvent) {}
 }
 
 /// Why a run failed: a code, a message, and the agent/function stack (outermost first).
@@ -118,7 +121,8 @@ impl std::fmt::Display for RunError {
 }
 
 /// One model answer of a `generate` and what became of it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Attempt {
     pub prompt: String,
     pub answer: String,
@@ -127,45 +131,61 @@ pub struct Attempt {
 }
 
 /// A trace event; calls nest the events they caused.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum TraceEvent {
     Call {
         agent: String,
         func: String,
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
         duration_ms: u64,
+        #[cfg_attr(feature = "ts", ts(type = "unknown"))]
         input: Value,
+        #[cfg_attr(feature = "ts", ts(type = "unknown | null"))]
         output: Option<Value>,
         error: Option<String>,
         events: Vec<TraceEvent>,
     },
     Generate {
         model: String,
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
         duration_ms: u64,
+        #[cfg_attr(feature = "ts", ts(type = "number | null"))]
         limit: Option<u64>,
         attempts: Vec<Attempt>,
+        #[cfg_attr(feature = "ts", ts(type = "unknown | null"))]
         value: Option<Value>,
     },
     Tool {
         tool: String,
         method: String,
+        #[cfg_attr(feature = "ts", ts(type = "unknown"))]
         args: Value,
+        #[cfg_attr(feature = "ts", ts(type = "unknown | null"))]
         result: Option<Value>,
         error: Option<String>,
     },
     Memory {
         memory: String,
         method: String,
+        #[cfg_attr(feature = "ts", ts(type = "unknown"))]
         args: Value,
+        #[cfg_attr(feature = "ts", ts(type = "unknown | null"))]
         result: Option<Value>,
         error: Option<String>,
     },
     /// A loop stopped at its cap.
-    Cap { line: u32, cap: u64 },
+    Cap {
+        line: u32,
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        cap: u64,
+    },
 }
 
 /// The whole trace of a run: the entry call, with everything nested in it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Trace {
     pub events: Vec<TraceEvent>,
 }
@@ -482,17 +502,15 @@ impl Interp<'_> {
             Ok(v) => (Some(v.clone()), None),
             Err(Fail(c, m)) => (None, Some(format!("{c} {m}"))),
         };
-        if let Some(parent) = self.trace.last_mut() {
-            parent.push(TraceEvent::Call {
-                agent: agent_name,
-                func: func_name,
-                duration_ms,
-                input,
-                output,
-                error,
-                events,
-            });
-        }
+        self.event(TraceEvent::Call {
+            agent: agent_name,
+            func: func_name,
+            duration_ms,
+            input,
+            output,
+            error,
+            events,
+        });
         if result.is_ok() {
             self.stack.pop();
         }
@@ -653,6 +671,7 @@ impl Interp<'_> {
     }
 
     fn event(&mut self, e: TraceEvent) {
+        self.effects.observe(&e);
         if let Some(t) = self.trace.last_mut() {
             t.push(e);
         }

@@ -360,7 +360,53 @@ export type PromptAnswer = { approve?: boolean, answer?: string, };
 
 export type Answered = { id: number, answered: boolean, };
 
-export type HostEvent = { "type": "session", session: string, turn: number, batch: number, } | { "type": "batch_started", session: string, batch_id: string, turn: number, batch: number, } | { "type": "batch_finished", session: string, batch_id: string, status: BatchStatus, turn_ended: TurnEnd | null, } | { "type": "command_started", session: string, number: number, command: string, target: string, } | { "type": "command_finished", session: string, number: number, command: string, target: string, status: ResultStatus, code: string | null, } | { "type": "say", session: string, text: string, } | { "type": "output", session: string, text: string, } | { "type": "prompt", id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, } | { "type": "prompt_closed", id: number, session: string, } | { "type": "undone", restored: Array<string>, };
+export type Attempt = { prompt: string, answer: string, 
+/**
+ * Why it was not accepted.
+ */
+error: string | null, };
+
+export type TraceEvent = { "event": "call", agent: string, func: string, duration_ms: number, input: unknown, output: unknown | null, error: string | null, events: Array<TraceEvent>, } | { "event": "generate", model: string, duration_ms: number, limit: number | null, attempts: Array<Attempt>, value: unknown | null, } | { "event": "tool", tool: string, method: string, args: unknown, result: unknown | null, error: string | null, } | { "event": "memory", memory: string, method: string, args: unknown, result: unknown | null, error: string | null, } | { "event": "cap", line: number, cap: number, };
+
+export type Trace = { events: Array<TraceEvent>, };
+
+export type AsRunState = "running" | "done" | "failed";
+
+export type HostEvent = { "type": "session", session: string, turn: number, batch: number, } | { "type": "batch_started", session: string, batch_id: string, turn: number, batch: number, } | { "type": "batch_finished", session: string, batch_id: string, status: BatchStatus, turn_ended: TurnEnd | null, } | { "type": "command_started", session: string, number: number, command: string, target: string, } | { "type": "command_finished", session: string, number: number, command: string, target: string, status: ResultStatus, code: string | null, } | { "type": "say", session: string, text: string, } | { "type": "output", session: string, text: string, } | { "type": "prompt", id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, } | { "type": "prompt_closed", id: number, session: string, } | { "type": "undone", restored: Array<string>, } | { "type": "as_run", run: string, state: AsRunState, error: string | null, } | { "type": "as_trace", run: string, event: TraceEvent, };
+
+export type AsRunRequest = { 
+/**
+ * The `.as` file, relative to the workspace.
+ */
+file: string, input?: unknown, agent?: string, func?: string, 
+/**
+ * A scripted model (the answers, in order) instead of the program's providers.
+ */
+mock?: Array<string>, };
+
+export type AsRunSummary = { run: string, file: string, 
+/**
+ * Unix seconds.
+ */
+started_at: number, state: AsRunState, 
+/**
+ * `KA_… message` of a failed run.
+ */
+error: string | null, };
+
+export type AsRunDetail = { value: unknown, 
+/**
+ * The whole trace (see docs/language.md, Trace).
+ */
+trace: Trace, run: string, file: string, 
+/**
+ * Unix seconds.
+ */
+started_at: number, state: AsRunState, 
+/**
+ * `KA_… message` of a failed run.
+ */
+error: string | null, };
 
 export type CoreOptions = { pace?: Pace, mode?: Mode, limits?: Limits, 
 /**

@@ -209,8 +209,11 @@ fn run_cmd(
         .replace('\\', "/");
     let mock = read_mock(mock)?;
     let source = read(&abs)?;
-    let mut effects = host_effects(&ws, mock, model_timeout);
+    let mut effects = crate::lang_effects::HostEffects::new(&ws, mock, model_timeout);
+    let started_at = crate::lang_runs::unix_now();
     let (result, tr) = lang::interp::run(&key, &source, &entry, &mut effects);
+    let run = effects.run.clone();
+    crate::lang_runs::record(&ws, &run, &key, started_at, &result, &tr);
     if let Some(t) = trace {
         let text = serde_json::to_string_pretty(&tr)?;
         std::fs::write(t, text).map_err(|source| HostError::Read {
@@ -232,7 +235,9 @@ fn run_cmd(
     }
 }
 
-fn read_mock(mock: Option<&Path>) -> Result<Option<std::collections::VecDeque<String>>, HostError> {
+pub(crate) fn read_mock(
+    mock: Option<&Path>,
+) -> Result<Option<std::collections::VecDeque<String>>, HostError> {
     Ok(match mock {
         Some(p) => {
             let text = read(p)?;
@@ -245,28 +250,6 @@ fn read_mock(mock: Option<&Path>) -> Result<Option<std::collections::VecDeque<St
         }
         None => None,
     })
-}
-
-fn host_effects<'w>(
-    ws: &'w crate::exec::workspace::Workspace,
-    mock: Option<std::collections::VecDeque<String>>,
-    model_timeout: std::time::Duration,
-) -> crate::lang_effects::HostEffects<'w> {
-    crate::lang_effects::HostEffects {
-        ws,
-        mock,
-        counter: 0,
-        started: std::time::Instant::now(),
-        model_timeout,
-        run: format!(
-            "run-{}-{}",
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
-            std::process::id()
-        ),
-        saved: 0,
-    }
 }
 
 fn input_value(input: Option<&str>) -> Result<serde_json::Value, HostError> {
@@ -377,7 +360,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                 }
             })?;
             let mock = read_mock(mock.as_deref())?;
-            let mut effects = host_effects(
+            let mut effects = crate::lang_effects::HostEffects::new(
                 &ws,
                 mock,
                 std::time::Duration::from_secs(model_timeout.max(1)),

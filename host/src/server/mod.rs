@@ -19,6 +19,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod as_runs;
 mod assets;
 mod auth;
 mod batches;
@@ -27,6 +28,7 @@ mod pure;
 mod sessions;
 mod state;
 
+use self::as_runs::{get_run, list_runs, start_run};
 use self::assets::{
     dashboard_asset, dashboard_index, not_found, pieces_file, pieces_index, playground_file,
     playground_index,
@@ -67,6 +69,8 @@ pub fn router(st: Arc<Shared>) -> Router {
         .route("/v1/batches/{id}", get(get_batch))
         .route("/v1/batches/{id}/undo", post(undo_batch_route))
         .route("/v1/audit", get(audit))
+        .route("/v1/as/runs", post(start_run).get(list_runs))
+        .route("/v1/as/runs/{id}", get(get_run))
         .route("/", get(dashboard_index))
         .route("/assets/{file}", get(dashboard_asset))
         .route("/playground/", get(playground_index))
