@@ -112,6 +112,8 @@ codes! {
     AsModelTimeout => "KA_AS_MODEL_TIMEOUT", "the model provider did not answer in time";
     AsModelNotFound => "KA_AS_MODEL_NOT_FOUND", "the model provider does not know the model";
     AsMockExhausted => "KA_AS_MOCK_EXHAUSTED", "the scripted model (--mock) has no answer left for a model call";
+    AsToolRefused => "KA_AS_TOOL_REFUSED", "an .as tool call refused: a program or shell, a secret-like name, a URL off the imported origin, a bad argument";
+    AsMemory => "KA_AS_MEMORY", "an .as memory could not be read or written";
     AsEffect => "KA_AS_EFFECT", "a tool, memory or file the program uses failed or is not available";
     AsDepth => "KA_AS_DEPTH", "agent and function calls nested deeper than the limit (runaway recursion)";
     AsGenerate => "KA_AS_GENERATE", "generate without input, with an unknown option, or a bad shape";

@@ -66,8 +66,18 @@ impl std::fmt::Debug for HostEffects<'_> {
     }
 }
 
+/// A memory that cannot be read or written (`KA_AS_MEMORY`).
 fn effect(msg: impl Into<String>) -> EffectError {
-    EffectError::new(Code::AsEffect, msg)
+    EffectError::new(Code::AsMemory, msg)
+}
+
+/// A workspace failure under its own code (`KA_PATH_OUTSIDE`, `KA_FILE_NOT_FOUND`, …).
+fn failed(f: crate::exec::Failure) -> EffectError {
+    EffectError::new(f.code, f.reason)
+}
+
+fn outside(msg: String) -> EffectError {
+    EffectError::new(Code::PathOutside, msg)
 }
 
 /// `path` (as written in `from`'s import) as a workspace-relative path: joined to `from`'s
@@ -77,7 +87,7 @@ fn effect(msg: impl Into<String>) -> EffectError {
 /// A path that climbs out of the workspace, or is absolute.
 pub fn relative_to(from: &str, path: &str) -> Result<String, EffectError> {
     if path.starts_with('/') || path.contains('\\') {
-        return Err(effect(format!("\"{path}\" must be a relative path")));
+        return Err(outside(format!("\"{path}\" must be a relative path")));
     }
     let mut parts: Vec<&str> = from.split('/').collect();
     parts.pop();
@@ -86,7 +96,7 @@ pub fn relative_to(from: &str, path: &str) -> Result<String, EffectError> {
             "" | "." => {}
             ".." => {
                 if parts.pop().is_none() {
-                    return Err(effect(format!("\"{path}\" leaves the workspace")));
+                    return Err(outside(format!("\"{path}\" leaves the workspace")));
                 }
             }
             s => parts.push(s),
@@ -103,9 +113,10 @@ fn now() -> u64 {
 
 impl HostEffects<'_> {
     fn read(&self, rel: &str) -> Result<String, EffectError> {
-        let t = self.ws.resolve(rel).map_err(|f| effect(f.to_string()))?;
-        let bytes = self.ws.read(&t).map_err(|f| effect(f.to_string()))?;
-        String::from_utf8(bytes).map_err(|_| effect(format!("{rel} is not UTF-8 text")))
+        let t = self.ws.resolve(rel).map_err(failed)?;
+        let bytes = self.ws.read(&t).map_err(failed)?;
+        String::from_utf8(bytes)
+            .map_err(|_| EffectError::new(Code::FileIo, format!("{rel} is not UTF-8 text")))
     }
 
     /// A SQLite memory's database, inside the workspace: its folder is opened through the
@@ -115,11 +126,8 @@ impl HostEffects<'_> {
     /// opened).
     fn sqlite(&self, rel: &str) -> Result<rusqlite::Connection, EffectError> {
         use std::os::fd::AsRawFd;
-        let t = self.ws.resolve(rel).map_err(|f| effect(f.to_string()))?;
-        let dir = self
-            .ws
-            .dir_of(&t, true)
-            .map_err(|f| effect(f.to_string()))?;
+        let t = self.ws.resolve(rel).map_err(failed)?;
+        let dir = self.ws.dir_of(&t, true).map_err(failed)?;
         let dir = dir.into_std_file();
         let real = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
             .map_err(|e| effect(format!("{rel}: cannot name its folder: {e}")))?;
@@ -209,11 +217,8 @@ impl HostEffects<'_> {
 
     fn memory_add(&mut self, rel: &str, args: &Value) -> Result<Value, EffectError> {
         let record = self.record(args)?;
-        let t = self.ws.resolve(rel).map_err(|f| effect(f.to_string()))?;
-        let dir = self
-            .ws
-            .dir_of(&t, true)
-            .map_err(|f| effect(f.to_string()))?;
+        let t = self.ws.resolve(rel).map_err(failed)?;
+        let dir = self.ws.dir_of(&t, true).map_err(failed)?;
         let mut line = record.to_string();
         line.push('\n');
         let mut o = cap_std::fs::OpenOptions::new();
@@ -237,7 +242,7 @@ impl HostEffects<'_> {
         let text = match self.ws.resolve(rel).map(|t| self.ws.read(&t)) {
             Ok(Ok(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
             Ok(Err(f)) if f.code == Code::FileNotFound => String::new(),
-            Ok(Err(f)) | Err(f) => return Err(effect(f.to_string())),
+            Ok(Err(f)) | Err(f) => return Err(failed(f)),
         };
         // Newest first.
         Ok(filter_records(text.lines().rev(), args))

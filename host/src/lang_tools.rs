@@ -27,8 +27,19 @@ const MAX_FILE: u64 = 4 << 20;
 /// A line of `grep` or `sed` output is cut at this many characters.
 const MAX_LINE: usize = 400;
 
+/// A refused call (`KA_AS_TOOL_REFUSED`).
 fn refuse(msg: impl Into<String>) -> EffectError {
-    EffectError::new(Code::AsEffect, msg)
+    EffectError::new(Code::AsToolRefused, msg)
+}
+
+/// A workspace failure under its own code (`KA_PATH_OUTSIDE` for an escape, `KA_FILE_NOT_FOUND`,
+/// `KA_FILE_IO`, …).
+fn failed(f: crate::exec::Failure) -> EffectError {
+    EffectError::new(f.code, f.reason)
+}
+
+fn io_error(what: &str, e: &std::io::Error) -> EffectError {
+    EffectError::new(Code::FileIo, format!("{what}: {e}"))
 }
 
 fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
@@ -77,14 +88,14 @@ fn walk(
     start: &str,
     visit: &mut dyn FnMut(&str, bool, &Dir, &str) -> bool,
 ) -> Result<(), EffectError> {
-    let root = ws.open_folder(start).map_err(|f| refuse(f.to_string()))?;
+    let root = ws.open_folder(start).map_err(failed)?;
     let base = start.trim_matches('/').trim_start_matches("./").to_string();
     let base = if base == "." { String::new() } else { base };
     let mut stack: Vec<(Dir, String, usize)> = vec![(root, base, 0)];
     let mut seen = 0usize;
     while let Some((dir, rel, depth)) = stack.pop() {
         let mut names: Vec<(String, bool)> = Vec::new();
-        let entries = dir.entries().map_err(|e| refuse(format!("{rel}: {e}")))?;
+        let entries = dir.entries().map_err(|e| io_error(&rel, &e))?;
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             let Ok(ft) = e.file_type() else { continue };
@@ -218,8 +229,8 @@ fn sed(ws: &Workspace, args: &Value) -> Result<Value, EffectError> {
         .unwrap_or(1)
         .max(1);
     let max = arg_max(args, 20, 500);
-    let t = ws.resolve(path).map_err(|f| refuse(f.to_string()))?;
-    let d = ws.dir_of(&t, false).map_err(|f| refuse(f.to_string()))?;
+    let t = ws.resolve(path).map_err(failed)?;
+    let d = ws.dir_of(&t, false).map_err(failed)?;
     let text = read_text(&d, &t.name)
         .ok_or_else(|| refuse(format!("{path} is not a readable text file")))?;
     let total = text.lines().count();
@@ -271,35 +282,35 @@ pub struct FileTool<'w> {
 
 impl FileTool<'_> {
     fn backup(&mut self, bytes: &[u8]) -> Result<String, EffectError> {
-        let agent = self.ws.agent().map_err(|e| refuse(e.to_string()))?;
+        let agent = self.ws.agent().map_err(|e| io_error(".agent", &e))?;
         let folder = format!("as-backups/{}", self.run);
         agent
             .create_dir_all(&folder)
-            .map_err(|e| refuse(format!(".agent/{folder}: {e}")))?;
+            .map_err(|e| io_error(&format!(".agent/{folder}"), &e))?;
         self.saved += 1;
         let name = format!("{folder}/{}", self.saved);
         agent
             .write(&name, bytes)
-            .map_err(|e| refuse(format!(".agent/{name}: {e}")))?;
+            .map_err(|e| io_error(&format!(".agent/{name}"), &e))?;
         Ok(format!(".agent/{name}"))
     }
 
     fn current(&self, path: &str) -> Result<Option<Vec<u8>>, EffectError> {
-        let t = self.ws.resolve(path).map_err(|f| refuse(f.to_string()))?;
+        let t = self.ws.resolve(path).map_err(failed)?;
         match self.ws.read(&t) {
             Ok(b) => Ok(Some(b)),
             Err(f) if f.code == Code::FileNotFound => Ok(None),
-            Err(f) => Err(refuse(f.to_string())),
+            Err(f) => Err(failed(f)),
         }
     }
 
     fn put(&mut self, path: &str, after: &[u8]) -> Result<Value, EffectError> {
         let before = self.current(path)?;
         let backup = before.as_deref().map(|b| self.backup(b)).transpose()?;
-        let t = self.ws.resolve(path).map_err(|f| refuse(f.to_string()))?;
+        let t = self.ws.resolve(path).map_err(failed)?;
         self.ws
             .write(&t, after, before.as_deref())
-            .map_err(|f| refuse(f.to_string()))?;
+            .map_err(failed)?;
         Ok(json!({
             "path": t.rel,
             "before": before.as_deref().map(sha),
@@ -318,7 +329,7 @@ impl FileTool<'_> {
                 "{path} changed since the effect; not undone"
             )));
         }
-        let t = self.ws.resolve(path).map_err(|f| refuse(f.to_string()))?;
+        let t = self.ws.resolve(path).map_err(failed)?;
         match arg_str(effect, "backup") {
             Some(backup) => {
                 let rel = backup
@@ -329,15 +340,10 @@ impl FileTool<'_> {
                 let bytes = agent
                     .read(rel)
                     .map_err(|e| refuse(format!("{backup}: {e}")))?;
-                self.ws
-                    .write(&t, &bytes, now.as_deref())
-                    .map_err(|f| refuse(f.to_string()))?;
+                self.ws.write(&t, &bytes, now.as_deref()).map_err(failed)?;
             }
             None => {
-                let d = self
-                    .ws
-                    .dir_of(&t, false)
-                    .map_err(|f| refuse(f.to_string()))?;
+                let d = self.ws.dir_of(&t, false).map_err(failed)?;
                 d.remove_file(&t.name)
                     .map_err(|e| refuse(format!("{path}: {e}")))?;
             }
@@ -354,16 +360,16 @@ impl FileTool<'_> {
         match method {
             "read" => {
                 let p = path()?;
-                let bytes = self
-                    .current(p)?
-                    .ok_or_else(|| refuse(format!("{p} does not exist")))?;
+                let bytes = self.current(p)?.ok_or_else(|| {
+                    EffectError::new(Code::FileNotFound, format!("{p} does not exist"))
+                })?;
                 let text = String::from_utf8(bytes)
                     .map_err(|_| refuse(format!("{p} is not UTF-8 text")))?;
                 Ok(json!({ "path": p, "content": text }))
             }
             "list" => {
                 let p = arg_str(args, "path").unwrap_or(".");
-                let dir = self.ws.open_folder(p).map_err(|f| refuse(f.to_string()))?;
+                let dir = self.ws.open_folder(p).map_err(failed)?;
                 let mut entries: Vec<(String, &str)> = Vec::new();
                 for e in dir
                     .entries()
@@ -398,13 +404,15 @@ impl FileTool<'_> {
                 let p = path()?;
                 let search = arg_str(args, "search").ok_or_else(|| refuse("patch needs search"))?;
                 let replace = arg_str(args, "replace").unwrap_or("");
-                let bytes = self
-                    .current(p)?
-                    .ok_or_else(|| refuse(format!("{p} does not exist")))?;
+                let bytes = self.current(p)?.ok_or_else(|| {
+                    EffectError::new(Code::FileNotFound, format!("{p} does not exist"))
+                })?;
                 let text = String::from_utf8(bytes)
                     .map_err(|_| refuse(format!("{p} is not UTF-8 text")))?;
-                let edited = keyless_core::textfile::apply_edit(&text, search, replace)
-                    .map_err(|m| refuse(format!("{p}: {}", m.reason())))?;
+                let edited =
+                    keyless_core::textfile::apply_edit(&text, search, replace).map_err(|m| {
+                        EffectError::new(Code::FindNotUnique, format!("{p}: {}", m.reason()))
+                    })?;
                 self.put(p, edited.as_bytes())
             }
             "undo" => {
@@ -522,7 +530,8 @@ fn http(origin: &str, method: &str, args: &Value) -> Result<Value, EffectError> 
             }
             r.call()
         };
-        let response = result.map_err(|e| refuse(format!("{url}: {e}")))?;
+        let response =
+            result.map_err(|e| EffectError::new(Code::AsEffect, format!("{url}: {e}")))?;
         let status = response.status().as_u16();
         if (300..400).contains(&status) {
             let location = response
@@ -548,7 +557,7 @@ fn http(origin: &str, method: &str, args: &Value) -> Result<Value, EffectError> 
             .with_config()
             .limit(MAX_HTTP_BODY)
             .read_to_string()
-            .map_err(|e| refuse(format!("{url}: {e}")))?;
+            .map_err(|e| EffectError::new(Code::AsEffect, format!("{url}: {e}")))?;
         let body = if json {
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         } else {

@@ -293,7 +293,7 @@ fn imports_stay_inside_the_workspace() {
         assert_eq!(out.status.code(), Some(1), "{import}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("KA_AS_EFFECT")
+            err.starts_with("keyless-host: KA_PATH_OUTSIDE")
                 && !String::from_utf8_lossy(&out.stdout).contains("CANARY"),
             "{import}: {err}"
         );
@@ -333,6 +333,19 @@ fn parallel_writers_to_one_memory_lose_nothing() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 200, "ids are unique");
+    // A memory that cannot be written has its own code.
+    std::fs::create_dir_all(d.join("mem/dir.jsonl")).expect("dir");
+    std::fs::write(
+        d.join("bad.as"),
+        "import memory M from \"file://./mem/dir.jsonl\"\n\nmain agent A {\n    main func(input) {\n        M.add({ kind: \"x\" })\n        return none\n    }\n}\n",
+    )
+    .expect("write");
+    let out = run(&["run", "bad.as"], d);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("keyless-host: KA_AS_MEMORY"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `generate({ debug: true })` prints each prompt to stderr; the value still goes to stdout.
@@ -448,25 +461,33 @@ main agent A {
     assert!(!d.join("notes/out.md").exists());
     // Refusals, each with its code and nothing touched outside.
     for (call, want) in [
-        ("File.read({ path: \"../secret.txt\" })", "KA_AS_EFFECT"),
+        ("File.read({ path: \"../secret.txt\" })", "KA_PATH_OUTSIDE"),
         (
             "File.read({ path: \"src/out/secret.txt\" })",
-            "KA_AS_EFFECT",
+            "KA_PATH_OUTSIDE",
         ),
         (
             "File.write({ path: \"src/out/new.txt\", content: \"x\" })",
-            "KA_AS_EFFECT",
+            "KA_PATH_OUTSIDE",
         ),
         (
             "Grep.run({ path: \"src/out\", pattern: \"CANARY\" })",
-            "KA_AS_EFFECT",
+            "KA_PATH_OUTSIDE",
         ),
+        ("File.read({ path: \"missing.txt\" })", "KA_FILE_NOT_FOUND"),
         (
             "File.patch({ path: \"README.md\", search: \"line\", replace: \"x\" })",
-            "KA_AS_EFFECT",
+            "KA_FIND_NOT_UNIQUE",
         ),
-        ("Env.get({ name: \"OPENAI_API_KEY\" })", "KA_AS_EFFECT"),
-        ("Py.run({ code: \"1\" })", "KA_AS_EFFECT"),
+        (
+            "Env.get({ name: \"OPENAI_API_KEY\" })",
+            "KA_AS_TOOL_REFUSED",
+        ),
+        ("Py.run({ code: \"1\" })", "KA_AS_TOOL_REFUSED"),
+        (
+            "Grep.run({ path: \"src\", pattern: \"(\" })",
+            "KA_AS_TOOL_REFUSED",
+        ),
     ] {
         std::fs::write(
             d.join("r.as"),
@@ -476,7 +497,10 @@ main agent A {
         let out = run(&["run", "r.as"], d);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{call}: {err}");
-        assert!(err.contains(want), "{call}: {err}");
+        assert!(
+            err.starts_with(&format!("keyless-host: {want}")),
+            "{call}: {err}"
+        );
         assert!(
             !String::from_utf8_lossy(&out.stdout).contains("CANARY"),
             "{call}"
@@ -545,7 +569,7 @@ fn sqlite_memory_keeps_namespaces_and_parallel_writers() {
     .expect("write");
     let out = run(&["run", "s.as"], d);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("KA_AS_EFFECT"));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("keyless-host: KA_PATH_OUTSIDE"));
     assert!(
         !outside.path().join("evil.db").exists(),
         "nothing created outside"
