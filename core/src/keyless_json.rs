@@ -57,6 +57,9 @@ pub struct KeylessConfig {
     pub protected_branches: Vec<String>,
     pub auto_init: bool,
     pub truncation_budget_seconds: u32,
+    /// The environment variables `.as` programs may read through `env://process`; `None`: any
+    /// whose name does not look like a secret.
+    pub program_env: Option<Vec<String>>,
     /// Where each value came from, by key (`Limits.MaxCommandsPerResponse` → `default`, a path, …).
     pub sources: BTreeMap<String, String>,
 }
@@ -78,6 +81,7 @@ pub const KEYS: &[&str] = &[
     "Git.ProtectedBranches",
     "Git.AutoInit",
     "Browser.TruncationBudgetSeconds",
+    "Programs.Env",
 ];
 
 impl Default for KeylessConfig {
@@ -92,6 +96,7 @@ impl Default for KeylessConfig {
             protected_branches: vec!["main".into(), "master".into(), "release/*".into()],
             auto_init: false,
             truncation_budget_seconds: 90,
+            program_env: None,
             sources: KEYS
                 .iter()
                 .map(|k| ((*k).to_string(), "default".to_string()))
@@ -188,6 +193,7 @@ impl KeylessConfig {
                 "Browser.TruncationBudgetSeconds" => {
                     self.truncation_budget_seconds = uint((5, 3_600))?
                 }
+                "Programs.Env" => self.program_env = Some(list()?),
                 _ => {
                     let near = KEYS
                         .iter()
@@ -304,6 +310,13 @@ impl KeylessConfig {
                 .iter()
                 .any(|p| !self.protected_branches.contains(p)),
             "Git.AutoInit" => self.auto_init && !before.auto_init,
+            // A list names exactly what may be read: any name it adds, or a secret-like one it
+            // allows, widens what a program sees.
+            "Programs.Env" => match (&self.program_env, &before.program_env) {
+                (Some(now), Some(was)) => now.iter().any(|n| !was.contains(n)),
+                (Some(now), None) => now.iter().any(|n| crate::lang::secret_like(n)),
+                _ => false,
+            },
             _ => false,
         }
     }
@@ -342,6 +355,10 @@ impl KeylessConfig {
             "Git.ProtectedBranches" => format!("{:?}", self.protected_branches),
             "Git.AutoInit" => self.auto_init.to_string(),
             "Browser.TruncationBudgetSeconds" => self.truncation_budget_seconds.to_string(),
+            "Programs.Env" => self.program_env.as_ref().map_or_else(
+                || "(names that do not look like secrets)".into(),
+                |l| format!("{l:?}"),
+            ),
             _ => String::new(),
         }
     }
@@ -369,6 +386,7 @@ pub const TRUST_KEYS: &[&str] = &[
     "Commands.AllowList",
     "Git.ProtectedBranches",
     "Git.AutoInit",
+    "Programs.Env",
 ];
 
 /// A workspace setting left out because the file is not approved.

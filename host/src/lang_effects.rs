@@ -34,6 +34,9 @@ pub struct HostEffects<'w> {
     pub saved: u64,
     /// Called with each trace event as it completes (the API streams them).
     pub observer: Option<Observer<'w>>,
+    /// keyless.json's `Programs.Env`: the variables `env://process` may read (`None`: any whose
+    /// name does not look like a secret).
+    pub env_allow: Option<Vec<String>>,
 }
 
 impl<'w> HostEffects<'w> {
@@ -53,6 +56,9 @@ impl<'w> HostEffects<'w> {
             run: crate::lang_runs::new_id(0),
             saved: 0,
             observer: None,
+            env_allow: crate::config::load_config(ws.root())
+                .ok()
+                .and_then(|l| l.cfg.program_env),
         }
     }
 }
@@ -314,7 +320,14 @@ impl Effects for HostEffects<'_> {
             run: self.run.clone(),
             saved: self.saved,
         };
-        let out = crate::lang_tools::call(self.ws, &mut files, uri, method, args);
+        let out = crate::lang_tools::call(
+            self.ws,
+            &mut files,
+            self.env_allow.as_deref(),
+            uri,
+            method,
+            args,
+        );
         self.saved = files.saved;
         out
     }

@@ -244,33 +244,6 @@ fn sed(ws: &Workspace, args: &Value) -> Result<Value, EffectError> {
     Ok(json!({ "ok": true, "lines": lines, "total": total }))
 }
 
-/// Names `env://process` never reads: anything that looks like a secret. A name is split at `_`
-/// and `-`; a word that is, or ends with, one of these marks it (`OPENAI_API_KEY`, `GH_TOKEN`,
-/// `DB_PASSWORD`, `APIKEY`), while `KEYLESS_HOME` is fine.
-fn secret_like(name: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "PASS",
-        "CREDENTIAL",
-        "CREDENTIALS",
-        "AUTH",
-        "PRIVATE",
-        "COOKIE",
-        "SESSION",
-        "SIGNATURE",
-        "CERT",
-    ];
-    name.to_ascii_uppercase().split(['_', '-']).any(|w| {
-        WORDS
-            .iter()
-            .any(|s| w == *s || (w.len() > s.len() && w.ends_with(s) && s.len() >= 3))
-    })
-}
-
 /// `file://workspace`, with the run's backup folder for `write` and `patch`.
 #[derive(Debug)]
 pub struct FileTool<'w> {
@@ -441,6 +414,7 @@ impl FileTool<'_> {
 pub fn call(
     ws: &Workspace,
     files: &mut FileTool<'_>,
+    env_allow: Option<&[String]>,
     uri: &str,
     method: &str,
     args: &Value,
@@ -457,8 +431,18 @@ pub fn call(
         Some(("file", "workspace")) => files.call(method, args),
         Some(("env", "process")) if method == "get" => {
             let name = arg_str(args, "name").ok_or_else(|| refuse("get needs a name"))?;
-            if secret_like(name) {
-                return Err(refuse(format!("{name} looks like a secret; programs do not read it")));
+            match env_allow {
+                Some(list) if !list.iter().any(|n| n == name) => {
+                    return Err(refuse(format!(
+                        "{name} is not in keyless.json's Programs.Env; programs do not read it"
+                    )));
+                }
+                None if keyless_core::lang::secret_like(name) => {
+                    return Err(refuse(format!(
+                        "{name} looks like a secret; programs do not read it (keyless.json's Programs.Env can name it)"
+                    )));
+                }
+                _ => {}
             }
             Ok(std::env::var(name).map_or(Value::Null, Value::String))
         }
@@ -568,33 +552,4 @@ fn http(origin: &str, method: &str, args: &Value) -> Result<Value, EffectError> 
     Err(refuse(format!(
         "{url}: more than {MAX_REDIRECTS} redirects"
     )))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::secret_like;
-
-    #[test]
-    fn secrets_are_recognised_by_their_words() {
-        for s in [
-            "OPENAI_API_KEY",
-            "GH_TOKEN",
-            "DB_PASSWORD",
-            "APIKEY",
-            "aws-secret-access-key",
-            "SESSION",
-        ] {
-            assert!(secret_like(s), "{s}");
-        }
-        for s in [
-            "HOME",
-            "PATH",
-            "PWD",
-            "KEYLESS_HOME",
-            "LANG",
-            "TOKENIZER_THREADS",
-        ] {
-            assert!(!secret_like(s), "{s}");
-        }
-    }
 }

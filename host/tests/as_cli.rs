@@ -4,11 +4,19 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The user's configuration for these runs: an empty folder, never the real home.
+fn no_user_config() -> std::path::PathBuf {
+    let p = std::env::temp_dir().join("keyless-as-cli-no-user-config");
+    std::fs::create_dir_all(&p).expect("dir");
+    p
+}
+
 fn run(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_keyless-host"))
         .arg("as")
         .args(args)
         .current_dir(dir)
+        .env("XDG_CONFIG_HOME", no_user_config())
         .output()
         .expect("run")
 }
@@ -315,6 +323,7 @@ fn parallel_writers_to_one_memory_lose_nothing() {
             Command::new(env!("CARGO_BIN_EXE_keyless-host"))
                 .args(["as", "run", "add.as", "--input", &i.to_string()])
                 .current_dir(d)
+                .env("XDG_CONFIG_HOME", no_user_config())
                 .stdout(std::process::Stdio::null())
                 .spawn()
                 .expect("spawn")
@@ -420,6 +429,7 @@ main agent A {
     let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
         .args(["as", "run", "t.as"])
         .current_dir(d)
+        .env("XDG_CONFIG_HOME", no_user_config())
         .env("KEYLESS_TEST_PLAIN", "plain value")
         .output()
         .expect("run");
@@ -533,6 +543,7 @@ fn sqlite_memory_keeps_namespaces_and_parallel_writers() {
             Command::new(env!("CARGO_BIN_EXE_keyless-host"))
                 .args(["as", "run", "add.as", "--input", &i.to_string()])
                 .current_dir(d)
+                .env("XDG_CONFIG_HOME", no_user_config())
                 .stdout(std::process::Stdio::null())
                 .spawn()
                 .expect("spawn")
@@ -573,5 +584,59 @@ fn sqlite_memory_keeps_namespaces_and_parallel_writers() {
     assert!(
         !outside.path().join("evil.db").exists(),
         "nothing created outside"
+    );
+}
+
+/// keyless.json's `Programs.Env` names exactly what `env://process` may read: from the user's
+/// file it applies (a secret-looking name included); from an unapproved workspace file a list that
+/// would widen what programs see is ignored.
+#[test]
+fn programs_env_says_what_a_program_may_read() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    let config = d.join("cfg");
+    std::fs::create_dir_all(config.join("keyless")).expect("dir");
+    std::fs::write(
+        config.join("keyless/keyless.json"),
+        r#"{"Programs": {"Env": ["KEYLESS_TEST_SECRET_TOKEN"]}}"#,
+    )
+    .expect("config");
+    let get = |name: &str, config: &Path| {
+        std::fs::write(
+            d.join("e.as"),
+            format!("import tool Env from \"env://process\"\n\nmain agent A {{\n    main func(input) {{\n        return Env.get({{ name: \"{name}\" }})\n    }}\n}}\n"),
+        )
+        .expect("write");
+        Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+            .args(["as", "run", "e.as"])
+            .current_dir(d)
+            .env("XDG_CONFIG_HOME", config)
+            .env("KEYLESS_TEST_SECRET_TOKEN", "t0ken")
+            .env("KEYLESS_TEST_PLAIN", "plain")
+            .output()
+            .expect("run")
+    };
+    let out = get("KEYLESS_TEST_SECRET_TOKEN", &config);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "\"t0ken\"\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = get("KEYLESS_TEST_PLAIN", &config);
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("KA_AS_TOOL_REFUSED KEYLESS_TEST_PLAIN is not in keyless.json's Programs.Env"));
+    // The same list in the workspace's own (unapproved) keyless.json does not apply.
+    std::fs::write(
+        d.join("keyless.json"),
+        r#"{"Programs": {"Env": ["KEYLESS_TEST_SECRET_TOKEN"]}}"#,
+    )
+    .expect("ws config");
+    let out = get("KEYLESS_TEST_SECRET_TOKEN", &no_user_config());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("KA_AS_TOOL_REFUSED KEYLESS_TEST_SECRET_TOKEN looks like a secret"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

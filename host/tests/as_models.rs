@@ -76,6 +76,10 @@ fn run(dir: &Path, uri: &str, env: &[(&str, String)], timeout: &str) -> Output {
     )
     .expect("write");
     let mut c = Command::new(env!("CARGO_BIN_EXE_keyless-host"));
+    c.env(
+        "XDG_CONFIG_HOME",
+        std::env::temp_dir().join("keyless-as-models-no-user-config"),
+    );
     c.args([
         "as",
         "run",
@@ -297,6 +301,10 @@ fn the_examples_run_against_fake_providers() {
     let a2 = Box::leak(openai("{\"ok\": true, \"report\": \"route added\"}").into_boxed_str());
     let (port, seen) = fake(queue(vec![a1, a2]));
     let mut c = Command::new(env!("CARGO_BIN_EXE_keyless-host"));
+    c.env(
+        "XDG_CONFIG_HOME",
+        std::env::temp_dir().join("keyless-as-models-no-user-config"),
+    );
     c.args([
         "as",
         "run",
@@ -323,6 +331,10 @@ fn the_examples_run_against_fake_providers() {
         msg("\"insight\": \"Name the change.\"}"),
     ]));
     let mut c = Command::new(env!("CARGO_BIN_EXE_keyless-host"));
+    c.env(
+        "XDG_CONFIG_HOME",
+        std::env::temp_dir().join("keyless-as-models-no-user-config"),
+    );
     c.args([
         "as",
         "run",
@@ -344,6 +356,10 @@ fn the_examples_run_against_fake_providers() {
         serde_json::json!({"message": {"role": "assistant", "content": "{\"title\": \"Release\", \"bullets\": [\"a\"]}"}, "done": true}).to_string().into_boxed_str(),
     )]));
     let mut c = Command::new(env!("CARGO_BIN_EXE_keyless-host"));
+    c.env(
+        "XDG_CONFIG_HOME",
+        std::env::temp_dir().join("keyless-as-models-no-user-config"),
+    );
     c.args(["as", "run", "summarise.as"])
         .current_dir(d)
         .env("OLLAMA_BASE_URL", format!("http://127.0.0.1:{port}"));
@@ -379,6 +395,10 @@ fn the_http_tool_stays_on_its_origin() {
     )
     .expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .env(
+            "XDG_CONFIG_HOME",
+            std::env::temp_dir().join("keyless-as-models-no-user-config"),
+        )
         .args(["as", "run", "h.as"])
         .current_dir(d)
         .output()
@@ -405,6 +425,10 @@ fn the_http_tool_stays_on_its_origin() {
         )
         .expect("write");
         let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+            .env(
+                "XDG_CONFIG_HOME",
+                std::env::temp_dir().join("keyless-as-models-no-user-config"),
+            )
             .args(["as", "run", "h.as"])
             .current_dir(d)
             .output()
@@ -462,6 +486,10 @@ fn http_redirects_never_leave_the_origin() {
     };
     std::fs::write(d.join("r.as"), program("/in")).expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .env(
+            "XDG_CONFIG_HOME",
+            std::env::temp_dir().join("keyless-as-models-no-user-config"),
+        )
         .args(["as", "run", "r.as"])
         .current_dir(d)
         .output()
@@ -472,6 +500,10 @@ fn http_redirects_never_leave_the_origin() {
     );
     std::fs::write(d.join("r.as"), program("/out")).expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .env(
+            "XDG_CONFIG_HOME",
+            std::env::temp_dir().join("keyless-as-models-no-user-config"),
+        )
         .args(["as", "run", "r.as"])
         .current_dir(d)
         .output()
