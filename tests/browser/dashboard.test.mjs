@@ -111,10 +111,15 @@ main agent Planner {
     const stream = fetch(`http://127.0.0.1:${host.port}/v1/events?token=${host.token}`, { signal: ctl.signal }).then(async (res) => {
       const reader = res.body.getReader();
       const dec = new TextDecoder();
+      let buf = "";
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        for (const line of dec.decode(value).split("\n")) if (line.startsWith("data: ")) events.push(JSON.parse(line.slice(6)));
+        // A chunk may end inside a line: only whole lines are read.
+        buf += dec.decode(value, { stream: true });
+        const lines = buf.split("\n");
+        buf = lines.pop() ?? "";
+        for (const line of lines) if (line.startsWith("data: ")) events.push(JSON.parse(line.slice(6)));
       }
     }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 300));
@@ -125,17 +130,24 @@ main agent Planner {
     });
     assert.equal(res.status, 202);
     const { run } = await res.json();
+    // Listed at once, running or already done.
+    const listed = await api(host, "/v1/as/runs");
+    assert.ok(listed.json.some((r) => r.run === run), JSON.stringify(listed.json));
     let detail;
     for (let i = 0; i < 100; i++) {
       detail = await api(host, `/v1/as/runs/${run}`);
+      assert.equal(detail.status, 200, JSON.stringify(detail.json));
       if (detail.json.state !== "running") break;
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.equal(detail.json.state, "done", JSON.stringify(detail.json));
     assert.deepEqual(detail.json.value, { steps: ["add the route", "add a test"], todos: 1 });
+    // The stream delivers on its own schedule: wait for the run's end there too.
+    for (let i = 0; i < 100 && !events.some((e) => e.type === "as_run" && e.run === run && e.state === "done"); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
     const kinds = events.filter((e) => e.type === "as_trace" && e.run === run).map((e) => e.event.event);
     assert.deepEqual(kinds, ["tool", "generate", "memory", "call"]);
-    assert.ok(events.some((e) => e.type === "as_run" && e.run === run && e.state === "done"));
     ctl.abort();
     await stream;
     // A run from the command line is kept for the dashboard too.

@@ -48,19 +48,22 @@ pub(super) async fn start_run(
         error: None,
     };
     let started = summary.clone();
+    // Kept before the answer, so the run is listed and readable the moment its id is known.
+    let saver = st.clone();
+    let first = api::AsRunDetail {
+        summary: summary.clone(),
+        value: serde_json::Value::Null,
+        trace: keyless_core::lang::interp::Trace { events: Vec::new() },
+    };
+    blocking(move || {
+        crate::lang_runs::save(&saver.ws, &first).map_err(|e| ApiError::Internal(e.to_string()))
+    })
+    .await?;
     let runner = st.clone();
     std::thread::spawn(move || {
         let st = runner;
         // One writer of the workspace at a time: batches and undo take the same lock.
         let _guard = st.workspace_lock.blocking_lock();
-        let _ = crate::lang_runs::save(
-            &st.ws,
-            &api::AsRunDetail {
-                summary: started.clone(),
-                value: serde_json::Value::Null,
-                trace: keyless_core::lang::interp::Trace { events: Vec::new() },
-            },
-        );
         st.emit(&HostEvent::AsRun {
             run: run.clone(),
             state: AsRunState::Running,
