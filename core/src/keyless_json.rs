@@ -60,6 +60,9 @@ pub struct KeylessConfig {
     /// The environment variables `.as` programs may read through `env://process`; `None`: any
     /// whose name does not look like a secret.
     pub program_env: Option<Vec<String>>,
+    /// The programs `.as` programs may run as `sh://NAME` tools besides find, grep and sed (in
+    /// the sandbox, without a shell).
+    pub program_tools: Vec<String>,
     /// Where each value came from, by key (`Limits.MaxCommandsPerResponse` → `default`, a path, …).
     pub sources: BTreeMap<String, String>,
 }
@@ -82,6 +85,7 @@ pub const KEYS: &[&str] = &[
     "Git.AutoInit",
     "Browser.TruncationBudgetSeconds",
     "Programs.Env",
+    "Programs.Tools",
 ];
 
 impl Default for KeylessConfig {
@@ -97,6 +101,7 @@ impl Default for KeylessConfig {
             auto_init: false,
             truncation_budget_seconds: 90,
             program_env: None,
+            program_tools: Vec::new(),
             sources: KEYS
                 .iter()
                 .map(|k| ((*k).to_string(), "default".to_string()))
@@ -194,6 +199,21 @@ impl KeylessConfig {
                     self.truncation_budget_seconds = uint((5, 3_600))?
                 }
                 "Programs.Env" => self.program_env = Some(list()?),
+                "Programs.Tools" => {
+                    let l = list()?;
+                    if let Some(wrong) = l.iter().find(|p| {
+                        p.is_empty()
+                            || !p.bytes().all(|b| {
+                                b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.'
+                            })
+                            || crate::lang::analyze::SHELLS.contains(&p.as_str())
+                    }) {
+                        return Err(bad(format!(
+                            "\"{wrong}\" is not a program name that may be allowed (a bare name, never a shell)"
+                        )));
+                    }
+                    self.program_tools = l;
+                }
                 _ => {
                     let near = KEYS
                         .iter()
@@ -310,6 +330,10 @@ impl KeylessConfig {
                 .iter()
                 .any(|p| !self.protected_branches.contains(p)),
             "Git.AutoInit" => self.auto_init && !before.auto_init,
+            "Programs.Tools" => self
+                .program_tools
+                .iter()
+                .any(|p| !before.program_tools.contains(p)),
             // A list names exactly what may be read: any name it adds, or a secret-like one it
             // allows, widens what a program sees.
             "Programs.Env" => match (&self.program_env, &before.program_env) {
@@ -387,6 +411,7 @@ pub const TRUST_KEYS: &[&str] = &[
     "Git.ProtectedBranches",
     "Git.AutoInit",
     "Programs.Env",
+    "Programs.Tools",
 ];
 
 /// A workspace setting left out because the file is not approved.
@@ -432,6 +457,26 @@ pub fn load(layers: &[(&str, &str)]) -> Result<KeylessConfig, ConfigFileError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn programs_settings_are_checked_and_trusted_only_when_approved() {
+        let cfg = load(&[(
+            "user",
+            r#"{"Programs": {"Tools": ["jq"], "Env": ["HOME"]}}"#,
+        )])
+        .expect("valid");
+        assert_eq!(cfg.program_tools, ["jq"]);
+        assert_eq!(cfg.program_env.as_deref(), Some(&["HOME".to_string()][..]));
+        for bad in [
+            r#"{"Programs": {"Tools": ["bash"]}}"#,
+            r#"{"Programs": {"Tools": ["/bin/jq"]}}"#,
+        ] {
+            let err = load(&[("user", bad)]).expect_err("refused");
+            assert_eq!(err.code(), Code::ConfigValidation, "{bad}");
+        }
+        assert!(TRUST_KEYS.contains(&"Programs.Tools"));
+        assert!(TRUST_KEYS.contains(&"Programs.Env"));
+    }
+
     use super::*;
 
     #[test]

@@ -37,6 +37,8 @@ pub struct HostEffects<'w> {
     /// keyless.json's `Programs.Env`: the variables `env://process` may read (`None`: any whose
     /// name does not look like a secret).
     pub env_allow: Option<Vec<String>>,
+    /// keyless.json's `Programs.Tools`: the programs `sh://NAME` may run besides find/grep/sed.
+    pub program_tools: Vec<String>,
 }
 
 impl<'w> HostEffects<'w> {
@@ -56,10 +58,20 @@ impl<'w> HostEffects<'w> {
             run: crate::lang_runs::new_id(0),
             saved: 0,
             observer: None,
-            env_allow: crate::config::load_config(ws.root())
-                .ok()
-                .and_then(|l| l.cfg.program_env),
+            env_allow: None,
+            program_tools: Vec::new(),
         }
+        .configured()
+    }
+
+    /// keyless.json's `Programs.*` settings for this workspace (user file, and the workspace's
+    /// own where approved).
+    fn configured(mut self) -> Self {
+        if let Ok(l) = crate::config::load_config(self.ws.root()) {
+            self.env_allow = l.cfg.program_env;
+            self.program_tools = l.cfg.program_tools;
+        }
+        self
     }
 }
 
@@ -320,14 +332,11 @@ impl Effects for HostEffects<'_> {
             run: self.run.clone(),
             saved: self.saved,
         };
-        let out = crate::lang_tools::call(
-            self.ws,
-            &mut files,
-            self.env_allow.as_deref(),
-            uri,
-            method,
-            args,
-        );
+        let allowed = crate::lang_tools::Allowed {
+            env: self.env_allow.as_deref(),
+            programs: &self.program_tools,
+        };
+        let out = crate::lang_tools::call(self.ws, &mut files, &allowed, uri, method, args);
         self.saved = files.saved;
         out
     }

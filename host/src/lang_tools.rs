@@ -407,6 +407,70 @@ impl FileTool<'_> {
     }
 }
 
+/// What keyless.json lets programs reach beyond the defaults.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Allowed<'a> {
+    /// `Programs.Env`: the variables `env://process` may read (`None`: the non-secret ones).
+    pub env: Option<&'a [String]>,
+    /// `Programs.Tools`: the programs `sh://NAME` may run.
+    pub programs: &'a [String],
+}
+
+/// A word for `sh -c`, single-quoted: the shell reads it as one literal argument whatever it holds.
+fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+/// The most characters of an allowed program's output returned.
+const MAX_PROGRAM_OUTPUT: usize = 16_000;
+
+/// `Tool.run({ args, timeout })` of a program keyless.json allows: its arguments are literal
+/// words (never read by a shell), it runs in the sandbox like runcommand (the workspace, no
+/// network, `.git`, `.agent` and keyless.json read-only), the policy's Denied tier still holds,
+/// and its output is capped. → `{ exit_code, output, timed_out }`.
+fn program_run(ws: &Workspace, program: &str, args: &Value) -> Result<Value, EffectError> {
+    let words: Vec<String> = match args.get("args") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                Value::Number(_) | Value::Bool(_) => Ok(v.to_string()),
+                other => Err(refuse(format!("args are strings, not {other}"))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => return Err(refuse(format!("args is a list of strings, not {other}"))),
+    };
+    let line = std::iter::once(program.to_string())
+        .chain(words)
+        .map(|w| quote(&w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let verdict = keyless_core::policy::decide(&line, keyless_core::Mode::Auto, &[]);
+    if verdict.decision == keyless_core::policy::Decision::Deny {
+        return Err(refuse(format!(
+            "{line}: {} ({})",
+            verdict.reason, verdict.tier
+        )));
+    }
+    let timeout = args
+        .get("timeout")
+        .and_then(Value::as_u64)
+        .unwrap_or(60)
+        .clamp(1, 600);
+    let spec = crate::exec::sandbox::spec_for(ws.root(), false, false);
+    let out = crate::exec::shell::run(
+        &line,
+        Some(&spec),
+        ws.root(),
+        std::time::Duration::from_secs(timeout),
+        MAX_PROGRAM_OUTPUT,
+        |_| true,
+    )
+    .map_err(|e| EffectError::new(Code::AsEffect, format!("{program}: cannot start: {e}")))?;
+    Ok(json!({ "exit_code": out.exit_code, "output": out.output, "timed_out": out.timed_out }))
+}
+
 /// A tool call of a program.
 ///
 /// # Errors
@@ -414,18 +478,20 @@ impl FileTool<'_> {
 pub fn call(
     ws: &Workspace,
     files: &mut FileTool<'_>,
-    env_allow: Option<&[String]>,
+    allowed: &Allowed<'_>,
     uri: &str,
     method: &str,
     args: &Value,
 ) -> Result<Value, EffectError> {
+    let env_allow = allowed.env;
     match uri.split_once("://") {
         Some(("sh", program)) => match (program.trim_end_matches('/'), method) {
             ("find", "run") => find(ws, args),
             ("grep", "run") => grep(ws, args),
             ("sed", "run") => sed(ws, args),
+            (p, "run") if allowed.programs.iter().any(|a| a == p) => program_run(ws, p, args),
             (p, _) => Err(refuse(format!(
-                "sh://{p}: only find, grep and sed are available, implemented without a shell; no other program runs"
+                "sh://{p}: find, grep and sed run without a shell; any other program only when keyless.json's Programs.Tools names it"
             ))),
         },
         Some(("file", "workspace")) => files.call(method, args),

@@ -640,3 +640,74 @@ fn programs_env_says_what_a_program_may_read() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// keyless.json's Programs.Tools lets `sh://NAME` run that program: its arguments are literal
+/// words (no shell reads them), it runs in the sandbox (nothing written outside the workspace),
+/// the Denied tier still holds, and unlisted programs stay refused.
+#[test]
+fn programs_tools_run_allowed_programs_in_the_sandbox_without_a_shell() {
+    let outside = tempfile::tempdir().expect("tmp");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    let config = d.join("cfg");
+    std::fs::create_dir_all(config.join("keyless")).expect("dir");
+    std::fs::write(
+        config.join("keyless/keyless.json"),
+        r#"{"Programs": {"Tools": ["echo", "git", "touch"]}}"#,
+    )
+    .expect("config");
+    let call = |imports: &str, expr: &str| {
+        std::fs::write(
+            d.join("p.as"),
+            format!("{imports}\nmain agent A {{\n    main func(input) {{\n        return {expr}\n    }}\n}}\n"),
+        )
+        .expect("write");
+        Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+            .args(["as", "run", "p.as"])
+            .current_dir(d)
+            .env("XDG_CONFIG_HOME", &config)
+            .output()
+            .expect("run")
+    };
+    let out = call(
+        "import tool Echo from \"sh://echo\"\n",
+        "Echo.run({ args: [\"hi\", \"$(whoami)\", \"it's\", \"; rm -rf .\"] })",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["output"], "hi $(whoami) it's ; rm -rf .\n", "{v}");
+    assert_eq!(v["exit_code"], 0);
+    // The sandbox: a write outside the workspace fails and leaves nothing.
+    let target = outside.path().join("planted");
+    let out = call(
+        "import tool Touch from \"sh://touch\"\n",
+        &format!("Touch.run({{ args: [\"{}\"] }})", target.display()),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_ne!(v["exit_code"], 0, "{v}");
+    assert!(!target.exists(), "nothing written outside the workspace");
+    // The Denied tier holds for an allowed program; an unlisted one stays refused.
+    let out = call(
+        "import tool Git from \"sh://git\"\n",
+        "Git.run({ args: [\"push\", \"--force\"] })",
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("keyless-host: KA_AS_TOOL_REFUSED"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = call(
+        "import tool Cat from \"sh://cat\"\n",
+        "Cat.run({ args: [\"p.as\"] })",
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("KA_AS_TOOL_REFUSED sh://cat"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
