@@ -39,6 +39,8 @@ pub struct HostEffects<'w> {
     pub env_allow: Option<Vec<String>>,
     /// keyless.json's `Programs.Tools`: the programs `sh://NAME` may run besides find/grep/sed.
     pub program_tools: Vec<String>,
+    /// The SQLite memories opened so far, by workspace-relative path.
+    dbs: Vec<(String, rusqlite::Connection)>,
 }
 
 impl<'w> HostEffects<'w> {
@@ -60,6 +62,7 @@ impl<'w> HostEffects<'w> {
             observer: None,
             env_allow: None,
             program_tools: Vec::new(),
+            dbs: Vec::new(),
         }
         .configured()
     }
@@ -199,7 +202,40 @@ impl HostEffects<'_> {
     ) -> Result<Value, EffectError> {
         let (path, namespace) = rest.split_once('#').unwrap_or((rest, "default"));
         let rel = relative_to(from, path)?;
-        let conn = self.sqlite(&rel)?;
+        // One connection per database for the whole run, opened (and checked) once. Parallel
+        // runs can find the database locked while one of them sets it up or switches it to WAL,
+        // beyond the busy timeout's reach: such a call is tried again (nothing was written).
+        let mut tries = 0;
+        loop {
+            let attempt = match self.dbs.iter().position(|(r, _)| *r == rel) {
+                Some(i) => Ok(self.dbs.swap_remove(i).1),
+                None => self.sqlite(&rel),
+            }
+            .and_then(|conn| {
+                let out = self.sqlite_call(&conn, &rel, namespace, method, args);
+                if out.is_ok() {
+                    self.dbs.push((rel.clone(), conn));
+                }
+                out
+            });
+            match attempt {
+                Err(e) if e.message.contains("database is locked") && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn sqlite_call(
+        &mut self,
+        conn: &rusqlite::Connection,
+        rel: &str,
+        namespace: &str,
+        method: &str,
+        args: &Value,
+    ) -> Result<Value, EffectError> {
         match method {
             "add" => {
                 let rec = self.record(args)?;
