@@ -117,6 +117,11 @@ codes! {
     AsEffect => "KA_AS_EFFECT", "a tool, memory or file the program uses failed or is not available";
     AsDepth => "KA_AS_DEPTH", "agent and function calls nested deeper than the limit (runaway recursion)";
     AsGenerate => "KA_AS_GENERATE", "generate without input, with an unknown option, or a bad shape";
+    SshNotDeclared => "KA_SSH_NOT_DECLARED", "no_allowed_connections_declared: the movement declares no allowed_ssh_connections";
+    SshUnknown => "KA_SSH_UNKNOWN_CONNECTION", "no SSH connection is registered by that id or name";
+    SshNotAllowed => "KA_SSH_NOT_ALLOWED", "the movement's allowed_ssh_connections does not list the connection";
+    SshNotOwner => "KA_SSH_NOT_OWNER", "the SSH connection belongs to another local user";
+    SshNotGranted => "KA_SSH_NOT_GRANTED", "the SSH connection is not granted to the piece";
     PieceNotFound => "KA_PIECE_NOT_FOUND", "no workspace piece by that name (built-in and user pieces are not changed through the API)";
     Unauthorized => "KA_UNAUTHORIZED", "a host API request without a valid pairing token";
     HostUnreachable => "KA_HOST_UNREACHABLE", "keyless-host is not running or not reachable at the paired address";

@@ -31,6 +31,7 @@ pub mod policy;
 pub mod render;
 pub mod reply;
 pub mod site;
+pub mod ssh;
 pub mod text;
 pub mod textfile;
 pub mod turn;

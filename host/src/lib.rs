@@ -17,5 +17,6 @@ pub mod native;
 pub mod pairing;
 pub mod pieces;
 pub mod server;
+pub mod ssh_registry;
 pub mod store;
 pub mod submit;

@@ -33,12 +33,7 @@ impl Format {
                         b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'
                     })
             }
-            Format::ConnectionId => {
-                s == "*"
-                    || (s.len() >= 8
-                        && s.bytes()
-                            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b) || b == b'-'))
-            }
+            Format::ConnectionId => crate::ssh::is_connection_id(s),
             Format::MovementName => {
                 (1..=64).contains(&s.len())
                     && s.bytes()

@@ -8,6 +8,7 @@ mod piece;
 mod run;
 mod serve;
 mod setup;
+mod ssh;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -124,6 +125,9 @@ enum Cmd {
     /// `.as` programs (seed 002): check and format them.
     #[command(subcommand, name = "as")]
     As(lang::AsCmd),
+    /// The SSH connections pieces may use: add, list, remove, grant.
+    #[command(subcommand)]
+    Ssh(ssh::SshCmd),
 }
 
 /// Exit status: 0 valid, 1 rejected, 2 usage or I/O error.
@@ -145,6 +149,7 @@ pub fn main() -> ExitCode {
         Cmd::Prompt(a) => check::prompt_cmd(&a),
         Cmd::Piece(p) => piece::piece_cmd(p),
         Cmd::As(c) => lang::as_cmd(c),
+        Cmd::Ssh(c) => ssh::ssh_cmd(c),
         Cmd::Run(a) => run::run_cmd(a),
         Cmd::Undo { workspace, batch } => run::undo_cmd(&workspace, batch.as_deref()),
         Cmd::Config { workspace, approve } => setup::show_config(&workspace, approve),
