@@ -24,6 +24,9 @@ interface Watch {
   /// The reply's commands as the worker last reported them.
   commands: FollowReport["commands"];
   done: boolean;
+  /// No text of this reply yet: the overlay still shows the last reply (its problems, its
+  /// results) until the new one starts, so a correction's reason stays readable.
+  fresh: boolean;
 }
 
 let site: SiteAdapter | null = null;
@@ -82,10 +85,9 @@ function exhaustedNow(now: number): boolean {
 function follow(baseline: number, sent = true): void {
   const now = performance.now();
   const users = site ? queryAll(site.selectors.user_message).length : 0;
-  watch = { baseline, sentAt: sent ? now : null, users, lastText: "", lastChange: now, sent: "", stopSeen: false, commands: [], done: false };
+  watch = { baseline, sentAt: sent ? now : null, users, lastText: "", lastChange: now, sent: "", stopSeen: false, commands: [], done: false, fresh: true };
   exhausted = false;
   lastExhaustedCheck = 0;
-  ui().reset();
   ui().setWhere(`${site?.name ?? ""}${run ? ` · turn ${run.turn} batch ${run.batch}` : ""}`);
   ui().setPhase("waiting for the reply", "follow");
   schedule();
@@ -144,7 +146,12 @@ async function tick(): Promise<void> {
     const report: FollowReport = { ...answer, commands: w.commands };
     if (watch !== w) return;
     const o = ui();
-    o.follow(report);
+    // The new reply's first text replaces what the overlay showed of the last one.
+    if (w.fresh && (text || report.verdict !== "waiting")) {
+      w.fresh = false;
+      o.reset();
+    }
+    if (!w.fresh) o.follow(report);
     if (changed && text) {
       const end = performance.now();
       const ms = end - t0;
