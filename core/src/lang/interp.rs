@@ -473,11 +473,6 @@ impl Interp<'_> {
         Ok(index)
     }
 
-    fn agent<'a>(&self, program: &'a Program, ai: usize) -> Option<&'a Agent> {
-        let _ = self;
-        program.agents().nth(ai)
-    }
-
     fn call_func(&mut self, mi: usize, ai: usize, func: Option<&str>, input: Value) -> R<Value> {
         if self.stack.len() >= MAX_CALL_DEPTH as usize {
             return fail(
@@ -486,7 +481,7 @@ impl Interp<'_> {
             );
         }
         let program = self.modules[mi].program.clone();
-        let Some(agent) = self.agent(&program, ai) else {
+        let Some(agent) = program.agents().nth(ai) else {
             return rt("no such agent");
         };
         let f = pick_func(agent, func).map_err(|m| Fail(Code::AsRuntime, m))?;
@@ -813,7 +808,7 @@ impl Interp<'_> {
                 let (mi, ai) = (ctx.module, ctx.agent);
                 let program = self.modules[mi].program.clone();
                 // A function of this agent first, then an agent.
-                let own = self.agent(&program, ai).is_some_and(|a| {
+                let own = program.agents().nth(ai).is_some_and(|a| {
                     a.body.iter().any(|m| matches!(m, Member::Func(f) if f.name.as_deref() == Some(name.as_str())))
                 });
                 if own {
@@ -925,7 +920,7 @@ impl Interp<'_> {
             }
         }
         let program = &self.modules[ctx.module].program;
-        let agent = self.agent(program, ctx.agent)?;
+        let agent = program.agents().nth(ctx.agent)?;
         agent.body.iter().rev().find_map(|m| match m {
             Member::Config(c) if c.key == key => Some(match (&c.key, &c.value.kind) {
                 (ConfigKey::Model, ExprKind::Name { name }) => Value::String(name.clone()),

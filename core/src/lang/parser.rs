@@ -220,20 +220,24 @@ impl Parser {
         })
     }
 
-    fn agent(&mut self) -> Res<Agent> {
-        let pos = self.pos();
-        let main = if self.is_word("main") {
+    /// `[main] KEYWORD [NAME]` before `open`: whether it is main, and its name if it has one.
+    fn header(&mut self, keyword: &str, open: &Tok, what: &str) -> Res<(bool, Option<String>)> {
+        let main = self.is_word("main");
+        if main {
             self.bump();
-            true
-        } else {
-            false
-        };
-        self.expect_word("agent")?;
-        let name = if matches!(self.peek(), Tok::LBrace) {
+        }
+        self.expect_word(keyword)?;
+        let name = if self.peek() == open {
             None
         } else {
-            Some(self.name("the agent's name")?)
+            Some(self.name(what)?)
         };
+        Ok((main, name))
+    }
+
+    fn agent(&mut self) -> Res<Agent> {
+        let pos = self.pos();
+        let (main, name) = self.header("agent", &Tok::LBrace, "the agent's name")?;
         self.expect(&Tok::LBrace, "\"{\"")?;
         self.deeper()?;
         let mut body = Vec::new();
@@ -288,18 +292,7 @@ impl Parser {
 
     fn func(&mut self) -> Res<Func> {
         let pos = self.pos();
-        let main = if self.is_word("main") {
-            self.bump();
-            true
-        } else {
-            false
-        };
-        self.expect_word("func")?;
-        let name = if matches!(self.peek(), Tok::LParen) {
-            None
-        } else {
-            Some(self.name("the function's name")?)
-        };
+        let (main, name) = self.header("func", &Tok::LParen, "the function's name")?;
         self.expect(&Tok::LParen, "\"(\"")?;
         self.skip_newlines();
         let param = if matches!(self.peek(), Tok::RParen) {
