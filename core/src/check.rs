@@ -4,10 +4,10 @@
 use crate::config::Mode;
 use crate::config::Settings;
 use crate::message::correction;
-use crate::parse::{parse, ParseOutput};
+use crate::parse::ParseOutput;
 use crate::piece::tools::EffectiveTools;
 use crate::plan::{plan, Plan};
-use crate::policy::{decide, file_command_verdict, Decision, Tier, Verdict};
+use crate::policy::{decide, file_command_verdict, tier_decision, Decision, Tier, Verdict};
 use crate::reply::{Command, CommandKind, Control, SectionName};
 use serde::{Deserialize, Serialize};
 
@@ -80,29 +80,89 @@ impl CommandView {
     }
 }
 
-/// The command line the policy judges: a runcommand's `CMD`; `None` for every other command.
+/// The command line the policy judges: a runcommand's or an sshexec's `CMD`; `None` for every
+/// other command.
 #[must_use]
 pub fn policed_line(c: &Command) -> Option<&str> {
-    (c.kind == CommandKind::RunCommand).then(|| c.section_text(SectionName::Cmd).unwrap_or(""))
+    matches!(c.kind, CommandKind::RunCommand | CommandKind::SshExec)
+        .then(|| c.section_text(SectionName::Cmd).unwrap_or(""))
 }
 
-/// What a confirmation shows of a command: a runcommand's line, else `@@kind target`.
+/// What a confirmation shows of a command: a runcommand's line, an sshexec's connection and line,
+/// else `@@kind target`.
 #[must_use]
 pub fn confirm_text(c: &Command) -> String {
-    match policed_line(c) {
-        Some(line) => line.trim().to_string(),
-        None => format!("@@{} {}", c.kind, c.target()),
+    match (c.kind, policed_line(c)) {
+        (CommandKind::RunCommand, Some(line)) => line.trim().to_string(),
+        (CommandKind::SshExec, Some(line)) => {
+            format!(
+                "ssh {}: {}",
+                c.argument.as_deref().unwrap_or(""),
+                line.trim()
+            )
+        }
+        _ => format!("@@{} {}", c.kind, c.target()),
     }
 }
 
 /// The policy's verdict on a command under a mode and extra allow patterns: a runcommand's line,
-/// and the commands as risky as one (`@@deletefile`, `@@commit`); `None` for the commands that
-/// always run unasked.
+/// the commands as risky as one (`@@deletefile`, `@@commit`) and the extension commands; `None`
+/// for the commands that always run unasked.
+///
+/// An sshexec's line is judged like a runcommand's and is at least Execute: it runs on another
+/// machine. An upload is Risky (it overwrites a remote file), a download Execute (it reads a
+/// remote machine and writes the workspace), an MCP tool Risky (a read-only one is lowered by the
+/// movement's tools, [`Judge::verdict`]).
 #[must_use]
 pub fn command_verdict(c: &Command, mode: Mode, allow: &[String]) -> Option<Verdict> {
-    match policed_line(c) {
-        Some(line) => Some(decide(line, mode, allow)),
-        None => file_command_verdict(c.kind, &confirm_text(c), mode),
+    let at_least = |mut v: Verdict, floor: Tier, why: &str| {
+        if v.tier < floor {
+            let line = policed_line(c).unwrap_or("").trim();
+            v.tier = floor;
+            v.decision = tier_decision(floor, mode, || {
+                allow
+                    .iter()
+                    .any(|p| crate::policy::pattern_matches(p, line))
+            });
+            v.reason = format!("{why} ({})", v.reason);
+        }
+        v
+    };
+    match (c.kind, policed_line(c)) {
+        (CommandKind::SshExec, Some(line)) => Some(at_least(
+            decide(line, mode, allow),
+            Tier::Execute,
+            "it runs on another machine over SSH",
+        )),
+        (_, Some(line)) => Some(decide(line, mode, allow)),
+        (CommandKind::SshUpload | CommandKind::SshDownload | CommandKind::Mcp, None) => {
+            let (tier, reason) = match c.kind {
+                CommandKind::SshUpload => (Tier::Risky, "sshupload writes a file on another machine"),
+                CommandKind::SshDownload => (
+                    Tier::Execute,
+                    "sshdownload reads another machine and writes a workspace file",
+                ),
+                _ => (
+                    Tier::Risky,
+                    "an MCP tool can do anything its server does (not marked read-only by a trusted server)",
+                ),
+            };
+            Some(extension_verdict(c, tier, reason, mode))
+        }
+        (_, None) => file_command_verdict(c.kind, &confirm_text(c), mode),
+    }
+}
+
+fn extension_verdict(c: &Command, tier: Tier, reason: &str, mode: Mode) -> Verdict {
+    Verdict {
+        tier,
+        decision: tier_decision(tier, mode, || false),
+        reason: reason.to_string(),
+        segments: vec![crate::policy::SegmentVerdict {
+            text: confirm_text(c),
+            tier,
+            reason: reason.to_string(),
+        }],
     }
 }
 
@@ -127,6 +187,15 @@ impl Judge {
         }
     }
 
+    /// The extension commands the movement offers (none without a piece).
+    #[must_use]
+    pub fn offered(&self) -> Vec<CommandKind> {
+        self.gate
+            .as_ref()
+            .map(EffectiveTools::offered)
+            .unwrap_or_default()
+    }
+
     /// The allow-list a runcommand is decided with.
     #[must_use]
     pub fn allow_list(&self) -> &[String] {
@@ -140,7 +209,21 @@ impl Judge {
     #[must_use]
     pub fn verdict(&self, c: &Command) -> Option<Verdict> {
         let refusal = self.gate.as_ref().and_then(|g| g.refusal(c));
-        let verdict = command_verdict(c, self.mode, self.allow_list());
+        let read_only_tool = c.mcp_tool().is_some_and(|(server, tool)| {
+            self.gate
+                .as_ref()
+                .is_some_and(|g| g.mcp_is_read_only(&crate::mcp::qualified(server, tool)))
+        });
+        let verdict = if read_only_tool {
+            Some(extension_verdict(
+                c,
+                Tier::ReadOnly,
+                "the server marks this tool read-only and keyless.json trusts the server",
+                self.mode,
+            ))
+        } else {
+            command_verdict(c, self.mode, self.allow_list())
+        };
         match refusal {
             None => verdict,
             Some(reason) => Some(Verdict {
@@ -157,7 +240,7 @@ impl Judge {
 /// settings, each command judged by `judge`.
 #[must_use]
 pub fn command_views(text: &str, settings: &Settings, judge: &Judge) -> Vec<CommandView> {
-    let Checked { out, planned, .. } = checked(text, settings);
+    let Checked { out, planned, .. } = checked_with(text, settings, &judge.offered());
     out.reply
         .commands
         .iter()
@@ -185,7 +268,13 @@ pub struct Checked {
 /// Parses a complete reply, plans it when it is valid, and writes its correction when it is not.
 #[must_use]
 pub fn checked(text: &str, settings: &Settings) -> Checked {
-    let out = parse(text, &settings.limits);
+    checked_with(text, settings, &[])
+}
+
+/// [`checked`] with the extension commands a movement offers.
+#[must_use]
+pub fn checked_with(text: &str, settings: &Settings, offered: &[CommandKind]) -> Checked {
+    let out = crate::parse::parse_with(text, &settings.limits, offered);
     let ok = out.ok();
     let planned = ok.then(|| plan(&out.reply, settings));
     let correction = (!ok).then(|| correction(&out.diagnostics, out.suppressed, out.truncated));

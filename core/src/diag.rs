@@ -47,6 +47,7 @@ codes! {
     ParseMissingArgument => "KA_PARSE_MISSING_ARGUMENT", "path missing on a command that needs one";
     ParseBadMarker => "KA_PARSE_BAD_MARKER", "malformed <<< marker or unknown section name";
     ParseBadPath => "KA_PARSE_BAD_PATH", "path absolute, contains ../., or uses backslashes";
+    ParseBadArgument => "KA_PARSE_BAD_ARGUMENT", "an MCP or SSH command's argument (SERVER.TOOL, CONNECTION, paths) or ARGS is malformed";
     ReplyEmpty => "KA_REPLY_EMPTY", "reply is empty";
     LimitResponseChars => "KA_LIMIT_RESPONSE_CHARS", "reply exceeds MaxResponseChars";
     LimitFileContentChars => "KA_LIMIT_FILE_CONTENT_CHARS", "one payload exceeds MaxFileContentChars";
@@ -127,6 +128,12 @@ codes! {
     HostUnreachable => "KA_HOST_UNREACHABLE", "keyless-host is not running or not reachable at the paired address";
     FileChanged => "KA_FILE_CHANGED", "the file changed on disk while the command ran; nothing was written";
     RateLimited => "KA_RATE_LIMITED", "too many failed attempts (pairing); wait before trying again";
+    McpNotConfigured => "KA_MCP_NOT_CONFIGURED", "a piece requires an MCP server that keyless.json does not declare";
+    McpUnavailable => "KA_MCP_UNAVAILABLE", "an MCP server could not be started or reached, or does not answer";
+    McpUnknownTool => "KA_MCP_UNKNOWN_TOOL", "the MCP server has no tool by that name";
+    McpToolFailed => "KA_MCP_TOOL_FAILED", "the MCP tool answered with an error";
+    SshHostKey => "KA_SSH_HOST_KEY", "the SSH host key is unknown or changed; keyless never accepts one blindly";
+    SshFailed => "KA_SSH_FAILED", "ssh could not connect or authenticate (exit 255)";
 }
 
 impl fmt::Display for Code {

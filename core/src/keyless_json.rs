@@ -63,6 +63,9 @@ pub struct KeylessConfig {
     /// The programs `.as` programs may run as `sh://NAME` tools besides find, grep and sed (in
     /// the sandbox, without a shell).
     pub program_tools: Vec<String>,
+    /// `Mcp.Servers`: the MCP servers pieces (`required_mcp`) and `.as` programs (`mcp://`) may
+    /// use, by name.
+    pub mcp_servers: BTreeMap<String, crate::mcp::ServerConfig>,
     /// Where each value came from, by key (`Limits.MaxCommandsPerResponse` → `default`, a path, …).
     pub sources: BTreeMap<String, String>,
 }
@@ -86,6 +89,7 @@ pub const KEYS: &[&str] = &[
     "Browser.TruncationBudgetSeconds",
     "Programs.Env",
     "Programs.Tools",
+    "Mcp.Servers",
 ];
 
 impl Default for KeylessConfig {
@@ -102,6 +106,7 @@ impl Default for KeylessConfig {
             truncation_budget_seconds: 90,
             program_env: None,
             program_tools: Vec::new(),
+            mcp_servers: BTreeMap::new(),
             sources: KEYS
                 .iter()
                 .map(|k| ((*k).to_string(), "default".to_string()))
@@ -213,6 +218,9 @@ impl KeylessConfig {
                         )));
                     }
                     self.program_tools = l;
+                }
+                "Mcp.Servers" => {
+                    self.mcp_servers = crate::mcp::servers_from_json(value).map_err(bad)?;
                 }
                 _ => {
                     let near = KEYS
@@ -334,6 +342,12 @@ impl KeylessConfig {
                 .program_tools
                 .iter()
                 .any(|p| !before.program_tools.contains(p)),
+            // A server runs a program (or reaches a URL) the user named: any server added or
+            // changed widens what runs.
+            "Mcp.Servers" => self
+                .mcp_servers
+                .iter()
+                .any(|(name, s)| before.mcp_servers.get(name) != Some(s)),
             // A list names exactly what may be read: any name it adds, or a secret-like one it
             // allows, widens what a program sees.
             "Programs.Env" => match (&self.program_env, &before.program_env) {
@@ -383,6 +397,8 @@ impl KeylessConfig {
                 || "(names that do not look like secrets)".into(),
                 |l| format!("{l:?}"),
             ),
+            "Programs.Tools" => format!("{:?}", self.program_tools),
+            "Mcp.Servers" => format!("{:?}", self.mcp_servers.keys().collect::<Vec<_>>()),
             _ => String::new(),
         }
     }
@@ -412,6 +428,7 @@ pub const TRUST_KEYS: &[&str] = &[
     "Git.AutoInit",
     "Programs.Env",
     "Programs.Tools",
+    "Mcp.Servers",
 ];
 
 /// A workspace setting left out because the file is not approved.

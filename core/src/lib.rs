@@ -22,6 +22,7 @@ pub mod diag;
 pub mod environment;
 pub mod keyless_json;
 pub mod lang;
+pub mod mcp;
 pub mod message;
 pub mod parse;
 pub mod path;
@@ -87,6 +88,7 @@ pub fn typescript() -> String {
         piece::tools::ToolEntry::decl(&cfg),
         piece::tools::Dropped::decl(&cfg),
         piece::tools::EffectiveTools::decl(&cfg),
+        mcp::McpTool::decl(&cfg),
         piece::run::RunState::decl(&cfg),
         piece::graph::NodeKind::decl(&cfg),
         piece::graph::GraphNode::decl(&cfg),

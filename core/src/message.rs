@@ -4,6 +4,7 @@
 use crate::config::{BatchFailureMode, Mode, Pace, Settings};
 use crate::diag::{Code, Diagnostic};
 use crate::piece::run::PieceRun;
+use crate::piece::tools::EffectiveTools;
 use crate::plan::SkipReason;
 use crate::reply::{Command, CommandKind};
 use crate::text::escape_snippet;
@@ -548,6 +549,7 @@ pub fn movement_prompt(run: &PieceRun) -> String {
     if !m.edit {
         p.push_str("This movement cannot change files.\n");
     }
+    extension_prompt(&mut p, run, &tools);
     p.push_str("When this movement is finished, choose one:\n");
     for r in &m.rules {
         let _ = writeln!(p, "- if {}: @@done next={}", r.condition.trim(), r.next);
@@ -558,6 +560,68 @@ pub fn movement_prompt(run: &PieceRun) -> String {
     );
     p.push_str("Reply in AgentScript v1 only.");
     p
+}
+
+/// The extension commands a movement offers (MCP and SSH tools): their syntax, the connections
+/// the movement may name, and each MCP tool with its argument schema. They are an extension of
+/// AgentScript v1: blocks, sections, limits and results follow its rules.
+fn extension_prompt(p: &mut String, run: &PieceRun, tools: &EffectiveTools) {
+    if tools.offered().is_empty() {
+        return;
+    }
+    p.push_str(
+        "Extension commands of this movement (blocks like every other command, ended by @@end):\n",
+    );
+    if tools.commands.iter().any(|k| k.is_ssh()) {
+        let m = run.movement();
+        let catalog = run.catalog();
+        let usable = crate::ssh::usable(
+            &catalog.ssh,
+            &run.piece().name,
+            &m.name,
+            m.allowed_ssh_connections.as_deref(),
+            &catalog.user,
+        );
+        if tools.allows(CommandKind::SshExec) {
+            p.push_str("- @@sshexec CONNECTION [timeout=<seconds>] with a <<<CMD section: runs the command line on that machine (judged by the command policy, at least Execute).\n");
+        }
+        if tools.allows(CommandKind::SshUpload) {
+            p.push_str("- @@sshupload CONNECTION LOCAL TO REMOTE: copies a workspace file to the machine.\n");
+        }
+        if tools.allows(CommandKind::SshDownload) {
+            p.push_str("- @@sshdownload CONNECTION REMOTE TO LOCAL: copies a remote file into the workspace.\n");
+        }
+        if usable.is_empty() {
+            p.push_str(
+                "  No SSH connection is usable here (none registered, granted and allowed).\n",
+            );
+        } else {
+            p.push_str("  CONNECTION is one of:");
+            for c in usable {
+                let _ = write!(
+                    p,
+                    " {} ({}@{}:{}, id {});",
+                    c.name, c.user, c.host, c.port, c.id
+                );
+            }
+            p.push('\n');
+        }
+    }
+    if tools.allows(CommandKind::Mcp) {
+        p.push_str("- @@mcp SERVER.TOOL [timeout=<seconds>] with an optional <<<ARGS section holding one JSON object of the tool's arguments. Tools:\n");
+        for q in &tools.mcp {
+            let Some(t) = run.catalog().mcp.iter().find(|t| &t.qualified() == q) else {
+                continue;
+            };
+            let desc = crate::text::truncate_chars(t.description.trim(), 300);
+            let _ = writeln!(
+                p,
+                "  - {q}{}: {desc}\n    ARGS schema: {}",
+                if t.read_only { " (read-only)" } else { "" },
+                crate::text::truncate_chars(&t.input_schema, 2000)
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -175,7 +175,7 @@ pub fn failure_stops_batch(
         BatchFailureMode::StopOnMutationFailure => match kind {
             // Probes are independent: a failing read never stops the batch.
             CommandKind::ReadFile | CommandKind::Ask | CommandKind::Say => false,
-            CommandKind::RunCommand => tier != Some(Tier::ReadOnly),
+            CommandKind::RunCommand | CommandKind::Mcp => tier != Some(Tier::ReadOnly),
             _ => true,
         },
     }

@@ -21,6 +21,14 @@ pub enum CommandKind {
     Commit,
     Next,
     Done,
+    /// Extension: calls a tool of an MCP server (`@@mcp SERVER.TOOL`, `ARGS` as a JSON object).
+    Mcp,
+    /// Extension: runs a command on a registered SSH connection (`@@sshexec CONNECTION`, `CMD`).
+    SshExec,
+    /// Extension: copies a workspace file to a connection (`@@sshupload CONNECTION LOCAL TO REMOTE`).
+    SshUpload,
+    /// Extension: copies a remote file into the workspace (`@@sshdownload CONNECTION REMOTE TO LOCAL`).
+    SshDownload,
 }
 
 /// Section (payload) names.
@@ -33,6 +41,8 @@ pub enum SectionName {
     Replace,
     Cmd,
     To,
+    /// An `@@mcp` call's arguments: one JSON object.
+    Args,
 }
 
 /// Whether a section is required, optional or refused for a command.
@@ -59,6 +69,35 @@ impl CommandKind {
         CommandKind::Done,
     ];
 
+    /// The extension commands (MCP and SSH tools): known only where the current piece movement's
+    /// tools offer them; everywhere else they are unknown commands, as in AgentScript v1.
+    pub const EXTENSIONS: [CommandKind; 4] = [
+        CommandKind::Mcp,
+        CommandKind::SshExec,
+        CommandKind::SshUpload,
+        CommandKind::SshDownload,
+    ];
+
+    #[must_use]
+    pub const fn is_extension(self) -> bool {
+        matches!(
+            self,
+            CommandKind::Mcp
+                | CommandKind::SshExec
+                | CommandKind::SshUpload
+                | CommandKind::SshDownload
+        )
+    }
+
+    /// The SSH extension commands.
+    #[must_use]
+    pub const fn is_ssh(self) -> bool {
+        matches!(
+            self,
+            CommandKind::SshExec | CommandKind::SshUpload | CommandKind::SshDownload
+        )
+    }
+
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
@@ -75,15 +114,30 @@ impl CommandKind {
             CommandKind::Commit => "commit",
             CommandKind::Next => "next",
             CommandKind::Done => "done",
+            CommandKind::Mcp => "mcp",
+            CommandKind::SshExec => "sshexec",
+            CommandKind::SshUpload => "sshupload",
+            CommandKind::SshDownload => "sshdownload",
         }
     }
 
-    /// Case-insensitive lookup of a command name (without `@@`).
+    /// Case-insensitive lookup of a command name (without `@@`), extensions included.
     #[must_use]
     pub fn from_name(name: &str) -> Option<CommandKind> {
         CommandKind::ALL
             .into_iter()
+            .chain(CommandKind::EXTENSIONS)
             .find(|k| k.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Position in the canonical order: AgentScript v1's commands, then the extensions.
+    #[must_use]
+    pub fn order(self) -> usize {
+        CommandKind::ALL
+            .into_iter()
+            .chain(CommandKind::EXTENSIONS)
+            .position(|k| k == self)
+            .unwrap_or(usize::MAX)
     }
 
     /// Commands whose argument is a workspace path.
@@ -134,13 +188,15 @@ impl CommandKind {
     #[must_use]
     pub const fn sections(self) -> &'static [(SectionName, Need)] {
         use Need::{Optional, Required};
-        use SectionName::{Cmd, Content, Find, Msg, Replace, To};
+        use SectionName::{Args, Cmd, Content, Find, Msg, Replace, To};
         match self {
             CommandKind::Say | CommandKind::Ask | CommandKind::Commit => &[(Msg, Required)],
             CommandKind::NewFile | CommandKind::UpdateFile => &[(Content, Required)],
             CommandKind::EditFile => &[(Find, Required), (Replace, Required)],
             CommandKind::MoveFile => &[(To, Required)],
-            CommandKind::RunCommand => &[(Cmd, Required)],
+            CommandKind::RunCommand | CommandKind::SshExec => &[(Cmd, Required)],
+            CommandKind::Mcp => &[(Args, Optional)],
+            CommandKind::SshUpload | CommandKind::SshDownload => &[],
             CommandKind::Next | CommandKind::Done => &[(Msg, Optional)],
             CommandKind::DeleteFile | CommandKind::ReadFile | CommandKind::Mkdir => &[],
         }
@@ -154,6 +210,12 @@ impl CommandKind {
                 "@@runcommand takes on_error=continue|stop and timeout=<seconds>"
             }
             CommandKind::Done => "@@done takes next=<movement> and status=success|aborted",
+            CommandKind::SshExec => {
+                "@@sshexec takes CONNECTION, then on_error=continue|stop and timeout=<seconds>"
+            }
+            CommandKind::Mcp => "@@mcp takes SERVER.TOOL and a timeout=<seconds>",
+            CommandKind::SshUpload => "@@sshupload takes CONNECTION LOCAL TO REMOTE",
+            CommandKind::SshDownload => "@@sshdownload takes CONNECTION REMOTE TO LOCAL",
             _ => "this command takes no options",
         }
     }
@@ -166,13 +228,14 @@ impl fmt::Display for CommandKind {
 }
 
 impl SectionName {
-    pub const ALL: [SectionName; 6] = [
+    pub const ALL: [SectionName; 7] = [
         SectionName::Msg,
         SectionName::Content,
         SectionName::Find,
         SectionName::Replace,
         SectionName::Cmd,
         SectionName::To,
+        SectionName::Args,
     ];
 
     #[must_use]
@@ -184,6 +247,7 @@ impl SectionName {
             SectionName::Replace => "REPLACE",
             SectionName::Cmd => "CMD",
             SectionName::To => "TO",
+            SectionName::Args => "ARGS",
         }
     }
 
@@ -302,9 +366,65 @@ impl Command {
             ),
             k if k.takes_path() => self.argument.clone().unwrap_or_default(),
             CommandKind::RunCommand => first_line(SectionName::Cmd),
+            CommandKind::SshExec => format!(
+                "{}: {}",
+                self.argument.as_deref().unwrap_or(""),
+                first_line(SectionName::Cmd)
+            ),
+            CommandKind::SshUpload | CommandKind::SshDownload => match self.transfer() {
+                Some(t) => format!("{}: {} -> {}", t.connection, t.from, t.to),
+                None => self.argument.clone().unwrap_or_default(),
+            },
+            CommandKind::Mcp => self.argument.clone().unwrap_or_default(),
             _ => first_line(SectionName::Msg),
         }
     }
+
+    /// An `@@sshupload` / `@@sshdownload` header, read back from its canonical argument
+    /// (`CONNECTION FROM TO DEST`).
+    #[must_use]
+    pub fn transfer(&self) -> Option<Transfer<'_>> {
+        if !matches!(self.kind, CommandKind::SshUpload | CommandKind::SshDownload) {
+            return None;
+        }
+        let mut parts = self.argument.as_deref()?.split(' ');
+        let (connection, from, to_word, to) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        (to_word == "TO" && parts.next().is_none()).then_some(Transfer {
+            connection,
+            from,
+            to,
+        })
+    }
+
+    /// An `@@mcp` call's server and tool (`SERVER.TOOL`).
+    #[must_use]
+    pub fn mcp_tool(&self) -> Option<(&str, &str)> {
+        (self.kind == CommandKind::Mcp)
+            .then(|| self.argument.as_deref()?.split_once('.'))
+            .flatten()
+    }
+
+    /// The SSH connection (id or name) an SSH command names.
+    #[must_use]
+    pub fn connection(&self) -> Option<&str> {
+        match self.kind {
+            CommandKind::SshExec => self.argument.as_deref(),
+            CommandKind::SshUpload | CommandKind::SshDownload => {
+                self.transfer().map(|t| t.connection)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The parts of an SSH copy: for an upload `from` is the workspace path and `to` the remote one;
+/// for a download the other way round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer<'a> {
+    pub connection: &'a str,
+    pub from: &'a str,
+    pub to: &'a str,
 }
 
 /// The control directive of a reply.

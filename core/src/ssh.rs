@@ -91,10 +91,61 @@ pub fn uuid_from(bytes: [u8; 16]) -> String {
     )
 }
 
+/// Whether `key` can name a connection on an SSH command's line: an id or a registered name
+/// (letters, digits, `. - _`, not starting with `-`).
+#[must_use]
+pub fn valid_key(key: &str) -> bool {
+    (1..=64).contains(&key.len())
+        && !key.starts_with('-')
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+}
+
+/// A remote path an SSH copy may name: not empty, at most 1024 bytes, no control characters,
+/// and not starting with `-` (never read as an option).
+///
+/// # Errors
+/// Why it is refused.
+pub fn check_remote_path(path: &str) -> Result<(), String> {
+    if path.is_empty() || path.len() > 1024 {
+        return Err("the remote path is empty or longer than 1024 bytes".into());
+    }
+    if path.starts_with('-') {
+        return Err("a remote path may not start with -".into());
+    }
+    if path.chars().any(char::is_control) {
+        return Err("the remote path has a control character".into());
+    }
+    Ok(())
+}
+
+/// `text` as one word for a POSIX shell on the remote side: single-quoted, `'` written `'\''`.
+#[must_use]
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 /// The registry's connection named by `key` (its id or its name).
 #[must_use]
 pub fn find<'a>(registry: &'a [Connection], key: &str) -> Option<&'a Connection> {
     registry.iter().find(|c| c.id == key || c.name == key)
+}
+
+/// The connections movement `movement` of piece `piece` may use for `user` (every check of
+/// [`permit`] passed), in registry order: what the model is told it may name.
+#[must_use]
+pub fn usable<'a>(
+    registry: &'a [Connection],
+    piece: &str,
+    movement: &str,
+    allowed: Option<&[String]>,
+    user: &str,
+) -> Vec<&'a Connection> {
+    registry
+        .iter()
+        .filter(|c| permit(registry, piece, movement, allowed, &c.id, user).is_ok())
+        .collect()
 }
 
 /// Whether movement `movement` of piece `piece`, declaring `allowed`, may use the connection

@@ -126,7 +126,7 @@ proptest! {
         let mut cp = None;
         for cut in cuts {
             let prefix = &text[..cut];
-            let (out, next) = parse::parse_partial_resumable(prefix, &limits, cp.take());
+            let (out, next) = parse::parse_partial_resumable(prefix, &limits, &[], cp.take());
             prop_assert_eq!(&out, &parse_partial(prefix, &limits), "at {}", cut);
             cp = next;
         }

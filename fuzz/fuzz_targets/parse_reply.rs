@@ -1,8 +1,10 @@
-//! Fuzzes the reply parser (full and streaming), planning and the correction text.
+//! Fuzzes the reply parser (full and streaming), planning and the correction text, with and
+//! without the extension commands (MCP, SSH) offered, and their policy verdicts.
 #![no_main]
 
-use keyless_core::check::check;
-use keyless_core::{parse, parse_partial, Limits, Settings};
+use keyless_core::check::{check, command_verdict};
+use keyless_core::parse::{parse_partial_with, parse_with};
+use keyless_core::{parse, parse_partial, CommandKind, Limits, Mode, Settings};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -13,4 +15,17 @@ fuzz_target!(|data: &[u8]| {
     let _ = parse_partial(text, &limits);
     let report = check(text, &Settings::default());
     assert_eq!(report.ok, full.ok());
+    let ext = parse_with(text, &limits, &CommandKind::EXTENSIONS);
+    assert_eq!(ext.ok(), ext.diagnostics.is_empty());
+    let _ = parse_partial_with(text, &limits, &CommandKind::EXTENSIONS);
+    for c in &ext.reply.commands {
+        if c.kind.is_extension() {
+            // Every extension command has a verdict, and an SSH line is never below Execute.
+            let v = command_verdict(c, Mode::Auto, &[]);
+            let v = v.expect("an extension command always has a verdict");
+            if c.kind.is_ssh() {
+                assert!(v.tier >= keyless_core::policy::Tier::Execute);
+            }
+        }
+    }
 });

@@ -99,6 +99,7 @@ fn main() {
         session: "bench",
         gate: None,
         repo: &keyless_host::exec::git::RepoRecord::default(),
+        ext: None,
     };
     let rounds = 200;
     let replies: Vec<String> = (0..rounds).map(reply).collect();

@@ -108,8 +108,20 @@ pub fn approve_workspace_file(workspace: &std::path::Path) -> Result<String, Hos
     Ok(ws_file.display().to_string())
 }
 
-/// The executor's settings from a loaded configuration.
-pub fn exec_settings(cfg: &KeylessConfig, push: bool) -> crate::exec::batch::ExecSettings {
+/// The executor's settings from a loaded configuration, for the workspace at `root` (where its
+/// MCP servers start).
+pub fn exec_settings(
+    cfg: &KeylessConfig,
+    push: bool,
+    root: &std::path::Path,
+) -> crate::exec::batch::ExecSettings {
+    let tools = crate::exec::extension::Tools::new(cfg, root).unwrap_or_else(|e| {
+        eprintln!(
+            "keyless-host: {} cannot prepare the MCP client: {e}",
+            Code::McpUnavailable
+        );
+        crate::exec::extension::Tools::default()
+    });
     crate::exec::batch::ExecSettings {
         settings: cfg.settings,
         mode: cfg.mode,
@@ -125,6 +137,7 @@ pub fn exec_settings(cfg: &KeylessConfig, push: bool) -> crate::exec::batch::Exe
         sandbox: true,
         network: cfg.network,
         missing_tools: Vec::new(),
+        tools,
     }
 }
 

@@ -25,6 +25,90 @@ impl Report {
     }
 }
 
+/// Each declared MCP server, started: its tools, or why it does not start.
+fn mcp_rows(r: &mut Report, cfg: &keyless_core::keyless_json::KeylessConfig, root: &Path) {
+    if cfg.mcp_servers.is_empty() {
+        return;
+    }
+    let pool = match crate::mcp::Pool::new(cfg.mcp_servers.clone(), root.to_path_buf()) {
+        Ok(p) => p,
+        Err(e) => {
+            r.add(Level::Fail, "mcp", format!("KA_MCP_UNAVAILABLE {e}"));
+            return;
+        }
+    };
+    for s in pool.status("doctor") {
+        if s.state == "running" {
+            let names: Vec<&str> = s.tools.iter().map(|t| t.name.as_str()).collect();
+            r.add(
+                Level::Ok,
+                "mcp",
+                format!(
+                    "{} ({}): {} tools in {} ms: {}",
+                    s.name,
+                    s.transport,
+                    s.tools.len(),
+                    s.start_ms.unwrap_or(0),
+                    names.join(", ")
+                ),
+            );
+        } else {
+            r.add(
+                Level::Warn,
+                "mcp",
+                format!("{} ({}): {}", s.name, s.transport, s.state),
+            );
+        }
+    }
+    pool.close_scope("doctor");
+}
+
+/// The SSH registry: readable, and the ssh client there.
+fn ssh_rows(r: &mut Report) {
+    match crate::ssh_registry::load() {
+        Ok(list) if list.is_empty() => {}
+        Ok(list) => {
+            let client = std::process::Command::new("ssh").arg("-V").output();
+            let level = if client.is_ok() {
+                Level::Ok
+            } else {
+                Level::Warn
+            };
+            let names: Vec<String> = list
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} ({}@{}:{}, granted to {})",
+                        c.name,
+                        c.user,
+                        c.host,
+                        c.port,
+                        if c.grants.is_empty() {
+                            "no piece".to_string()
+                        } else {
+                            c.grants.join(", ")
+                        }
+                    )
+                })
+                .collect();
+            r.add(
+                level,
+                "ssh",
+                format!(
+                    "{}{}",
+                    names.join("; "),
+                    if client.is_ok() {
+                        ""
+                    } else {
+                        "; the ssh client is missing (install OpenSSH)"
+                    }
+                ),
+            );
+        }
+        Err(e) => r.add(Level::Fail, "ssh", format!("KA_CONFIG_INVALID {e}")),
+    }
+}
+
 /// Runs every check and prints one line each. Exit 1 when a check fails.
 ///
 /// # Errors
@@ -186,6 +270,10 @@ pub fn run(workspace: &Path) -> Result<ExitCode, HostError> {
             }
         }
     }
+    if let (Some(ws), Some(cfg)) = (&ws, &cfg) {
+        mcp_rows(&mut r, cfg, ws.root());
+    }
+    ssh_rows(&mut r);
     let regs = crate::native::registrations();
     if regs.is_empty() {
         r.add(

@@ -39,6 +39,8 @@ pub struct HostEffects<'w> {
     pub env_allow: Option<Vec<String>>,
     /// keyless.json's `Programs.Tools`: the programs `sh://NAME` may run besides find/grep/sed.
     pub program_tools: Vec<String>,
+    /// keyless.json's `Mcp.Servers`, started on the run's first `mcp://` call and stopped with it.
+    pub mcp: Option<std::sync::Arc<crate::mcp::Pool>>,
     /// The SQLite memories opened so far, by workspace-relative path.
     dbs: Vec<(String, rusqlite::Connection)>,
 }
@@ -62,6 +64,7 @@ impl<'w> HostEffects<'w> {
             observer: None,
             env_allow: None,
             program_tools: Vec::new(),
+            mcp: None,
             dbs: Vec::new(),
         }
         .configured()
@@ -73,6 +76,11 @@ impl<'w> HostEffects<'w> {
         if let Ok(l) = crate::config::load_config(self.ws.root()) {
             self.env_allow = l.cfg.program_env;
             self.program_tools = l.cfg.program_tools;
+            if !l.cfg.mcp_servers.is_empty() {
+                self.mcp = crate::mcp::Pool::new(l.cfg.mcp_servers, self.ws.root().to_path_buf())
+                    .ok()
+                    .map(std::sync::Arc::new);
+            }
         }
         self
     }
@@ -371,6 +379,8 @@ impl Effects for HostEffects<'_> {
         let allowed = crate::lang_tools::Allowed {
             env: self.env_allow.as_deref(),
             programs: &self.program_tools,
+            mcp: self.mcp.as_deref(),
+            scope: &self.run,
         };
         let out = crate::lang_tools::call(self.ws, &mut files, &allowed, uri, method, args);
         self.saved = files.saved;

@@ -10,7 +10,10 @@
 //! - `env://process`: `get`; names that look like secrets are refused.
 //! - `http(s)://ORIGIN`: `get` and `post` on paths of that origin only, redirects included
 //!   (followed by hand, never off the origin), with a timeout and a 4 MiB answer cap.
-//! - Every other `sh://` program and `mcp://` are refused in this build.
+//! - `mcp://SERVER/TOOL`: `call` (or `run`) with the tool's arguments as one object, on a server
+//!   keyless.json's `Mcp.Servers` declares; the answer is the tool's structured content, else its
+//!   text (parsed when it is JSON).
+//! - Every other `sh://` program is refused unless keyless.json's `Programs.Tools` names it.
 
 use crate::exec::workspace::Workspace;
 use cap_std::fs::Dir;
@@ -414,6 +417,63 @@ pub struct Allowed<'a> {
     pub env: Option<&'a [String]>,
     /// `Programs.Tools`: the programs `sh://NAME` may run.
     pub programs: &'a [String],
+    /// `Mcp.Servers`, for `mcp://` tools.
+    pub mcp: Option<&'a crate::mcp::Pool>,
+    /// The run the servers are kept for.
+    pub scope: &'a str,
+}
+
+/// How long an `mcp://` call may take unless its arguments say `timeout` (milliseconds).
+const MCP_TIMEOUT_MS: u64 = 120_000;
+
+/// `T.call({...})` of an `mcp://SERVER/TOOL` import: the object is the tool's arguments (an
+/// optional `timeout` in milliseconds is keyless's and is not passed on).
+fn mcp_call(allowed: &Allowed<'_>, rest: &str, args: &Value) -> Result<Value, EffectError> {
+    let (server, tool) = rest
+        .split_once('/')
+        .ok_or_else(|| refuse(format!("mcp://{rest}: write mcp://SERVER/TOOL")))?;
+    let pool = allowed.mcp.ok_or_else(|| {
+        EffectError::new(
+            Code::McpNotConfigured,
+            format!("mcp://{rest}: keyless.json declares no MCP server (Mcp.Servers)"),
+        )
+    })?;
+    let mut arguments = match args {
+        Value::Null => serde_json::Map::new(),
+        Value::Object(m) => m.clone(),
+        other => {
+            return Err(refuse(format!(
+                "mcp://{rest}: the arguments are one object, not {other}"
+            )))
+        }
+    };
+    let timeout = arguments
+        .remove("timeout")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(MCP_TIMEOUT_MS)
+        .clamp(1, 600_000);
+    let out = pool
+        .call(
+            allowed.scope,
+            server,
+            tool,
+            Some(arguments),
+            std::time::Duration::from_millis(timeout),
+            || false,
+        )
+        .map_err(|e| EffectError::new(e.code(), e.to_string()))?;
+    if out.is_error {
+        return Err(EffectError::new(
+            Code::McpToolFailed,
+            format!(
+                "mcp://{rest}: {}",
+                keyless_core::text::truncate_chars(&out.text, 2000)
+            ),
+        ));
+    }
+    Ok(out
+        .structured
+        .unwrap_or_else(|| serde_json::from_str(&out.text).unwrap_or(Value::String(out.text))))
 }
 
 /// A word for `sh -c`, single-quoted: the shell reads it as one literal argument whatever it holds.
@@ -513,6 +573,7 @@ pub fn call(
             Ok(std::env::var(name).map_or(Value::Null, Value::String))
         }
         Some(("http" | "https", _)) => http(uri, method, args),
+        Some(("mcp", rest)) if matches!(method, "call" | "run") => mcp_call(allowed, rest, args),
         _ => Err(refuse(format!("{uri} ({method}): this tool is not in this build yet; nothing ran"))),
     }
 }

@@ -13,6 +13,7 @@ pub mod lang_models;
 pub mod lang_repl;
 pub mod lang_runs;
 pub mod lang_tools;
+pub mod mcp;
 pub mod native;
 pub mod pairing;
 pub mod pieces;

@@ -31,6 +31,10 @@ pub enum PieceError {
     /// The workspace's piece folder cannot be written.
     #[error("cannot write the workspace's pieces: {0}")]
     Io(String),
+    /// What the piece needs beyond the workspace is missing: a required MCP server that is not
+    /// declared or does not start, an unreadable SSH registry.
+    #[error("{1}")]
+    Tools(Code, String),
 }
 
 impl PieceError {
@@ -44,6 +48,7 @@ impl PieceError {
             Self::Rejected(f) => f.first().map_or(Code::PieceYaml, |f| f.code),
             Self::NotFound(_) => Code::PieceNotFound,
             Self::Io(_) => Code::FileIo,
+            Self::Tools(code, _) => *code,
         }
     }
 }
@@ -112,6 +117,23 @@ pub fn start(
         serde_json::to_string(&run.snapshot()).map_err(|e| PieceError::Stored(e.to_string()))?;
     store.set_piece(session, yaml, &snap)?;
     Ok(run)
+}
+
+/// Gives a run what the host found for it (MCP tools, SSH registry), so its movements offer the
+/// extension commands.
+///
+/// # Errors
+/// [`PieceError::Tools`]: a required MCP server is not declared or does not start.
+pub fn attach_tools(
+    run: &mut PieceRun,
+    tools: &crate::exec::extension::Tools,
+    session: &str,
+) -> Result<(), PieceError> {
+    let catalog = tools
+        .catalog(session, run.piece())
+        .map_err(|f| PieceError::Tools(f.code, f.reason))?;
+    run.set_catalog(catalog);
+    Ok(())
 }
 
 /// The session's piece run, if it follows a piece, ready for its next reply (a run that waited for

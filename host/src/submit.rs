@@ -122,6 +122,14 @@ pub fn submit(
     }
     // Loaded before the batch is begun: a run that has ended leaves no batch behind.
     let mut run = crate::pieces::resume(store, &session)?;
+    if let Some(r) = run.as_mut() {
+        crate::pieces::attach_tools(r, &ctx.cfg.tools, &session)?;
+    }
+    let ext = ctx.cfg.tools.extensions(
+        run.as_ref()
+            .map(|r| r.catalog().clone())
+            .unwrap_or_default(),
+    );
     let gate = run.as_ref().map(keyless_core::piece::run::PieceRun::tools);
     // Kept with the batch, so its views judge it as it ran.
     let gate_json = gate.as_ref().and_then(|g| serde_json::to_string(g).ok());
@@ -141,6 +149,7 @@ pub fn submit(
         session: &session,
         gate: gate.as_ref(),
         repo: ctx.repo,
+        ext: Some(&ext),
     };
     let outcome = exec.execute(reply, turn, batch, prompter);
     let (core_outcome, control, entries, done) = match &outcome {

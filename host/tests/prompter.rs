@@ -52,6 +52,7 @@ fn confirmations_and_questions_go_through_the_prompter() {
         session: "s",
         gate: None,
         repo: &keyless_host::exec::git::RepoRecord::default(),
+        ext: None,
     };
     let reply = "@@say\n<<<MSG\nhello\nMSG>>>\n@@end\n\
 @@runcommand\n<<<CMD\necho one > one.txt\nCMD>>>\n@@end\n\

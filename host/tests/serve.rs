@@ -21,11 +21,16 @@ struct Server {
 }
 
 fn spawn(workspace: &Path, config: &Path, extra: &[&str]) -> Server {
+    spawn_env(workspace, config, extra, &[])
+}
+
+fn spawn_env(workspace: &Path, config: &Path, extra: &[&str], vars: &[(&str, &str)]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
         .args(["serve", "--port", "0", "--workspace"])
         .arg(workspace)
         .args(extra)
         .env("XDG_CONFIG_HOME", config)
+        .envs(vars.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -1415,4 +1420,103 @@ fn the_piece_api_stores_checks_and_deletes_workspace_pieces() {
             .is_none(),
         "nothing written outside"
     );
+}
+
+/// The shipped `ssh-ops` piece through `serve` against a real sshd: the session's prompt offers
+/// `@@sshexec` with the usable connection, the command runs there, and the batch's view shows it
+/// with its connection and tier.
+#[test]
+fn the_ssh_ops_piece_runs_through_serve() {
+    if !keyless_tests::sshd::available() {
+        return;
+    }
+    let e = env();
+    let sshd = keyless_tests::sshd::Sshd::start(&e._tmp.path().join("sshd"));
+    let ssh = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+            .arg("ssh")
+            .args(args)
+            .env("XDG_CONFIG_HOME", &e.config)
+            .env("USER", &sshd.user)
+            .output()
+            .expect("ssh cli");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let port = sshd.port.to_string();
+    ssh(&[
+        "add",
+        "box",
+        "--host",
+        "127.0.0.1",
+        "--user",
+        &sshd.user,
+        "--port",
+        &port,
+    ]);
+    ssh(&["grant", "box", "--piece", "ssh-ops"]);
+    let cfg = sshd.client_config.display().to_string();
+    let srv = spawn_env(
+        &e.ws,
+        &e.config,
+        &["--mode", "autosafe"],
+        &[
+            ("KEYLESS_SSH_CONFIG", cfg.as_str()),
+            ("USER", sshd.user.as_str()),
+        ],
+    );
+    let (s, v) = srv.post("/v1/sessions", &serde_json::json!({"piece": "ssh-ops"}));
+    assert_eq!(s, 200, "{v}");
+    let prompt = v["prompt"].as_str().expect("prompt");
+    assert!(prompt.contains("@@sshexec CONNECTION"), "{prompt}");
+    assert!(prompt.contains("box ("), "{prompt}");
+    assert!(
+        v["gate"]["commands"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|k| k == "sshexec")),
+        "{v}"
+    );
+    let session = v["session"].as_str().expect("id").to_string();
+    // AutoSafe: Execute on another machine waits for the user unless allow-listed; the
+    // confirmation names the connection and the tier, as the overlay shows it.
+    let r = "@@sshexec box\n<<<CMD\nuptime\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    let v = std::thread::scope(|scope| {
+        let (srv, session) = (&srv, &session);
+        let t = scope.spawn(move || srv.reply(session, r));
+        let start = Instant::now();
+        let p = loop {
+            let (_, v) = srv.get("/v1/confirmations");
+            if let Some(p) = v.as_array().and_then(|a| a.first()).cloned() {
+                break p;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "no confirmation");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(p["tier"], "Execute", "{p}");
+        assert!(
+            p["text"].as_str().unwrap_or("").contains("ssh box: uptime"),
+            "{p}"
+        );
+        let (st, _) = srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({"approve": true}),
+        );
+        assert_eq!(st, 200);
+        t.join().expect("reply")
+    });
+    assert!(
+        v["text"].as_str().unwrap_or("").contains("load average"),
+        "{v}"
+    );
+    let (s, b) = srv.get(&format!(
+        "/v1/batches/{}",
+        v["batch_id"].as_str().expect("id")
+    ));
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["commands"][0]["command"], "sshexec", "{b}");
+    assert_eq!(b["commands"][0]["target"], "box: uptime", "{b}");
+    assert_eq!(b["commands"][0]["tier"], "Execute", "{b}");
 }

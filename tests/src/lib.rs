@@ -11,7 +11,9 @@
 use keyless_core::{Pace, Settings};
 
 pub mod bench;
+pub mod mcp;
 pub mod serve;
+pub mod sshd;
 pub mod wasm;
 use std::path::{Path, PathBuf};
 

@@ -348,8 +348,17 @@ fn clippy(args: &[&str]) -> Result {
 fn test() -> Result {
     let start = Instant::now();
     ensure_wasm_target()?;
-    // Graphviz renders the piece graphs in host/tests/piece_cli.rs.
-    ensure_debian("the graph rendering check", &[("/usr/bin/dot", "graphviz")])?;
+    // Graphviz renders the piece graphs in host/tests/piece_cli.rs; a real sshd on 127.0.0.1
+    // serves the SSH tests (host/tests/ssh_exec.rs, serve.rs).
+    ensure_debian(
+        "the graph rendering check and the SSH tests",
+        &[
+            ("/usr/bin/dot", "graphviz"),
+            ("/usr/sbin/sshd", "openssh-server"),
+        ],
+    )?;
+    // The npm MCP servers the MCP tests run (dev dependencies in package.json).
+    ensure_node_modules()?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     clippy(&["--workspace", "--all-targets"])?;
     // The pure crates and the adapter for wasm32, and the adapter's browser tests.

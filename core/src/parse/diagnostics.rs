@@ -174,6 +174,17 @@ pub(super) fn missing_path(line: u32, kind: CommandKind) -> Diagnostic {
     ))
 }
 
+/// KA_PARSE_BAD_ARGUMENT: an extension command's argument (server and tool, connection, paths)
+/// or an `@@mcp` call's `ARGS`.
+pub(super) fn bad_argument(line: u32, kind: CommandKind, problem: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::ParseBadArgument,
+        Some(line),
+        format!("Bad argument on \"@@{kind}\": {problem}."),
+    )
+    .with_help(format!("{}.", kind.option_help()))
+}
+
 /// KA_PARSE_BAD_PATH.
 pub(super) fn bad_path(line: u32, path: &str, problem: &str) -> Diagnostic {
     Diagnostic::new(

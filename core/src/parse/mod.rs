@@ -74,13 +74,20 @@ pub struct PartialOutput {
     pub complete_lines: u32,
 }
 
-/// Parses a complete reply.
+/// Parses a complete reply (AgentScript v1, no extension commands).
 #[must_use]
 pub fn parse(text: &str, limits: &Limits) -> ParseOutput {
+    parse_with(text, limits, &[])
+}
+
+/// [`parse`] with the extension commands `offered` known (the current movement's MCP and SSH
+/// tools); any other extension command is an unknown command.
+#[must_use]
+pub fn parse_with(text: &str, limits: &Limits, offered: &[CommandKind]) -> ParseOutput {
     if let Some(early) = precheck(text, limits) {
         return early;
     }
-    let mut p = Parser::new(text, limits, false);
+    let mut p = Parser::new(text, limits, offered, false);
     p.run();
     p.finish_full()
 }
@@ -89,6 +96,12 @@ pub fn parse(text: &str, limits: &Limits) -> ParseOutput {
 /// and problems that more text could fix (a missing `@@eof`, an open block) are not reported.
 #[must_use]
 pub fn parse_partial(text: &str, limits: &Limits) -> PartialOutput {
+    parse_partial_with(text, limits, &[])
+}
+
+/// [`parse_partial`] with extension commands offered (see [`parse_with`]).
+#[must_use]
+pub fn parse_partial_with(text: &str, limits: &Limits, offered: &[CommandKind]) -> PartialOutput {
     let complete = match text.rfind('\n') {
         Some(idx) => &text[..idx],
         None => "",
@@ -111,7 +124,7 @@ pub fn parse_partial(text: &str, limits: &Limits) -> PartialOutput {
             complete_lines: 0,
         };
     }
-    let mut p = Parser::new(complete, limits, true);
+    let mut p = Parser::new(complete, limits, offered, true);
     p.run();
     p.finish_partial()
 }
@@ -124,6 +137,7 @@ pub fn parse_partial(text: &str, limits: &Limits) -> PartialOutput {
 pub fn parse_partial_resumable(
     text: &str,
     limits: &Limits,
+    offered: &[CommandKind],
     from: Option<Checkpoint>,
 ) -> (PartialOutput, Option<Checkpoint>) {
     let complete = match text.rfind('\n') {
@@ -133,12 +147,12 @@ pub fn parse_partial_resumable(
     if chars_over(text, limits.max_response_chars as usize).is_some()
         || (complete.is_empty() && !text.contains('\n'))
     {
-        return (parse_partial(text, limits), None);
+        return (parse_partial_with(text, limits, offered), None);
     }
     match from.filter(|cp| cp.offset <= complete.len() && complete.is_char_boundary(cp.offset)) {
         Some(cp) => {
             let base = cp.offset;
-            let mut p = Parser::resume(&complete[base..], limits, cp);
+            let mut p = Parser::resume(&complete[base..], limits, offered, cp);
             p.run();
             let (out, next) = p.finish_partial_with_checkpoint();
             let next = next.map(|mut n| {
@@ -148,7 +162,7 @@ pub fn parse_partial_resumable(
             (out, next)
         }
         None => {
-            let mut p = Parser::new(complete, limits, true);
+            let mut p = Parser::new(complete, limits, offered, true);
             p.run();
             p.finish_partial_with_checkpoint()
         }
@@ -243,6 +257,8 @@ struct Parser<'a> {
     line_cache: std::cell::Cell<(usize, u32)>,
     closer_finder: memchr::memmem::Finder<'static>,
     limits: &'a Limits,
+    /// The extension commands the current movement offers; the others are unknown commands.
+    offered: &'a [CommandKind],
     partial: bool,
     diags: Vec<Diagnostic>,
     suppressed: usize,
@@ -455,7 +471,7 @@ const ALIASES: &[(&str, CommandKind)] = &[
 fn suggest_command(name: &str) -> Option<&'static str> {
     let lower = name.to_ascii_lowercase();
     let lower = lower.trim_end_matches([':', '.', ',']);
-    if let Some(k) = CommandKind::from_name(lower) {
+    if let Some(k) = CommandKind::from_name(lower).filter(|k| !k.is_extension()) {
         return Some(k.name());
     }
     if let Some((_, k)) = ALIASES.iter().find(|(a, _)| *a == lower) {
@@ -470,7 +486,7 @@ fn suggest_command(name: &str) -> Option<&'static str> {
 }
 
 impl<'a> Parser<'a> {
-    fn new(src: &'a str, limits: &'a Limits, partial: bool) -> Self {
+    fn new(src: &'a str, limits: &'a Limits, offered: &'a [CommandKind], partial: bool) -> Self {
         let body = src.trim_end();
         let last_nonblank = (!body.trim().is_empty())
             .then(|| memchr::memrchr(b'\n', body.as_bytes()).map_or(0, |n| n + 1));
@@ -480,6 +496,7 @@ impl<'a> Parser<'a> {
             line_cache: std::cell::Cell::new((0, 1)),
             closer_finder: memchr::memmem::Finder::new(">>>"),
             limits,
+            offered,
             partial,
             diags: Vec::new(),
             suppressed: 0,
@@ -499,8 +516,13 @@ impl<'a> Parser<'a> {
     }
 
     /// A partial parser for the text after `cp`, in the state the checkpoint recorded.
-    fn resume(src: &'a str, limits: &'a Limits, cp: Checkpoint) -> Self {
-        let mut p = Self::new(src, limits, true);
+    fn resume(
+        src: &'a str,
+        limits: &'a Limits,
+        offered: &'a [CommandKind],
+        cp: Checkpoint,
+    ) -> Self {
+        let mut p = Self::new(src, limits, offered, true);
         p.line_base = cp.lines;
         p.suppressed = cp.suppressed;
         p.next_number = cp.next_number;
@@ -814,7 +836,10 @@ impl<'a> Parser<'a> {
             return;
         }
         self.seen_block = true;
-        let Some(kind) = CommandKind::from_name(name) else {
+        let offered = self.offered;
+        let Some(kind) =
+            CommandKind::from_name(name).filter(|k| !k.is_extension() || offered.contains(k))
+        else {
             let shown = truncate_chars(name, 40);
             self.push(diagnostics::unknown_command(
                 lineno,
@@ -840,6 +865,20 @@ impl<'a> Parser<'a> {
 
     /// Parses the rest of a command's `@@` line: a path, or `key=value` options.
     fn header(&mut self, kind: CommandKind, rest: &str, lineno: u32) -> (Option<String>, Options) {
+        let mut rest = rest;
+        let mut argument = None;
+        if kind.is_extension() {
+            match extension_argument(kind, rest) {
+                Ok((arg, options)) => {
+                    argument = Some(arg);
+                    rest = options;
+                }
+                Err(problem) => {
+                    self.push(diagnostics::bad_argument(lineno, kind, &problem));
+                    return (Some(rest.to_string()), Options::default());
+                }
+            }
+        }
         if kind.takes_path() {
             if rest.is_empty() {
                 self.push(diagnostics::missing_path(lineno, kind));
@@ -880,7 +919,7 @@ impl<'a> Parser<'a> {
         {
             self.push(diagnostics::done_next_and_status(lineno, status));
         }
-        (None, options)
+        (argument, options)
     }
 
     fn open_section(
@@ -1092,6 +1131,13 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        if kind == CommandKind::Mcp {
+            if let Some(args) = sections.iter().find(|s| s.name == SectionName::Args) {
+                if let Err(problem) = check_mcp_args(&args.text) {
+                    errors.push(diagnostics::bad_argument(args.line, kind, &problem));
+                }
+            }
+        }
         for e in errors {
             self.push(e);
         }
@@ -1250,15 +1296,102 @@ fn looks_like_closer(trimmed: &str, closer: &str) -> bool {
         && trimmed[..closer.len()].eq_ignore_ascii_case(closer)
 }
 
+/// Reads the argument of an extension command's `@@` line and returns it in its canonical
+/// spelling with the rest of the line (its options).
+///
+/// - `@@mcp SERVER.TOOL`: a server slug (`[a-z0-9_-]{1,64}`, as `required_mcp`) and a tool name;
+/// - `@@sshexec CONNECTION`: a connection id or name;
+/// - `@@sshupload CONNECTION LOCAL TO REMOTE`, `@@sshdownload CONNECTION REMOTE TO LOCAL`: the
+///   workspace path is normalised like every path; the remote one is taken as written.
+fn extension_argument(kind: CommandKind, rest: &str) -> Result<(String, &str), String> {
+    let mut words = rest.split_whitespace();
+    let first = words.next().unwrap_or("");
+    let after_first = rest
+        .trim_start()
+        .get(first.len()..)
+        .unwrap_or("")
+        .trim_start();
+    match kind {
+        CommandKind::Mcp => {
+            let (server, tool) = first.split_once('.').ok_or_else(|| {
+                "write the tool as SERVER.TOOL (e.g. @@mcp files.read_file)".to_string()
+            })?;
+            if !crate::mcp::valid_server(server) {
+                return Err(format!(
+                    "\"{}\" is not a server name (lowercase letters, digits, - and _, at most 64)",
+                    truncate_chars(server, 40)
+                ));
+            }
+            if !crate::mcp::valid_tool(tool) {
+                return Err(format!(
+                    "\"{}\" is not a tool name (letters, digits, _ - . /, at most 128)",
+                    truncate_chars(tool, 40)
+                ));
+            }
+            Ok((first.to_string(), after_first))
+        }
+        CommandKind::SshExec => {
+            if !crate::ssh::valid_key(first) {
+                return Err("name the connection first: @@sshexec CONNECTION (its id or name, keyless-host ssh list)".into());
+            }
+            Ok((first.to_string(), after_first))
+        }
+        CommandKind::SshUpload | CommandKind::SshDownload => {
+            let parts: Vec<&str> = rest.split_whitespace().collect();
+            let usage = if kind == CommandKind::SshUpload {
+                "write @@sshupload CONNECTION LOCAL TO REMOTE (paths without spaces)"
+            } else {
+                "write @@sshdownload CONNECTION REMOTE TO LOCAL (paths without spaces)"
+            };
+            let [conn, from, to_word, to] = parts.as_slice() else {
+                return Err(usage.into());
+            };
+            if !to_word.eq_ignore_ascii_case("to") || !crate::ssh::valid_key(conn) {
+                return Err(usage.into());
+            }
+            let (local, remote) = if kind == CommandKind::SshUpload {
+                (*from, *to)
+            } else {
+                (*to, *from)
+            };
+            let local = path::normalize(local).map_err(|p| {
+                format!("bad workspace path \"{}\": {p}", truncate_chars(local, 80))
+            })?;
+            crate::ssh::check_remote_path(remote)?;
+            let arg = if kind == CommandKind::SshUpload {
+                format!("{conn} {local} TO {remote}")
+            } else {
+                format!("{conn} {remote} TO {local}")
+            };
+            Ok((arg, ""))
+        }
+        _ => Ok((String::new(), rest)),
+    }
+}
+
+/// An `@@mcp` call's `ARGS`: one JSON object (an empty section is `{}`).
+fn check_mcp_args(text: &str) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Ok(());
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(_)) => Ok(()),
+        Ok(_) => Err("ARGS must be one JSON object, e.g. {\"path\": \"README.md\"}".into()),
+        Err(e) => Err(format!("ARGS is not valid JSON: {e}")),
+    }
+}
+
 fn set_option(kind: CommandKind, key: &str, value: &str, o: &mut Options) -> Result<(), String> {
     let bad_value = |expected: &str| Err(format!("{key}={value} is not valid ({expected})"));
     match (kind, key) {
-        (CommandKind::RunCommand, "on_error") => match value.to_ascii_lowercase().as_str() {
-            "continue" => o.on_error = Some(OnError::Continue),
-            "stop" => o.on_error = Some(OnError::Stop),
-            _ => return bad_value("continue or stop"),
-        },
-        (CommandKind::RunCommand, "timeout") => {
+        (CommandKind::RunCommand | CommandKind::SshExec, "on_error") => {
+            match value.to_ascii_lowercase().as_str() {
+                "continue" => o.on_error = Some(OnError::Continue),
+                "stop" => o.on_error = Some(OnError::Stop),
+                _ => return bad_value("continue or stop"),
+            }
+        }
+        (CommandKind::RunCommand | CommandKind::SshExec | CommandKind::Mcp, "timeout") => {
             let digits = value.strip_suffix('s').unwrap_or(value);
             match digits.parse::<u32>() {
                 Ok(n) if (1..=MAX_TIMEOUT_SECONDS).contains(&n) => o.timeout_seconds = Some(n),
@@ -1327,7 +1460,7 @@ mod tests {
             "é\nü\r\n€\n",
             &"ab\ncd\n".repeat(37),
         ] {
-            let p = Parser::new(text, &limits, false);
+            let p = Parser::new(text, &limits, &[], false);
             let want: Vec<&str> = text.split('\n').collect();
             let mut got = Vec::new();
             let mut numbers = Vec::new();

@@ -14,7 +14,7 @@
 //! - the other triggers of `default_next` (the seed's "context overflow, ASK limit, SpawnSubTask
 //!   unavailable") are [`Fallback`]s, as keyless maps them.
 
-use super::tools::{effective, EffectiveTools};
+use super::tools::EffectiveTools;
 use super::{Movement, Piece, WAIT_SUBTASKS};
 use crate::reply::{Command, CommandKind, DoneStatus, SectionName};
 use serde::{Deserialize, Serialize};
@@ -143,6 +143,9 @@ pub struct PieceRun {
     visited: Vec<bool>,
     revisits: Vec<u32>,
     history: Vec<String>,
+    /// The running MCP servers' tools and the SSH registry, set by the host at session start.
+    #[serde(skip)]
+    catalog: super::tools::Catalog,
 }
 
 impl PieceRun {
@@ -170,7 +173,18 @@ impl PieceRun {
             revisits: vec![0; n],
             history: vec![name],
             piece,
+            catalog: super::tools::Catalog::default(),
         }
+    }
+
+    /// What the host found at session start: MCP tools and SSH connections.
+    pub fn set_catalog(&mut self, catalog: super::tools::Catalog) {
+        self.catalog = catalog;
+    }
+
+    #[must_use]
+    pub fn catalog(&self) -> &super::tools::Catalog {
+        &self.catalog
     }
 
     #[must_use]
@@ -202,7 +216,7 @@ impl PieceRun {
     /// The current movement's effective tools (allowed commands and runcommand patterns).
     #[must_use]
     pub fn tools(&self) -> EffectiveTools {
-        effective(&self.piece, self.movement())
+        super::tools::effective_with(&self.piece, self.movement(), &self.catalog)
     }
 
     /// The question the run stopped on, if it waits for the user.

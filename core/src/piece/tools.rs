@@ -31,10 +31,22 @@ pub const TOOL_COMMANDS: &[(&str, &[CommandKind])] = &[
     ("Edit", &[CommandKind::EditFile]),
     ("Bash", &[CommandKind::RunCommand]),
     ("Commit", &[CommandKind::Commit]),
-    ("SshExec", &[]),
-    ("SshUpload", &[]),
-    ("SshDownload", &[]),
+    ("SshExec", &[CommandKind::SshExec]),
+    ("SshUpload", &[CommandKind::SshUpload]),
+    ("SshDownload", &[CommandKind::SshDownload]),
 ];
+
+/// What the host knows at session start that pieces name but cannot know themselves: the running
+/// MCP servers' tools and the SSH connections the user registered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Catalog {
+    /// Every tool of every MCP server that started (`tools/list`).
+    pub mcp: Vec<crate::mcp::McpTool>,
+    /// The registered SSH connections.
+    pub ssh: Vec<crate::ssh::Connection>,
+    /// The local account (the owner the SSH checks compare with).
+    pub user: String,
+}
 
 #[must_use]
 pub fn is_ssh_tool(name: &str) -> bool {
@@ -42,7 +54,7 @@ pub fn is_ssh_tool(name: &str) -> bool {
 }
 
 fn is_mcp(name: &str) -> bool {
-    name == "mcp__*" || (name.starts_with("mcp__") && name.len() > 5)
+    crate::mcp::pattern(name).is_ok()
 }
 
 fn is_known(name: &str) -> bool {
@@ -93,6 +105,20 @@ pub struct EffectiveTools {
     pub commands: Vec<CommandKind>,
     /// `allowed_commands` patterns for runcommand; `None` means the normal command policy.
     pub command_patterns: Option<Vec<String>>,
+    /// The piece the movement belongs to (SSH grants name pieces).
+    #[serde(default)]
+    pub piece: String,
+    /// The MCP tools `@@mcp` may call here (`SERVER.TOOL`): the movement's `mcp__` names resolved
+    /// against the running servers of the piece's `required_mcp`.
+    #[serde(default)]
+    pub mcp: Vec<String>,
+    /// Those of them the policy treats as read-only (the server's `readOnlyHint`, trusted).
+    #[serde(default)]
+    pub mcp_read_only: Vec<String>,
+    /// The movement's `allowed_ssh_connections`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub ssh_connections: Option<Vec<String>>,
 }
 
 impl EffectiveTools {
@@ -111,6 +137,22 @@ impl EffectiveTools {
         self.commands.contains(&kind)
     }
 
+    /// The extension commands this movement offers: what the parser knows besides AgentScript v1.
+    #[must_use]
+    pub fn offered(&self) -> Vec<CommandKind> {
+        self.commands
+            .iter()
+            .copied()
+            .filter(|k| k.is_extension())
+            .collect()
+    }
+
+    /// Whether the MCP tool `SERVER.TOOL` is read-only to the policy.
+    #[must_use]
+    pub fn mcp_is_read_only(&self, qualified: &str) -> bool {
+        self.mcp_read_only.iter().any(|q| q == qualified)
+    }
+
     /// Why this movement refuses `c`, if it does: a command it does not offer, or a runcommand
     /// segment outside its `allowed_commands`. The executor refuses it (KA_COMMAND_DENIED) and
     /// the views show it denied, with this reason.
@@ -124,6 +166,20 @@ impl EffectiveTools {
                 self.movement,
                 allowed.join(", ")
             ));
+        }
+        if let Some((server, tool)) = c.mcp_tool() {
+            let q = crate::mcp::qualified(server, tool);
+            if !self.mcp.contains(&q) {
+                return Some(format!(
+                    "MCP tool {q} is not offered in movement \"{}\" (offered: {})",
+                    self.movement,
+                    if self.mcp.is_empty() {
+                        "none".to_string()
+                    } else {
+                        self.mcp.join(", ")
+                    }
+                ));
+            }
         }
         if c.kind == CommandKind::RunCommand {
             let line = c.section_text(SectionName::Cmd).unwrap_or("").trim();
@@ -158,9 +214,17 @@ impl EffectiveTools {
     }
 }
 
-/// Computes the effective tools of movement `m` of `piece`.
+/// Computes the effective tools of movement `m` of `piece`, without running servers (the editor,
+/// validation): MCP tools are then not offered.
 #[must_use]
 pub fn effective(piece: &Piece, m: &Movement) -> EffectiveTools {
+    effective_with(piece, m, &Catalog::default())
+}
+
+/// Computes the effective tools of movement `m` of `piece`, with `mcp__` names resolved against
+/// the tools of the running servers the piece requires.
+#[must_use]
+pub fn effective_with(piece: &Piece, m: &Movement, catalog: &Catalog) -> EffectiveTools {
     let mut tools: Vec<ToolEntry> = Vec::new();
     let mut dropped = Vec::new();
     let add = |name: &str, source: Source, tools: &mut Vec<ToolEntry>| {
@@ -212,16 +276,44 @@ pub fn effective(piece: &Piece, m: &Movement) -> EffectiveTools {
         .allowed_ssh_connections
         .as_ref()
         .is_some_and(|c| !c.is_empty());
+    let mut mcp: Vec<String> = Vec::new();
+    let mut mcp_read_only: Vec<String> = Vec::new();
     for t in &mut tools {
         if is_ssh_tool(&t.name) {
             if !has_connections {
                 t.usable = false;
                 t.note = Some("rejected at run time: no_allowed_connections_declared".into());
-            } else {
-                t.note = Some("SSH tools have no AgentScript v1 command yet".into());
             }
         } else if is_mcp(&t.name) {
-            t.note = Some("MCP tools have no AgentScript v1 command".into());
+            let found: Vec<&crate::mcp::McpTool> = catalog
+                .mcp
+                .iter()
+                .filter(|x| {
+                    piece.required_mcp.contains(&x.server)
+                        && crate::mcp::covers(&t.name, &x.server, &x.name)
+                })
+                .collect();
+            if catalog.mcp.is_empty() {
+                t.note = Some("resolved against the servers' tools when a session starts".into());
+            } else if found.is_empty() {
+                t.usable = false;
+                t.note = Some("no tool of the piece's required_mcp servers matches".into());
+            } else {
+                t.note = Some(format!(
+                    "{} tool{}",
+                    found.len(),
+                    if found.len() == 1 { "" } else { "s" }
+                ));
+            }
+            for x in found {
+                let q = x.qualified();
+                if !mcp.contains(&q) {
+                    if x.read_only {
+                        mcp_read_only.push(q.clone());
+                    }
+                    mcp.push(q);
+                }
+            }
         }
     }
     let mut commands: Vec<CommandKind> = Vec::new();
@@ -231,6 +323,8 @@ pub fn effective(piece: &Piece, m: &Movement) -> EffectiveTools {
             "ask" => &[CommandKind::Ask],
             "next" => &[CommandKind::Next],
             "done" => &[CommandKind::Done],
+            name if is_mcp(name) && !mcp.is_empty() => &[CommandKind::Mcp],
+            name if is_mcp(name) => &[],
             name => TOOL_COMMANDS
                 .iter()
                 .find(|(n, _)| *n == name)
@@ -238,7 +332,7 @@ pub fn effective(piece: &Piece, m: &Movement) -> EffectiveTools {
         };
         commands.extend(kinds.iter().copied());
     }
-    commands.sort_by_key(|k| CommandKind::ALL.iter().position(|a| a == k));
+    commands.sort_by_key(|k| k.order());
     commands.dedup();
     // An empty allowed_commands allows no command line: runcommand is not offered at all.
     if m.allowed_commands.as_ref().is_some_and(Vec::is_empty) {
@@ -250,6 +344,10 @@ pub fn effective(piece: &Piece, m: &Movement) -> EffectiveTools {
         dropped,
         commands,
         command_patterns: m.allowed_commands.clone(),
+        piece: piece.name.clone(),
+        mcp,
+        mcp_read_only,
+        ssh_connections: m.allowed_ssh_connections.clone(),
     }
 }
 
@@ -274,7 +372,7 @@ pub(super) fn lint(piece: &Piece, movement_fields: &[Fields], top: &Fields, c: &
             )
     };
     for (i, t) in piece.shared_tools.iter().enumerate() {
-        if !is_known(t) {
+        if !is_known(t) && !t.starts_with("mcp__") {
             c.warn(
                 Code::PieceUnknownTool,
                 &format!("shared_tools[{i}]"),
@@ -284,12 +382,50 @@ pub(super) fn lint(piece: &Piece, movement_fields: &[Fields], top: &Fields, c: &
             );
         }
     }
+    let check_mcp = |name: &str, path: String, line: u32, c: &mut Checker| {
+        if !name.starts_with("mcp__") {
+            return;
+        }
+        match crate::mcp::pattern(name) {
+            Err(why) => c.error(
+                Code::PieceFormat,
+                &path,
+                line,
+                why,
+                Some("write mcp__SERVER__TOOL, mcp__SERVER__* or mcp__*".into()),
+            ),
+            Ok((Some(server), _)) if !piece.required_mcp.iter().any(|r| r == server) => c.error(
+                Code::PieceUnknownTool,
+                &path,
+                line,
+                format!("\"{name}\" names MCP server \"{server}\", which the piece's required_mcp does not list"),
+                Some(format!("add {server} to required_mcp, or remove the tool")),
+            ),
+            Ok((None, _)) if piece.required_mcp.is_empty() => c.warn(
+                Code::PieceUnknownTool,
+                &path,
+                line,
+                "mcp__* matches no tool: the piece's required_mcp lists no server".into(),
+                Some("list the servers the piece needs in required_mcp".into()),
+            ),
+            Ok(_) => {}
+        }
+    };
+    for (i, t) in piece.shared_tools.iter().enumerate() {
+        check_mcp(
+            t,
+            format!("shared_tools[{i}]"),
+            top.entry_line("shared_tools", i),
+            c,
+        );
+    }
     let no_fields = Fields::default();
     for (i, m) in piece.movements.iter().enumerate() {
         let f = movement_fields.get(i).unwrap_or(&no_fields);
         for (j, t) in m.allowed_tools.iter().enumerate() {
             let line = f.entry_line("allowed_tools", j);
-            if !is_known(t) {
+            check_mcp(t, format!("movements[{i}].allowed_tools[{j}]"), line, c);
+            if !is_known(t) && !t.starts_with("mcp__") {
                 c.warn(
                     Code::PieceUnknownTool,
                     &format!("movements[{i}].allowed_tools[{j}]"),

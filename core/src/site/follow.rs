@@ -1,7 +1,7 @@
 //! The overlay's follower: the report on a reply as it streams, parsed incrementally.
 
 use super::*;
-use crate::check::{checked, Checked, CommandView, Judge};
+use crate::check::{Checked, CommandView, Judge};
 use crate::config::Settings;
 use crate::diag::{Code, Diagnostic};
 use crate::reply::{Command, Control};
@@ -129,7 +129,7 @@ impl Follower {
                 out,
                 planned,
                 correction,
-            } = checked(text, &self.settings);
+            } = crate::check::checked_with(text, &self.settings, &self.judge.offered());
             let commands = out
                 .reply
                 .commands
@@ -163,7 +163,9 @@ impl Follower {
                 && view.as_bytes()[..cp.offset] == self.text.as_bytes()[..cp.offset]
         });
         let from = self.checkpoint.take().filter(|_| same);
-        let (out, next) = crate::parse::parse_partial_resumable(view, &self.settings.limits, from);
+        let offered = self.judge.offered();
+        let (out, next) =
+            crate::parse::parse_partial_resumable(view, &self.settings.limits, &offered, from);
         self.checkpoint = next;
         self.text.clear();
         self.text.push_str(view);

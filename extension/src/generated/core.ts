@@ -102,7 +102,7 @@ export type TurnEnd = "done" | "MaxFormatRetries" | "MaxIterationsPerTurn" | "ne
 
 export type Limits = { MaxCommandsPerResponse: number, MaxResponseChars: number, MaxFileContentChars: number, MaxCommandOutputChars: number, MaxFormatRetries: number, MaxIterationsPerTurn: number, };
 
-export type CommandKind = "say" | "newfile" | "updatefile" | "editfile" | "deletefile" | "movefile" | "readfile" | "mkdir" | "runcommand" | "ask" | "commit" | "next" | "done";
+export type CommandKind = "say" | "newfile" | "updatefile" | "editfile" | "deletefile" | "movefile" | "readfile" | "mkdir" | "runcommand" | "ask" | "commit" | "next" | "done" | "mcp" | "sshexec" | "sshupload" | "sshdownload";
 
 export type Severity = "error" | "warning";
 
@@ -142,7 +142,34 @@ commands: Array<CommandKind>,
 /**
  * `allowed_commands` patterns for runcommand; `None` means the normal command policy.
  */
-command_patterns: Array<string> | null, };
+command_patterns: Array<string> | null, 
+/**
+ * The piece the movement belongs to (SSH grants name pieces).
+ */
+piece: string, 
+/**
+ * The MCP tools `@@mcp` may call here (`SERVER.TOOL`): the movement's `mcp__` names resolved
+ * against the running servers of the piece's `required_mcp`.
+ */
+mcp: Array<string>, 
+/**
+ * Those of them the policy treats as read-only (the server's `readOnlyHint`, trusted).
+ */
+mcp_read_only: Array<string>, 
+/**
+ * The movement's `allowed_ssh_connections`.
+ */
+ssh_connections?: Array<string>, };
+
+export type McpTool = { server: string, name: string, description: string, 
+/**
+ * The tool's JSON Schema for its arguments, as JSON text.
+ */
+input_schema: string, 
+/**
+ * The server marks it `readOnlyHint` and keyless.json trusts the server's hints.
+ */
+read_only: boolean, };
 
 export type RunState = { "state": "running", movement: string, } | { "state": "needs_user_input", movement: string, question: string, } | { "state": "waiting_for_subtasks", movement: string, } | { "state": "complete" } | { "state": "aborted", reason: string, };
 

@@ -4,6 +4,7 @@
 mod args;
 mod check;
 mod lang;
+mod mcp;
 mod piece;
 mod run;
 mod serve;
@@ -128,6 +129,9 @@ enum Cmd {
     /// The SSH connections pieces may use: add, list, remove, grant.
     #[command(subcommand)]
     Ssh(ssh::SshCmd),
+    /// The MCP servers keyless.json declares: list them with their tools, call one tool.
+    #[command(subcommand)]
+    Mcp(mcp::McpCmd),
 }
 
 /// Exit status: 0 valid, 1 rejected, 2 usage or I/O error.
@@ -150,6 +154,7 @@ pub fn main() -> ExitCode {
         Cmd::Piece(p) => piece::piece_cmd(p),
         Cmd::As(c) => lang::as_cmd(c),
         Cmd::Ssh(c) => ssh::ssh_cmd(c),
+        Cmd::Mcp(c) => mcp::mcp_cmd(c),
         Cmd::Run(a) => run::run_cmd(a),
         Cmd::Undo { workspace, batch } => run::undo_cmd(&workspace, batch.as_deref()),
         Cmd::Config { workspace, approve } => setup::show_config(&workspace, approve),

@@ -91,7 +91,7 @@ pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
         cfg.set("Git.AutoInit", &serde_json::json!(true), src)?;
     }
     cfg.allow_list.extend(a.allow);
-    let exec = exec_settings(&cfg, !a.no_push);
+    let exec = exec_settings(&cfg, !a.no_push, &a.workspace);
     let interrupted = Arc::new(AtomicBool::new(false));
     on_ctrl_c(&interrupted).map_err(|e| HostError::Usage(format!("cannot handle Ctrl+C: {e}")))?;
     let prompter = TerminalPrompter {
@@ -276,10 +276,21 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
             Some(crate::pieces::load(ws.root(), name).map_err(|e| piece_err(&e))?)
         }
     };
+    let new_id = session_id();
+    // A piece's required MCP servers start before the session exists: a missing one stops here.
+    if let Some((_, p)) = &piece {
+        o.exec
+            .tools
+            .catalog(&new_id, p)
+            .map_err(|f| HostError::Coded {
+                code: f.code,
+                message: f.reason,
+            })?;
+    }
     let mut pos = match &o.session {
         Some(id) => store.session(id).map_err(|e| store_err(&e))?,
         None => store
-            .create_session(&session_id(), &ws.root().display().to_string())
+            .create_session(&new_id, &ws.root().display().to_string())
             .map_err(|e| store_err(&e))?,
     };
     let session = pos.id.clone();
@@ -293,7 +304,9 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
         "session {session} (turn {}, batch {})",
         pos.turn, pos.batch
     );
-    if let Some(run) = crate::pieces::resume(&store, &session).map_err(|e| piece_err(&e))? {
+    if let Some(mut run) = crate::pieces::resume(&store, &session).map_err(|e| piece_err(&e))? {
+        crate::pieces::attach_tools(&mut run, &o.exec.tools, &session)
+            .map_err(|e| piece_err(&e))?;
         let _ = writeln!(out, "{}", keyless_core::message::movement_prompt(&run));
     }
     let snapshot = crate::exec::snapshot::gather_for(ws.root(), &mut o.exec);

@@ -51,8 +51,8 @@ pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
     });
     crate::server::serve(crate::server::ServeOptions {
         port,
+        exec: exec_settings(&cfg, true, &a.workspace),
         workspace: a.workspace,
-        exec: exec_settings(&cfg, true),
         pairings,
         www,
     })

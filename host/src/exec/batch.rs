@@ -6,11 +6,10 @@ use super::shell;
 use super::workspace::{BatchBackup, Workspace};
 use super::Failure;
 use keyless_core::message::{correction, results, BatchRef, CommandResult, Outcome};
+use keyless_core::parse::parse_with;
 use keyless_core::plan::{failure_stops_batch, plan, SkipReason};
 use keyless_core::policy::{decide_with, Decision, Verdict};
-use keyless_core::{
-    parse, BatchFailureMode, Code, CommandKind, Control, Mode, SectionName, Settings,
-};
+use keyless_core::{BatchFailureMode, Code, CommandKind, Control, Mode, SectionName, Settings};
 use std::time::Duration;
 
 /// Confirmations, questions and messages for the user.
@@ -56,6 +55,8 @@ pub struct ExecSettings {
     pub network: bool,
     /// Tools the environment snapshot lists as missing (KA_TOOL_MISSING).
     pub missing_tools: Vec<String>,
+    /// SSH and the MCP servers, for the extension commands.
+    pub tools: super::extension::Tools,
 }
 
 impl Default for ExecSettings {
@@ -70,6 +71,7 @@ impl Default for ExecSettings {
             sandbox: false,
             network: false,
             missing_tools: Vec::new(),
+            tools: super::extension::Tools::default(),
         }
     }
 }
@@ -97,6 +99,8 @@ pub struct Executor<'a> {
     pub gate: Option<&'a keyless_core::piece::tools::EffectiveTools>,
     /// The repository as recorded at session start: `@@commit` commits and pushes only there.
     pub repo: &'a git::RepoRecord,
+    /// The SSH registry and the MCP servers the extension commands use (`None`: none offered).
+    pub ext: Option<&'a super::extension::Extensions>,
 }
 
 impl std::fmt::Debug for dyn Prompter + '_ {
@@ -114,7 +118,11 @@ impl Executor<'_> {
         batch: u32,
         prompter: &mut dyn Prompter,
     ) -> BatchOutcome {
-        let parsed = parse(reply, &self.cfg.settings.limits);
+        let offered = self
+            .gate
+            .map(keyless_core::piece::tools::EffectiveTools::offered)
+            .unwrap_or_default();
+        let parsed = parse_with(reply, &self.cfg.settings.limits, &offered);
         if !parsed.ok() {
             return BatchOutcome::Rejected {
                 correction: correction(&parsed.diagnostics, parsed.suppressed, parsed.truncated),
@@ -211,6 +219,9 @@ impl Executor<'_> {
         if cmd.kind == CommandKind::RunCommand {
             return self.run_command(cmd, prompter);
         }
+        if cmd.kind.is_extension() {
+            return self.run_extension(cmd, backup, prompter);
+        }
         // @@deletefile and @@commit are confirmed as the same writes through runcommand would be.
         let verdict = keyless_core::check::command_verdict(cmd, self.cfg.mode, &self.cfg.allow);
         let tier = verdict.as_ref().map(|v| v.tier);
@@ -290,16 +301,21 @@ impl Executor<'_> {
                 verified: None,
                 output: None,
             }),
-            // run_one gives runcommand to run_command, behind the policy; never here.
-            CommandKind::RunCommand => Err(Failure::new(
+            // run_one gives runcommand and the extensions to their own paths, behind the
+            // policy; never here.
+            CommandKind::RunCommand
+            | CommandKind::Mcp
+            | CommandKind::SshExec
+            | CommandKind::SshUpload
+            | CommandKind::SshDownload => Err(Failure::new(
                 Code::Internal,
-                "runcommand reached the file-command path",
+                format!("{} reached the file-command path", cmd.kind),
             )),
         }
     }
 
     /// Why the current movement refuses this command, if it does.
-    fn gate_refusal(&self, cmd: &keyless_core::Command) -> Option<Failure> {
+    pub(super) fn gate_refusal(&self, cmd: &keyless_core::Command) -> Option<Failure> {
         let why = self.gate?.refusal(cmd)?;
         Some(Failure::new(Code::CommandDenied, why))
     }
@@ -386,49 +402,54 @@ impl Executor<'_> {
                 )
             }
         };
-        let ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
-        if out.cancelled {
-            let outcome = Outcome::Error {
-                code: Code::Cancelled,
-                reason: "cancelled by the user; the output so far is kept".into(),
-                exit_code: None,
-                duration_ms: Some(ms),
-                output: Some(out.output),
-            };
-            return (Ok(outcome), tier);
-        }
-        let outcome = match (out.timed_out, out.exit_code) {
-            (false, Some(0)) => Outcome::Ok {
-                exit_code: Some(0),
-                duration_ms: Some(ms),
-                verified: None,
-                output: Some(out.output),
-            },
-            (true, _) => Outcome::Error {
-                code: Code::Timeout,
-                reason: format!("killed after {}s (timeout)", timeout.as_secs()),
-                exit_code: None,
-                duration_ms: Some(ms),
-                output: Some(out.output),
-            },
-            (false, Some(127)) => Outcome::Error {
-                code: Code::CommandNotFound,
-                reason: "the program was not found on this machine (exit code 127)".into(),
-                exit_code: Some(127),
-                duration_ms: Some(ms),
-                output: Some(out.output),
-            },
-            (false, code) => Outcome::Error {
-                code: Code::CommandFailed,
-                reason: match code {
-                    Some(c) => format!("command exited with code {c}"),
-                    None => "command was killed by a signal".into(),
-                },
-                exit_code: code,
-                duration_ms: Some(ms),
-                output: Some(out.output),
-            },
+        (Ok(process_outcome(&out, timeout)), tier)
+    }
+}
+
+/// What a finished process means to the model: ok, cancelled, timed out, not found (127) or
+/// failed, with its exit code, duration and capped output.
+pub(super) fn process_outcome(out: &shell::ShellOutput, timeout: Duration) -> Outcome {
+    let ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
+    let output = Some(out.output.clone());
+    if out.cancelled {
+        return Outcome::Error {
+            code: Code::Cancelled,
+            reason: "cancelled by the user; the output so far is kept".into(),
+            exit_code: None,
+            duration_ms: Some(ms),
+            output,
         };
-        (Ok(outcome), tier)
+    }
+    match (out.timed_out, out.exit_code) {
+        (false, Some(0)) => Outcome::Ok {
+            exit_code: Some(0),
+            duration_ms: Some(ms),
+            verified: None,
+            output,
+        },
+        (true, _) => Outcome::Error {
+            code: Code::Timeout,
+            reason: format!("killed after {}s (timeout)", timeout.as_secs()),
+            exit_code: None,
+            duration_ms: Some(ms),
+            output,
+        },
+        (false, Some(127)) => Outcome::Error {
+            code: Code::CommandNotFound,
+            reason: "the program was not found on this machine (exit code 127)".into(),
+            exit_code: Some(127),
+            duration_ms: Some(ms),
+            output,
+        },
+        (false, code) => Outcome::Error {
+            code: Code::CommandFailed,
+            reason: match code {
+                Some(c) => format!("command exited with code {c}"),
+                None => "command was killed by a signal".into(),
+            },
+            exit_code: code,
+            duration_ms: Some(ms),
+            output,
+        },
     }
 }

@@ -141,6 +141,33 @@ pub fn newfile(ctx: &mut FileCtx<'_>, rel: &str, payload: &str) -> Result<Outcom
     ok_verified(ctx.ws, &t)
 }
 
+/// Writes bytes that came from elsewhere (an SSH download) to `rel`: a new file, or over an
+/// existing one, backed up first either way so undo restores the workspace.
+///
+/// # Errors
+/// As every write: KA_PATH_OUTSIDE, KA_FILE_IO, KA_FILE_CHANGED.
+pub fn put_bytes(ctx: &mut FileCtx<'_>, rel: &str, bytes: &[u8]) -> Result<Outcome, Failure> {
+    let t = writable(ctx.ws, rel)?;
+    if exists(ctx.ws, &t) {
+        let old = ctx.ws.read(&t)?;
+        ctx.backup.save(ctx.ws, &t.rel, &old)?;
+        ctx.ws.write(&t, bytes, Some(&old))?;
+    } else {
+        ctx.backup.created(ctx.ws, &t.rel)?;
+        ctx.ws.write(&t, bytes, Some(&[]))?;
+    }
+    ok_verified(ctx.ws, &t)
+}
+
+/// The bytes of workspace file `rel` (an SSH upload's source), read beneath the workspace handle.
+///
+/// # Errors
+/// KA_PATH_OUTSIDE, KA_FILE_NOT_FOUND, KA_FILE_IO.
+pub fn read_bytes(ws: &Workspace, rel: &str) -> Result<Vec<u8>, Failure> {
+    let t = ws.resolve(rel)?;
+    ws.read(&t)
+}
+
 pub fn updatefile(ctx: &mut FileCtx<'_>, rel: &str, payload: &str) -> Result<Outcome, Failure> {
     let t = writable(ctx.ws, rel)?;
     let old = ctx.ws.read(&t)?;

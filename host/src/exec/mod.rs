@@ -6,9 +6,11 @@
 //! - [`batch`]: a reply in, a results message (or the format correction) out.
 
 pub mod batch;
+pub mod extension;
 pub mod files;
 pub mod git;
 pub mod programs;
+pub mod remote;
 pub mod sandbox;
 pub mod shell;
 pub mod snapshot;

@@ -139,20 +139,64 @@ pub fn run(
     cwd: &Path,
     timeout: Duration,
     max_output_chars: usize,
-    mut on_output: impl FnMut(&str) -> bool,
+    on_output: impl FnMut(&str) -> bool,
 ) -> std::io::Result<ShellOutput> {
-    let start = Instant::now();
     if let Some(spec) = confine {
         std::fs::create_dir_all(&spec.tmp)?;
     }
-    let mut child = shell_command(line, confine)
-        .current_dir(cwd)
-        .env("KEYLESS", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
+    let mut command = shell_command(line, confine);
+    command.current_dir(cwd).env("KEYLESS", "1");
+    run_program(command, Io::default(), timeout, max_output_chars, on_output)
+}
+
+/// Where a program's standard streams go besides the capped, merged output.
+#[derive(Debug, Default)]
+pub struct Io {
+    /// Bytes written to its stdin (then closed); `None`: stdin is /dev/null.
+    pub input: Option<Vec<u8>>,
+    /// Its stdout goes to this file, untouched (binary-safe), instead of the merged output.
+    pub stdout_to: Option<std::fs::File>,
+}
+
+/// Runs a prepared program in its own process group, like [`run`]: a deadline that kills the
+/// group, cancel through `on_output`, output merged and capped (stderr only when `io.stdout_to`
+/// takes stdout).
+///
+/// # Errors
+/// When the program cannot be started.
+pub fn run_program(
+    mut command: Command,
+    io: Io,
+    timeout: Duration,
+    max_output_chars: usize,
+    mut on_output: impl FnMut(&str) -> bool,
+) -> std::io::Result<ShellOutput> {
+    let start = Instant::now();
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    command
+        .stdin(if io.input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(match io.stdout_to {
+            Some(f) => Stdio::from(f),
+            None => Stdio::piped(),
+        })
+        .stderr(Stdio::piped());
+    let mut child = command.spawn()?;
     let pid = child.id();
+    let writer = match (io.input, child.stdin.take()) {
+        (Some(bytes), Some(mut stdin)) => Some(std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&bytes);
+        })),
+        _ => None,
+    };
     // Bounded: when the results side lags, the readers block, the pipe fills and the command
     // waits, so memory stays bounded however much it prints.
     let (tx, rx) = mpsc::sync_channel::<String>(16);
@@ -221,6 +265,11 @@ pub fn run(
     for r in readers.into_iter().flatten() {
         if r.is_finished() {
             let _ = r.join();
+        }
+    }
+    if let Some(w) = writer {
+        if w.is_finished() {
+            let _ = w.join();
         }
     }
     let code = status.and_then(|s| s.code());

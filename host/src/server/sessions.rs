@@ -202,8 +202,11 @@ pub(super) async fn create_session(
             }
             let pos = store.session(&id)?;
             store.set_session_settings(&id, mode, pace)?;
-            let movement = crate::pieces::resume(&store, &id)?;
+            let mut movement = crate::pieces::resume(&store, &id)?;
             let cfg = session_exec(&task_state, &store, &id)?;
+            if let Some(run) = movement.as_mut() {
+                crate::pieces::attach_tools(run, &cfg.tools, &id)?;
+            }
             return Ok((pos, movement, cfg));
         }
         let piece = session_piece(&task_state, &input)?;
@@ -211,11 +214,27 @@ pub(super) async fn create_session(
             "s-{}",
             crate::pairing::random_hex(8).map_err(|e| ApiError::Internal(e.to_string()))?
         );
+        // What the piece needs beyond the workspace (its required MCP servers, started now) is
+        // there before the session exists: a missing server stops it here, with its code.
+        let catalog = match &piece {
+            Some((_, p)) => Some(
+                task_state
+                    .exec
+                    .tools
+                    .catalog(&id, p)
+                    .map_err(|f| crate::pieces::PieceError::Tools(f.code, f.reason))?,
+            ),
+            None => None,
+        };
         let pos = store.create_session(&id, &task_state.ws.root().display().to_string())?;
         crate::submit::session_repo(&store, &id, task_state.ws.root())?;
         store.set_session_settings(&id, mode, pace)?;
         let movement = match piece {
-            Some((yaml, piece)) => Some(crate::pieces::start(&store, &id, &yaml, piece)?),
+            Some((yaml, piece)) => {
+                let mut run = crate::pieces::start(&store, &id, &yaml, piece)?;
+                run.set_catalog(catalog.unwrap_or_default());
+                Some(run)
+            }
             None => None,
         };
         let cfg = session_exec(&task_state, &store, &id)?;

@@ -116,7 +116,10 @@ impl From<crate::pieces::PieceError> for ApiError {
             PieceError::Stored(detail) => ApiError::Internal(detail),
             PieceError::Ended(_) => ApiError::Conflict(e.to_string()),
             PieceError::Invalid(message) => ApiError::BadRequest(message),
-            PieceError::Rejected(_) | PieceError::NotFound(_) | PieceError::Io(_) => {
+            PieceError::Rejected(_)
+            | PieceError::NotFound(_)
+            | PieceError::Io(_)
+            | PieceError::Tools(..) => {
                 let code = e.code();
                 let findings = match e {
                     PieceError::Rejected(f) => f,

@@ -1,0 +1,161 @@
+//! `keyless-host mcp list | call`: the MCP servers keyless.json declares, started here.
+
+use crate::config::{load_config, warn_ignored, Loaded};
+use crate::error::HostError;
+use crate::mcp::Pool;
+use clap::Subcommand;
+use keyless_core::Code;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Subcommand)]
+pub enum McpCmd {
+    /// Start every declared server and show its state and tools.
+    List {
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool: `keyless-host mcp call SERVER.TOOL --args '{"k": "v"}'`.
+    Call {
+        /// SERVER.TOOL
+        tool: String,
+        /// The arguments: one JSON object.
+        #[arg(long)]
+        args: Option<String>,
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// Seconds to wait for the answer.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+    },
+}
+
+fn coded(code: Code, message: impl Into<String>) -> HostError {
+    HostError::Coded {
+        code,
+        message: message.into(),
+    }
+}
+
+fn pool(workspace: &std::path::Path) -> Result<Pool, HostError> {
+    let Loaded { cfg, ignored, .. } = load_config(workspace)?;
+    warn_ignored(&ignored);
+    if cfg.mcp_servers.is_empty() {
+        return Err(coded(
+            Code::McpNotConfigured,
+            "keyless.json declares no MCP server (Mcp.Servers); see docs/mcp-ssh.md",
+        ));
+    }
+    let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    Pool::new(cfg.mcp_servers, root).map_err(|e| coded(Code::McpUnavailable, e.to_string()))
+}
+
+pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
+    let mut out = std::io::stdout().lock();
+    match cmd {
+        McpCmd::List { workspace, json } => {
+            let pool = pool(&workspace)?;
+            let status = pool.status("cli");
+            let all_up = status.iter().all(|s| s.state == "running");
+            if json {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string_pretty(&status).unwrap_or_default()
+                );
+            } else {
+                for s in &status {
+                    let _ = writeln!(
+                        out,
+                        "{}  {}  {}{}",
+                        s.name,
+                        s.transport,
+                        s.state,
+                        s.start_ms
+                            .map(|ms| format!(" ({ms} ms)"))
+                            .unwrap_or_default()
+                    );
+                    if s.trust_read_only {
+                        let _ = writeln!(out, "  trusts its read-only hints");
+                    }
+                    for t in &s.tools {
+                        let _ = writeln!(
+                            out,
+                            "  {}{}  {}",
+                            t.name,
+                            if t.read_only { " (read-only)" } else { "" },
+                            keyless_core::text::truncate_chars(
+                                t.description.lines().next().unwrap_or(""),
+                                90
+                            )
+                        );
+                    }
+                }
+            }
+            pool.close_scope("cli");
+            Ok(if all_up {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        McpCmd::Call {
+            tool,
+            args,
+            workspace,
+            timeout,
+        } => {
+            let (server, name) = tool
+                .split_once('.')
+                .ok_or_else(|| coded(Code::ParseBadArgument, "write the tool as SERVER.TOOL"))?;
+            let args = match args.as_deref() {
+                None => None,
+                Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+                    Ok(serde_json::Value::Object(m)) => Some(m),
+                    _ => {
+                        return Err(coded(
+                            Code::ParseBadArgument,
+                            "--args must be one JSON object",
+                        ))
+                    }
+                },
+            };
+            let pool = pool(&workspace)?;
+            let t = Instant::now();
+            pool.tools("cli", server)
+                .map_err(|e| coded(e.code(), e.to_string()))?;
+            let started = t.elapsed();
+            let r = pool
+                .call(
+                    "cli",
+                    server,
+                    name,
+                    args,
+                    Duration::from_secs(timeout),
+                    || false,
+                )
+                .map_err(|e| coded(e.code(), e.to_string()))?;
+            let _ = writeln!(out, "{}", r.text);
+            eprintln!(
+                "keyless-host: {tool}: server ready in {} ms, call {} ms{}",
+                started.as_millis(),
+                r.duration.as_millis(),
+                if r.is_error {
+                    " (the tool reported an error)"
+                } else {
+                    ""
+                }
+            );
+            pool.close_scope("cli");
+            Ok(if r.is_error {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+    }
+}

@@ -1,0 +1,416 @@
+//! The extension commands of AgentScript v1 (docs/agentscript-extensions.md): `@@mcp`,
+//! `@@sshexec`, `@@sshupload` and `@@sshdownload`. They reach the executor only when the current
+//! movement offers them (the parser knows them only then); here they pass the movement's gate,
+//! the SSH checks (declared, allowed, owned, granted: `keyless_core::ssh::permit`) and the policy
+//! (core's `Judge`: an SSH line at least Execute, an upload Risky, an MCP tool Risky unless a
+//! trusted server marks it read-only), are confirmed when the mode asks, and run with the same
+//! timeout, cancel and output cap as runcommand.
+
+use super::batch::{process_outcome, Executor, Prompter};
+use super::files::{self, FileCtx};
+use super::remote::{self, SshOptions};
+use super::workspace::BatchBackup;
+use super::Failure;
+use crate::mcp::Pool;
+use keyless_core::check::{confirm_text, Judge};
+use keyless_core::message::Outcome;
+use keyless_core::piece::tools::Catalog;
+use keyless_core::policy::{Decision, Tier};
+use keyless_core::ssh::Connection;
+use keyless_core::textfile::OutputCap;
+use keyless_core::{Code, Command, CommandKind, SectionName};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the extension commands run with.
+#[derive(Debug, Default)]
+pub struct Extensions {
+    /// The SSH registry and the local user (and the MCP tools found at session start).
+    pub catalog: Catalog,
+    pub ssh: SshOptions,
+    /// The MCP servers, kept per session (the executor's session is the scope).
+    pub mcp: Option<Arc<Pool>>,
+}
+
+type Ran = (Result<Outcome, Failure>, Option<Tier>);
+
+/// What a host (serve, run) offers the extension commands: how it runs ssh, and its MCP servers
+/// (keyless.json `Mcp.Servers`; `None` when it declares none).
+#[derive(Debug, Clone, Default)]
+pub struct Tools {
+    pub ssh: SshOptions,
+    pub mcp: Option<Arc<Pool>>,
+}
+
+impl Tools {
+    /// The tools of a host whose configuration is `cfg`, for the workspace at `root` (the MCP
+    /// servers' working folder).
+    ///
+    /// # Errors
+    /// When the MCP runtime cannot be built.
+    pub fn new(
+        cfg: &keyless_core::keyless_json::KeylessConfig,
+        root: &std::path::Path,
+    ) -> std::io::Result<Self> {
+        let mcp = if cfg.mcp_servers.is_empty() {
+            None
+        } else {
+            Some(Arc::new(Pool::new(
+                cfg.mcp_servers.clone(),
+                root.to_path_buf(),
+            )?))
+        };
+        Ok(Self {
+            ssh: SshOptions::from_env(),
+            mcp,
+        })
+    }
+
+    /// What the session `scope` following `piece` can use: the MCP tools of the servers the
+    /// piece requires (started now if they are not running), the SSH registry and the local
+    /// user.
+    ///
+    /// # Errors
+    /// KA_MCP_NOT_CONFIGURED (a required server keyless.json does not declare),
+    /// KA_MCP_UNAVAILABLE (one that does not start), KA_CONFIG_INVALID (an unreadable SSH
+    /// registry, when the piece uses SSH tools).
+    pub fn catalog(
+        &self,
+        scope: &str,
+        piece: &keyless_core::piece::Piece,
+    ) -> Result<Catalog, Failure> {
+        let uses_ssh = piece
+            .movements
+            .iter()
+            .flat_map(|m| &m.allowed_tools)
+            .chain(&piece.shared_tools)
+            .any(|t| keyless_core::piece::tools::is_ssh_tool(t));
+        let ssh = match crate::ssh_registry::load() {
+            Ok(list) => list,
+            Err(e) if uses_ssh => {
+                return Err(Failure::new(
+                    Code::ConfigInvalid,
+                    format!("the SSH registry cannot be read: {e}"),
+                ))
+            }
+            Err(_) => Vec::new(),
+        };
+        let mut mcp = Vec::new();
+        for server in &piece.required_mcp {
+            let pool = self
+                .mcp
+                .as_ref()
+                .filter(|p| p.declared().contains(server))
+                .ok_or_else(|| {
+                    let e = crate::mcp::McpError::NotConfigured(server.clone());
+                    Failure::new(
+                        e.code(),
+                        format!("piece \"{}\" requires it: {e}", piece.name),
+                    )
+                })?;
+            let tools = pool.tools(scope, server).map_err(|e| {
+                Failure::new(
+                    e.code(),
+                    format!("piece \"{}\" requires it: {e}", piece.name),
+                )
+            })?;
+            mcp.extend(tools);
+        }
+        Ok(Catalog {
+            mcp,
+            ssh,
+            user: crate::ssh_registry::current_user(),
+        })
+    }
+
+    /// The extension commands' context for one batch.
+    #[must_use]
+    pub fn extensions(&self, catalog: Catalog) -> Extensions {
+        Extensions {
+            catalog,
+            ssh: self.ssh.clone(),
+            mcp: self.mcp.clone(),
+        }
+    }
+}
+
+impl Executor<'_> {
+    pub(super) fn run_extension(
+        &self,
+        cmd: &Command,
+        backup: &mut BatchBackup,
+        prompter: &mut dyn Prompter,
+    ) -> Ran {
+        let (Some(gate), Some(ext)) = (self.gate, self.ext) else {
+            return (
+                Err(Failure::new(
+                    Code::CommandDenied,
+                    format!("@@{} is offered only by a piece movement's tools", cmd.kind),
+                )),
+                None,
+            );
+        };
+        let conn = if cmd.kind.is_ssh() {
+            let key = cmd.connection().unwrap_or("");
+            match keyless_core::ssh::permit(
+                &ext.catalog.ssh,
+                &gate.piece,
+                &gate.movement,
+                gate.ssh_connections.as_deref(),
+                key,
+                &ext.catalog.user,
+            ) {
+                Ok(c) => Some(c.clone()),
+                Err(r) => return (Err(Failure::new(r.code(), r.to_string())), None),
+            }
+        } else {
+            None
+        };
+        let judge = Judge {
+            mode: self.cfg.mode,
+            allow: self.cfg.allow.clone(),
+            gate: Some(gate.clone()),
+        };
+        let Some(verdict) = judge.verdict(cmd) else {
+            return (
+                Err(Failure::new(
+                    Code::Internal,
+                    "no verdict on an extension command",
+                )),
+                None,
+            );
+        };
+        let tier = Some(verdict.tier);
+        match verdict.decision {
+            Decision::Deny => {
+                return (
+                    Err(Failure::new(
+                        Code::CommandDenied,
+                        format!("denied by the command policy: {}", verdict.reason),
+                    )),
+                    tier,
+                )
+            }
+            Decision::Confirm => {
+                if !prompter.confirm(&confirm_text(cmd), &verdict) {
+                    return (
+                        Err(Failure::new(
+                            Code::CommandDeclined,
+                            format!("the user declined ({})", verdict.reason),
+                        )),
+                        tier,
+                    );
+                }
+            }
+            Decision::Run => {}
+        }
+        let timeout = Duration::from_secs(u64::from(
+            cmd.options
+                .timeout_seconds
+                .unwrap_or(self.cfg.timeout_seconds),
+        ));
+        let outcome = match (cmd.kind, conn) {
+            (CommandKind::Mcp, _) => self.mcp_call(cmd, ext, timeout, prompter),
+            (CommandKind::SshExec, Some(c)) => self.ssh_exec(cmd, &c, &ext.ssh, timeout, prompter),
+            (CommandKind::SshUpload, Some(c)) => {
+                self.ssh_upload(cmd, &c, &ext.ssh, timeout, prompter)
+            }
+            (CommandKind::SshDownload, Some(c)) => {
+                self.ssh_download(cmd, &c, &ext.ssh, timeout, backup, prompter)
+            }
+            _ => Err(Failure::new(
+                Code::Internal,
+                "extension command without its target",
+            )),
+        };
+        (outcome, tier)
+    }
+
+    fn max_output(&self) -> usize {
+        self.cfg.settings.limits.max_command_output_chars as usize
+    }
+
+    fn mcp_call(
+        &self,
+        cmd: &Command,
+        ext: &Extensions,
+        timeout: Duration,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Outcome, Failure> {
+        let (server, tool) = cmd
+            .mcp_tool()
+            .ok_or_else(|| Failure::new(Code::Internal, "@@mcp without SERVER.TOOL"))?;
+        let pool = ext
+            .mcp
+            .as_ref()
+            .ok_or_else(|| Failure::new(Code::McpNotConfigured, "no MCP server is declared"))?;
+        let args = match cmd.section_text(SectionName::Args).map(str::trim) {
+            None | Some("") => None,
+            Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(serde_json::Value::Object(m)) => Some(m),
+                _ => {
+                    return Err(Failure::new(
+                        Code::ParseBadArgument,
+                        "ARGS must be one JSON object",
+                    ))
+                }
+            },
+        };
+        let out = pool
+            .call(self.session, server, tool, args, timeout, || {
+                prompter.cancel_requested()
+            })
+            .map_err(|e| Failure::new(e.code(), e.to_string()))?;
+        let mut cap = OutputCap::new(self.max_output());
+        cap.push(&out.text);
+        let ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
+        let output = Some(cap.finish());
+        Ok(if out.is_error {
+            Outcome::Error {
+                code: Code::McpToolFailed,
+                reason: format!("{server}.{tool} answered with an error"),
+                exit_code: None,
+                duration_ms: Some(ms),
+                output,
+            }
+        } else {
+            Outcome::Ok {
+                exit_code: None,
+                duration_ms: Some(ms),
+                verified: None,
+                output,
+            }
+        })
+    }
+
+    fn ssh_exec(
+        &self,
+        cmd: &Command,
+        c: &Connection,
+        opts: &SshOptions,
+        timeout: Duration,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Outcome, Failure> {
+        let line = cmd.section_text(SectionName::Cmd).unwrap_or("").trim();
+        let out = remote::exec(c, opts, line, timeout, self.max_output(), |chunk| {
+            if !chunk.is_empty() {
+                prompter.output(chunk);
+            }
+            !prompter.cancel_requested()
+        })
+        .map_err(|e| Failure::new(Code::CommandFailed, format!("cannot start ssh: {e}")))?;
+        Ok(ssh_outcome(&out, timeout))
+    }
+
+    fn ssh_upload(
+        &self,
+        cmd: &Command,
+        c: &Connection,
+        opts: &SshOptions,
+        timeout: Duration,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Outcome, Failure> {
+        let t = cmd
+            .transfer()
+            .ok_or_else(|| Failure::new(Code::Internal, "@@sshupload without its paths"))?;
+        let bytes = files::read_bytes(self.ws, t.from)?;
+        let n = bytes.len();
+        let out = remote::upload(c, opts, bytes, t.to, timeout, |_| {
+            !prompter.cancel_requested()
+        })
+        .map_err(|e| Failure::new(Code::CommandFailed, format!("cannot start ssh: {e}")))?;
+        Ok(match ssh_outcome(&out, timeout) {
+            Outcome::Ok {
+                exit_code,
+                duration_ms,
+                ..
+            } => Outcome::Ok {
+                exit_code,
+                duration_ms,
+                verified: None,
+                output: Some(format!(
+                    "uploaded {n} bytes from {} to {}:{}",
+                    t.from, c.name, t.to
+                )),
+            },
+            failed => failed,
+        })
+    }
+
+    fn ssh_download(
+        &self,
+        cmd: &Command,
+        c: &Connection,
+        opts: &SshOptions,
+        timeout: Duration,
+        backup: &mut BatchBackup,
+        prompter: &mut dyn Prompter,
+    ) -> Result<Outcome, Failure> {
+        let t = cmd
+            .transfer()
+            .ok_or_else(|| Failure::new(Code::Internal, "@@sshdownload without its paths"))?;
+        // The local path is checked before anything is fetched.
+        let target = self.ws.resolve(t.to)?;
+        self.ws.check_writable(&target)?;
+        let (out, bytes) =
+            remote::download(c, opts, t.from, timeout, |_| !prompter.cancel_requested()).map_err(
+                |e| {
+                    Failure::new(
+                        Code::CommandFailed,
+                        format!("download from {}: {e}", c.name),
+                    )
+                },
+            )?;
+        let ran = ssh_outcome(&out, timeout);
+        let Outcome::Ok { duration_ms, .. } = ran else {
+            return Ok(ran);
+        };
+        let mut ctx = FileCtx {
+            ws: self.ws,
+            backup,
+            max_output_chars: self.max_output(),
+        };
+        let written = files::put_bytes(&mut ctx, t.to, &bytes)?;
+        Ok(match written {
+            Outcome::Ok { verified, .. } => Outcome::Ok {
+                exit_code: Some(0),
+                duration_ms,
+                verified,
+                output: Some(format!(
+                    "downloaded {} bytes from {}:{} to {}",
+                    bytes.len(),
+                    c.name,
+                    t.from,
+                    t.to
+                )),
+            },
+            other => other,
+        })
+    }
+}
+
+/// A finished ssh as the model reads it: like a local process, except that exit 255 is ssh's own
+/// failure (host key, connection, authentication) with its code.
+fn ssh_outcome(out: &super::shell::ShellOutput, timeout: Duration) -> Outcome {
+    let outcome = process_outcome(out, timeout);
+    if out.exit_code == Some(255) {
+        if let Some((code, reason)) = remote::ssh_failure(&out.output) {
+            if let Outcome::Error {
+                exit_code,
+                duration_ms,
+                output,
+                ..
+            } = outcome
+            {
+                return Outcome::Error {
+                    code,
+                    reason,
+                    exit_code,
+                    duration_ms,
+                    output,
+                };
+            }
+        }
+    }
+    outcome
+}

@@ -1,0 +1,513 @@
+//! The MCP client: keyless.json's `Mcp.Servers`, started on demand and kept per session (stdio
+//! children and Streamable HTTP endpoints), on the official Rust SDK (rmcp). Pieces (`@@mcp`),
+//! `.as` programs (`mcp://server/tool`), `keyless-host mcp list` and `doctor` all go through one
+//! [`Pool`]. Which tool a movement may call and how risky it is are core's decisions
+//! (`keyless_core::mcp`, `piece::tools`).
+//!
+//! The servers are programs and endpoints the user named in a trusted keyless.json (`Mcp.Servers`
+//! is a trust key: a workspace file the model wrote cannot add one). A tool's answer is hostile
+//! input like any command's output: it is capped and goes back to the model as text.
+
+use keyless_core::diag::Code;
+use keyless_core::mcp::{McpTool, ServerConfig};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::service::RunningService;
+use rmcp::{RoleClient, ServiceExt};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to start and answer `initialize` and `tools/list`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The variables a stdio server inherits from the host; anything else it needs is in its `Env`.
+pub const INHERITED_ENV: [&str; 8] = [
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR",
+];
+/// How many sessions keep their servers running; the oldest session's are stopped beyond it.
+const SESSIONS_KEPT: usize = 8;
+
+/// An MCP failure, with its code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpError {
+    #[error("MCP server \"{0}\" is not declared in keyless.json (Mcp.Servers)")]
+    NotConfigured(String),
+    #[error("MCP server \"{server}\" is unavailable: {why}")]
+    Unavailable { server: String, why: String },
+    #[error("MCP server \"{server}\" has no tool \"{tool}\" (its tools: {known})")]
+    UnknownTool {
+        server: String,
+        tool: String,
+        known: String,
+    },
+    #[error("MCP tool {server}.{tool} did not answer within {seconds}s")]
+    Timeout {
+        server: String,
+        tool: String,
+        seconds: u64,
+    },
+    #[error("cancelled by the user")]
+    Cancelled,
+}
+
+impl McpError {
+    #[must_use]
+    pub fn code(&self) -> Code {
+        match self {
+            Self::NotConfigured(_) => Code::McpNotConfigured,
+            Self::Unavailable { .. } => Code::McpUnavailable,
+            Self::UnknownTool { .. } => Code::McpUnknownTool,
+            Self::Timeout { .. } => Code::Timeout,
+            Self::Cancelled => Code::Cancelled,
+        }
+    }
+}
+
+/// A tool call's answer: its text (every text block, structured content as JSON, other blocks
+/// named), whether the tool said it failed, and how long the call took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallOutput {
+    pub text: String,
+    pub is_error: bool,
+    pub structured: Option<serde_json::Value>,
+    pub duration: Duration,
+}
+
+/// What `mcp list` and `doctor` show of a server.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ServerStatus {
+    pub name: String,
+    /// `stdio: COMMAND ARGS…` or `http: URL`.
+    pub transport: String,
+    pub trust_read_only: bool,
+    /// `running` or the reason it is not.
+    pub state: String,
+    pub start_ms: Option<u64>,
+    pub tools: Vec<McpTool>,
+}
+
+struct Live {
+    service: RunningService<RoleClient, ()>,
+    tools: Vec<McpTool>,
+}
+
+/// The running servers, by (scope, server): a scope is a session (or one `.as` run, or one CLI
+/// command).
+pub struct Pool {
+    rt: tokio::runtime::Runtime,
+    servers: BTreeMap<String, ServerConfig>,
+    cwd: PathBuf,
+    live: Mutex<HashMap<(String, String), Arc<Live>>>,
+    scopes: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("servers", &self.servers.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Keeps the tail of a server's stderr, for the reason a start failed.
+fn keep_tail(buf: &Mutex<String>, chunk: &str) {
+    if let Ok(mut b) = buf.lock() {
+        b.push_str(chunk);
+        if b.len() > 4096 {
+            let cut = b.len() - 4096;
+            let cut = (cut..b.len()).find(|i| b.is_char_boundary(*i)).unwrap_or(0);
+            b.drain(..cut);
+        }
+    }
+}
+
+impl Pool {
+    /// A pool for the servers of `servers`, started with `cwd` as their working folder.
+    ///
+    /// # Errors
+    /// When the runtime cannot be built.
+    pub fn new(servers: BTreeMap<String, ServerConfig>, cwd: PathBuf) -> std::io::Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("keyless-mcp")
+            .enable_all()
+            .build()?;
+        Ok(Self {
+            rt,
+            servers,
+            cwd,
+            live: Mutex::new(HashMap::new()),
+            scopes: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The declared servers' names.
+    #[must_use]
+    pub fn declared(&self) -> Vec<String> {
+        self.servers.keys().cloned().collect()
+    }
+
+    /// Whether any server is declared.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Runs `fut` on the pool's runtime and waits for it from any thread (a session's blocking
+    /// worker, the CLI), giving up at `deadline` or when `cancel` says so (the task is then
+    /// dropped, which ends the request).
+    fn wait<T: Send + 'static>(
+        &self,
+        fut: impl std::future::Future<Output = T> + Send + 'static,
+        deadline: Instant,
+        mut cancel: impl FnMut() -> bool,
+    ) -> Result<T, Waited> {
+        let (tx, rx) = mpsc::channel();
+        let task = self.rt.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                task.abort();
+                return Err(Waited::Timeout);
+            }
+            match rx.recv_timeout((deadline - now).min(Duration::from_millis(25))) {
+                Ok(v) => return Ok(v),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if cancel() {
+                        task.abort();
+                        return Err(Waited::Cancelled);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Waited::Timeout),
+            }
+        }
+    }
+
+    fn config(&self, server: &str) -> Result<&ServerConfig, McpError> {
+        self.servers
+            .get(server)
+            .ok_or_else(|| McpError::NotConfigured(server.to_string()))
+    }
+
+    /// The server `server` for `scope`, started (and its tools listed) when it is not running.
+    fn live(&self, scope: &str, server: &str) -> Result<Arc<Live>, McpError> {
+        let key = (scope.to_string(), server.to_string());
+        if let Some(l) = self.live.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            if !l.service.is_closed() {
+                return Ok(l);
+            }
+        }
+        let cfg = self.config(server)?.clone();
+        let unavailable = |why: String| McpError::Unavailable {
+            server: server.to_string(),
+            why,
+        };
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let fut = start(
+            server.to_string(),
+            cfg,
+            self.cwd.clone(),
+            Arc::clone(&stderr),
+        );
+        let live = match self.wait(fut, Instant::now() + START_TIMEOUT, || false) {
+            Ok(Ok(l)) => Arc::new(l),
+            Ok(Err(why)) => {
+                let tail = stderr
+                    .lock()
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_default();
+                return Err(unavailable(if tail.is_empty() {
+                    why
+                } else {
+                    format!(
+                        "{why}; its stderr: {}",
+                        keyless_core::text::truncate_chars(&tail, 600)
+                    )
+                }));
+            }
+            Err(_) => {
+                return Err(unavailable(format!(
+                    "no answer within {}s",
+                    START_TIMEOUT.as_secs()
+                )))
+            }
+        };
+        self.remember(scope);
+        if let Ok(mut m) = self.live.lock() {
+            m.insert(key, Arc::clone(&live));
+        }
+        Ok(live)
+    }
+
+    /// Records that `scope` uses servers; beyond [`SESSIONS_KEPT`] scopes, the oldest one's
+    /// servers are stopped.
+    fn remember(&self, scope: &str) {
+        let Ok(mut scopes) = self.scopes.lock() else {
+            return;
+        };
+        scopes.retain(|s| s != scope);
+        scopes.push(scope.to_string());
+        while scopes.len() > SESSIONS_KEPT {
+            let old = scopes.remove(0);
+            if let Ok(mut m) = self.live.lock() {
+                m.retain(|(s, _), _| *s != old);
+            }
+        }
+    }
+
+    /// Stops the servers of `scope`.
+    pub fn close_scope(&self, scope: &str) {
+        if let Ok(mut m) = self.live.lock() {
+            let gone: Vec<Arc<Live>> = m
+                .iter()
+                .filter(|((s, _), _)| s == scope)
+                .map(|(_, l)| Arc::clone(l))
+                .collect();
+            m.retain(|(s, _), _| s != scope);
+            drop(m);
+            for l in gone {
+                if let Ok(l) = Arc::try_unwrap(l) {
+                    let _ = self.wait(
+                        async move {
+                            let _ = l.service.cancel().await;
+                        },
+                        Instant::now() + Duration::from_secs(5),
+                        || false,
+                    );
+                }
+            }
+        }
+    }
+
+    /// The tools of `server` (started for `scope` when needed).
+    ///
+    /// # Errors
+    /// KA_MCP_NOT_CONFIGURED, KA_MCP_UNAVAILABLE.
+    pub fn tools(&self, scope: &str, server: &str) -> Result<Vec<McpTool>, McpError> {
+        self.live(scope, server).map(|l| l.tools.clone())
+    }
+
+    /// Calls `server`'s `tool` with `args` for `scope`, waiting at most `timeout`; `cancel` is
+    /// asked while it waits.
+    ///
+    /// # Errors
+    /// KA_MCP_NOT_CONFIGURED, KA_MCP_UNAVAILABLE, KA_MCP_UNKNOWN_TOOL, KA_TIMEOUT, KA_CANCELLED.
+    pub fn call(
+        &self,
+        scope: &str,
+        server: &str,
+        tool: &str,
+        args: Option<serde_json::Map<String, serde_json::Value>>,
+        timeout: Duration,
+        cancel: impl FnMut() -> bool,
+    ) -> Result<CallOutput, McpError> {
+        let live = self.live(scope, server)?;
+        if !live.tools.iter().any(|t| t.name == tool) {
+            return Err(McpError::UnknownTool {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                known: live
+                    .tools
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let peer = live.service.peer().clone();
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = args;
+        let started = Instant::now();
+        let answer = self.wait(
+            async move { peer.call_tool(params).await },
+            started + timeout,
+            cancel,
+        );
+        let duration = started.elapsed();
+        match answer {
+            Ok(Ok(r)) => Ok(output(r, duration)),
+            Ok(Err(e)) => Err(McpError::Unavailable {
+                server: server.to_string(),
+                why: e.to_string(),
+            }),
+            Err(Waited::Timeout) => Err(McpError::Timeout {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                seconds: timeout.as_secs(),
+            }),
+            Err(Waited::Cancelled) => Err(McpError::Cancelled),
+        }
+    }
+
+    /// Every declared server started for `scope`, with its state and tools (`mcp list`, doctor).
+    #[must_use]
+    pub fn status(&self, scope: &str) -> Vec<ServerStatus> {
+        self.servers
+            .iter()
+            .map(|(name, cfg)| {
+                let t = Instant::now();
+                let (state, start_ms, tools) = match self.tools(scope, name) {
+                    Ok(tools) => (
+                        "running".to_string(),
+                        Some(u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)),
+                        tools,
+                    ),
+                    Err(e) => (format!("{} {e}", e.code()), None, Vec::new()),
+                };
+                ServerStatus {
+                    name: name.clone(),
+                    transport: describe(cfg),
+                    trust_read_only: cfg.trust_read_only,
+                    state,
+                    start_ms,
+                    tools,
+                }
+            })
+            .collect()
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.live.lock() {
+            m.clear();
+        }
+    }
+}
+
+enum Waited {
+    Timeout,
+    Cancelled,
+}
+
+/// `stdio: COMMAND ARGS…` or `http: URL`.
+#[must_use]
+pub fn describe(cfg: &ServerConfig) -> String {
+    match (&cfg.command, &cfg.url) {
+        (Some(c), _) => {
+            let mut s = format!("stdio: {c}");
+            for a in &cfg.args {
+                s.push(' ');
+                s.push_str(a);
+            }
+            s
+        }
+        (None, Some(u)) => format!("http: {u}"),
+        (None, None) => "(none)".into(),
+    }
+}
+
+async fn start(
+    name: String,
+    cfg: ServerConfig,
+    cwd: PathBuf,
+    stderr: Arc<Mutex<String>>,
+) -> Result<Live, String> {
+    let service = match (&cfg.command, &cfg.url) {
+        (Some(command), _) => {
+            let mut cmd = tokio::process::Command::new(command);
+            // Like the reference MCP clients: a short list of harmless variables and what
+            // `Env` names, never the host's whole environment (its keys and tokens).
+            cmd.env_clear();
+            for name in INHERITED_ENV {
+                if let Some(v) = std::env::var_os(name) {
+                    cmd.env(name, v);
+                }
+            }
+            cmd.args(&cfg.args)
+                .envs(&cfg.env)
+                .current_dir(&cwd)
+                .kill_on_drop(true);
+            let (transport, err) = rmcp::transport::TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("cannot start {command}: {e}"))?;
+            if let Some(mut err) = err {
+                let buf = Arc::clone(&stderr);
+                tokio::spawn(async move {
+                    use tokio::io::AsyncReadExt;
+                    let mut chunk = vec![0u8; 4096];
+                    while let Ok(n) = err.read(&mut chunk).await {
+                        if n == 0 {
+                            break;
+                        }
+                        keep_tail(&buf, &String::from_utf8_lossy(&chunk[..n]));
+                    }
+                });
+            }
+            ().serve(transport).await.map_err(|e| e.to_string())?
+        }
+        (None, Some(url)) => {
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            for (header, value) in &cfg.headers {
+                let value = keyless_core::mcp::expand_env(value, |n| std::env::var(n).ok())
+                    .map_err(|e| format!("header {header}: {e}"))?;
+                let h = axum::http::HeaderName::from_bytes(header.as_bytes())
+                    .map_err(|e| format!("header {header}: {e}"))?;
+                let v = axum::http::HeaderValue::from_str(&value)
+                    .map_err(|e| format!("header {header}: {e}"))?;
+                config.custom_headers.insert(h, v);
+            }
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+            ().serve(transport).await.map_err(|e| e.to_string())?
+        }
+        (None, None) => return Err("neither Command nor Url".into()),
+    };
+    let listed = service
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("tools/list failed: {e}"))?;
+    let tools = listed
+        .into_iter()
+        .filter(|t| keyless_core::mcp::valid_tool(&t.name))
+        .map(|t| McpTool {
+            server: name.clone(),
+            name: t.name.to_string(),
+            description: t.description.as_deref().unwrap_or("").to_string(),
+            input_schema: serde_json::to_string(&*t.input_schema).unwrap_or_default(),
+            read_only: cfg.trust_read_only
+                && t.annotations
+                    .as_ref()
+                    .and_then(|a| a.read_only_hint)
+                    .unwrap_or(false),
+        })
+        .collect();
+    Ok(Live { service, tools })
+}
+
+/// A tool result as text: text blocks as they are, structured content as JSON, other blocks by
+/// kind (an image is never pasted into a chat as base64).
+fn output(r: CallToolResult, duration: Duration) -> CallOutput {
+    let mut text = String::new();
+    for block in &r.content {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        match serde_json::to_value(block) {
+            Ok(v) => match v.get("type").and_then(|t| t.as_str()) {
+                Some("text") => text.push_str(v.get("text").and_then(|t| t.as_str()).unwrap_or("")),
+                Some(kind) => {
+                    let mime = v.get("mimeType").and_then(|m| m.as_str()).unwrap_or("");
+                    text.push_str(&format!("[{kind} {mime}]"));
+                }
+                None => text.push_str("[content]"),
+            },
+            Err(_) => text.push_str("[content]"),
+        }
+        let _: &ContentBlock = block;
+    }
+    if text.is_empty() {
+        if let Some(s) = &r.structured_content {
+            text = s.to_string();
+        }
+    }
+    CallOutput {
+        text,
+        is_error: r.is_error.unwrap_or(false),
+        structured: r.structured_content,
+        duration,
+    }
+}

@@ -1,0 +1,282 @@
+//! The MCP client against real servers from npm: `@modelcontextprotocol/server-filesystem` and
+//! `server-everything` over stdio, and server-everything over Streamable HTTP on 127.0.0.1.
+//! `mcp list`/`mcp call`, a piece's `@@mcp` (offered tools with their schemas, read-only tools of
+//! a trusted server run unasked, others confirmed, tools outside the movement refused), a missing
+//! required server stopping the session, a timeout, and `mcp://` in an `.as` program.
+#![allow(clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{block, reply, Fixture};
+use keyless_tests::mcp::{self, HttpServer};
+use std::process::Output;
+
+fn setup(http: Option<&HttpServer>) -> Option<Fixture> {
+    if !mcp::available() {
+        return None;
+    }
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let mut servers = serde_json::json!({
+        "files": {
+            "Command": "node",
+            "Args": [mcp::server("server-filesystem"), ws],
+            "TrustReadOnly": true
+        },
+        "everything": {
+            "Command": "node",
+            "Args": [mcp::server("server-everything"), "stdio"],
+            "Env": {"KEYLESS_TEST_VALUE": "declared"}
+        },
+        "broken": {"Command": "/nonexistent/mcp-server"}
+    });
+    if let Some(h) = http {
+        servers["remote"] = serde_json::json!({
+            "Url": h.url,
+            "Headers": {"X-Keyless-Test": "${KEYLESS_TEST_HEADER}"}
+        });
+    }
+    std::fs::create_dir_all(fx.user_config()).expect("config");
+    // The user's own keyless.json: trusted (a workspace file would need approval).
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        serde_json::json!({ "Mcp": { "Servers": servers } }).to_string(),
+    )
+    .expect("keyless.json");
+    Some(fx)
+}
+
+fn host(fx: &Fixture, args: &[&str]) -> Output {
+    fx.host()
+        .args(args)
+        .arg("--workspace")
+        .arg(fx.ws())
+        .env("KEYLESS_TEST_HEADER", "h-value")
+        .env("SECRET_TOKEN", "must-not-leak")
+        .output()
+        .expect("host")
+}
+
+const PIECE: &str = "name: mcp-test
+description: MCP tools under test
+max_movements: 3
+initial_movement: look
+required_mcp: [files, everything]
+movements:
+  - name: look
+    edit: false
+    persona: a reader
+    instruction: read files
+    allowed_tools: [Read, mcp__files__*, mcp__everything__echo, mcp__everything__trigger-long-running-operation]
+    rules: []
+";
+
+fn run_piece(fx: &Fixture, piece: &str, replies: &[&str], extra: &[&str]) -> String {
+    let file = fx.root.join("piece.yaml");
+    std::fs::write(&file, piece).expect("piece");
+    let (out, text) = fx.run(
+        replies,
+        &[&["--piece", &file.display().to_string()], extra].concat(),
+    );
+    format!(
+        "{text}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn call(tool: &str, args: &str) -> String {
+    reply(&[block(&format!("mcp {tool}"), &[("ARGS", args)])])
+}
+
+#[test]
+fn mcp_list_and_call_reach_stdio_and_http_servers() {
+    let http = HttpServer::start();
+    let Some(fx) = setup(Some(&http)) else { return };
+    let out = host(&fx, &["mcp", "list", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let by = |name: &str| {
+        list.as_array()
+            .expect("list")
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .expect("server")
+    };
+    assert_eq!(by("files")["state"], "running", "{list}");
+    assert_eq!(by("remote")["state"], "running", "{list}");
+    assert!(by("broken")["state"]
+        .as_str()
+        .expect("state")
+        .starts_with("KA_MCP_UNAVAILABLE"));
+    // One server down: the listing says so in its exit status.
+    assert_eq!(out.status.code(), Some(1));
+    // readOnlyHint counts only for a server keyless.json trusts.
+    let tools = by("files")["tools"].clone();
+    let tool = |n: &str| {
+        tools
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == n)
+            .cloned()
+            .expect("tool")
+    };
+    assert_eq!(tool("read_text_file")["read_only"], true);
+    assert_eq!(tool("write_file")["read_only"], false);
+    assert!(by("everything")["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .all(|t| t["read_only"] == false));
+    // A call over Streamable HTTP.
+    let out = host(
+        &fx,
+        &[
+            "mcp",
+            "call",
+            "remote.echo",
+            "--args",
+            r#"{"message":"over http"}"#,
+        ],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Echo: over http"),
+        "{out:?}"
+    );
+    // A stdio server sees the variables it was given, not the host's secrets.
+    let out = host(&fx, &["mcp", "call", "everything.get-env"]);
+    let env = String::from_utf8_lossy(&out.stdout);
+    assert!(env.contains("declared"), "{env}");
+    assert!(!env.contains("must-not-leak"), "{env}");
+    // Errors carry their codes.
+    let out = host(&fx, &["mcp", "call", "everything.nope"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("KA_MCP_UNKNOWN_TOOL"));
+    let out = host(&fx, &["mcp", "call", "ghost.x"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("KA_MCP_NOT_CONFIGURED"));
+}
+
+#[test]
+fn a_piece_offers_and_runs_its_mcp_tools() {
+    let Some(fx) = setup(None) else { return };
+    let readme = fx.ws().join("README.md").display().to_string();
+    let read = call(
+        "files.read_text_file",
+        &format!(r#"{{"path": "{readme}"}}"#),
+    );
+    // Ask mode: a read-only tool of a trusted server runs unasked.
+    let text = run_piece(&fx, PIECE, &[&read], &["--mode", "ask"]);
+    assert!(text.contains("files.read_text_file (read-only)"), "{text}");
+    assert!(text.contains("ARGS schema: {"), "{text}");
+    assert!(text.contains("# demo"), "{text}");
+    // A tool that writes is Risky: confirmed in Ask mode (declined here, so nothing is written).
+    let target = fx.ws().join("made-by-mcp.txt").display().to_string();
+    let write = call(
+        "files.write_file",
+        &format!(r#"{{"path": "{target}", "content": "x"}}"#),
+    );
+    let text = run_piece(&fx, PIECE, &[&write], &["--mode", "ask"]);
+    assert!(text.contains("KA_COMMAND_DECLINED"), "{text}");
+    assert!(!fx.ws().join("made-by-mcp.txt").exists());
+    let text = run_piece(&fx, PIECE, &[&write], &["--mode", "auto"]);
+    assert!(text.contains("status: ok"), "{text}");
+    assert_eq!(fx.read("made-by-mcp.txt"), b"x");
+    // A tool of a required server that the movement does not list is refused.
+    let env = call("everything.get-env", "{}");
+    let text = run_piece(&fx, PIECE, &[&env], &["--mode", "auto"]);
+    assert!(
+        text.contains("KA_COMMAND_DENIED") && text.contains("not offered"),
+        "{text}"
+    );
+    // ARGS must be one JSON object.
+    let bad = call("everything.echo", "[1, 2]");
+    let text = run_piece(&fx, PIECE, &[&bad], &["--mode", "auto"]);
+    assert!(text.contains("ARGS must be one JSON object"), "{text}");
+    // A tool error comes back with its own code.
+    let missing = call("files.read_text_file", r#"{"path": "/nonexistent/x"}"#);
+    let text = run_piece(&fx, PIECE, &[&missing], &["--mode", "auto"]);
+    assert!(text.contains("KA_MCP_TOOL_FAILED"), "{text}");
+    // A call slower than its timeout is stopped.
+    let slow = reply(&[block(
+        "mcp everything.trigger-long-running-operation timeout=1",
+        &[("ARGS", r#"{"duration": 20, "steps": 2}"#)],
+    )]);
+    let t = std::time::Instant::now();
+    let text = run_piece(&fx, PIECE, &[&slow], &["--mode", "auto"]);
+    assert!(text.contains("KA_TIMEOUT"), "{text}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(15));
+}
+
+#[test]
+fn a_missing_required_server_stops_the_session_at_start() {
+    let Some(fx) = setup(None) else { return };
+    let ghost = PIECE.replace("[files, everything]", "[files, everything, ghost]");
+    let text = run_piece(
+        &fx,
+        &ghost,
+        &[&call("files.list_allowed_directories", "{}")],
+        &[],
+    );
+    assert!(
+        text.contains("KA_MCP_NOT_CONFIGURED") && text.contains("ghost"),
+        "{text}"
+    );
+    assert!(!text.contains("session "), "no session may start: {text}");
+    let broken = PIECE.replace("[files, everything]", "[files, everything, broken]");
+    let text = run_piece(
+        &fx,
+        &broken,
+        &[&call("files.list_allowed_directories", "{}")],
+        &[],
+    );
+    assert!(text.contains("KA_MCP_UNAVAILABLE"), "{text}");
+    // Validation: a tool of a server the piece does not require is refused.
+    let file = fx.root.join("bad.yaml");
+    std::fs::write(
+        &file,
+        PIECE.replace("mcp__everything__echo", "mcp__other__echo"),
+    )
+    .expect("piece");
+    let out = fx
+        .host()
+        .args(["piece", "validate"])
+        .arg(&file)
+        .output()
+        .expect("check");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("KA_PIECE_UNKNOWN_TOOL") && all.contains("other"),
+        "{all}"
+    );
+}
+
+#[test]
+fn an_as_program_calls_mcp_tools() {
+    let Some(fx) = setup(None) else { return };
+    let program = fx.ws().join("echo.as");
+    std::fs::write(
+        &program,
+        "import tool Echo from \"mcp://everything/echo\"\nimport tool Sum from \"mcp://everything/get-sum\"\n\nmain agent Caller {\n    main func(input) {\n        said = Echo.call({ message: input })\n        sum = Sum.call({ a: 2, b: 40 })\n        return { said: said, sum: sum }\n    }\n}\n",
+    )
+    .expect("program");
+    let out = fx
+        .host()
+        .args(["as", "run"])
+        .arg(&program)
+        .args(["--input", "\"hello\"", "--workspace"])
+        .arg(fx.ws())
+        .output()
+        .expect("as run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("Echo: hello"), "{text}");
+    assert!(text.contains("42"), "{text}");
+}

@@ -1,0 +1,92 @@
+//! Real MCP servers from npm for the tests (`@modelcontextprotocol/server-everything` and
+//! `server-filesystem`, installed by `npm ci` as dev dependencies): where they are, and
+//! server-everything over Streamable HTTP on 127.0.0.1 (tests/mcp/loopback.mjs binds it there).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+/// `dist/index.js` of an `@modelcontextprotocol` server package.
+#[must_use]
+pub fn server(package: &str) -> PathBuf {
+    root()
+        .join("node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js")
+}
+
+/// Whether Node.js and the servers are here. Under CI they must be (`cargo xtask test` runs
+/// `npm ci` first).
+#[must_use]
+pub fn available() -> bool {
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let ok = node && server("server-everything").exists() && server("server-filesystem").exists();
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "node or the npm MCP servers are missing under CI (npm ci installs them)"
+        );
+        eprintln!("skipped: node or node_modules/@modelcontextprotocol/* missing (run npm ci)");
+    }
+    ok
+}
+
+/// server-everything over Streamable HTTP on 127.0.0.1.
+#[derive(Debug)]
+pub struct HttpServer {
+    child: Child,
+    pub url: String,
+}
+
+impl HttpServer {
+    #[must_use]
+    pub fn start() -> Self {
+        let mut child = Command::new("node")
+            .arg("--import")
+            .arg(root().join("tests/mcp/loopback.mjs"))
+            .arg(server("server-everything"))
+            .arg("streamableHttp")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start server-everything");
+        let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        let port = loop {
+            line.clear();
+            let n = err.read_line(&mut line).expect("read stderr");
+            assert!(n > 0, "server-everything ended before listening");
+            if let Some(p) = line.trim().strip_prefix("KEYLESS_LISTENING ") {
+                break p.parse::<u16>().expect("port");
+            }
+        };
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while err.read_line(&mut sink).unwrap_or(0) > 0 {
+                sink.clear();
+            }
+        });
+        HttpServer {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
