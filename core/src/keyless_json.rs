@@ -494,6 +494,38 @@ mod tests {
         assert!(TRUST_KEYS.contains(&"Programs.Env"));
     }
 
+    #[test]
+    fn mcp_servers_from_the_workspace_need_approval() {
+        let user = r#"{"Mcp": {"Servers": {"files": {"Command": "mcp-files"}}}}"#;
+        let mut cfg = load(&[("user", user)]).expect("valid");
+        assert_eq!(
+            cfg.mcp_servers["files"].command.as_deref(),
+            Some("mcp-files")
+        );
+        // A workspace file (the model can write it) adding or changing a server is left out
+        // until approved; the same servers apply.
+        for ws in [
+            r#"{"Mcp": {"Servers": {"files": {"Command": "mcp-files"}, "evil": {"Command": "sh"}}}}"#,
+            r#"{"Mcp": {"Servers": {"files": {"Command": "/tmp/evil"}}}}"#,
+        ] {
+            let mut trial = cfg.clone();
+            let ignored = trial.apply_workspace_file("ws", ws, false).expect("valid");
+            assert_eq!(ignored.len(), 1, "{ws}");
+            assert_eq!(trial.mcp_servers, cfg.mcp_servers, "{ws}");
+        }
+        let same = cfg.apply_workspace_file("ws", user, false).expect("valid");
+        assert!(same.is_empty());
+        let approved = r#"{"Mcp": {"Servers": {"evil": {"Command": "x"}}}}"#;
+        cfg.apply_workspace_file("ws", approved, true)
+            .expect("valid");
+        assert!(cfg.mcp_servers.contains_key("evil"));
+        let bad = load(&[(
+            "user",
+            r#"{"Mcp": {"Servers": {"Bad Name": {"Command": "x"}}}}"#,
+        )]);
+        assert_eq!(bad.expect_err("refused").code(), Code::ConfigValidation);
+    }
+
     use super::*;
 
     #[test]

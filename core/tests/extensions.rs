@@ -292,7 +292,7 @@ proptest! {
     #[test]
     fn extension_commands_round_trip(
         conn in word(),
-        local in "[a-z]{1,8}(/[a-z0-9._-]{1,8}){0,2}",
+        local in "[a-z]{1,8}(/[a-z0-9_-]{1,8}(\\.[a-z]{1,3})?){0,2}",
         remote in "/[A-Za-z0-9._/ -]{0,20}[A-Za-z0-9]",
         server in word(),
         tool_name in "[A-Za-z][A-Za-z0-9_./-]{0,20}",

@@ -5,10 +5,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync, existsSync, readdirSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, existsSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startHost, launchWithExtension, shots } from "./host.mjs";
+import { startHost, launchWithExtension, shots, root } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
 
 const git = (cwd, ...args) => execFileSync("git", args, { cwd, encoding: "utf8" }).trim();
@@ -45,7 +45,7 @@ async function until(what, probe, ms = 30000) {
 }
 
 /** Opens the popup for `tab`, pairs with the host and sets mode and pace. */
-async function pairAndStart(context, extensionId, tabId, host, { mode = "Ask", pace = "Balanced", task }) {
+async function pairAndStart(context, extensionId, tabId, host, { mode = "Ask", pace = "Balanced", task, piece }) {
   const popup = await context.newPage();
   await popup.setViewportSize({ width: 380, height: 720 });
   await popup.goto(`chrome-extension://${extensionId}/popup.html?tab=${tabId}`);
@@ -57,6 +57,10 @@ async function pairAndStart(context, extensionId, tabId, host, { mode = "Ask", p
   await until("the connection", async () => (await popup.locator("#conn-text").textContent()).startsWith("connected"));
   await popup.selectOption("#mode", mode);
   await popup.selectOption("#pace", pace);
+  if (piece) {
+    await until("the piece list", async () => (await popup.locator(`#piece option[value="${piece}"]`).count()) > 0);
+    await popup.selectOption("#piece", piece);
+  }
   await popup.locator("#task").fill(task);
   await popup.locator("#start").click();
   await until("the session", async () => (await popup.locator("#run").textContent()).includes("running"));
@@ -537,3 +541,68 @@ for (const [site, name] of [["gemini", "Gemini"], ["aistudio", "AI Studio"]]) {
     });
   });
 }
+
+test("a piece's MCP tool shows in the overlay with its server and tier, is confirmed, and runs on a real server", async () => {
+  const w = workspace();
+  // The user's keyless.json declares server-everything (stdio, from npm); the workspace piece
+  // requires it and offers two of its tools.
+  const server = join(root, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+  mkdirSync(join(w.config, "keyless"), { recursive: true });
+  writeFileSync(join(w.config, "keyless", "keyless.json"), JSON.stringify({ Mcp: { Servers: { everything: { Command: "node", Args: [server, "stdio"] } } } }));
+  mkdirSync(join(w.ws, ".agent", "pieces"), { recursive: true });
+  writeFileSync(
+    join(w.ws, ".agent", "pieces", "mcp-demo.yaml"),
+    [
+      "name: mcp-demo",
+      "description: Echo through an MCP server",
+      "max_movements: 2",
+      "initial_movement: talk",
+      "required_mcp: [everything]",
+      "movements:",
+      "  - name: talk",
+      "    edit: false",
+      "    persona: an assistant",
+      "    instruction: Echo the greeting through the MCP server.",
+      "    allowed_tools: [Read, mcp__everything__echo, mcp__everything__get-sum]",
+      "    rules: []",
+      "",
+    ].join("\n"),
+  );
+  const replies = [
+    fenced(["@@mcp everything.echo", "<<<ARGS", '{"message": "hello from the overlay"}', "ARGS>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")),
+    fenced(["@@say", "<<<MSG", "Echoed.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),
+  ];
+  const chat = await startFakeChat(replies.map((text) => ({ text, chunk: 24, delayMs: 20 })));
+  const host = await startHost(w.ws, w.config, "ask");
+  const { context, worker, extensionId } = await launchWithExtension(chat.port);
+  try {
+    const page = await context.newPage();
+    await page.goto("https://chatgpt.com/");
+    await page.locator("#prompt-textarea").waitFor();
+    const tabId = await until("the chat tab", () => tabIdOf(worker, "https://chatgpt.com/*"));
+    await pairAndStart(context, extensionId, tabId, host, { task: "Say hello through the server.", piece: "mcp-demo" });
+    await page.bringToFront();
+    // The prompt offers the tools with their schemas.
+    await until("the prompt at the model", () => chat.received.length >= 1);
+    assert.match(chat.received[0].text, /@@mcp SERVER\.TOOL/);
+    assert.match(chat.received[0].text, /everything\.echo: Echoes back the input string\n\s+ARGS schema: \{/);
+    // The overlay names the tool and its tier, and the Ask mode confirmation waits for the user.
+    await until("the mcp row", async () => /everything\.echo/.test((await overlay(page).locator("td.target").first().textContent().catch(() => "")) ?? ""));
+    assert.equal(await overlay(page).locator("td.cmd").first().textContent(), "mcpRisky");
+    const approve = overlay(page).locator("button", { hasText: "Approve" });
+    await approve.waitFor({ timeout: 30000 });
+    assert.match(await overlay(page).locator(".prompt code").textContent(), /@@mcp everything\.echo/);
+    assert.match(await overlay(page).locator(".prompt").textContent(), /Risky/);
+    await page.screenshot({ path: join(shots, "extension-mcp-confirm.png") });
+    await approve.click();
+    await until("the tool's results", () => chat.received.length >= 2);
+    assert.match(chat.received[1].text, /#1 mcp \| everything\.echo ---\nstatus: ok/);
+    assert.match(chat.received[1].text, /Echo: hello from the overlay/);
+    await until("the done state", async () => (await pill(page).textContent()) === "done");
+    await page.screenshot({ path: join(shots, "extension-mcp-done.png") });
+  } finally {
+    await context.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+});

@@ -425,6 +425,7 @@ fn bench() -> Result {
     run(cargo().args(["bench", "-p", "keyless-tests", "--bench", "side_by_side"]))?;
     run(cargo().args(["bench", "-p", "keyless-core", "--bench", "piece"]))?;
     run(cargo().args(["bench", "-p", "keyless-host", "--bench", "batch"]))?;
+    run(cargo().args(["bench", "-p", "keyless-host", "--bench", "tools"]))?;
     run(cargo().args(["build", "--release", "-p", "keyless-host"]))?;
     let host = root().join("target").join("release").join("keyless-host");
     run(cargo()
