@@ -215,9 +215,12 @@ fn ensure_chromium() -> Result<bool> {
 /// wasm-opt) and the follower became incremental; `opt-level = "z"` would fit the old budget but
 /// makes parsing in wasm three times slower. Raised again from 680/275 KiB for the `.as` language's
 /// front end (tokenizer, parser, analyzer, formatter: 91 KiB raw, 36 KiB gzip), which the
-/// playground's `.as` tab runs in the page.
-const WASM_BUDGET_RAW: u64 = 770 * 1024;
-const WASM_BUDGET_GZIP: u64 = 315 * 1024;
+/// playground's `.as` tab runs in the page. Raised again from 770/315 KiB for the MCP and SSH
+/// extension commands, which the overlay must parse and judge like the host (their arguments, the
+/// movement's MCP tools and connections, their tiers): measured 760 → 784 KiB raw, 308 → 318 KiB
+/// gzip, after checking `ARGS` without building a JSON value (-7 KiB).
+const WASM_BUDGET_RAW: u64 = 790 * 1024;
+const WASM_BUDGET_GZIP: u64 = 322 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {
