@@ -101,6 +101,21 @@ pub fn confirm_text(c: &Command) -> String {
                 line.trim()
             )
         }
+        // The user approves the call with its arguments, not only the tool's name.
+        (CommandKind::Mcp, _) => {
+            let args = c
+                .section_text(SectionName::Args)
+                .map(|a| a.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|a| !a.is_empty());
+            match args {
+                Some(a) => format!(
+                    "@@mcp {} {}",
+                    c.target(),
+                    crate::text::truncate_chars(&a, 400)
+                ),
+                None => format!("@@mcp {}", c.target()),
+            }
+        }
         _ => format!("@@{} {}", c.kind, c.target()),
     }
 }

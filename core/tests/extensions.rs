@@ -69,6 +69,11 @@ fn arguments_are_checked_and_kept_canonical() {
         Some(("files", "read_text_file"))
     );
     assert_eq!(mcp.reply.commands[0].options.timeout_seconds, Some(5));
+    // A confirmation shows the call with its arguments.
+    assert_eq!(
+        keyless_core::check::confirm_text(&mcp.reply.commands[0]),
+        "@@mcp files.read_text_file {\"path\": \"a\"}"
+    );
     for (bad, why) in [
         (
             "@@sshexec\n<<<CMD\nls\nCMD>>>\n@@end\n",

@@ -94,7 +94,8 @@ struct Live {
 /// The running servers, by (scope, server): a scope is a session (or one `.as` run, or one CLI
 /// command).
 pub struct Pool {
-    rt: tokio::runtime::Runtime,
+    /// Taken only by `Drop`.
+    rt: Option<tokio::runtime::Runtime>,
     servers: BTreeMap<String, ServerConfig>,
     cwd: PathBuf,
     live: Mutex<HashMap<(String, String), Arc<Live>>>,
@@ -133,7 +134,7 @@ impl Pool {
             .enable_all()
             .build()?;
         Ok(Self {
-            rt,
+            rt: Some(rt),
             servers,
             cwd,
             live: Mutex::new(HashMap::new()),
@@ -163,7 +164,10 @@ impl Pool {
         mut cancel: impl FnMut() -> bool,
     ) -> Result<T, Waited> {
         let (tx, rx) = mpsc::channel();
-        let task = self.rt.spawn(async move {
+        let Some(rt) = &self.rt else {
+            return Err(Waited::Timeout);
+        };
+        let task = rt.spawn(async move {
             let _ = tx.send(fut.await);
         });
         loop {
@@ -370,9 +374,15 @@ impl Pool {
 }
 
 impl Drop for Pool {
+    /// Stops every server (their transports close and stdio children are killed) without
+    /// blocking: the pool may be dropped on one of serve's async threads, where a runtime may not
+    /// wait for its tasks.
     fn drop(&mut self) {
         if let Ok(mut m) = self.live.lock() {
             m.clear();
+        }
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
         }
     }
 }

@@ -1520,3 +1520,73 @@ fn the_ssh_ops_piece_runs_through_serve() {
     assert_eq!(b["commands"][0]["target"], "box: uptime", "{b}");
     assert_eq!(b["commands"][0]["tier"], "Execute", "{b}");
 }
+
+/// A session whose piece requires an MCP server starts it; SIGTERM stops serve cleanly (its MCP
+/// runtime is dropped on an async thread without a panic) and the server process goes with it.
+#[test]
+fn mcp_servers_start_with_a_piece_session_and_stop_with_serve() {
+    if !keyless_tests::mcp::available() {
+        return;
+    }
+    let e = env();
+    let mark = format!("keyless-mark-{}", std::process::id());
+    std::fs::create_dir_all(e.config.join("keyless")).expect("config");
+    std::fs::write(
+        e.config.join("keyless/keyless.json"),
+        serde_json::json!({"Mcp": {"Servers": {"everything": {
+            "Command": "node",
+            "Args": [keyless_tests::mcp::server("server-everything"), "stdio"],
+            "Env": {"KEYLESS_TEST_MARK": mark}
+        }}}})
+        .to_string(),
+    )
+    .expect("keyless.json");
+    let piece = "name: echo\ndescription: d\nmax_movements: 2\ninitial_movement: talk\nrequired_mcp: [everything]\nmovements:\n  - name: talk\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: [mcp__everything__echo]\n    rules: []\n";
+    let mut srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let (s, v) = srv.post("/v1/sessions", &serde_json::json!({"piece_yaml": piece}));
+    assert_eq!(s, 200, "{v}");
+    assert!(
+        v["prompt"]
+            .as_str()
+            .unwrap_or("")
+            .contains("everything.echo"),
+        "{v}"
+    );
+    let session = v["session"].as_str().expect("id").to_string();
+    let r = "@@mcp everything.echo\n<<<ARGS\n{\"message\": \"over serve\"}\nARGS>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    let v = srv.reply(&session, r);
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Echo: over serve"),
+        "{v}"
+    );
+    let running = || {
+        std::fs::read_dir("/proc")
+            .expect("proc")
+            .filter_map(Result::ok)
+            .any(|p| {
+                std::fs::read(p.path().join("environ"))
+                    .is_ok_and(|env| env.windows(mark.len()).any(|w| w == mark.as_bytes()))
+            })
+    };
+    assert!(running(), "the server runs for the session");
+    let killed = Command::new("kill")
+        .args(["-TERM", &srv.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = srv.child.wait().expect("wait");
+    let log = srv.log.lock().map(|l| l.clone()).unwrap_or_default();
+    assert!(status.success(), "{status}\n{log}");
+    assert!(!log.contains("panicked"), "{log}");
+    let start = Instant::now();
+    while running() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the MCP server outlived serve"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -591,7 +591,7 @@ test("a piece's MCP tool shows in the overlay with its server and tier, is confi
     assert.equal(await overlay(page).locator("td.cmd").first().textContent(), "mcpRisky");
     const approve = overlay(page).locator("button", { hasText: "Approve" });
     await approve.waitFor({ timeout: 30000 });
-    assert.match(await overlay(page).locator(".prompt code").textContent(), /@@mcp everything\.echo/);
+    assert.match(await overlay(page).locator(".prompt code").textContent(), /@@mcp everything\.echo \{"message": "hello from the overlay"\}/);
     assert.match(await overlay(page).locator(".prompt").textContent(), /Risky/);
     await page.screenshot({ path: join(shots, "extension-mcp-confirm.png") });
     await approve.click();
@@ -600,6 +600,17 @@ test("a piece's MCP tool shows in the overlay with its server and tier, is confi
     assert.match(chat.received[1].text, /Echo: hello from the overlay/);
     await until("the done state", async () => (await pill(page).textContent()) === "done");
     await page.screenshot({ path: join(shots, "extension-mcp-done.png") });
+    // The dashboard shows the stored batch the same way: the tool, its server, its tier.
+    const dash = await context.newPage();
+    await dash.goto(host.dashboard);
+    await dash.locator(".batch .head", { hasText: "Turn 1 · Batch 1" }).click();
+    const row = dash.locator(".batch .cmds tr", { hasText: "everything.echo" }).first();
+    await row.waitFor({ timeout: 15000 });
+    const text = await row.textContent();
+    assert.match(text, /mcp/);
+    assert.match(text, /Risky/);
+    assert.match(text, /ok/);
+    await dash.screenshot({ path: join(shots, "dashboard-mcp-batch.png"), fullPage: true });
   } finally {
     await context.close();
     host.child.kill("SIGTERM");

@@ -211,6 +211,7 @@ pub fn run_program(
     let mut cancelled = false;
     let mut status = None;
     let mut exited_at: Option<Instant> = None;
+    let mut closed_wait = Duration::from_millis(1);
     loop {
         let now = Instant::now();
         if status.is_none() {
@@ -252,8 +253,14 @@ pub fn run_program(
                 if status.is_some() {
                     break;
                 }
-                // Both pipes are closed but the process lives on: wait for it without spinning.
-                std::thread::sleep(TICK);
+                // Both pipes are closed: the process is usually exiting right now. Look again
+                // after 1 ms, backing off to TICK if it lives on (without spinning), so a command
+                // is not held 20 ms past its end.
+                if !on_output("") {
+                    cancelled = true;
+                }
+                std::thread::sleep(closed_wait);
+                closed_wait = (closed_wait * 2).min(TICK);
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if !on_output("") && status.is_none() {
@@ -285,6 +292,26 @@ pub fn run_program(
 #[cfg(test)]
 mod tests {
     use super::Utf8Stream;
+
+    /// A command that closes its output and lives on is still cancelled (it used to be only
+    /// timed out: nothing asked for the cancel once both pipes were closed).
+    #[cfg(unix)]
+    #[test]
+    fn a_command_without_output_pipes_is_still_cancelled() {
+        let tmp = std::env::temp_dir();
+        let start = std::time::Instant::now();
+        let out = super::run(
+            "exec >/dev/null 2>&1; sleep 30",
+            None,
+            &tmp,
+            std::time::Duration::from_secs(60),
+            1000,
+            |_| start.elapsed() < std::time::Duration::from_millis(200),
+        )
+        .expect("run");
+        assert!(out.cancelled, "{out:?}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    }
 
     #[test]
     fn utf8_across_chunks() {
