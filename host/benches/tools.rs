@@ -184,6 +184,7 @@ fn ssh() {
     };
     let opts = SshOptions {
         config_file: Some(sshd.client_config.clone()),
+        program: None,
     };
     let through: Vec<Duration> = (0..20)
         .map(|_| {

@@ -97,7 +97,8 @@ pub struct Pool {
     /// Taken only by `Drop`.
     rt: Option<tokio::runtime::Runtime>,
     servers: BTreeMap<String, ServerConfig>,
-    cwd: PathBuf,
+    /// The workspace: what the model can write, so never where a server's program comes from.
+    workspace: PathBuf,
     live: Mutex<HashMap<(String, String), Arc<Live>>>,
     scopes: Mutex<Vec<String>>,
 }
@@ -123,11 +124,14 @@ fn keep_tail(buf: &Mutex<String>, chunk: &str) {
 }
 
 impl Pool {
-    /// A pool for the servers of `servers`, started with `cwd` as their working folder.
+    /// A pool for the servers of `servers`, for the workspace at `workspace`.
     ///
     /// # Errors
     /// When the runtime cannot be built.
-    pub fn new(servers: BTreeMap<String, ServerConfig>, cwd: PathBuf) -> std::io::Result<Self> {
+    pub fn new(
+        servers: BTreeMap<String, ServerConfig>,
+        workspace: PathBuf,
+    ) -> std::io::Result<Self> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("keyless-mcp")
@@ -136,7 +140,7 @@ impl Pool {
         Ok(Self {
             rt: Some(rt),
             servers,
-            cwd,
+            workspace,
             live: Mutex::new(HashMap::new()),
             scopes: Mutex::new(Vec::new()),
         })
@@ -209,12 +213,11 @@ impl Pool {
             why,
         };
         let stderr = Arc::new(Mutex::new(String::new()));
-        let fut = start(
-            server.to_string(),
-            cfg,
-            self.cwd.clone(),
-            Arc::clone(&stderr),
-        );
+        let program = match &cfg.command {
+            Some(c) => Some(stdio_program(c, &cfg.args, &self.workspace).map_err(unavailable)?),
+            None => None,
+        };
+        let fut = start(server.to_string(), cfg, program, Arc::clone(&stderr));
         let live = match self.wait(fut, Instant::now() + START_TIMEOUT, || false) {
             Ok(Ok(l)) => Arc::new(l),
             Ok(Err(why)) => {
@@ -409,13 +412,77 @@ pub fn describe(cfg: &ServerConfig) -> String {
     }
 }
 
+/// Where stdio servers start: the user's home (or /), never the workspace, so a relative path or a
+/// tool's config looked up in the working folder is not the model's.
+fn server_cwd() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// Whether `path` is in the workspace (after resolving symlinks): somewhere the model can write.
+fn in_workspace(path: &std::path::Path, workspace: &std::path::Path) -> bool {
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    real.starts_with(ws)
+}
+
+/// The program a stdio server runs, checked: a server runs outside the sandbox as the user's own
+/// program, so neither it nor a file it is given may be one the model can write. A bare name is
+/// looked up in the absolute PATH folders; the program, and every argument naming an existing
+/// file, must be outside the workspace (a folder, such as the root a file server serves, is fine).
+///
+/// # Errors
+/// Why the server is not started.
+fn stdio_program(
+    command: &str,
+    args: &[String],
+    workspace: &std::path::Path,
+) -> Result<PathBuf, String> {
+    let program = if command.contains('/') {
+        let p = PathBuf::from(command);
+        if !p.is_absolute() {
+            return Err(format!(
+                "Command \"{command}\" must be a bare program name or an absolute path"
+            ));
+        }
+        p
+    } else {
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|d| d.is_absolute())
+            .map(|d| d.join(command))
+            .find(|p| p.is_file())
+            .ok_or_else(|| format!("program \"{command}\" is not in PATH"))?
+    };
+    if in_workspace(&program, workspace) {
+        return Err(format!(
+            "{} is in the workspace, which the model can write; keyless does not run it outside the sandbox",
+            program.display()
+        ));
+    }
+    let cwd = server_cwd();
+    for a in args {
+        let p = cwd.join(a);
+        if p.is_file() && in_workspace(&p, workspace) {
+            return Err(format!(
+                "argument {a} is a file in the workspace, which the model can write; keyless does not run it outside the sandbox"
+            ));
+        }
+    }
+    Ok(program)
+}
+
 async fn start(
     name: String,
     cfg: ServerConfig,
-    cwd: PathBuf,
+    program: Option<PathBuf>,
     stderr: Arc<Mutex<String>>,
 ) -> Result<Live, String> {
-    let service = match (&cfg.command, &cfg.url) {
+    let service = match (&program, &cfg.url) {
         (Some(command), _) => {
             let mut cmd = tokio::process::Command::new(command);
             // Like the reference MCP clients: a short list of harmless variables and what
@@ -428,12 +495,12 @@ async fn start(
             }
             cmd.args(&cfg.args)
                 .envs(&cfg.env)
-                .current_dir(&cwd)
+                .current_dir(server_cwd())
                 .kill_on_drop(true);
             let (transport, err) = rmcp::transport::TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::piped())
                 .spawn()
-                .map_err(|e| format!("cannot start {command}: {e}"))?;
+                .map_err(|e| format!("cannot start {}: {e}", command.display()))?;
             if let Some(mut err) = err {
                 let buf = Arc::clone(&stderr);
                 tokio::spawn(async move {

@@ -280,3 +280,50 @@ fn an_as_program_calls_mcp_tools() {
     assert!(text.contains("Echo: hello"), "{text}");
     assert!(text.contains("42"), "{text}");
 }
+
+#[test]
+fn a_server_the_model_could_write_is_never_started() {
+    let Some(fx) = setup(None) else { return };
+    // Files in the workspace are the model's: a script given to node, or a program there.
+    let canary = fx.root.join("canary");
+    let script = fx.ws().join("evil.js");
+    std::fs::write(
+        &script,
+        format!(
+            "require('fs').writeFileSync({:?}, 'ran')",
+            canary.display().to_string()
+        ),
+    )
+    .expect("script");
+    let program = fx.ws().join("server.sh");
+    std::fs::write(&program, format!("#!/bin/sh\ntouch {}\n", canary.display())).expect("program");
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        serde_json::json!({"Mcp": {"Servers": {
+            "script": {"Command": "node", "Args": [script]},
+            "program": {"Command": program},
+            "relative": {"Command": "./server.sh"}
+        }}})
+        .to_string(),
+    )
+    .expect("keyless.json");
+    let out = host(&fx, &["mcp", "list", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    for s in list.as_array().expect("list") {
+        let state = s["state"].as_str().expect("state");
+        assert!(state.starts_with("KA_MCP_UNAVAILABLE"), "{s}");
+    }
+    let text = list.to_string();
+    assert!(text.contains("is a file in the workspace"), "{text}");
+    assert!(text.contains("server.sh is in the workspace"), "{text}");
+    assert!(
+        text.contains("bare program name or an absolute path"),
+        "{text}"
+    );
+    assert!(!canary.exists(), "a workspace file ran as an MCP server");
+}

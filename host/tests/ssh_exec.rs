@@ -342,3 +342,35 @@ fn the_shipped_ssh_ops_piece_runs_health_checks() {
     );
     assert!(text.contains("load average"), "{text}");
 }
+
+#[test]
+fn an_ssh_planted_on_path_in_the_workspace_is_never_run() {
+    let Some(e) = Env::new() else { return };
+    e.grant("*");
+    let bin = e.fx.ws().join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let canary = e.fx.root.join("planted-ran");
+    std::fs::write(bin.join("ssh"), format!("#!/bin/sh\ntouch {}\n", canary.display())).expect("ssh");
+    std::fs::set_permissions(
+        bin.join("ssh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let files = e.fx.reply_files(&[&exec("box", "echo real-ssh")]);
+    let out = e
+        .fx
+        .host()
+        .args(["run", "--workspace"])
+        .arg(e.fx.ws())
+        .args(["--piece", &e.piece(), "--mode", "auto"])
+        .args(&files)
+        .env("USER", &e.sshd.user)
+        .env("KEYLESS_SSH_CONFIG", &e.sshd.client_config)
+        .env("PATH", path)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("real-ssh"), "{text}");
+    assert!(!canary.exists(), "the workspace's ssh ran");
+}

@@ -209,14 +209,26 @@ impl Executor<'_> {
                 .timeout_seconds
                 .unwrap_or(self.cfg.timeout_seconds),
         ));
+        // The host runs ssh outside the sandbox: never one the model could have put on PATH.
+        let ssh = SshOptions {
+            program: super::programs::trusted("ssh", self.ws.root()),
+            ..ext.ssh.clone()
+        };
+        if conn.is_some() && ssh.program.is_none() {
+            return (
+                Err(Failure::new(
+                    Code::CommandNotFound,
+                    "ssh (OpenSSH's client) is not in a PATH folder outside the workspace; install openssh-client",
+                )),
+                tier,
+            );
+        }
         let outcome = match (cmd.kind, conn) {
             (CommandKind::Mcp, _) => self.mcp_call(cmd, ext, timeout, prompter),
-            (CommandKind::SshExec, Some(c)) => self.ssh_exec(cmd, &c, &ext.ssh, timeout, prompter),
-            (CommandKind::SshUpload, Some(c)) => {
-                self.ssh_upload(cmd, &c, &ext.ssh, timeout, prompter)
-            }
+            (CommandKind::SshExec, Some(c)) => self.ssh_exec(cmd, &c, &ssh, timeout, prompter),
+            (CommandKind::SshUpload, Some(c)) => self.ssh_upload(cmd, &c, &ssh, timeout, prompter),
             (CommandKind::SshDownload, Some(c)) => {
-                self.ssh_download(cmd, &c, &ext.ssh, timeout, backup, prompter)
+                self.ssh_download(cmd, &c, &ssh, timeout, backup, prompter)
             }
             _ => Err(Failure::new(
                 Code::Internal,

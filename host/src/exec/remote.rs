@@ -10,7 +10,7 @@
 
 use super::shell::{run_program, Io, ShellOutput};
 use keyless_core::ssh::{shell_quote, Connection};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -26,6 +26,9 @@ pub const MAX_DOWNLOAD_BYTES: u64 = 64 * 1024 * 1024;
 pub struct SshOptions {
     /// `KEYLESS_SSH_CONFIG`: an ssh_config file used instead of `~/.ssh/config` (`ssh -F`).
     pub config_file: Option<PathBuf>,
+    /// The ssh program, found where the model cannot write ([`super::programs::trusted`]); set
+    /// by the executor for its workspace. `None`: `ssh` from PATH (benchmarks).
+    pub program: Option<PathBuf>,
 }
 
 impl SshOptions {
@@ -36,6 +39,7 @@ impl SshOptions {
             config_file: std::env::var_os("KEYLESS_SSH_CONFIG")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
+            program: None,
         }
     }
 }
@@ -43,7 +47,7 @@ impl SshOptions {
 /// `ssh [options] -p PORT -l USER -- HOST REMOTE_COMMAND`.
 #[must_use]
 pub fn command(c: &Connection, opts: &SshOptions, remote: &str) -> Command {
-    let mut cmd = Command::new("ssh");
+    let mut cmd = Command::new(opts.program.as_deref().unwrap_or(Path::new("ssh")));
     if let Some(f) = &opts.config_file {
         cmd.arg("-F").arg(f);
     }
