@@ -350,27 +350,73 @@ fn an_ssh_planted_on_path_in_the_workspace_is_never_run() {
     let bin = e.fx.ws().join("bin");
     std::fs::create_dir_all(&bin).expect("bin");
     let canary = e.fx.root.join("planted-ran");
-    std::fs::write(bin.join("ssh"), format!("#!/bin/sh\ntouch {}\n", canary.display())).expect("ssh");
+    std::fs::write(
+        bin.join("ssh"),
+        format!("#!/bin/sh\ntouch {}\n", canary.display()),
+    )
+    .expect("ssh");
     std::fs::set_permissions(
         bin.join("ssh"),
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .expect("chmod");
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let files = e.fx.reply_files(&[&exec("box", "echo real-ssh")]);
-    let out = e
-        .fx
-        .host()
-        .args(["run", "--workspace"])
-        .arg(e.fx.ws())
-        .args(["--piece", &e.piece(), "--mode", "auto"])
-        .args(&files)
-        .env("USER", &e.sshd.user)
-        .env("KEYLESS_SSH_CONFIG", &e.sshd.client_config)
-        .env("PATH", path)
-        .output()
-        .expect("run");
+    let out =
+        e.fx.host()
+            .args(["run", "--workspace"])
+            .arg(e.fx.ws())
+            .args(["--piece", &e.piece(), "--mode", "auto"])
+            .args(&files)
+            .env("USER", &e.sshd.user)
+            .env("KEYLESS_SSH_CONFIG", &e.sshd.client_config)
+            .env("PATH", path)
+            .output()
+            .expect("run");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("real-ssh"), "{text}");
     assert!(!canary.exists(), "the workspace's ssh ran");
+}
+
+#[test]
+fn the_remote_side_never_gets_the_users_agent() {
+    let Some(e) = Env::new() else { return };
+    e.grant("*");
+    // The user's own agent, and an ssh config that forwards it to every host.
+    let sock = e.fx.root.join("agent.sock");
+    let agent = std::process::Command::new("ssh-agent")
+        .arg("-a")
+        .arg(&sock)
+        .output()
+        .expect("ssh-agent");
+    assert!(agent.status.success());
+    let pid = String::from_utf8_lossy(&agent.stdout)
+        .split("SSH_AGENT_PID=")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .map(str::to_string)
+        .expect("agent pid");
+    let config = e.fx.root.join("forwarding_config");
+    let base = std::fs::read_to_string(&e.sshd.client_config).expect("config");
+    std::fs::write(&config, format!("{base}  ForwardAgent yes\n")).expect("config");
+    let files =
+        e.fx.reply_files(&[&exec("box", "echo \"agent=[$SSH_AUTH_SOCK]\"")]);
+    let out =
+        e.fx.host()
+            .args(["run", "--workspace"])
+            .arg(e.fx.ws())
+            .args(["--piece", &e.piece(), "--mode", "auto"])
+            .args(&files)
+            .env("USER", &e.sshd.user)
+            .env("KEYLESS_SSH_CONFIG", &config)
+            .env("SSH_AUTH_SOCK", &sock)
+            .output()
+            .expect("run");
+    let _ = std::process::Command::new("kill").arg(&pid).status();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("agent=[]"), "{text}");
 }

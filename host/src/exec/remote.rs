@@ -62,8 +62,21 @@ pub fn command(c: &Connection, opts: &SshOptions, remote: &str) -> Command {
         "-o",
         "LogLevel=ERROR",
     ]);
-    // Never share a connection, whatever ~/.ssh/config says (see SshOptions).
-    cmd.args(["-o", "ControlMaster=no", "-o", "ControlPath=none"]);
+    // Never share a connection, whatever ~/.ssh/config says (see SshOptions); never hand the
+    // remote side the user's agent, X display or port forwardings (a model's command there must
+    // not reach further with them); never run a LocalCommand here.
+    cmd.args([
+        "-o",
+        "ControlMaster=no",
+        "-o",
+        "ControlPath=none",
+        "-a",
+        "-x",
+        "-o",
+        "ClearAllForwardings=yes",
+        "-o",
+        "PermitLocalCommand=no",
+    ]);
     cmd.arg("-p")
         .arg(c.port.to_string())
         .arg("-l")
@@ -187,4 +200,51 @@ pub fn download(
     let mut bytes = Vec::new();
     file.take(MAX_DOWNLOAD_BYTES).read_to_end(&mut bytes)?;
     Ok((out, bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ssh_never_shares_forwards_or_prompts() {
+        let c = Connection {
+            id: "00000000-0000-4000-8000-000000000000".into(),
+            name: "box".into(),
+            host: "example.org".into(),
+            user: "deploy".into(),
+            port: 2222,
+            owner: "me".into(),
+            grants: vec![],
+        };
+        let cmd = command(&c, &SshOptions::default(), "uptime");
+        let line = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        for needed in [
+            "BatchMode=yes",
+            "StrictHostKeyChecking=yes",
+            "ControlMaster=no",
+            "ControlPath=none",
+            "ClearAllForwardings=yes",
+            "PermitLocalCommand=no",
+            " -a ",
+            " -x ",
+        ] {
+            assert!(line.contains(needed), "{needed} missing: {line}");
+        }
+        // The destination comes after `--`, the remote command last.
+        assert!(
+            line.ends_with("-p 2222 -l deploy -- example.org uptime"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn remote_paths_are_one_literal_word() {
+        assert_eq!(shell_quote("/srv/a b"), "'/srv/a b'");
+        assert_eq!(shell_quote("x'y"), r"'x'\''y'");
+    }
 }
