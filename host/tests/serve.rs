@@ -1511,6 +1511,35 @@ fn the_ssh_ops_piece_runs_through_serve() {
         v["text"].as_str().unwrap_or("").contains("load average"),
         "{v}"
     );
+    // In Auto, a long remote command runs unasked and cancel stops it.
+    let (st, _) = srv.post(
+        &format!("/v1/sessions/{session}/settings"),
+        &serde_json::json!({"mode": "Auto"}),
+    );
+    assert_eq!(st, 200);
+    let long =
+        "@@sshexec box\n<<<CMD\necho started; sleep 30\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    std::thread::scope(|scope| {
+        let (srv, session) = (&srv, session.as_str());
+        let t = scope.spawn(move || srv.reply(session, long));
+        std::thread::sleep(Duration::from_millis(1500));
+        let asked = Instant::now();
+        srv.post(
+            &format!("/v1/sessions/{session}/cancel"),
+            &serde_json::json!({}),
+        );
+        let c = t.join().expect("reply");
+        assert!(
+            asked.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            asked.elapsed()
+        );
+        let text = c["text"].as_str().unwrap_or("");
+        assert!(
+            text.contains("KA_CANCELLED") && text.contains("started"),
+            "{c}"
+        );
+    });
     let (s, b) = srv.get(&format!(
         "/v1/batches/{}",
         v["batch_id"].as_str().expect("id")
@@ -1541,7 +1570,7 @@ fn mcp_servers_start_with_a_piece_session_and_stop_with_serve() {
         .to_string(),
     )
     .expect("keyless.json");
-    let piece = "name: echo\ndescription: d\nmax_movements: 2\ninitial_movement: talk\nrequired_mcp: [everything]\nmovements:\n  - name: talk\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: [mcp__everything__echo]\n    rules: []\n";
+    let piece = "name: echo\ndescription: d\nmax_movements: 2\ninitial_movement: talk\nrequired_mcp: [everything]\nmovements:\n  - name: talk\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: [mcp__everything__echo, mcp__everything__trigger-long-running-operation]\n    rules: []\n";
     let mut srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
     let (s, v) = srv.post("/v1/sessions", &serde_json::json!({"piece_yaml": piece}));
     assert_eq!(s, 200, "{v}");
@@ -1572,6 +1601,28 @@ fn mcp_servers_start_with_a_piece_session_and_stop_with_serve() {
             })
     };
     assert!(running(), "the server runs for the session");
+    // Cancel stops a tool call as it stops a command.
+    let long = "@@mcp everything.trigger-long-running-operation\n<<<ARGS\n{\"duration\": 30, \"steps\": 3}\nARGS>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    std::thread::scope(|s| {
+        let (srv, session) = (&srv, session.as_str());
+        let t = s.spawn(move || srv.reply(session, long));
+        std::thread::sleep(Duration::from_millis(1000));
+        let asked = Instant::now();
+        srv.post(
+            &format!("/v1/sessions/{session}/cancel"),
+            &serde_json::json!({}),
+        );
+        let v = t.join().expect("reply");
+        assert!(
+            asked.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            asked.elapsed()
+        );
+        assert!(
+            v["text"].as_str().unwrap_or("").contains("KA_CANCELLED"),
+            "{v}"
+        );
+    });
     let killed = Command::new("kill")
         .args(["-TERM", &srv.child.id().to_string()])
         .status()
