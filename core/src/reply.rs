@@ -124,10 +124,12 @@ impl CommandKind {
     /// Case-insensitive lookup of a command name (without `@@`), extensions included.
     #[must_use]
     pub fn from_name(name: &str) -> Option<CommandKind> {
+        let is = |k: &CommandKind| k.name().eq_ignore_ascii_case(name);
         CommandKind::ALL
-            .into_iter()
-            .chain(CommandKind::EXTENSIONS)
-            .find(|k| k.name().eq_ignore_ascii_case(name))
+            .iter()
+            .find(|k| is(k))
+            .or_else(|| CommandKind::EXTENSIONS.iter().find(|k| is(k)))
+            .copied()
     }
 
     /// Position in the canonical order: AgentScript v1's commands, then the extensions.
