@@ -115,12 +115,12 @@ pub fn exec_settings(
     push: bool,
     root: &std::path::Path,
 ) -> crate::exec::batch::ExecSettings {
-    let tools = crate::exec::extension::Tools::new(cfg, root).unwrap_or_else(|e| {
+    let tools = crate::exec::tools::Tools::new(cfg, root).unwrap_or_else(|e| {
         eprintln!(
             "keyless-host: {} cannot prepare the MCP client: {e}",
             Code::McpUnavailable
         );
-        crate::exec::extension::Tools::default()
+        crate::exec::tools::Tools::default()
     });
     crate::exec::batch::ExecSettings {
         settings: cfg.settings,

@@ -126,7 +126,7 @@ pub fn start(
 /// [`PieceError::Tools`]: a required MCP server is not declared or does not start.
 pub fn attach_tools(
     run: &mut PieceRun,
-    tools: &crate::exec::extension::Tools,
+    tools: &crate::exec::tools::Tools,
     session: &str,
 ) -> Result<(), PieceError> {
     let catalog = tools

@@ -56,7 +56,7 @@ pub struct ExecSettings {
     /// Tools the environment snapshot lists as missing (KA_TOOL_MISSING).
     pub missing_tools: Vec<String>,
     /// SSH and the MCP servers, for the extension commands.
-    pub tools: super::extension::Tools,
+    pub tools: super::tools::Tools,
 }
 
 impl Default for ExecSettings {
@@ -71,7 +71,7 @@ impl Default for ExecSettings {
             sandbox: false,
             network: false,
             missing_tools: Vec::new(),
-            tools: super::extension::Tools::default(),
+            tools: super::tools::Tools::default(),
         }
     }
 }
@@ -100,7 +100,7 @@ pub struct Executor<'a> {
     /// The repository as recorded at session start: `@@commit` commits and pushes only there.
     pub repo: &'a git::RepoRecord,
     /// The SSH registry and the MCP servers the extension commands use (`None`: none offered).
-    pub ext: Option<&'a super::extension::Extensions>,
+    pub ext: Option<&'a super::tools::Extensions>,
 }
 
 impl std::fmt::Debug for dyn Prompter + '_ {

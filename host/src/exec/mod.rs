@@ -14,6 +14,7 @@ pub mod remote;
 pub mod sandbox;
 pub mod shell;
 pub mod snapshot;
+pub mod tools;
 pub mod workspace;
 
 use keyless_core::Code;
