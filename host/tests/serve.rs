@@ -187,6 +187,27 @@ impl Server {
         )
     }
 
+    /// Sends `reply`, asks to cancel `after` it started, and returns the answer with how long the
+    /// cancel took to answer.
+    fn reply_then_cancel(
+        &self,
+        session: &str,
+        reply: &str,
+        after: Duration,
+    ) -> (serde_json::Value, Duration) {
+        std::thread::scope(|s| {
+            let t = s.spawn(move || self.reply(session, reply));
+            std::thread::sleep(after);
+            let asked = Instant::now();
+            self.post(
+                &format!("/v1/sessions/{session}/cancel"),
+                &serde_json::json!({}),
+            );
+            let v = t.join().expect("reply");
+            (v, asked.elapsed())
+        })
+    }
+
     fn reply(&self, session: &str, reply: &str) -> serde_json::Value {
         let (s, v) = self.post(
             &format!("/v1/sessions/{session}/replies"),
@@ -1042,28 +1063,16 @@ fn cancel_holds_under_continuous_output() {
     let e = env();
     let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
     let session = srv.session();
-    std::thread::scope(|s| {
-        let srv = &srv;
-        let session = session.as_str();
-        let t = s.spawn(move || srv.reply(session, &run_cmd("yes")));
-        std::thread::sleep(Duration::from_millis(1500));
-        let asked = Instant::now();
-        srv.post(
-            &format!("/v1/sessions/{session}/cancel"),
-            &serde_json::json!({}),
-        );
-        let v = t.join().expect("reply");
-        let took = asked.elapsed();
-        eprintln!("cancel under `yes` answered after {took:?}");
-        assert!(took < Duration::from_secs(5), "cancel took {took:?}");
-        assert!(
-            v["text"]
-                .as_str()
-                .expect("text")
-                .contains("code: KA_CANCELLED"),
-            "{v}"
-        );
-    });
+    let (v, took) = srv.reply_then_cancel(&session, &run_cmd("yes"), Duration::from_millis(1500));
+    eprintln!("cancel under `yes` answered after {took:?}");
+    assert!(took < Duration::from_secs(5), "cancel took {took:?}");
+    assert!(
+        v["text"]
+            .as_str()
+            .expect("text")
+            .contains("code: KA_CANCELLED"),
+        "{v}"
+    );
 }
 
 /// Through the API, @@deletefile in Ask mode is a confirmation like a Risky runcommand: it shows
@@ -1519,27 +1528,13 @@ fn the_ssh_ops_piece_runs_through_serve() {
     assert_eq!(st, 200);
     let long =
         "@@sshexec box\n<<<CMD\necho started; sleep 30\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n";
-    std::thread::scope(|scope| {
-        let (srv, session) = (&srv, session.as_str());
-        let t = scope.spawn(move || srv.reply(session, long));
-        std::thread::sleep(Duration::from_millis(1500));
-        let asked = Instant::now();
-        srv.post(
-            &format!("/v1/sessions/{session}/cancel"),
-            &serde_json::json!({}),
-        );
-        let c = t.join().expect("reply");
-        assert!(
-            asked.elapsed() < Duration::from_secs(10),
-            "{:?}",
-            asked.elapsed()
-        );
-        let text = c["text"].as_str().unwrap_or("");
-        assert!(
-            text.contains("KA_CANCELLED") && text.contains("started"),
-            "{c}"
-        );
-    });
+    let (c, took) = srv.reply_then_cancel(&session, long, Duration::from_millis(1500));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let text = c["text"].as_str().unwrap_or("");
+    assert!(
+        text.contains("KA_CANCELLED") && text.contains("started"),
+        "{c}"
+    );
     let (s, b) = srv.get(&format!(
         "/v1/batches/{}",
         v["batch_id"].as_str().expect("id")
@@ -1603,26 +1598,12 @@ fn mcp_servers_start_with_a_piece_session_and_stop_with_serve() {
     assert!(running(), "the server runs for the session");
     // Cancel stops a tool call as it stops a command.
     let long = "@@mcp everything.trigger-long-running-operation\n<<<ARGS\n{\"duration\": 30, \"steps\": 3}\nARGS>>>\n@@end\n@@next\n@@end\n@@eof\n";
-    std::thread::scope(|s| {
-        let (srv, session) = (&srv, session.as_str());
-        let t = s.spawn(move || srv.reply(session, long));
-        std::thread::sleep(Duration::from_millis(1000));
-        let asked = Instant::now();
-        srv.post(
-            &format!("/v1/sessions/{session}/cancel"),
-            &serde_json::json!({}),
-        );
-        let v = t.join().expect("reply");
-        assert!(
-            asked.elapsed() < Duration::from_secs(10),
-            "{:?}",
-            asked.elapsed()
-        );
-        assert!(
-            v["text"].as_str().unwrap_or("").contains("KA_CANCELLED"),
-            "{v}"
-        );
-    });
+    let (v, took) = srv.reply_then_cancel(&session, long, Duration::from_millis(1000));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    assert!(
+        v["text"].as_str().unwrap_or("").contains("KA_CANCELLED"),
+        "{v}"
+    );
     let killed = Command::new("kill")
         .args(["-TERM", &srv.child.id().to_string()])
         .status()

@@ -86,6 +86,18 @@ impl Env {
 
     /// `run` with the piece file, the test's ssh_config and `extra` flags; returns stdout.
     fn run(&self, replies: &[&str], piece: &str, config: &Path, extra: &[&str]) -> String {
+        self.run_env(replies, piece, config, extra, &[])
+    }
+
+    /// [`Env::run`] with more environment variables (later ones win).
+    fn run_env(
+        &self,
+        replies: &[&str],
+        piece: &str,
+        config: &Path,
+        extra: &[&str],
+        vars: &[(&str, &std::ffi::OsStr)],
+    ) -> String {
         let files = self.fx.reply_files(replies);
         let out = self
             .fx
@@ -98,6 +110,7 @@ impl Env {
             .args(&files)
             .env("USER", &self.sshd.user)
             .env("KEYLESS_SSH_CONFIG", config)
+            .envs(vars.iter().copied())
             .output()
             .expect("run");
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -256,17 +269,13 @@ fn refusals_follow_the_seeds_table() {
     assert!(text.contains("KA_SSH_NOT_GRANTED"), "{text}");
     // Granted, but another local user's connection.
     e.grant("ops-test");
-    let out =
-        e.fx.host()
-            .args(["run", "--workspace"])
-            .arg(e.fx.ws())
-            .args(["--piece", &e.piece(), "--mode", "auto"])
-            .args(e.fx.reply_files(&[&exec("box", &line)]))
-            .env("USER", "mallory")
-            .env("KEYLESS_SSH_CONFIG", &cfg)
-            .output()
-            .expect("run");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = e.run_env(
+        &[&exec("box", &line)],
+        &e.piece(),
+        &cfg,
+        &["--mode", "auto"],
+        &[("USER", "mallory".as_ref())],
+    );
     assert!(text.contains("KA_SSH_NOT_OWNER"), "{text}");
     // Unknown connection.
     let text = e.run(
@@ -365,19 +374,13 @@ fn an_ssh_planted_on_path_in_the_workspace_is_never_run() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let files = e.fx.reply_files(&[&exec("box", "echo real-ssh")]);
-    let out =
-        e.fx.host()
-            .args(["run", "--workspace"])
-            .arg(e.fx.ws())
-            .args(["--piece", &e.piece(), "--mode", "auto"])
-            .args(&files)
-            .env("USER", &e.sshd.user)
-            .env("KEYLESS_SSH_CONFIG", &e.sshd.client_config)
-            .env("PATH", path)
-            .output()
-            .expect("run");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = e.run_env(
+        &[&exec("box", "echo real-ssh")],
+        &e.piece(),
+        &e.sshd.client_config,
+        &["--mode", "auto"],
+        &[("PATH", path.as_ref())],
+    );
     assert!(text.contains("real-ssh"), "{text}");
     assert!(!canary.exists(), "the workspace's ssh ran");
 }
@@ -403,20 +406,13 @@ fn the_remote_side_never_gets_the_users_agent() {
     let config = e.fx.root.join("forwarding_config");
     let base = std::fs::read_to_string(&e.sshd.client_config).expect("config");
     std::fs::write(&config, format!("{base}  ForwardAgent yes\n")).expect("config");
-    let files =
-        e.fx.reply_files(&[&exec("box", "echo \"agent=[$SSH_AUTH_SOCK]\"")]);
-    let out =
-        e.fx.host()
-            .args(["run", "--workspace"])
-            .arg(e.fx.ws())
-            .args(["--piece", &e.piece(), "--mode", "auto"])
-            .args(&files)
-            .env("USER", &e.sshd.user)
-            .env("KEYLESS_SSH_CONFIG", &config)
-            .env("SSH_AUTH_SOCK", &sock)
-            .output()
-            .expect("run");
+    let text = e.run_env(
+        &[&exec("box", "echo \"agent=[$SSH_AUTH_SOCK]\"")],
+        &e.piece(),
+        &config,
+        &["--mode", "auto"],
+        &[("SSH_AUTH_SOCK", sock.as_os_str())],
+    );
     let _ = std::process::Command::new("kill").arg(&pid).status();
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("agent=[]"), "{text}");
 }

@@ -225,22 +225,10 @@ impl Executor<'_> {
         // @@deletefile and @@commit are confirmed as the same writes through runcommand would be.
         let verdict = keyless_core::check::command_verdict(cmd, self.cfg.mode, &self.cfg.allow);
         let tier = verdict.as_ref().map(|v| v.tier);
-        if let Some(v) = verdict.filter(|v| v.decision != Decision::Run) {
-            let shown = keyless_core::check::confirm_text(cmd);
-            let failure = if v.decision == Decision::Deny {
-                Failure::new(
-                    Code::CommandDenied,
-                    format!("denied by the command policy: {}", v.reason),
-                )
-            } else if prompter.confirm(&shown, &v) {
-                return (self.run_file_command(cmd, backup, prompter), tier);
-            } else {
-                Failure::new(
-                    Code::CommandDeclined,
-                    format!("the user declined ({})", v.reason),
-                )
-            };
-            return (Err(failure), tier);
+        if let Some(v) = &verdict {
+            if let Err(f) = admit(v, &keyless_core::check::confirm_text(cmd), prompter) {
+                return (Err(f), tier);
+            }
         }
         (self.run_file_command(cmd, backup, prompter), tier)
     }
@@ -341,31 +329,10 @@ impl Executor<'_> {
             },
         );
         let tier = Some(verdict.tier);
-        let mut approved = false;
-        match verdict.decision {
-            Decision::Deny => {
-                return (
-                    Err(Failure::new(
-                        Code::CommandDenied,
-                        format!("denied by the command policy: {}", verdict.reason),
-                    )),
-                    tier,
-                )
-            }
-            Decision::Confirm => {
-                if !prompter.confirm(line, &verdict) {
-                    return (
-                        Err(Failure::new(
-                            Code::CommandDeclined,
-                            format!("the user declined ({})", verdict.reason),
-                        )),
-                        tier,
-                    );
-                }
-                approved = true;
-            }
-            Decision::Run => {}
-        }
+        let approved = match admit(&verdict, line, prompter) {
+            Ok(approved) => approved,
+            Err(f) => return (Err(f), tier),
+        };
         if let Some(tool) =
             keyless_core::environment::missing_program(&self.cfg.missing_tools, line)
         {
@@ -403,6 +370,28 @@ impl Executor<'_> {
             }
         };
         (Ok(process_outcome(&out, timeout)), tier)
+    }
+}
+
+/// The policy's decision carried out, for every command that has one: Deny is
+/// KA_COMMAND_DENIED, Confirm asks the user (showing `shown`) and a no is KA_COMMAND_DECLINED.
+/// `Ok(true)`: the user saw and approved it; `Ok(false)`: it runs unasked.
+pub(super) fn admit(
+    verdict: &Verdict,
+    shown: &str,
+    prompter: &mut dyn Prompter,
+) -> Result<bool, Failure> {
+    match verdict.decision {
+        Decision::Deny => Err(Failure::new(
+            Code::CommandDenied,
+            format!("denied by the command policy: {}", verdict.reason),
+        )),
+        Decision::Confirm if prompter.confirm(shown, verdict) => Ok(true),
+        Decision::Confirm => Err(Failure::new(
+            Code::CommandDeclined,
+            format!("the user declined ({})", verdict.reason),
+        )),
+        Decision::Run => Ok(false),
     }
 }
 

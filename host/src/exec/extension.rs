@@ -6,7 +6,7 @@
 //! trusted server marks it read-only), are confirmed when the mode asks, and run with the same
 //! timeout, cancel and output cap as runcommand.
 
-use super::batch::{process_outcome, Executor, Prompter};
+use super::batch::{admit, process_outcome, Executor, Prompter};
 use super::files::{self, FileCtx};
 use super::remote::{self, SshOptions};
 use super::tools::Extensions;
@@ -14,7 +14,7 @@ use super::workspace::BatchBackup;
 use super::Failure;
 use keyless_core::check::{confirm_text, Judge};
 use keyless_core::message::Outcome;
-use keyless_core::policy::{Decision, Tier};
+use keyless_core::policy::Tier;
 use keyless_core::ssh::Connection;
 use keyless_core::textfile::OutputCap;
 use keyless_core::{Code, Command, CommandKind, SectionName};
@@ -69,28 +69,8 @@ impl Executor<'_> {
             );
         };
         let tier = Some(verdict.tier);
-        match verdict.decision {
-            Decision::Deny => {
-                return (
-                    Err(Failure::new(
-                        Code::CommandDenied,
-                        format!("denied by the command policy: {}", verdict.reason),
-                    )),
-                    tier,
-                )
-            }
-            Decision::Confirm => {
-                if !prompter.confirm(&confirm_text(cmd), &verdict) {
-                    return (
-                        Err(Failure::new(
-                            Code::CommandDeclined,
-                            format!("the user declined ({})", verdict.reason),
-                        )),
-                        tier,
-                    );
-                }
-            }
-            Decision::Run => {}
+        if let Err(f) = admit(&verdict, &confirm_text(cmd), prompter) {
+            return (Err(f), tier);
         }
         let timeout = Duration::from_secs(u64::from(
             cmd.options
