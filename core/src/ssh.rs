@@ -120,10 +120,10 @@ pub fn check_remote_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `text` as one word for a POSIX shell on the remote side: single-quoted, `'` written `'\''`.
+/// `text` as one word for a POSIX shell on the remote side ([`crate::text::shell_word`]).
 #[must_use]
 pub fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "'\\''"))
+    crate::text::shell_word(text)
 }
 
 /// The registry's connection named by `key` (its id or its name).

@@ -43,6 +43,13 @@ pub fn quote(line: &str) -> String {
     format!("\"{}\"", escape_snippet(&truncate_chars(line.trim(), 60)))
 }
 
+/// `word` as one word for a POSIX shell: single-quoted, `'` written `'\''`. The shell reads it as
+/// one literal argument whatever it holds (no expansion, no splitting).
+#[must_use]
+pub fn shell_word(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
 /// Levenshtein distance, bounded to short words (names), for "did you mean" hints.
 #[must_use]
 pub fn edit_distance(a: &str, b: &str) -> usize {

@@ -476,11 +476,6 @@ fn mcp_call(allowed: &Allowed<'_>, rest: &str, args: &Value) -> Result<Value, Ef
         .unwrap_or_else(|| serde_json::from_str(&out.text).unwrap_or(Value::String(out.text))))
 }
 
-/// A word for `sh -c`, single-quoted: the shell reads it as one literal argument whatever it holds.
-fn quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', "'\\''"))
-}
-
 /// The most characters of an allowed program's output returned.
 const MAX_PROGRAM_OUTPUT: usize = 16_000;
 
@@ -503,7 +498,7 @@ fn program_run(ws: &Workspace, program: &str, args: &Value) -> Result<Value, Eff
     };
     let line = std::iter::once(program.to_string())
         .chain(words)
-        .map(|w| quote(&w))
+        .map(|w| keyless_core::text::shell_word(&w))
         .collect::<Vec<_>>()
         .join(" ");
     let verdict = keyless_core::policy::decide(&line, keyless_core::Mode::Auto, &[]);
