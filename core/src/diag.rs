@@ -134,6 +134,7 @@ codes! {
     McpToolFailed => "KA_MCP_TOOL_FAILED", "the MCP tool answered with an error";
     SshHostKey => "KA_SSH_HOST_KEY", "the SSH host key is unknown or changed; keyless never accepts one blindly";
     SshFailed => "KA_SSH_FAILED", "ssh could not connect or authenticate (exit 255)";
+    GitProtected => "KA_GIT_PROTECTED", "a command changed git's hooks, config or repository links; keyless put them back";
 }
 
 impl fmt::Display for Code {

@@ -5,7 +5,8 @@
 //! - [`plan`]: which commands of a batch run, which are skipped and why;
 //! - [`message`]: the correction, results and system-prompt texts, and the verified line;
 //! - [`policy`]: command-line segmentation, risk tiers and run/confirm/deny decisions;
-//! - [`path`]: the workspace path rules;
+//! - [`path`]: the workspace path rules and keyless's own names in every spelling;
+//! - [`gitcontrol`]: what a git directory a command touched may keep (configs, hooks, commondir);
 //! - [`api`]: the host's `/v1` requests, answers and events;
 //! - [`check`]: the `keyless-host check` report, shared by the CLI and the wasm build;
 //! - [`piece`]: the piece YAML schema (strict and lenient), effective tools, the run state machine.
@@ -20,6 +21,7 @@ pub mod check;
 pub mod config;
 pub mod diag;
 pub mod environment;
+pub mod gitcontrol;
 pub mod keyless_json;
 pub mod lang;
 pub mod mcp;

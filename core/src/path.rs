@@ -40,16 +40,87 @@ impl fmt::Display for PathProblem {
 
 const MAX_PATH_CHARS: usize = 1024;
 
-fn reserved_segment(segment: &str) -> Option<&'static str> {
-    // Windows ignores trailing dots and spaces, so ".git." is ".git" there.
-    let bare = segment.trim_end_matches(['.', ' ']);
-    if bare.eq_ignore_ascii_case(".git") {
-        Some(".git")
-    } else if bare.eq_ignore_ascii_case(".agent") {
-        Some(".agent")
-    } else {
-        None
+/// The workspace settings file, written only by the user.
+pub const SETTINGS_FILE: &str = "keyless.json";
+
+/// Code points some file systems drop from names (HFS+ ignores them, which is why git refuses
+/// them in `.git`), invisible formatting characters, and combining marks (a decomposed spelling
+/// of a letter on a normalising file system).
+fn ignorable(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{0300}'..='\u{036F}'
+            | '\u{180B}'..='\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+    )
+}
+
+/// A file name as the most forgiving file system could see it: invisible and combining code
+/// points dropped, fullwidth ASCII made ASCII, letters that case-fold onto ASCII ones (the Kelvin
+/// sign, long s, dotless i) made those, everything lower case (Unicode), and the trailing dots
+/// and spaces Windows ignores removed. Two names with the same fold may be one file somewhere
+/// (a case-insensitive or normalising disk, a Windows share), so keyless's own names are
+/// compared by their fold.
+#[must_use]
+pub fn fold_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        let c = match c {
+            '\u{FF01}'..='\u{FF5E}' => char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c),
+            '\u{017F}' => 's',
+            '\u{0131}' => 'i',
+            '\u{212A}' => 'k',
+            _ => c,
+        };
+        out.extend(c.to_lowercase().filter(|l| !ignorable(*l)));
     }
+    let kept = out.trim_end_matches(['.', ' ']).len();
+    out.truncate(kept);
+    out
+}
+
+/// Whether `folded` is a Windows 8.3 short name of `long` (`.git` → `git~1`, `keyless.json` →
+/// `keyles~1.jso`): the first six characters of the stem, `~`, digits, and the first three of
+/// the extension.
+fn short_alias(folded: &str, long: &str) -> bool {
+    let long = long.trim_start_matches('.');
+    let (stem, ext) = long.rsplit_once('.').unwrap_or((long, ""));
+    let (f_stem, f_ext) = folded.rsplit_once('.').unwrap_or((folded, ""));
+    let Some((head, digits)) = f_stem.split_once('~') else {
+        return false;
+    };
+    !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && !head.is_empty()
+        && stem.chars().take(6).eq(head.chars())
+        && ext.chars().take(3).eq(f_ext.chars())
+}
+
+/// Whether a file name is `name` (one of keyless's own) on some file system: the same fold, or
+/// its 8.3 short name.
+#[must_use]
+pub fn same_name(segment: &str, name: &str) -> bool {
+    let folded = fold_name(segment);
+    folded == name || short_alias(&folded, name)
+}
+
+fn reserved_segment(segment: &str) -> Option<&'static str> {
+    [".git", ".agent"]
+        .into_iter()
+        .find(|r| same_name(segment, r))
+}
+
+/// Whether a normalised workspace path names the workspace settings file (any spelling a file
+/// system could take for `keyless.json` at the root).
+#[must_use]
+pub fn is_settings_file(rel: &str) -> bool {
+    !rel.contains('/') && same_name(rel, SETTINGS_FILE)
 }
 
 /// A path that is already normal: ASCII letters, digits and `_-. /`, not absolute, no trailing
@@ -206,5 +277,59 @@ mod tests {
             assert_eq!(normalize(path), Err(problem), "{path:?}");
         }
         assert_eq!(normalize(&"a".repeat(2000)), Err(PathProblem::TooLong));
+    }
+
+    #[test]
+    fn every_spelling_of_keyless_own_names_is_reserved() {
+        for seg in [
+            ".GIT",
+            ".Git ",
+            ".git.. ",
+            ".g\u{200C}it",
+            ".gi\u{FEFF}t",
+            ".\u{FF47}it",
+            ".gı\u{0307}t",
+            ".G\u{0130}T",
+            "GIT~1",
+            "git~12",
+            ".agen\u{0074}\u{0301}",
+            ".AGENT",
+            "AGENT~1",
+        ] {
+            let want = if fold_name(seg).contains("ag") || seg.starts_with('A') {
+                ".agent"
+            } else {
+                ".git"
+            };
+            assert_eq!(
+                normalize(&format!("x/{seg}/y")),
+                Err(PathProblem::Reserved(want.into())),
+                "{seg:?}"
+            );
+        }
+        for name in [
+            "keyless.json",
+            "KEYLESS.JSON",
+            "Keyless.json.",
+            "\u{212A}eyless.json",
+            "keyle\u{017F}\u{017F}.json",
+            "keyless.j\u{FF53}on",
+            "key\u{200B}less.json",
+            "KEYLES~1.JSO",
+        ] {
+            assert!(is_settings_file(name), "{name:?}");
+        }
+        for name in [
+            "keyless.json5",
+            "a/keyless.json",
+            "keyless-json",
+            "git~",
+            "gitx~1",
+        ] {
+            assert!(!is_settings_file(name), "{name:?}");
+        }
+        for ok in [".github", ".gitignore", "git", "agents", ".gi", "git~a"] {
+            assert!(normalize(ok).is_ok(), "{ok}");
+        }
     }
 }

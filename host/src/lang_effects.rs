@@ -155,8 +155,15 @@ impl HostEffects<'_> {
     /// opened).
     fn sqlite(&self, rel: &str) -> Result<rusqlite::Connection, EffectError> {
         use std::os::fd::AsRawFd;
-        let t = self.ws.resolve(rel).map_err(failed)?;
-        let dir = self.ws.dir_of(&t, true).map_err(failed)?;
+        // SQLite writes the database and its -wal, -shm and -journal files beside it: each name
+        // must pass the one check.
+        for suffix in ["-wal", "-shm", "-journal"] {
+            self.ws
+                .writable(&format!("{rel}{suffix}"))
+                .map_err(failed)?;
+        }
+        let t = self.ws.writable(rel).map_err(failed)?;
+        let dir = self.ws.dir_for_write(&t, true).map_err(failed)?;
         let dir = dir.into_std_file();
         let real = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
             .map_err(|e| effect(format!("{rel}: cannot name its folder: {e}")))?;
@@ -278,18 +285,14 @@ impl HostEffects<'_> {
     }
 
     fn memory_add(&mut self, rel: &str, args: &Value) -> Result<Value, EffectError> {
+        let t = self.ws.writable(rel).map_err(failed)?;
         let record = self.record(args)?;
-        let t = self.ws.resolve(rel).map_err(failed)?;
-        let dir = self.ws.dir_of(&t, true).map_err(failed)?;
         let mut line = record.to_string();
         line.push('\n');
-        let mut o = cap_std::fs::OpenOptions::new();
-        o.append(true).create(true);
-        cap_fs_ext::OpenOptionsFollowExt::follow(&mut o, cap_fs_ext::FollowSymlinks::No);
-        let file = dir
-            .open_with(&t.name, &o)
-            .map_err(|e| effect(format!("{rel}: {e}")))?
-            .into_std();
+        let file = self
+            .ws
+            .append(&t)
+            .map_err(|f| effect(format!("{rel}: {}", f.reason)))?;
         // One writer at a time across processes: parallel runs lose nothing.
         let mut locked = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
             .map_err(|(_, e)| effect(format!("{rel}: cannot lock: {e}")))?;

@@ -32,15 +32,8 @@ fn valid_id(id: &str) -> bool {
 /// # Errors
 /// When `.agent` cannot be written.
 pub fn save(ws: &Workspace, detail: &AsRunDetail) -> io::Result<()> {
-    let agent = ws.agent()?;
-    // Parallel runs may create it at the same moment.
-    match agent.create_dir(FOLDER) {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
-        _ => {}
-    }
-    let dir = cap_fs_ext::DirExt::open_dir_nofollow(&agent, FOLDER)?;
     let text = serde_json::to_vec(detail).map_err(io::Error::other)?;
-    crate::exec::workspace::write_atomic_in(&dir, &format!("{}.json", detail.summary.run), &text)
+    ws.save_state(&format!("{FOLDER}/{}.json", detail.summary.run), &text)
 }
 
 /// One run's record.

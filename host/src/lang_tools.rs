@@ -209,7 +209,7 @@ fn grep(ws: &Workspace, args: &Value) -> Result<Value, EffectError> {
     };
     // A file path greps that file.
     if let Ok(t) = ws.resolve(path) {
-        if let Ok(d) = ws.dir_of(&t, false) {
+        if let Ok(d) = ws.dir_of(&t) {
             if d.symlink_metadata(&t.name).is_ok_and(|m| m.is_file()) {
                 scan(&t.rel, &d, &t.name);
                 return Ok(json!({ "ok": true, "matches": matches, "truncated": truncated }));
@@ -233,7 +233,7 @@ fn sed(ws: &Workspace, args: &Value) -> Result<Value, EffectError> {
         .max(1);
     let max = arg_max(args, 20, 500);
     let t = ws.resolve(path).map_err(failed)?;
-    let d = ws.dir_of(&t, false).map_err(failed)?;
+    let d = ws.dir_of(&t).map_err(failed)?;
     let text = read_text(&d, &t.name)
         .ok_or_else(|| refuse(format!("{path} is not a readable text file")))?;
     let total = text.lines().count();
@@ -258,15 +258,10 @@ pub struct FileTool<'w> {
 
 impl FileTool<'_> {
     fn backup(&mut self, bytes: &[u8]) -> Result<String, EffectError> {
-        let agent = self.ws.agent().map_err(|e| io_error(".agent", &e))?;
-        let folder = format!("as-backups/{}", self.run);
-        agent
-            .create_dir_all(&folder)
-            .map_err(|e| io_error(&format!(".agent/{folder}"), &e))?;
         self.saved += 1;
-        let name = format!("{folder}/{}", self.saved);
-        agent
-            .write(&name, bytes)
+        let name = format!("as-backups/{}/{}", self.run, self.saved);
+        self.ws
+            .save_state(&name, bytes)
             .map_err(|e| io_error(&format!(".agent/{name}"), &e))?;
         Ok(format!(".agent/{name}"))
     }
@@ -281,9 +276,9 @@ impl FileTool<'_> {
     }
 
     fn put(&mut self, path: &str, after: &[u8]) -> Result<Value, EffectError> {
+        let t = self.ws.writable(path).map_err(failed)?;
         let before = self.current(path)?;
         let backup = before.as_deref().map(|b| self.backup(b)).transpose()?;
-        let t = self.ws.resolve(path).map_err(failed)?;
         self.ws
             .write(&t, after, before.as_deref())
             .map_err(failed)?;
@@ -299,13 +294,13 @@ impl FileTool<'_> {
         let path = arg_str(effect, "path").ok_or_else(|| refuse("an effect record has a path"))?;
         let after =
             arg_str(effect, "after").ok_or_else(|| refuse("an effect record has an after hash"))?;
+        let t = self.ws.writable(path).map_err(failed)?;
         let now = self.current(path)?;
         if now.as_deref().map(sha).as_deref() != Some(after) {
             return Err(refuse(format!(
                 "{path} changed since the effect; not undone"
             )));
         }
-        let t = self.ws.resolve(path).map_err(failed)?;
         match arg_str(effect, "backup") {
             Some(backup) => {
                 let rel = backup
@@ -318,13 +313,9 @@ impl FileTool<'_> {
                     .map_err(|e| refuse(format!("{backup}: {e}")))?;
                 self.ws.write(&t, &bytes, now.as_deref()).map_err(failed)?;
             }
-            None => {
-                let d = self.ws.dir_of(&t, false).map_err(failed)?;
-                d.remove_file(&t.name)
-                    .map_err(|e| refuse(format!("{path}: {e}")))?;
-            }
+            None => self.ws.remove_file(&t).map_err(failed)?,
         }
-        Ok(t.rel)
+        Ok(t.rel.clone())
     }
 
     /// One method of `file://workspace`.
@@ -378,6 +369,8 @@ impl FileTool<'_> {
             }
             "patch" => {
                 let p = path()?;
+                // Asked before anything is read: a refused path is refused whatever it holds.
+                self.ws.writable(p).map_err(failed)?;
                 let search = arg_str(args, "search").ok_or_else(|| refuse("patch needs search"))?;
                 let replace = arg_str(args, "replace").unwrap_or("");
                 let bytes = self.current(p)?.ok_or_else(|| {
@@ -523,6 +516,15 @@ fn program_run(ws: &Workspace, program: &str, args: &Value) -> Result<Value, Eff
         |_| true,
     )
     .map_err(|e| EffectError::new(Code::AsEffect, format!("{program}: cannot start: {e}")))?;
+    if !out.repairs.is_empty() {
+        return Err(EffectError::new(
+            Code::GitProtected,
+            format!(
+                "{program}: {}",
+                crate::exec::gitguard::describe(&out.repairs)
+            ),
+        ));
+    }
     Ok(json!({ "exit_code": out.exit_code, "output": out.output, "timed_out": out.timed_out }))
 }
 

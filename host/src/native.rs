@@ -11,8 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-/// The native-messaging host name the extension asks for.
-pub const HOST_NAME: &str = "dev.keyless.host";
+pub use crate::dirs::HOST_NAME;
 /// The keyless extension's id, fixed by the `key` in `extension/manifest.json`.
 pub const EXTENSION_ID: &str = "gplahjhhbhedphhkkcaefhjjcgoeckci";
 /// Chrome caps a message to a native host at 4 GB and from it at 1 MB; keyless's are tiny.
@@ -61,34 +60,7 @@ pub fn forget_serve(pid: u32) {
     }
 }
 
-/// The folders a browser reads user-level native-messaging hosts from.
-#[must_use]
-pub fn browser_dirs() -> Vec<(&'static str, PathBuf)> {
-    let mut v = Vec::new();
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let config = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".config")));
-    if cfg!(target_os = "macos") {
-        if let Some(h) = &home {
-            let base = h.join("Library").join("Application Support");
-            v.push(("chrome", base.join("Google/Chrome/NativeMessagingHosts")));
-            v.push(("chromium", base.join("Chromium/NativeMessagingHosts")));
-        }
-    } else if let Some(c) = config {
-        v.push(("chromium", c.join("chromium/NativeMessagingHosts")));
-        v.push(("chrome", c.join("google-chrome/NativeMessagingHosts")));
-        v.push((
-            "chrome-beta",
-            c.join("google-chrome-beta/NativeMessagingHosts"),
-        ));
-        v.push((
-            "brave",
-            c.join("BraveSoftware/Brave-Browser/NativeMessagingHosts"),
-        ));
-    }
-    v
-}
+pub use crate::dirs::browser_dirs;
 
 /// The host manifest Chrome reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! Where pieces come from: `<workspace>/.agent/pieces/`, the user's `keyless/pieces/`, then the
 //! pieces that ship inside the binary (the repository's `pieces/` folder).
 
-use crate::exec::workspace::{write_atomic_in, Workspace};
+use crate::exec::workspace::Workspace;
 use crate::store::{Store, StoreError};
 use keyless_core::piece::run::{PieceRun, RunSnapshot, RunState};
 use keyless_core::piece::{validate, Finding, Piece, Strictness};
@@ -263,24 +263,6 @@ pub fn is_workspace_source(workspace: &Path, source: &str) -> bool {
     Path::new(source).parent() == Some(workspace.join(".agent").join("pieces").as_path())
 }
 
-/// The workspace's piece folder, through handles: `.agent` and `pieces` are never symlinks.
-fn workspace_dir(ws: &Workspace, create: bool) -> std::io::Result<cap_std::fs::Dir> {
-    use cap_fs_ext::DirExt;
-    let agent = ws.agent()?;
-    if create {
-        match agent.create_dir("pieces") {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
-            _ => {}
-        }
-    }
-    agent.open_dir_nofollow("pieces").map_err(|e| {
-        std::io::Error::new(
-            e.kind(),
-            format!(".agent/pieces is not a plain folder ({e}); keyless will not use it"),
-        )
-    })
-}
-
 fn check_name(name: &str) -> Result<(), PieceError> {
     if valid_name(name) {
         Ok(())
@@ -314,8 +296,7 @@ pub fn store_piece(
     let before = lookup(ws.root(), name)
         .map(|(_, source)| source)
         .filter(|source| !is_workspace_source(ws.root(), source));
-    let dir = workspace_dir(ws, true).map_err(|e| PieceError::Io(e.to_string()))?;
-    write_atomic_in(&dir, &format!("{name}.yaml"), yaml.as_bytes())
+    ws.save_state(&format!("pieces/{name}.yaml"), yaml.as_bytes())
         .map_err(|e| PieceError::Io(e.to_string()))?;
     let file = ws
         .root()
@@ -338,8 +319,7 @@ pub fn delete_piece(ws: &Workspace, name: &str) -> Result<Option<String>, PieceE
             "the workspace has no piece \"{name}\" (.agent/pieces/{name}.yaml); built-in and user pieces are not deleted through the API"
         ))
     };
-    let dir = workspace_dir(ws, false).map_err(|_| missing())?;
-    match dir.remove_file(format!("{name}.yaml")) {
+    match ws.remove_state(&format!("pieces/{name}.yaml")) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing()),
         Err(e) => return Err(PieceError::Io(e.to_string())),

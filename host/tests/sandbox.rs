@@ -217,7 +217,9 @@ fn a_repository_made_during_the_session_is_not_used() {
         "printf 'gitdir: {}/.git\\n' > .git",
         other.display()
     ));
-    let files = fx.reply_files(&[&plant, &commit_reply("mine")]);
+    // A repository the model makes itself, harmless enough for the git guard to keep.
+    let made = run_cmd("git init -q -b dev . && echo made");
+    let files = fx.reply_files(&[&plant, &made, &commit_reply("mine")]);
     let out = fx
         .host()
         .args([
@@ -234,6 +236,10 @@ fn a_repository_made_during_the_session_is_not_used() {
         .output()
         .expect("run");
     let text = String::from_utf8_lossy(&out.stdout);
+    // The .git file pointing elsewhere is taken away at once (the git guard)…
+    assert!(text.contains("code: KA_GIT_PROTECTED"), "{text}");
+    assert!(text.contains("a .git file pointing outside the workspace"), "{text}");
+    // …and the repository the model made is never the one @@commit uses.
     assert!(text.contains("code: KA_NOT_A_GIT_REPOSITORY"), "{text}");
     assert_eq!(
         git(&other, &["log", "--format=%s"]),

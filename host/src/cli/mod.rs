@@ -57,6 +57,10 @@ enum Cmd {
         write: Vec<PathBuf>,
         #[arg(long = "readonly")]
         readonly: Vec<PathBuf>,
+        #[arg(long = "pin")]
+        pinned: Vec<PathBuf>,
+        #[arg(long)]
+        private_shm: bool,
         #[arg(long)]
         network: bool,
         #[arg(long)]
@@ -164,6 +168,8 @@ pub fn main() -> ExitCode {
             tmp,
             write,
             readonly,
+            pinned,
+            private_shm,
             network,
             probe,
             command,
@@ -173,6 +179,8 @@ pub fn main() -> ExitCode {
                 tmp,
                 write,
                 readonly,
+                pinned,
+                private_shm,
                 network,
                 probe,
                 command: command.join(" "),

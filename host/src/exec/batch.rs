@@ -400,6 +400,15 @@ pub(super) fn admit(
 pub(super) fn process_outcome(out: &shell::ShellOutput, timeout: Duration) -> Outcome {
     let ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
     let output = Some(out.output.clone());
+    if !out.repairs.is_empty() {
+        return Outcome::Error {
+            code: Code::GitProtected,
+            reason: super::gitguard::describe(&out.repairs),
+            exit_code: out.exit_code,
+            duration_ms: Some(ms),
+            output,
+        };
+    }
     if out.cancelled {
         return Outcome::Error {
             code: Code::Cancelled,

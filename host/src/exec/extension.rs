@@ -230,8 +230,7 @@ impl Executor<'_> {
             .transfer()
             .ok_or_else(|| Failure::new(Code::Internal, "@@sshdownload without its paths"))?;
         // The local path is checked before anything is fetched.
-        let target = self.ws.resolve(t.to)?;
-        self.ws.check_writable(&target)?;
+        self.ws.writable(t.to)?;
         let (out, bytes) =
             remote::download(c, opts, t.from, timeout, |_| !prompter.cancel_requested()).map_err(
                 |e| {

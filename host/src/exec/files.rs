@@ -1,7 +1,7 @@
 //! The file commands, with the seed's semantics and codes. Every one resolves its path beneath
 //! the workspace handle and acts on the handle of the target's folder (see [`super::workspace`]).
 
-use super::workspace::{BatchBackup, Target, Workspace};
+use super::workspace::{open_read, BatchBackup, Target, Workspace, Writable};
 use super::Failure;
 use keyless_core::message::{cap_output, verified_line, Outcome, VERIFIED_DIR};
 use keyless_core::textfile::{apply_edit, dominant, editorconfig_eol, file_content, Eol, TextFile};
@@ -20,7 +20,7 @@ pub struct FileCtx<'a> {
     pub max_output_chars: usize,
 }
 
-fn ok_verified(ws: &Workspace, t: &Target) -> Result<Outcome, Failure> {
+fn ok_verified(ws: &Workspace, t: &Writable) -> Result<Outcome, Failure> {
     let bytes = ws.read(t)?;
     Ok(Outcome::Ok {
         exit_code: None,
@@ -32,7 +32,7 @@ fn ok_verified(ws: &Workspace, t: &Target) -> Result<Outcome, Failure> {
 
 /// Whether something (a file, folder or symlink) is at the target now.
 fn exists(ws: &Workspace, t: &Target) -> bool {
-    ws.dir_of(t, false)
+    ws.dir_of(t)
         .is_ok_and(|d| d.symlink_metadata(&t.name).is_ok())
 }
 
@@ -87,7 +87,7 @@ fn gitattributes_eol(ws: &Workspace, rel: &str) -> Option<Eol> {
 }
 
 fn sibling_eol(ws: &Workspace, t: &Target) -> Option<Eol> {
-    let dir = ws.dir_of(t, false).ok()?;
+    let dir = ws.dir_of(t).ok()?;
     let (mut crlf, mut lf) = (0, 0);
     for entry in dir.entries().ok()?.filter_map(Result::ok).take(50) {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -95,11 +95,7 @@ fn sibling_eol(ws: &Workspace, t: &Target) -> Option<Eol> {
             continue;
         }
         let mut buf = Vec::new();
-        let mut o = cap_std::fs::OpenOptions::new();
-        o.read(true);
-        cap_fs_ext::OpenOptionsFollowExt::follow(&mut o, cap_fs_ext::FollowSymlinks::No);
-        if dir
-            .open_with(&name, &o)
+        if open_read(&dir, &name)
             .and_then(|f| f.take(256 * 1024).read_to_end(&mut buf))
             .is_err()
         {
@@ -118,15 +114,8 @@ fn sibling_eol(ws: &Workspace, t: &Target) -> Option<Eol> {
     }
 }
 
-/// Resolves a path a command will change.
-fn writable(ws: &Workspace, rel: &str) -> Result<Target, Failure> {
-    let t = ws.resolve(rel)?;
-    ws.check_writable(&t)?;
-    Ok(t)
-}
-
 pub fn newfile(ctx: &mut FileCtx<'_>, rel: &str, payload: &str) -> Result<Outcome, Failure> {
-    let t = writable(ctx.ws, rel)?;
+    let t = ctx.ws.writable(rel)?;
     if exists(ctx.ws, &t) {
         return Err(Failure::new(
             Code::FileAlreadyExists,
@@ -147,7 +136,7 @@ pub fn newfile(ctx: &mut FileCtx<'_>, rel: &str, payload: &str) -> Result<Outcom
 /// # Errors
 /// As every write: KA_PATH_OUTSIDE, KA_FILE_IO, KA_FILE_CHANGED.
 pub fn put_bytes(ctx: &mut FileCtx<'_>, rel: &str, bytes: &[u8]) -> Result<Outcome, Failure> {
-    let t = writable(ctx.ws, rel)?;
+    let t = ctx.ws.writable(rel)?;
     if exists(ctx.ws, &t) {
         let old = ctx.ws.read(&t)?;
         ctx.backup.save(ctx.ws, &t.rel, &old)?;
@@ -169,7 +158,7 @@ pub fn read_bytes(ws: &Workspace, rel: &str) -> Result<Vec<u8>, Failure> {
 }
 
 pub fn updatefile(ctx: &mut FileCtx<'_>, rel: &str, payload: &str) -> Result<Outcome, Failure> {
-    let t = writable(ctx.ws, rel)?;
+    let t = ctx.ws.writable(rel)?;
     let old = ctx.ws.read(&t)?;
     let (bom, eol) = match TextFile::decode(&old) {
         Some(f) => (f.bom, f.eol),
@@ -188,7 +177,7 @@ pub fn editfile(
     find: &str,
     replace: &str,
 ) -> Result<Outcome, Failure> {
-    let t = writable(ctx.ws, rel)?;
+    let t = ctx.ws.writable(rel)?;
     let old = ctx.ws.read(&t)?;
     let file = TextFile::decode(&old).ok_or_else(|| {
         Failure::new(
@@ -210,13 +199,10 @@ pub fn editfile(
 }
 
 pub fn deletefile(ctx: &mut FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
-    let t = writable(ctx.ws, rel)?;
+    let t = ctx.ws.writable(rel)?;
     let old = ctx.ws.read(&t)?;
     ctx.backup.save(ctx.ws, &t.rel, &old)?;
-    ctx.ws
-        .dir_of(&t, false)?
-        .remove_file(&t.name)
-        .map_err(|e| Failure::io("cannot delete", rel, &e))?;
+    ctx.ws.remove_file(&t)?;
     Ok(Outcome::Ok {
         exit_code: None,
         duration_ms: None,
@@ -226,8 +212,8 @@ pub fn deletefile(ctx: &mut FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> 
 }
 
 pub fn movefile(ctx: &mut FileCtx<'_>, rel: &str, to: &str) -> Result<Outcome, Failure> {
-    let src = writable(ctx.ws, rel)?;
-    let dest = writable(ctx.ws, to)?;
+    let src = ctx.ws.writable(rel)?;
+    let dest = ctx.ws.writable(to)?;
     let old = ctx.ws.read(&src)?;
     if exists(ctx.ws, &dest) {
         return Err(Failure::new(
@@ -235,36 +221,15 @@ pub fn movefile(ctx: &mut FileCtx<'_>, rel: &str, to: &str) -> Result<Outcome, F
             format!("{to} already exists; movefile never overwrites"),
         ));
     }
-    let src_dir = ctx.ws.dir_of(&src, false)?;
-    let dest_dir = ctx.ws.dir_of(&dest, true)?;
     ctx.backup.save(ctx.ws, &src.rel, &old)?;
     ctx.backup.created(ctx.ws, &dest.rel)?;
-    // A hard link never replaces an existing file, so "never overwrites" holds even against a
-    // file created meanwhile; then the source name goes.
-    match src_dir.hard_link(&src.name, &dest_dir, &dest.name) {
-        Ok(()) => src_dir
-            .remove_file(&src.name)
-            .map_err(|e| Failure::io("cannot remove", rel, &e))?,
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            return Err(Failure::new(
-                Code::FileAlreadyExists,
-                format!("{to} already exists; movefile never overwrites"),
-            ))
-        }
-        Err(_) => {
-            // Another filesystem (or no hard links): copy atomically, then remove the source.
-            ctx.ws.write(&dest, &old, Some(&[]))?;
-            src_dir
-                .remove_file(&src.name)
-                .map_err(|e| Failure::io("cannot remove", rel, &e))?;
-        }
-    }
+    ctx.ws.move_file(&src, &dest, &old)?;
     ok_verified(ctx.ws, &dest)
 }
 
 pub fn readfile(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
     let t = ctx.ws.resolve(rel)?;
-    let dir = ctx.ws.dir_of(&t, false)?;
+    let dir = ctx.ws.dir_of(&t)?;
     let meta = match dir.symlink_metadata(&t.name) {
         Ok(m) if m.is_dir() => {
             return Err(Failure::new(
@@ -281,11 +246,8 @@ pub fn readfile(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
         }
         Err(e) => return Err(Failure::io("cannot read", rel, &e)),
     };
-    let mut o = cap_std::fs::OpenOptions::new();
-    o.read(true);
-    cap_fs_ext::OpenOptionsFollowExt::follow(&mut o, cap_fs_ext::FollowSymlinks::No);
     let mut buf = Vec::new();
-    dir.open_with(&t.name, &o)
+    open_read(&dir, &t.name)
         .and_then(|f| f.take(MAX_READ_BYTES).read_to_end(&mut buf))
         .map_err(|e| Failure::io("cannot read", rel, &e))?;
     let file = TextFile::decode(&buf).ok_or_else(|| {
@@ -310,22 +272,8 @@ pub fn readfile(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
 }
 
 pub fn mkdir(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
-    let t = writable(ctx.ws, rel)?;
-    let parent = ctx.ws.dir_of(&t, true)?;
-    match parent.symlink_metadata(&t.name) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(Failure::new(
-                Code::FileAlreadyExists,
-                format!("{rel} exists and is a file"),
-            ))
-        }
-        Err(_) => match parent.create_dir(&t.name) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(Failure::io("cannot create", rel, &e)),
-        },
-    }
+    let t = ctx.ws.writable(rel)?;
+    ctx.ws.create_dir(&t)?;
     Ok(Outcome::Ok {
         exit_code: None,
         duration_ms: None,

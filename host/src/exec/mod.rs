@@ -9,6 +9,7 @@ pub mod batch;
 pub mod extension;
 pub mod files;
 pub mod git;
+pub mod gitguard;
 pub mod programs;
 pub mod remote;
 pub mod sandbox;

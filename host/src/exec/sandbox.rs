@@ -6,8 +6,11 @@
 //! 1. `PR_SET_PDEATHSIG`: the wrapper dies with the host, even on a kill -9 of the host;
 //! 2. new mount and PID namespaces (inside a new user namespace when the host is not root);
 //! 3. read-only bind mounts over keyless's own files: `.agent`, `keyless.json`, `.git/hooks`,
-//!    `.git/config`, the whole `.git` for commands the user did not approve, the user's keyless
-//!    config folder and the host binary when they live in a writable folder;
+//!    `.git/config`, `.git/info`, `.git/commondir`, `.git/config.worktree` (with `.git` itself
+//!    pinned as a mount point, so it cannot be renamed or replaced), the whole `.git` for commands
+//!    the user did not approve (and a `.git` file always), the user's keyless config folder, the
+//!    host binary and the native-messaging manifests when they live in a writable folder; a
+//!    private tmpfs on `/dev/shm`;
 //! 4. Landlock at the best ABI the kernel offers: writes only in the workspace, the session's
 //!    private temp folder and a few `/dev` files; TCP denied unless the network is allowed;
 //!    signals and abstract Unix sockets scoped to the sandbox (ABI 6+);
@@ -98,7 +101,7 @@ impl Report {
             "partly enforced"
         };
         let mut line = format!(
-            "{head} ({}): writes only in the workspace and a private temp folder; .agent, keyless.json and .git/hooks, .git/config read-only; .git read-only unless you approved the command; every process ends with its command; {net}; reads outside the workspace are allowed",
+            "{head} ({}): writes only in the workspace and a private temp folder; .agent, keyless.json and git's hooks, config and info read-only; .git read-only unless you approved the command; git's control files checked after every command; a private /dev/shm; every process ends with its command; {net}; reads outside the workspace are allowed",
             parts.join(", ")
         );
         if !self.missing.is_empty() {
@@ -118,6 +121,12 @@ pub struct Spec {
     pub write: Vec<PathBuf>,
     /// Paths that stay read-only inside the sandbox (bind mounts), when they exist.
     pub readonly: Vec<PathBuf>,
+    /// Folders that stay writable but cannot be renamed, replaced or removed themselves (each a
+    /// mount point of its own): the `.git` an approved command may write.
+    pub pinned: Vec<PathBuf>,
+    /// A private `/dev/shm` (a tmpfs of the command's own mount namespace), writable; without
+    /// namespaces `/dev/shm` is not writable at all, since it is shared with the user's programs.
+    pub private_shm: bool,
     pub network: bool,
 }
 
@@ -129,42 +138,44 @@ pub fn private_tmp(workspace: &Path) -> PathBuf {
 }
 
 /// The paths keyless protects inside the sandbox. `approved`: the user saw and approved the
-/// command, so it may write `.git` (but never its hooks or config).
+/// command, so it may write `.git`, but never its hooks, config, info, `commondir` or
+/// `config.worktree`; a `.git` file (a `gitdir:` link) is always read-only.
 #[must_use]
 pub fn protected_paths(workspace: &Path, approved: bool) -> Vec<PathBuf> {
-    let mut v = vec![
-        workspace.join(".agent"),
-        workspace.join("keyless.json"),
-        workspace.join(".git").join("hooks"),
-        workspace.join(".git").join("config"),
-    ];
-    if !approved {
-        v.insert(0, workspace.join(".git"));
+    let git = workspace.join(".git");
+    let git_is_dir = std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir());
+    let mut v = Vec::new();
+    if approved && git_is_dir {
+        for name in ["hooks", "config", "info", "commondir", "config.worktree"] {
+            v.push(git.join(name));
+        }
+    } else {
+        v.push(git);
     }
-    // The user's own keyless configuration and the host binary, when a writable folder holds them.
-    if let Some(cfg) =
-        crate::dirs::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf))
-    {
-        v.push(cfg);
-    }
-    if let Ok(exe) = std::fs::read_link("/proc/self/exe").or_else(|_| std::env::current_exe()) {
-        v.push(exe);
-    }
+    v.push(workspace.join(".agent"));
+    v.push(workspace.join(super::workspace::SETTINGS_FILE));
+    // The user's own keyless configuration, the host binary and the native-messaging manifests,
+    // when a writable folder holds them.
+    v.extend(crate::dirs::own_locations());
     v
 }
 
 /// The spec for a command in `workspace`.
 #[must_use]
 pub fn spec_for(workspace: &Path, network: bool, approved: bool) -> Spec {
-    let mut write = Vec::new();
-    if Path::new("/dev/shm").is_dir() {
-        write.push(PathBuf::from("/dev/shm"));
-    }
+    let git = workspace.join(".git");
+    let pinned = if approved && std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
+        vec![git]
+    } else {
+        Vec::new()
+    };
     Spec {
         workspace: workspace.to_path_buf(),
         tmp: private_tmp(workspace),
-        write,
+        write: Vec::new(),
         readonly: protected_paths(workspace, approved),
+        pinned,
+        private_shm: Path::new("/dev/shm").is_dir(),
         network,
     }
 }
@@ -196,6 +207,13 @@ pub fn wrapper_args(spec: &Spec) -> Vec<std::ffi::OsString> {
     for r in &spec.readonly {
         a.push("--readonly".into());
         a.push(r.clone().into());
+    }
+    for p in &spec.pinned {
+        a.push("--pin".into());
+        a.push(p.clone().into());
+    }
+    if spec.private_shm {
+        a.push("--private-shm".into());
     }
     if spec.network {
         a.push("--network".into());
@@ -233,6 +251,8 @@ pub struct WrapperArgs {
     pub tmp: PathBuf,
     pub write: Vec<PathBuf>,
     pub readonly: Vec<PathBuf>,
+    pub pinned: Vec<PathBuf>,
+    pub private_shm: bool,
     pub network: bool,
     pub probe: bool,
     pub command: String,
@@ -329,6 +349,13 @@ mod linux {
             .chain(std::iter::once(a.tmp.as_path()))
             .chain(a.write.iter().map(PathBuf::as_path))
             .collect();
+        // A pinned folder is a mount point: it cannot be renamed, replaced or removed, so the
+        // read-only mounts inside it stay where git looks for them.
+        for p in &a.pinned {
+            if std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()) {
+                bind(p, false)?;
+            }
+        }
         for p in &a.readonly {
             // Only what exists and what a writable folder holds needs a mount.
             let Ok(meta) = std::fs::symlink_metadata(p) else {
@@ -342,11 +369,21 @@ mod linux {
         if a.tmp.is_dir() && a.readonly.iter().any(|r| a.tmp.starts_with(r)) {
             bind(&a.tmp, false)?;
         }
+        if a.private_shm {
+            mount(
+                Some("tmpfs"),
+                "/dev/shm",
+                Some("tmpfs"),
+                MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+                Some("mode=1777,size=256m"),
+            )
+            .map_err(|e| format!("a private /dev/shm: {e}"))?;
+        }
         Ok(())
     }
 
     /// Landlock at the best ABI the kernel offers. Returns (ABI in use, fully enforced).
-    fn landlock(a: &WrapperArgs) -> Result<(u32, bool), String> {
+    fn landlock(a: &WrapperArgs, shm: bool) -> Result<(u32, bool), String> {
         use landlock::{
             path_beneath_rules, Access, AccessFs, AccessNet, LandlockStatus, Ruleset, RulesetAttr,
             RulesetCreatedAttr, RulesetStatus, Scope, ABI,
@@ -374,6 +411,9 @@ mod linux {
         ];
         let mut writable: Vec<&Path> = vec![a.workspace.as_path(), a.tmp.as_path()];
         writable.extend(a.write.iter().map(PathBuf::as_path));
+        if shm {
+            writable.push(Path::new("/dev/shm"));
+        }
         let status = ruleset
             .create()
             .map_err(|e| e.to_string())?
@@ -505,10 +545,10 @@ mod linux {
                 r.namespaces = true;
             }
             Err(why) => r.missing.push(format!(
-                "{why}: .git and .agent are not write-protected and background processes may outlive their command"
+                "{why}: .git and .agent are not write-protected (keyless checks git's files after each command instead), /dev/shm is not writable, and background processes may outlive their command"
             )),
         }
-        match landlock(a) {
+        match landlock(a, a.private_shm && r.namespaces) {
             Ok((abi, full)) => {
                 r.landlock_abi = abi;
                 r.landlock_full = full;

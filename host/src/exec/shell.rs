@@ -19,6 +19,8 @@ pub struct ShellOutput {
     pub timed_out: bool,
     /// The user cancelled it; the output so far is kept.
     pub cancelled: bool,
+    /// What the git guard put back after a confined command ([`super::gitguard`]).
+    pub repairs: Vec<super::gitguard::Repair>,
 }
 
 /// Decodes a byte stream as UTF-8 across chunk boundaries (invalid bytes become U+FFFD).
@@ -141,12 +143,22 @@ pub fn run(
     max_output_chars: usize,
     on_output: impl FnMut(&str) -> bool,
 ) -> std::io::Result<ShellOutput> {
-    if let Some(spec) = confine {
-        std::fs::create_dir_all(&spec.tmp)?;
-    }
+    // A confined command is watched by the git guard: a snapshot right before it starts, the
+    // check once it and every process it started have ended.
+    let guard = match confine {
+        Some(spec) => {
+            std::fs::create_dir_all(&spec.tmp)?;
+            Some(super::gitguard::Guard::take(&spec.workspace)?)
+        }
+        None => None,
+    };
     let mut command = shell_command(line, confine);
     command.current_dir(cwd).env("KEYLESS", "1");
-    run_program(command, Io::default(), timeout, max_output_chars, on_output)
+    let mut out = run_program(command, Io::default(), timeout, max_output_chars, on_output)?;
+    if let Some(g) = guard {
+        out.repairs = g.check();
+    }
+    Ok(out)
 }
 
 /// Where a program's standard streams go besides the capped, merged output.
@@ -286,6 +298,7 @@ pub fn run_program(
         output: cap.finish(),
         timed_out,
         cancelled,
+        repairs: Vec::new(),
     })
 }
 

@@ -233,6 +233,9 @@ fn scripts(workspace: &Path) -> Vec<(String, ScriptOutcome)> {
                 |_| true,
             ) {
                 Err(e) => ScriptOutcome::Failed(format!("cannot run: {e}")),
+                Ok(o) if !o.repairs.is_empty() => {
+                    ScriptOutcome::Failed(super::gitguard::describe(&o.repairs))
+                }
                 Ok(o) if o.timed_out => ScriptOutcome::Failed("timed out after 10s".into()),
                 Ok(o) if o.exit_code != Some(0) => ScriptOutcome::Failed(format!(
                     "exit code {}: {}",

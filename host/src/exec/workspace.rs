@@ -7,6 +7,12 @@
 //! rules, and the walk restarts from the root; it is never followed by the kernel. The operation
 //! itself then runs on the handle of the target's folder, so a folder swapped for a symlink
 //! between the check and the write makes the write fail instead of landing outside.
+//!
+//! This module is the one place that changes the workspace: every write operation takes a
+//! [`Writable`], which only [`Workspace::writable`] (the one own-file check) makes, and the
+//! directory handle's changing methods are disallowed elsewhere (clippy.toml). The rest of this
+//! module writes keyless's own state under `.agent` (backups, temp files, the journal).
+#![allow(clippy::disallowed_methods)]
 
 use super::Failure;
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
@@ -19,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// keyless's own folder inside the workspace.
 pub const AGENT_DIR: &str = ".agent";
 /// The workspace settings file, written only by the user.
-pub const SETTINGS_FILE: &str = "keyless.json";
+pub use keyless_core::path::SETTINGS_FILE;
 /// How many symlinks one path may pass through.
 const MAX_SYMLINKS: usize = 40;
 
@@ -37,19 +43,69 @@ pub struct Target {
     pub name: String,
 }
 
+/// A target that passed [`Workspace::writable`], the one own-file check: the workspace's write
+/// operations take only these, so no front end (file commands, `.as` tools and memory, undo, SSH
+/// downloads) can write without asking it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Writable(Target);
+
+impl std::ops::Deref for Writable {
+    type Target = Target;
+    fn deref(&self) -> &Target {
+        &self.0
+    }
+}
+
 #[derive(Debug)]
 pub struct Workspace {
     root: PathBuf,
     dir: Dir,
-    /// Absolute paths keyless owns that may sit inside the workspace (the user's keyless config
-    /// folder, the host binary): file commands never write there.
+    /// Real paths keyless owns that may sit inside the workspace (the user's keyless config
+    /// folder, the host binary, the native-messaging manifests): nothing writes there.
     protected: Vec<PathBuf>,
+}
+
+/// The names inside a git directory that steer git (or make the folder one): a write there is
+/// never the model's.
+const GIT_CONTROL: &[&str] = &[
+    "head",
+    "objects",
+    "refs",
+    "commondir",
+    "config",
+    "config.worktree",
+    "gitdir",
+    "hooks",
+    "info",
+    "modules",
+    "worktrees",
+    "packed-refs",
+];
+
+/// Whether a folder is a git directory to git (its `is_git_directory`): a `HEAD` file with
+/// `objects/` and `refs/` folders, or with a `commondir` file. Such a folder anywhere is a
+/// repository a user's `git` would use when run inside it.
+#[must_use]
+pub fn git_dir_like(d: &Dir) -> bool {
+    let is = |name: &str, dir: bool| {
+        d.symlink_metadata(name)
+            .is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
+    };
+    is("HEAD", false) && ((is("objects", true) && is("refs", true)) || is("commondir", false))
 }
 
 fn nofollow_read() -> OpenOptions {
     let mut o = OpenOptions::new();
     o.read(true).follow(FollowSymlinks::No);
     o
+}
+
+/// Opens `name` in `d` to read it, never through a symlink.
+///
+/// # Errors
+/// As the open.
+pub fn open_read(d: &Dir, name: &str) -> io::Result<cap_std::fs::File> {
+    d.open_with(name, &nofollow_read())
 }
 
 fn outside(rel: &str, why: impl std::fmt::Display) -> Failure {
@@ -70,19 +126,10 @@ impl Workspace {
             ));
         }
         let handle = Dir::open_ambient_dir(&root, cap_std::ambient_authority())?;
-        let mut protected = Vec::new();
-        if let Some(cfg) =
-            crate::dirs::user_config_path().and_then(|p| p.parent().map(Path::to_path_buf))
-        {
-            protected.push(std::fs::canonicalize(&cfg).unwrap_or(cfg));
-        }
-        if let Ok(exe) = std::env::current_exe() {
-            protected.push(std::fs::canonicalize(&exe).unwrap_or(exe));
-        }
         Ok(Self {
             root,
             dir: handle,
-            protected,
+            protected: crate::dirs::own_locations(),
         })
     }
 
@@ -211,13 +258,21 @@ impl Workspace {
         Ok(out)
     }
 
-    /// Refuses writes to keyless's own files: `keyless.json` at the root, and the user's config
-    /// folder or the host binary when the workspace holds them.
+    /// Resolves a path something will write (create, overwrite, append to, remove, rename, make a
+    /// folder): the one check every write path asks, whatever front end wants the write.
+    ///
+    /// Refused with KA_PATH_OUTSIDE: a path the rules refuse or that leaves the workspace
+    /// (`.git` and `.agent` in any spelling a file system could take for them, see
+    /// [`keyless_core::path::same_name`]); `keyless.json` at the root, in any such spelling; the
+    /// user's keyless config folder, the host binary and the native-messaging manifests when the
+    /// workspace holds them; and git's control files in any folder git would take for a
+    /// repository (a `HEAD` with `objects/` and `refs/`), or a write that would make one.
     ///
     /// # Errors
-    /// KA_PATH_OUTSIDE.
-    pub fn check_writable(&self, t: &Target) -> Result<(), Failure> {
-        if t.rel.eq_ignore_ascii_case(SETTINGS_FILE) {
+    /// KA_PATH_OUTSIDE; KA_FILE_IO when a folder cannot be inspected.
+    pub fn writable(&self, rel: &str) -> Result<Writable, Failure> {
+        let t = self.resolve(rel)?;
+        if keyless_core::path::is_settings_file(&t.rel) {
             return Err(outside(
                 &t.rel,
                 "keyless.json holds keyless's own settings; only the user edits it",
@@ -234,16 +289,147 @@ impl Workspace {
                 format!("{} belongs to keyless itself", p.display()),
             ));
         }
+        self.refuse_git_control(&t)?;
+        Ok(Writable(t))
+    }
+
+    /// Refuses a write into git's control files of a folder git would take for a repository, and
+    /// a write that would make a folder one (the folder's `config` or hooks would then steer the
+    /// user's own `git` there, outside the sandbox).
+    fn refuse_git_control(&self, t: &Target) -> Result<(), Failure> {
+        let segments: Vec<&str> = t.rel.split('/').collect();
+        let mut d = self
+            .dir
+            .try_clone()
+            .map_err(|e| Failure::io("cannot open the workspace for", &t.rel, &e))?;
+        for (i, seg) in segments.iter().enumerate() {
+            let rest = &segments[i..];
+            let head = |name: &str| keyless_core::path::same_name(seg, name);
+            let provides = |name: &str| head(name) && (name != "head" || rest.len() == 1);
+            let is = |name: &str, dir: bool| {
+                d.symlink_metadata(name)
+                    .is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
+            };
+            let before = git_dir_like(&d);
+            let after = (is("HEAD", false) || provides("head"))
+                && (((is("objects", true) || provides("objects"))
+                    && (is("refs", true) || provides("refs")))
+                    || is("commondir", false)
+                    || (provides("commondir") && rest.len() == 1));
+            let control = GIT_CONTROL.iter().any(|c| head(c));
+            if after && (!before || control) {
+                let folder = if i == 0 {
+                    "the workspace root".to_string()
+                } else {
+                    segments[..i].join("/")
+                };
+                return Err(outside(
+                    &t.rel,
+                    format!("{folder} is (or would become) a git repository, and its control files ({seg}) steer git outside the sandbox; keyless does not write them"),
+                ));
+            }
+            if i + 1 == segments.len() {
+                break;
+            }
+            d = match d.open_dir_nofollow(seg) {
+                Ok(next) => next,
+                // What does not exist yet holds no repository.
+                Err(_) => break,
+            };
+        }
         Ok(())
     }
 
-    /// The handle of a target's folder. With `create`, missing folders are made (never through
-    /// a symlink: a segment that is one now fails).
+    /// The handle of a target's folder, to read it (never through a symlink: a segment that is
+    /// one now fails).
     ///
     /// # Errors
-    /// KA_FILE_IO, or KA_PATH_OUTSIDE when the folder changed into a symlink since it was resolved.
-    pub fn dir_of(&self, t: &Target, create: bool) -> Result<Dir, Failure> {
+    /// KA_FILE_NOT_FOUND, KA_FILE_IO, or KA_PATH_OUTSIDE when the folder changed into a symlink
+    /// since it was resolved.
+    pub fn dir_of(&self, t: &Target) -> Result<Dir, Failure> {
+        self.open_dir(&t.dir, false, &t.rel)
+    }
+
+    /// The handle of a checked target's folder, to change it (a hard link, a database beside
+    /// it). With `create`, missing folders are made, never through a symlink.
+    ///
+    /// # Errors
+    /// As [`Workspace::dir_of`].
+    pub fn dir_for_write(&self, t: &Writable, create: bool) -> Result<Dir, Failure> {
         self.open_dir(&t.dir, create, &t.rel)
+    }
+
+    /// Removes a checked target's file (never a folder, never through a symlink).
+    ///
+    /// # Errors
+    /// KA_FILE_NOT_FOUND, KA_FILE_IO.
+    pub fn remove_file(&self, t: &Writable) -> Result<(), Failure> {
+        let d = self.dir_for_write(t, false)?;
+        d.remove_file(&t.name).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => {
+                Failure::new(Code::FileNotFound, format!("{} does not exist", t.rel))
+            }
+            _ => Failure::io("cannot delete", &t.rel, &e),
+        })
+    }
+
+    /// Makes a checked target a folder (its parents too); an existing folder is fine, a file there
+    /// is KA_FILE_ALREADY_EXISTS.
+    ///
+    /// # Errors
+    /// KA_FILE_ALREADY_EXISTS, KA_FILE_IO.
+    pub fn create_dir(&self, t: &Writable) -> Result<(), Failure> {
+        let parent = self.dir_for_write(t, true)?;
+        match parent.symlink_metadata(&t.name) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => Err(Failure::new(
+                Code::FileAlreadyExists,
+                format!("{} exists and is a file", t.rel),
+            )),
+            Err(_) => match parent.create_dir(&t.name) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+                Err(e) => Err(Failure::io("cannot create", &t.rel, &e)),
+            },
+        }
+    }
+
+    /// Opens a checked target to append to (created when missing, never through a symlink).
+    ///
+    /// # Errors
+    /// KA_FILE_IO.
+    pub fn append(&self, t: &Writable) -> Result<std::fs::File, Failure> {
+        let d = self.dir_for_write(t, true)?;
+        let mut o = OpenOptions::new();
+        o.append(true).create(true).follow(FollowSymlinks::No);
+        d.open_with(&t.name, &o)
+            .map(cap_std::fs::File::into_std)
+            .map_err(|e| Failure::io("cannot open", &t.rel, &e))
+    }
+
+    /// Moves a checked file to another checked target without ever replacing one there (a hard
+    /// link, then the old name goes; on another filesystem an atomic copy). KA_FILE_ALREADY_EXISTS
+    /// when the destination exists, even one that appeared meanwhile.
+    ///
+    /// # Errors
+    /// KA_FILE_ALREADY_EXISTS, KA_FILE_IO.
+    pub fn move_file(&self, src: &Writable, dest: &Writable, bytes: &[u8]) -> Result<(), Failure> {
+        let src_dir = self.dir_for_write(src, false)?;
+        let dest_dir = self.dir_for_write(dest, true)?;
+        match src_dir.hard_link(&src.name, &dest_dir, &dest.name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(Failure::new(
+                    Code::FileAlreadyExists,
+                    format!("{} already exists; movefile never overwrites", dest.rel),
+                ))
+            }
+            // Another filesystem (or no hard links): copy atomically, then remove the source.
+            Err(_) => self.write(dest, bytes, Some(&[]))?,
+        }
+        src_dir
+            .remove_file(&src.name)
+            .map_err(|e| Failure::io("cannot remove", &src.rel, &e))
     }
 
     /// A folder of the workspace by its relative path (`""` or `"."` is the root), opened through
@@ -323,6 +509,38 @@ impl Workspace {
         })
     }
 
+    /// Writes keyless's own state file `.agent/REL` (folders made as needed, never through a
+    /// symlink; atomically). The path is keyless's, never the model's.
+    ///
+    /// # Errors
+    /// When `.agent` cannot be written.
+    pub fn save_state(&self, rel: &str, bytes: &[u8]) -> io::Result<()> {
+        let agent = self.agent()?;
+        let (folder, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        let d = if folder.is_empty() {
+            agent
+        } else {
+            agent.create_dir_all(folder)?;
+            agent.open_dir_nofollow(folder)?
+        };
+        write_atomic_in(&d, name, bytes)
+    }
+
+    /// Removes keyless's own state file `.agent/REL` (never through a symlink).
+    ///
+    /// # Errors
+    /// NotFound when it does not exist; any other I/O failure.
+    pub fn remove_state(&self, rel: &str) -> io::Result<()> {
+        let agent = self.agent()?;
+        let (folder, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        let d = if folder.is_empty() {
+            agent
+        } else {
+            agent.open_dir_nofollow(folder)?
+        };
+        d.remove_file(name)
+    }
+
     /// The `.agent` folder, created on first use and excluded from git, with the start-up
     /// leftovers of an interrupted write removed.
     ///
@@ -372,11 +590,9 @@ impl Workspace {
         let Ok(agent) = self.agent() else { return };
         if let Ok(text) = agent.read_to_string(JOURNAL) {
             for rel in text.lines().filter(|l| !l.is_empty()) {
-                if let Ok(t) = self.resolve(rel) {
+                if let Ok(t) = self.writable(rel) {
                     if is_temp_name(&t.name) {
-                        if let Ok(d) = self.dir_of(&t, false) {
-                            let _ = d.remove_file(&t.name);
-                        }
+                        let _ = self.remove_file(&t);
                     }
                 }
             }
@@ -390,7 +606,7 @@ impl Workspace {
     /// # Errors
     /// KA_FILE_NOT_FOUND, KA_FILE_IO (a folder, or unreadable).
     pub fn read(&self, t: &Target) -> Result<Vec<u8>, Failure> {
-        let d = self.dir_of(t, false)?;
+        let d = self.dir_of(t)?;
         read_in(&d, t)
     }
 
@@ -402,8 +618,8 @@ impl Workspace {
     /// # Errors
     /// KA_FILE_IO; KA_FILE_CHANGED when the file changed since it was read. The target is then
     /// untouched and the temp file removed.
-    pub fn write(&self, t: &Target, bytes: &[u8], expect: Option<&[u8]>) -> Result<(), Failure> {
-        let d = self.dir_of(t, true)?;
+    pub fn write(&self, t: &Writable, bytes: &[u8], expect: Option<&[u8]>) -> Result<(), Failure> {
+        let d = self.dir_for_write(t, true)?;
         let perms = d
             .symlink_metadata(&t.name)
             .ok()
@@ -709,17 +925,20 @@ pub fn undo(ws: &Workspace, backup_dir: &Path) -> io::Result<Vec<String>> {
     let entries: Vec<BackupEntry> = serde_json::from_slice(&manifest).map_err(io::Error::other)?;
     let mut restored = Vec::new();
     for (i, e) in entries.iter().enumerate().rev() {
+        // A manifest is keyless's, but a write is a write: the one check decides.
         let target = ws
-            .resolve(&e.path)
+            .writable(&e.path)
             .map_err(|f| io::Error::other(f.reason))?;
         if e.existed {
             let saved = std::fs::read(backup_dir.join((i + 1).to_string()).join(&e.path))?;
             ws.write(&target, &saved, None)
                 .map_err(|f| io::Error::other(f.reason))?;
-        } else if let Ok(d) = ws.dir_of(&target, false) {
-            if d.symlink_metadata(&target.name).is_ok_and(|m| m.is_file()) {
-                d.remove_file(&target.name)?;
-            }
+        } else if ws
+            .dir_of(&target)
+            .is_ok_and(|d| d.symlink_metadata(&target.name).is_ok_and(|m| m.is_file()))
+        {
+            ws.remove_file(&target)
+                .map_err(|f| io::Error::other(f.reason))?;
         }
         restored.push(e.path.clone());
     }

@@ -1,0 +1,543 @@
+//! The git guard: what a sandboxed command did to git's control files, put back.
+//!
+//! A repository's config, hooks and `commondir`, and a `.git` file's `gitdir:` line, steer the
+//! user's own `git` later, outside the sandbox (a hook, `core.fsmonitor`, a pager, an alias). The
+//! sandbox mounts the workspace repository's hooks, config and info read-only and pins `.git`
+//! itself, but a command can still make a repository anywhere (`git init sub`), copy one, or, where
+//! the kernel offers no namespaces, write everything. So around every sandboxed command the host
+//! takes a snapshot of every git control point in the workspace, and afterwards:
+//! - what is unchanged stays;
+//! - what changed or appeared stays only when core's rules prove it harmless
+//!   ([`keyless_core::gitcontrol`]): a config of settings that never name a program, a `.sample`
+//!   hook, the standard worktree `commondir`, a `.git` file pointing at a repository inside the
+//!   workspace, or a byte-for-byte copy of one of the user's own files;
+//! - anything else is moved aside to `.agent/quarantine/ID/PATH` (nothing is deleted) and what was
+//!   there before is put back.
+//!
+//! A control point is: every entry named `.git` at any depth, and in every folder git takes for a
+//! repository (`HEAD` with `objects/` and `refs/`, or with `commondir`: the workspace's `.git`,
+//! its `modules/` and `worktrees/`, a nested or bare repository): `config`, `config.worktree`,
+//! `commondir`, `hooks/` and `info/` with their files. The scan goes through directory handles and
+//! never follows a symlink; `.agent` is skipped except the sandbox's temp folder.
+#![allow(clippy::disallowed_methods)] // keyless putting back git's own control files, never the model's write
+
+use super::workspace::{git_dir_like, open_read, write_atomic_in};
+use cap_fs_ext::DirExt;
+use cap_std::fs::Dir;
+use keyless_core::gitcontrol;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// The deepest folder the scan enters, and the most entries it reads: past them the guard says it
+/// could not look everywhere.
+const MAX_DEPTH: usize = 256;
+const MAX_ENTRIES: usize = 2_000_000;
+/// A control file is read up to this size (a config is refused long before).
+const MAX_READ: u64 = 1 << 20;
+
+/// One control point as it is on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    File { bytes: Vec<u8>, mode: u32 },
+    Link(PathBuf),
+    Dir,
+    Other,
+}
+
+/// Every git control point of the workspace.
+#[derive(Debug, Default)]
+struct Snapshot {
+    /// Workspace-relative path → what is there.
+    nodes: BTreeMap<String, Node>,
+    /// The folders git takes for repositories, workspace-relative.
+    gitdirs: BTreeSet<String>,
+    /// The scan stopped at a limit.
+    incomplete: bool,
+    entries: usize,
+}
+
+fn join(rel: &str, name: &str) -> String {
+    if rel.is_empty() {
+        name.to_string()
+    } else {
+        format!("{rel}/{name}")
+    }
+}
+
+fn mode_of(m: &cap_std::fs::Metadata) -> u32 {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::PermissionsExt;
+        m.permissions().mode() & 0o7777
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        0
+    }
+}
+
+fn node(dir: &Dir, name: &str) -> Option<Node> {
+    let m = dir.symlink_metadata(name).ok()?;
+    let ft = m.file_type();
+    Some(if ft.is_symlink() {
+        Node::Link(dir.read_link_contents(name).unwrap_or_default())
+    } else if ft.is_dir() {
+        Node::Dir
+    } else if ft.is_file() {
+        let mut bytes = Vec::new();
+        if let Ok(f) = open_read(dir, name) {
+            let _ = f.take(MAX_READ).read_to_end(&mut bytes);
+        }
+        Node::File {
+            bytes,
+            mode: mode_of(&m),
+        }
+    } else {
+        Node::Other
+    })
+}
+
+impl Snapshot {
+    fn take(root: &Dir) -> Self {
+        let mut s = Snapshot::default();
+        if let Ok(d) = root.try_clone() {
+            s.walk(&d, "", 0);
+        }
+        s
+    }
+
+    fn walk(&mut self, dir: &Dir, rel: &str, depth: usize) {
+        if depth > MAX_DEPTH || self.entries > MAX_ENTRIES {
+            self.incomplete = true;
+            return;
+        }
+        if git_dir_like(dir) {
+            self.gitdir(dir, rel, depth);
+            return;
+        }
+        let Ok(entries) = dir.entries() else { return };
+        for e in entries.flatten() {
+            self.entries += 1;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(ft) = e.file_type() else { continue };
+            let path = join(rel, &name);
+            if path == ".agent" {
+                // keyless's own state is read-only in the sandbox; its temp folder is not.
+                if let Ok(agent) = dir.open_dir_nofollow(&name) {
+                    if let Ok(tmp) = agent.open_dir_nofollow("sandbox-tmp") {
+                        self.walk(&tmp, ".agent/sandbox-tmp", depth + 2);
+                    }
+                }
+                continue;
+            }
+            if name == ".git" {
+                if let Some(n) = node(dir, &name) {
+                    self.nodes.insert(path.clone(), n);
+                }
+            }
+            if ft.is_dir() {
+                if let Ok(sub) = dir.open_dir_nofollow(&name) {
+                    self.walk(&sub, &path, depth + 1);
+                }
+            }
+        }
+    }
+
+    /// A repository folder: its control files, then the repositories in its `modules/` and
+    /// `worktrees/` (not its objects and refs, which steer nothing).
+    fn gitdir(&mut self, dir: &Dir, rel: &str, depth: usize) {
+        self.gitdirs.insert(rel.to_string());
+        for name in ["config", "config.worktree", "commondir"] {
+            if let Some(n) = node(dir, name) {
+                self.nodes.insert(join(rel, name), n);
+            }
+        }
+        for folder in ["hooks", "info"] {
+            let Some(n) = node(dir, folder) else { continue };
+            let is_dir = n == Node::Dir;
+            self.nodes.insert(join(rel, folder), n);
+            if !is_dir {
+                continue;
+            }
+            let Ok(d) = dir.open_dir_nofollow(folder) else {
+                continue;
+            };
+            let Ok(entries) = d.entries() else { continue };
+            for e in entries.flatten() {
+                self.entries += 1;
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(n) = node(&d, &name) {
+                    self.nodes.insert(join(&join(rel, folder), &name), n);
+                }
+            }
+        }
+        for folder in ["modules", "worktrees"] {
+            if let Ok(d) = dir.open_dir_nofollow(folder) {
+                self.walk(&d, &join(rel, folder), depth + 1);
+            }
+        }
+    }
+}
+
+/// What a control path is, for the rules.
+enum Kind<'a> {
+    /// An entry named `.git`.
+    DotGit,
+    /// `config` or `config.worktree` of a repository.
+    Config,
+    /// `commondir` of repository `gitdir`.
+    Commondir {
+        gitdir: &'a str,
+    },
+    /// `hooks` or `info` itself.
+    Folder,
+    /// A file in `hooks/` (its name) or `info/`.
+    Hook {
+        name: &'a str,
+    },
+    Info {
+        gitdir: &'a str,
+    },
+}
+
+fn kind<'a>(path: &'a str, gitdirs: &BTreeSet<String>) -> Option<Kind<'a>> {
+    let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+    if name == ".git" && !gitdirs.contains(parent) {
+        return Some(Kind::DotGit);
+    }
+    if gitdirs.contains(parent) {
+        return match name {
+            "config" | "config.worktree" => Some(Kind::Config),
+            "commondir" => Some(Kind::Commondir { gitdir: parent }),
+            "hooks" | "info" => Some(Kind::Folder),
+            _ => None,
+        };
+    }
+    let (gitdir, folder) = parent.rsplit_once('/').unwrap_or(("", parent));
+    if gitdirs.contains(gitdir) {
+        return match folder {
+            "hooks" => Some(Kind::Hook { name }),
+            "info" => Some(Kind::Info { gitdir }),
+            _ => None,
+        };
+    }
+    None
+}
+
+/// A change the guard made, for the command's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repair {
+    pub path: String,
+    /// Why what the command left there was not kept.
+    pub why: String,
+    /// Where it went (`.agent/quarantine/…`), if anything was there.
+    pub moved_to: Option<String>,
+    /// Whether what was there before is back.
+    pub restored: bool,
+}
+
+impl std::fmt::Display for Repair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.why)?;
+        match (&self.moved_to, self.restored) {
+            (Some(to), true) => write!(f, "; moved to {to}, the previous one put back"),
+            (Some(to), false) => write!(f, "; moved to {to}"),
+            (None, true) => write!(f, "; put back"),
+            (None, false) => Ok(()),
+        }
+    }
+}
+
+/// The guard of one command: the snapshot from before it ran.
+#[derive(Debug)]
+pub struct Guard {
+    root: PathBuf,
+    dir: Dir,
+    before: Snapshot,
+}
+
+impl Guard {
+    /// Takes the snapshot of `workspace` (call right before the command starts).
+    ///
+    /// # Errors
+    /// When the workspace cannot be opened.
+    pub fn take(workspace: &Path) -> io::Result<Self> {
+        let dir = Dir::open_ambient_dir(workspace, cap_std::ambient_authority())?;
+        let before = Snapshot::take(&dir);
+        Ok(Guard {
+            root: std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf()),
+            dir,
+            before,
+        })
+    }
+
+    /// Compares with the workspace now (call once the command and every process it started have
+    /// ended), puts back what may not stay, and says what it did.
+    #[must_use]
+    pub fn check(self) -> Vec<Repair> {
+        let after = Snapshot::take(&self.dir);
+        let mut repairs = Vec::new();
+        let mut quarantine = Quarantine::new(&self.dir);
+        for (path, now) in &after.nodes {
+            let was = self.before.nodes.get(path);
+            if was == Some(now) {
+                continue;
+            }
+            if let Err(why) = self.acceptable(path, now, &after) {
+                repairs.push(self.put_back(path, Some(now), was, why, &mut quarantine));
+            }
+        }
+        // A control file of a repository that is still there, gone: put it back.
+        for (path, was) in &self.before.nodes {
+            if after.nodes.contains_key(path) {
+                continue;
+            }
+            let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+            let grand = parent.rsplit_once('/').map_or("", |(p, _)| p);
+            let of_live_repo = after.gitdirs.contains(parent)
+                || (after.gitdirs.contains(grand)
+                    && matches!(parent.rsplit('/').next(), Some("hooks" | "info")));
+            if of_live_repo && !path.ends_with("/.git") && path != ".git" {
+                repairs.push(self.put_back(
+                    path,
+                    None,
+                    Some(was),
+                    "the command removed it".into(),
+                    &mut quarantine,
+                ));
+            }
+        }
+        if after.incomplete {
+            repairs.push(Repair {
+                path: ".".into(),
+                why: format!("the workspace is too deep or too large to look through whole (more than {MAX_DEPTH} folders deep or {MAX_ENTRIES} entries); repositories past that were not checked"),
+                moved_to: None,
+                restored: false,
+            });
+        }
+        repairs
+    }
+
+    /// Whether what the command left at `path` may stay (the module docs' rules).
+    fn acceptable(&self, path: &str, now: &Node, after: &Snapshot) -> Result<(), String> {
+        let copy_of_users = |now: &Node| {
+            matches!(now, Node::File { .. })
+                && self.before.nodes.iter().any(|(p, n)| {
+                    n == now
+                        && p.rsplit('/').next() == path.rsplit('/').next()
+                        && kind(p, &self.before.gitdirs).is_some()
+                })
+        };
+        match kind(path, &after.gitdirs) {
+            None => Ok(()),
+            Some(Kind::DotGit) => match now {
+                Node::Dir => Ok(()),
+                Node::File { bytes, .. } => self.gitdir_line(path, bytes, after),
+                Node::Link(_) => Err("a .git that is a symlink".into()),
+                Node::Other => Err("a .git that is not a file or folder".into()),
+            },
+            Some(Kind::Config) => match now {
+                _ if copy_of_users(now) => Ok(()),
+                Node::File { bytes, .. } => {
+                    let text = String::from_utf8_lossy(bytes);
+                    let gitdir = path.rsplit_once('/').map_or("", |(p, _)| p);
+                    let base = self.root.join(gitdir);
+                    let inside = |v: &str| self.inside(&base, v);
+                    gitcontrol::vet_config(&text, &inside).map_err(|r| {
+                        format!("a git config the command wrote ({r})")
+                    })
+                }
+                _ => Err("a git config that is not a file".into()),
+            },
+            Some(Kind::Commondir { gitdir }) => match now {
+                Node::File { bytes, .. }
+                    if gitdir.rsplit_once('/').is_some_and(|(p, _)| p.ends_with("worktrees"))
+                        && gitcontrol::is_standard_commondir(&String::from_utf8_lossy(bytes)) =>
+                {
+                    Ok(())
+                }
+                _ if copy_of_users(now) => Ok(()),
+                _ => Err("a commondir the command wrote (it sends git to another repository's config and hooks)".into()),
+            },
+            Some(Kind::Folder) => match now {
+                Node::Dir => Ok(()),
+                _ => Err("git's hooks or info folder replaced by something else".into()),
+            },
+            Some(Kind::Hook { name }) => match now {
+                Node::File { .. } if gitcontrol::is_sample_hook(name) => Ok(()),
+                Node::Dir => Ok(()),
+                _ if copy_of_users(now) => Ok(()),
+                _ => Err("a git hook the command wrote (git runs it outside the sandbox)".into()),
+            },
+            Some(Kind::Info { gitdir }) => {
+                if self.before.gitdirs.contains(gitdir) {
+                    Err("the command changed git's info folder".into())
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// A `.git` file's `gitdir:` line must name a repository inside the workspace.
+    fn gitdir_line(&self, path: &str, bytes: &[u8], after: &Snapshot) -> Result<(), String> {
+        let text = String::from_utf8_lossy(bytes);
+        let target = text
+            .strip_prefix("gitdir:")
+            .map(str::trim)
+            .ok_or("a .git file without a gitdir: line")?;
+        let folder = path.rsplit_once('/').map_or("", |(p, _)| p);
+        let real = std::fs::canonicalize(self.root.join(folder).join(target))
+            .map_err(|_| format!("a .git file pointing at {target}, which does not exist"))?;
+        let rel = real
+            .strip_prefix(&self.root)
+            .map_err(|_| format!("a .git file pointing outside the workspace ({target})"))?;
+        if after.gitdirs.contains(&rel.to_string_lossy().into_owned()) {
+            Ok(())
+        } else {
+            Err(format!(
+                "a .git file pointing at {target}, which is not a repository"
+            ))
+        }
+    }
+
+    /// Whether `v` (relative to `base`, or absolute) names a place inside the workspace.
+    fn inside(&self, base: &Path, v: &str) -> bool {
+        let p = base.join(v);
+        let mut real = PathBuf::new();
+        for c in p.components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    real.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => real.push(other),
+            }
+        }
+        let real = std::fs::canonicalize(&real).unwrap_or(real);
+        real.starts_with(&self.root)
+    }
+
+    fn put_back(
+        &self,
+        path: &str,
+        now: Option<&Node>,
+        was: Option<&Node>,
+        why: String,
+        quarantine: &mut Quarantine,
+    ) -> Repair {
+        let (folder, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let mut repair = Repair {
+            path: path.to_string(),
+            why,
+            moved_to: None,
+            restored: false,
+        };
+        let Some(parent) = open_folder(&self.dir, folder) else {
+            repair
+                .why
+                .push_str("; its folder is gone, nothing to put back");
+            return repair;
+        };
+        if now.is_some() {
+            repair.moved_to = quarantine.take(&parent, name, path);
+        }
+        repair.restored = match was {
+            Some(Node::File { bytes, mode }) => write_atomic_in(&parent, name, bytes)
+                .and_then(|()| set_mode(&parent, name, *mode))
+                .is_ok(),
+            Some(Node::Link(target)) => parent.symlink_contents(target, name).is_ok(),
+            Some(Node::Dir) => parent.create_dir(name).is_ok(),
+            Some(Node::Other) | None => false,
+        };
+        repair
+    }
+}
+
+fn set_mode(d: &Dir, name: &str, mode: u32) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::PermissionsExt;
+        d.set_permissions(name, cap_std::fs::Permissions::from_mode(mode))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (d, name, mode);
+        Ok(())
+    }
+}
+
+/// A workspace folder by its relative path, through handles, never through a symlink.
+fn open_folder(root: &Dir, rel: &str) -> Option<Dir> {
+    let mut d = root.try_clone().ok()?;
+    for seg in rel.split('/').filter(|s| !s.is_empty()) {
+        d = d.open_dir_nofollow(seg).ok()?;
+    }
+    Some(d)
+}
+
+/// `.agent/quarantine/ID/`: where what the guard does not keep goes, so nothing is lost.
+struct Quarantine<'a> {
+    root: &'a Dir,
+    id: String,
+}
+
+impl<'a> Quarantine<'a> {
+    fn new(root: &'a Dir) -> Self {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Quarantine {
+            root,
+            id: format!("{ms}-{}-{n}", std::process::id()),
+        }
+    }
+
+    /// Moves `parent/name` (a file, a link, a whole folder) to the quarantine under `path`;
+    /// removes it when it cannot be moved. Returns where it went.
+    fn take(&mut self, parent: &Dir, name: &str, path: &str) -> Option<String> {
+        let dest = format!("quarantine/{}/{path}", self.id);
+        let (dest_folder, dest_name) = dest.rsplit_once('/').unwrap_or(("", dest.as_str()));
+        let moved = open_agent(self.root)
+            .and_then(|agent| {
+                agent.create_dir_all(dest_folder).ok()?;
+                agent.open_dir_nofollow(dest_folder).ok()
+            })
+            .is_some_and(|to| parent.rename(name, &to, dest_name).is_ok());
+        if moved {
+            return Some(format!(".agent/{dest}"));
+        }
+        let is_dir = parent
+            .symlink_metadata(name)
+            .is_ok_and(|m| m.file_type().is_dir());
+        let _ = if is_dir {
+            parent.remove_dir_all(name)
+        } else {
+            parent.remove_file(name)
+        };
+        None
+    }
+}
+
+fn open_agent(root: &Dir) -> Option<Dir> {
+    match root.create_dir(super::workspace::AGENT_DIR) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(_) => return None,
+    }
+    root.open_dir_nofollow(super::workspace::AGENT_DIR).ok()
+}
+
+/// The repairs as the command's reason.
+#[must_use]
+pub fn describe(repairs: &[Repair]) -> String {
+    let list: Vec<String> = repairs.iter().map(ToString::to_string).collect();
+    format!(
+        "the command changed git's control files, which would run outside the sandbox the next time you use git; keyless put them back: {}",
+        list.join("; ")
+    )
+}
