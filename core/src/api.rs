@@ -139,6 +139,9 @@ pub struct SessionStarted {
     pub allow: Vec<String>,
     /// In a piece session, the current movement's tools (see [`CoreOptions::gate`]).
     pub gate: Option<EffectiveTools>,
+    /// What the host knows of the workspace, which views judge commands with (see
+    /// [`CoreOptions::context`]).
+    pub context: crate::policy::Context,
 }
 
 /// One row of `GET /v1/sessions`.
@@ -237,6 +240,8 @@ pub struct ReplyAnswer {
     pub next_batch: u32,
     /// For a piece session: where the run stands after this batch.
     pub piece: Option<PieceProgress>,
+    /// What the host knows of the workspace after this batch, for judging the next reply.
+    pub context: crate::policy::Context,
 }
 
 /// The answer to `POST /v1/sessions/{id}/cancel`.
@@ -568,6 +573,11 @@ pub struct CoreOptions {
     /// `allowed_commands` in place of `allow`.
     #[cfg_attr(feature = "ts", ts(optional))]
     pub gate: Option<EffectiveTools>,
+    /// What the host knows of the workspace (programs the shell would take from folders the
+    /// model can write, files that steer programs), as the session start and each reply's answer
+    /// give it: the executor judges with the same.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub context: Option<crate::policy::Context>,
 }
 
 #[cfg(test)]

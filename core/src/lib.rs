@@ -65,6 +65,8 @@ pub fn typescript() -> String {
         policy::Decision::decl(&cfg),
         policy::SegmentVerdict::decl(&cfg),
         policy::Verdict::decl(&cfg),
+        policy::Untrusted::decl(&cfg),
+        policy::Context::decl(&cfg),
         check::CheckDiagnostic::decl(&cfg),
         check::CheckCommand::decl(&cfg),
         check::CheckReport::decl(&cfg),

@@ -4,12 +4,12 @@
 //! told.
 #![allow(clippy::expect_used)]
 
-use keyless_core::check::{command_verdict, Judge};
 use keyless_core::mcp::McpTool;
 use keyless_core::parse::{parse_with, ParseOutput};
 use keyless_core::piece::run::PieceRun;
 use keyless_core::piece::tools::Catalog;
 use keyless_core::piece::{validate, Strictness};
+use keyless_core::policy::verdict::{command_verdict, Judge};
 use keyless_core::policy::{Decision, Tier};
 use keyless_core::render::render_reply;
 use keyless_core::ssh::Connection;
@@ -71,7 +71,7 @@ fn arguments_are_checked_and_kept_canonical() {
     assert_eq!(mcp.reply.commands[0].options.timeout_seconds, Some(5));
     // A confirmation shows the call with its arguments.
     assert_eq!(
-        keyless_core::check::confirm_text(&mcp.reply.commands[0]),
+        keyless_core::policy::verdict::confirm_text(&mcp.reply.commands[0]),
         "@@mcp files.read_text_file {\"path\": \"a\"}"
     );
     for (bad, why) in [
@@ -136,7 +136,9 @@ fn tiers_put_other_machines_and_tools_at_risk() {
          @@mcp files.read_text_file\n@@end\n@@next\n@@end\n@@eof\n");
     assert!(parsed.ok(), "{parsed:?}");
     let c = &parsed.reply.commands;
-    let v = |i: usize, mode: Mode| command_verdict(&c[i], mode, &[]).expect("verdict");
+    let v = |i: usize, mode: Mode| {
+        command_verdict(&c[i], mode, &[], &Default::default()).expect("verdict")
+    };
     // A read-only line is still Execute on another machine: confirmed in Ask.
     assert_eq!(
         (v(0, Mode::Ask).tier, v(0, Mode::Ask).decision),
@@ -144,7 +146,13 @@ fn tiers_put_other_machines_and_tools_at_risk() {
     );
     assert_eq!(v(0, Mode::Auto).decision, Decision::Run);
     // AutoSafe runs it when the allow-list names the line.
-    let allowed = command_verdict(&c[0], Mode::AutoSafe, &["ls *".to_string()]).expect("v");
+    let allowed = command_verdict(
+        &c[0],
+        Mode::AutoSafe,
+        &["ls *".to_string()],
+        &Default::default(),
+    )
+    .expect("v");
     assert_eq!(allowed.decision, Decision::Run);
     assert_eq!(v(1, Mode::Auto).decision, Decision::Deny);
     assert_eq!(v(2, Mode::AutoSafe).tier, Tier::Risky);
@@ -239,6 +247,7 @@ fn a_movement_offers_the_tools_it_resolves_and_the_connections_it_may_use() {
         mode: Mode::Ask,
         allow: Vec::new(),
         gate: Some(g),
+        context: Default::default(),
     };
     let parsed = parse_with(
         "@@mcp files.read_text_file\n@@end\n@@mcp files.write_file\n@@end\n@@mcp other.secret\n@@end\n@@next\n@@end\n@@eof\n",

@@ -560,7 +560,8 @@ fn an_old_asking_run_still_loads() {
 /// `command_views` and the overlay's follower alike.
 #[test]
 fn views_judge_commands_with_the_movements_tools() {
-    use keyless_core::check::{command_views, Judge};
+    use keyless_core::check::command_views;
+    use keyless_core::policy::verdict::Judge;
     use keyless_core::policy::Decision;
     let yaml = "name: t\ndescription: d\nmax_movements: 3\ninitial_movement: test\nmovements:\n  - name: test\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: [Read, Bash]\n    allowed_commands: [\"npm test\"]\n    rules: []\n";
     let run = PieceRun::start(load(yaml));

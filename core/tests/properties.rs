@@ -132,10 +132,10 @@ proptest! {
         }
         // The follower, fed the same way, reports like a fresh follow.
         let page = keyless_core::site::PageObservation { site_streaming: true, ..Default::default() };
-        let mut f = keyless_core::site::Follower::new(keyless_core::Settings::default(), keyless_core::check::Judge::new(Mode::Ask, vec![]));
+        let mut f = keyless_core::site::Follower::new(keyless_core::Settings::default(), keyless_core::policy::verdict::Judge::new(Mode::Ask, vec![]));
         for (i, _) in text.match_indices('\n') {
             let prefix = &text[..=i];
-            let fresh = keyless_core::site::follow(prefix, &keyless_core::Settings::default(), &keyless_core::check::Judge::new(Mode::Ask, vec![]), &page);
+            let fresh = keyless_core::site::follow(prefix, &keyless_core::Settings::default(), &keyless_core::policy::verdict::Judge::new(Mode::Ask, vec![]), &page);
             prop_assert_eq!(f.update(prefix, &page), fresh);
         }
     }

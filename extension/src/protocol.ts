@@ -28,7 +28,7 @@ export type {
   HostEvent,
 } from "./generated/core.js";
 export type Verdict = WatchVerdict;
-import type { Delivery, DoctorLine, EffectiveTools, FollowReport, HostEvent, Mode, Pace, PageObservation, ReplyAnswer, Selectors, Settings, SiteAdapter } from "./generated/core.js";
+import type { Context, Delivery, DoctorLine, EffectiveTools, FollowReport, HostEvent, Mode, Pace, PageObservation, ReplyAnswer, Selectors, Settings, SiteAdapter } from "./generated/core.js";
 
 // ---- the run of one tab ----
 
@@ -49,6 +49,9 @@ export interface TabRun {
   /// judges each command with them, as the host will.
   allow?: string[];
   gate?: EffectiveTools;
+  /// What the host knows of the workspace (untrusted programs, files that steer programs), as
+  /// the session start and each answer give it: the overlay judges with it, as the host does.
+  context?: Context;
 }
 
 /// What the content script does with a host answer.

@@ -246,9 +246,16 @@ const handlers: Handlers = {
       if (req.keep !== 0) return { resync: true };
       const run = id === -1 ? null : await runOf(id);
       const s = await settings();
-      const key = `${run?.pace ?? s.pace}|${run?.mode ?? s.mode}|${run?.gate?.movement ?? ""}`;
-      // Judged as the host will: the session's mode, the host's allow-list, the movement's tools.
-      const options = { pace: run?.pace ?? s.pace, mode: run?.mode ?? s.mode, allow: run?.allow ?? [], ...(run?.gate ? { gate: run.gate } : {}) };
+      const key = `${run?.pace ?? s.pace}|${run?.mode ?? s.mode}|${run?.gate?.movement ?? ""}|${JSON.stringify(run?.context ?? null)}`;
+      // Judged as the host will: the session's mode, the host's allow-list, the movement's tools,
+      // what the host knows of the workspace.
+      const options = {
+        pace: run?.pace ?? s.pace,
+        mode: run?.mode ?? s.mode,
+        allow: run?.allow ?? [],
+        ...(run?.gate ? { gate: run.gate } : {}),
+        ...(run?.context ? { context: run.context } : {}),
+      };
       f = { key, text: "", follower: new ReplyFollower(options), sent: [] };
       following.set(id, f);
     }
@@ -284,8 +291,9 @@ const handlers: Handlers = {
       batch: answer.next_batch,
       state: ended ? "ended" : now.state,
       ...(ended ? { reason: answer.turn_ended ?? "done" } : {}),
-      // The movement the next reply is judged in.
+      // The movement the next reply is judged in, and the workspace as the host sees it now.
       ...(answer.piece ? { gate: answer.piece.tools } : {}),
+      context: answer.context,
     };
     await saveRun(tabId, next);
     await core();
@@ -425,6 +433,7 @@ const handlers: Handlers = {
         ...(s.piece ? { piece: s.piece } : {}),
         allow: created.allow,
         ...(created.gate ? { gate: created.gate } : {}),
+        context: created.context,
       };
       // The host's prompt is the whole first message: the system prompt, the movement, the task.
       text = created.prompt;

@@ -59,6 +59,9 @@ pub struct BatchDetail {
     pub control: Option<Control>,
     /// In a piece session, the movement's tools the batch ran under (JSON of `EffectiveTools`).
     pub gate: Option<String>,
+    /// What the host knew of the workspace when the batch was judged (JSON of the policy's
+    /// `Context`): the one the previous answer gave the views.
+    pub context: Option<String>,
 }
 
 /// A stored spelling read back as its type; a value the store never writes is a conversion error.
@@ -123,10 +126,11 @@ impl Store {
             "git_dir",
             "origin_url",
             "repo_recorded",
+            "context",
         ] {
             let _ = conn.execute(&format!("ALTER TABLE sessions ADD COLUMN {col} TEXT"), []);
         }
-        for col in ["reply", "gate"] {
+        for col in ["reply", "gate", "context"] {
             let _ = conn.execute(&format!("ALTER TABLE batches ADD COLUMN {col} TEXT"), []);
         }
         Ok(Self { conn })
@@ -217,6 +221,35 @@ impl Store {
 
     /// # Errors
     /// SQLite failures.
+    /// The policy context last given to the views of `session` (JSON), which its next batch is
+    /// stored with.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn set_context(&self, session: &str, json: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE sessions SET context = ?2 WHERE id = ?1",
+            params![session, json],
+        )?;
+        Ok(())
+    }
+
+    /// The policy context last given to the views of `session`.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn context(&self, session: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT context FROM sessions WHERE id = ?1",
+                params![session],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
     pub fn save_position(&self, s: &SessionState) -> Result<(), StoreError> {
         self.conn.execute(
             "UPDATE sessions SET turn = ?2, batch = ?3, invalid_in_a_row = ?4 WHERE id = ?1",
@@ -275,8 +308,9 @@ impl Store {
         reply: &str,
         gate: Option<&str>,
     ) -> Result<bool, StoreError> {
+        // The batch keeps the context the views judged it with: the session's last one.
         let n = self.conn.execute(
-            "INSERT OR IGNORE INTO batches (id, session_id, turn, batch, created_at, status, reply, gate) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7)",
+            "INSERT OR IGNORE INTO batches (id, session_id, turn, batch, created_at, status, reply, gate, context) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, (SELECT context FROM sessions WHERE id = ?2))",
             params![id, s.id, s.turn, s.batch, now(), reply, gate],
         )?;
         Ok(n == 1)
@@ -307,7 +341,7 @@ impl Store {
     pub fn batch_detail(&self, id: &str) -> Result<Option<BatchDetail>, StoreError> {
         Ok(self
             .conn
-            .query_row("SELECT session_id, turn, batch, status, reply, text, control, gate FROM batches WHERE id = ?1", params![id], |r| {
+            .query_row("SELECT session_id, turn, batch, status, reply, text, control, gate, context FROM batches WHERE id = ?1", params![id], |r| {
                 let control: Option<String> = r.get(6)?;
                 Ok(BatchDetail {
                     session: r.get(0)?,
@@ -320,6 +354,7 @@ impl Store {
                         .map(|c| stored(6, &c, Control::from_name))
                         .transpose()?,
                     gate: r.get(7)?,
+                    context: r.get(8)?,
                 })
             })
             .optional()?)

@@ -112,6 +112,10 @@ pub fn submit(
             next_turn: pos.turn,
             next_batch: pos.batch,
             piece: None,
+            context: store
+                .context(&session)?
+                .and_then(|c| serde_json::from_str(&c).ok())
+                .unwrap_or_default(),
         });
     }
     if (turn, batch) != (pos.turn, pos.batch) {
@@ -219,6 +223,8 @@ pub fn submit(
         }
         None => None,
     };
+    // What the views judge the next reply with (the workspace may have changed).
+    let context = refresh_context(store, &session, ctx.ws.root())?;
     events(Event::Finished {
         batch_id: &id,
         status: step.status,
@@ -236,7 +242,25 @@ pub fn submit(
         next_turn: pos.turn,
         next_batch: pos.batch,
         piece,
+        context,
     })
+}
+
+/// What the host knows of the workspace now, for the command policy ([`crate::exec::gitguard::context`]),
+/// kept with the session: the views judge the next reply with it, and its batch is stored with it.
+///
+/// # Errors
+/// SQLite failures.
+pub fn refresh_context(
+    store: &Store,
+    session: &str,
+    root: &Path,
+) -> Result<keyless_core::policy::Context, StoreError> {
+    let context = crate::exec::gitguard::context(root, None);
+    if let Ok(json) = serde_json::to_string(&context) {
+        store.set_context(session, &json)?;
+    }
+    Ok(context)
 }
 
 /// The repository recorded at the session's start; recorded now for a new session (or one made

@@ -576,3 +576,84 @@ fn dev_shm_is_private_to_the_command() {
     // …but never the /dev/shm the user's other programs share.
     assert!(!shared.exists(), "{text}");
 }
+
+// ---- Point 3: programs that obey files in the workspace are never read-only ----
+
+#[test]
+fn a_planted_toolchain_never_runs_unasked() {
+    let fx = common::Fixture::new();
+    let ws = fx.ws();
+    // The attack: a toolchain file naming a toolchain the model wrote. rustup's proxy (`cargo`)
+    // runs it for `cargo --version`, which was ReadOnly and ran unasked in AutoSafe.
+    std::fs::create_dir_all(ws.join("tc/bin")).expect("dir");
+    std::fs::write(
+        ws.join("tc/bin/cargo"),
+        "#!/bin/sh\necho PLANTED-TOOLCHAIN-RAN\n",
+    )
+    .expect("cargo");
+    common::make_executable(&ws.join("tc/bin/cargo"));
+    std::fs::write(
+        ws.join("rust-toolchain.toml"),
+        format!("[toolchain]\npath = \"{}/tc\"\n", ws.display()),
+    )
+    .expect("toolchain");
+    for line in [
+        "cargo --version",
+        "cargo metadata --format-version 1",
+        "cargo tree",
+    ] {
+        let (_, text) = fx.run(&[&common::run_cmd(line)], &["--mode", "autosafe"]);
+        assert!(!text.contains("PLANTED-TOOLCHAIN-RAN"), "{line}: {text}");
+        assert!(text.contains("code: KA_COMMAND_DECLINED"), "{line}: {text}");
+        assert!(text.contains("rust-toolchain.toml"), "{line}: {text}");
+    }
+    // What the user is shown agrees with what ran.
+    let (_, shown) = common::host_in(
+        &fx,
+        &[
+            "policy",
+            "--mode",
+            "autosafe",
+            "--workspace",
+            ws.to_str().expect("utf8"),
+            "--",
+            "cargo",
+            "--version",
+        ],
+    );
+    assert!(
+        shown.starts_with("tier: Execute  decision: confirm"),
+        "{shown}"
+    );
+    // Every steering file of the table, in the root or a subfolder, for its program.
+    for (file, line) in [
+        (".mvn/jvm.config", "mvn --version"),
+        ("sub/.cargo/config.toml", "cargo build"),
+        (".npmrc", "npm --version"),
+        (".yarnrc.yml", "yarn --version"),
+        ("go.work", "go version"),
+        (".python-version", "python3 --version"),
+        ("gradle.properties", "gradle --version"),
+    ] {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let p = tmp.path().join(file);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("dir");
+        std::fs::write(&p, "x\n").expect("file");
+        let (_, shown) = common::host_in(
+            &fx,
+            &[
+                "policy",
+                "--mode",
+                "autosafe",
+                "--workspace",
+                tmp.path().to_str().expect("utf8"),
+                "--",
+                line,
+            ],
+        );
+        assert!(
+            shown.starts_with("tier: Execute") && shown.contains(file),
+            "{file}: {shown}"
+        );
+    }
+}

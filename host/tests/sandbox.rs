@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{block, git, host_in, reply, run_cmd, Fixture};
+use common::{block, git, host_in, make_executable, reply, run_cmd, Fixture};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -238,7 +238,10 @@ fn a_repository_made_during_the_session_is_not_used() {
     let text = String::from_utf8_lossy(&out.stdout);
     // The .git file pointing elsewhere is taken away at once (the git guard)…
     assert!(text.contains("code: KA_GIT_PROTECTED"), "{text}");
-    assert!(text.contains("a .git file pointing outside the workspace"), "{text}");
+    assert!(
+        text.contains("a .git file pointing outside the workspace"),
+        "{text}"
+    );
     // …and the repository the model made is never the one @@commit uses.
     assert!(text.contains("code: KA_NOT_A_GIT_REPOSITORY"), "{text}");
     assert_eq!(
@@ -739,11 +742,6 @@ fn a_program_shadowed_inside_the_workspace_is_not_trusted() {
         "{text}"
     );
     assert!(!fx.ws().join("ran.txt").exists());
-}
-
-fn make_executable(p: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
 fn abstract_listener(name: &str) -> std::os::unix::net::UnixListener {

@@ -94,7 +94,7 @@ fn main() {
     for _ in 0..5 {
         let mut follower = Follower::new(
             settings,
-            keyless_core::check::Judge::new(Mode::Ask, Vec::new()),
+            keyless_core::policy::verdict::Judge::new(Mode::Ask, Vec::new()),
         );
         for c in &chunks {
             let start = Instant::now();

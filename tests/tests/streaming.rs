@@ -33,7 +33,7 @@ fn no_false_problems_while_a_valid_reply_streams() {
                 let r = follow(
                     &shown,
                     &settings,
-                    &keyless_core::check::Judge::new(Mode::Ask, Vec::new()),
+                    &keyless_core::policy::verdict::Judge::new(Mode::Ask, Vec::new()),
                     &page,
                 );
                 assert!(

@@ -79,7 +79,7 @@ fn run(op: u32, input: &str) -> Result<serde_json::Value, String> {
                 Some(m) => m.parse::<Mode>().map_err(|e| e.to_string())?,
                 None => Mode::default(),
             };
-            let judge = keyless_core::check::Judge::new(mode, i.allow.clone());
+            let judge = keyless_core::policy::verdict::Judge::new(mode, i.allow.clone());
             serde_json::to_value(follow(&i.text, &settings(&i)?, &judge, &i.page))
         }
         op::SITES => Ok(match load_sites(DEFAULT_SITES_JSON, Some(&i.text)) {

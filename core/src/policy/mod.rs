@@ -15,13 +15,18 @@
 //! - [`known`]: the known-safe lists (ReadOnly and Build);
 //! - [`programs`]: everything else: wrappers, interpreters, package managers, git, deletions, the
 //!   denied list;
-//! - [`pattern`]: allow-list patterns.
+//! - [`pattern`]: allow-list patterns;
+//! - [`steering`]: the workspace files that steer programs (a toolchain file, `.npmrc`, …);
+//! - [`verdict`]: the one verdict on a command of any kind ([`verdict::Judge`]), for the executor and
+//!   every view.
 
 mod args;
 mod known;
 mod lexer;
 mod pattern;
 mod programs;
+pub mod steering;
+pub mod verdict;
 
 use crate::config::Mode;
 use crate::reply::CommandKind;
@@ -114,12 +119,29 @@ pub struct Verdict {
     pub segments: Vec<SegmentVerdict>,
 }
 
-/// What the host knows about the machine that the policy cannot see: programs that the shell
-/// would take from a folder the model can write (`(name, where)`). Such a program is never a
-/// known one.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Context<'a> {
-    pub untrusted: &'a [(String, String)],
+/// A program the shell would take from a folder the model can write (`node_modules/.bin`,
+/// `.venv/bin`, `.` in PATH): never a known one.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Untrusted {
+    pub name: String,
+    /// Where the shell would find it.
+    pub path: String,
+}
+
+/// What the host knows about the machine and the workspace that the policy cannot see. The host
+/// computes it; every view (the overlay, the dashboard, `keyless-host policy`) and the executor
+/// judge with the same one.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Context {
+    /// Programs the shell would take from a folder the model can write.
+    #[serde(default)]
+    pub untrusted: Vec<Untrusted>,
+    /// Workspace files (workspace-relative) that steer a program ([`steering`]): while one
+    /// exists, that program is at least Execute.
+    #[serde(default)]
+    pub steering: Vec<String>,
 }
 
 /// Nesting depth for `sh -c`, `$(…)` and wrappers.
@@ -144,7 +166,7 @@ pub(crate) fn worse(a: Rated, b: Rated) -> Rated {
 }
 
 /// Classifies a whole line at nesting `depth`; the worst segment decides.
-pub(crate) fn classify_line(line: &str, depth: u32, ctx: &Context<'_>) -> Rated {
+pub(crate) fn classify_line(line: &str, depth: u32, ctx: &Context) -> Rated {
     if depth > MAX_DEPTH {
         return rated(Tier::Risky, "too deeply nested to analyse");
     }
@@ -160,7 +182,7 @@ pub(crate) fn classify_line(line: &str, depth: u32, ctx: &Context<'_>) -> Rated 
     }
 }
 
-fn classify_at(line: &str, depth: u32, ctx: &Context<'_>) -> Classification {
+fn classify_at(line: &str, depth: u32, ctx: &Context) -> Classification {
     if line.chars().count() > MAX_ANALYSED_CHARS {
         let seg = SegmentVerdict {
             text: crate::text::truncate_chars(line, 80),
@@ -264,7 +286,7 @@ pub fn classify(line: &str) -> Classification {
 
 /// Splits and classifies a command line, knowing which programs come from untrusted folders.
 #[must_use]
-pub fn classify_with(line: &str, ctx: &Context<'_>) -> Classification {
+pub fn classify_with(line: &str, ctx: &Context) -> Classification {
     classify_at(line, 0, ctx)
 }
 
@@ -316,7 +338,7 @@ pub fn file_command_verdict(kind: CommandKind, target: &str, mode: Mode) -> Opti
 
 /// [`decide`] with what the host knows about the machine.
 #[must_use]
-pub fn decide_with(line: &str, mode: Mode, allow: &[String], ctx: &Context<'_>) -> Verdict {
+pub fn decide_with(line: &str, mode: Mode, allow: &[String], ctx: &Context) -> Verdict {
     let c = classify_with(line, ctx);
     let mut worst: Option<(Decision, usize, String)> = None;
     for (i, s) in c.segments.iter().enumerate() {

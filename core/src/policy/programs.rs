@@ -157,11 +157,7 @@ const HARMLESS_ENV: &[&str] = &[
 
 /// Classifies the segments of one line, with the pipeline rules (a download piped into an
 /// interpreter is denied; a here-document piped into one is classified as the script it is).
-pub(crate) fn classify_segments(
-    raw: &[Segment],
-    depth: u32,
-    ctx: &Context<'_>,
-) -> Vec<SegmentVerdict> {
+pub(crate) fn classify_segments(raw: &[Segment], depth: u32, ctx: &Context) -> Vec<SegmentVerdict> {
     let mut out: Vec<SegmentVerdict> = Vec::with_capacity(raw.len());
     let mut pipeline_has_downloader = false;
     let mut pipeline_heredoc: Option<&str> = None;
@@ -227,7 +223,7 @@ fn program_name(seg: &Segment) -> String {
         .unwrap_or_default()
 }
 
-fn classify_segment(seg: &Segment, depth: u32, ctx: &Context<'_>) -> Rated {
+fn classify_segment(seg: &Segment, depth: u32, ctx: &Context) -> Rated {
     let prog = program_name(seg);
     let mut r = if seg.subshell || seg.words.is_empty() {
         if seg.assignments.is_empty() {
@@ -371,8 +367,45 @@ fn texts(words: &[Word]) -> Vec<&str> {
     words.iter().map(|w| w.text.as_str()).collect()
 }
 
-/// Classifies a command given as words (a segment's, or a wrapper's inner command).
-fn classify_words(words: &[Word], depth: u32, ctx: &Context<'_>) -> Rated {
+/// Classifies a command given as words (a segment's, or a wrapper's inner command), then the
+/// rules that hold for every program: a glob that may expand into an option, and a workspace
+/// file that steers the program.
+fn classify_words(words: &[Word], depth: u32, ctx: &Context) -> Rated {
+    let mut r = classify_program(words, depth, ctx);
+    let name = normalized(&words[0].text);
+    if let Some(w) = option_glob(&name, &words[1..]) {
+        r = worse(
+            r,
+            rated(
+                Tier::Execute,
+                format!("the glob {w} may expand to a file named like an option of {name} (write -- before it, or ./{w})"),
+            ),
+        );
+    }
+    let all = texts(words);
+    if let Some(why) = super::steering::steered(&name, &all[1..], &ctx.steering) {
+        r = worse(r, rated(Tier::Execute, why));
+    }
+    r
+}
+
+/// A glob word that the shell may expand into a file named like an option (it begins with a
+/// glob character, before any `--`), for a program whose options are not all harmless: a file
+/// named `--pre=./x` in the workspace would become `rg`'s option. A known program whose every
+/// option only changes its output (no risky options, no output operand) is spared.
+fn option_glob<'a>(name: &str, args: &'a [Word]) -> Option<&'a str> {
+    if let Some(k) = known::lookup(name) {
+        if k.spec.risky.is_empty() && k.spec.operands == Operands::Any {
+            return None;
+        }
+    }
+    args.iter()
+        .take_while(|w| w.text != "--")
+        .find(|w| w.glob && w.text.starts_with(['*', '?', '[']))
+        .map(|w| w.text.as_str())
+}
+
+fn classify_program(words: &[Word], depth: u32, ctx: &Context) -> Rated {
     let program = &words[0];
     if program.expanded {
         return rated(
@@ -396,7 +429,12 @@ fn classify_words(words: &[Word], depth: u32, ctx: &Context<'_>) -> Rated {
     }
     let word = program.text.as_str();
     let name = normalized(word);
-    if let Some((_, place)) = ctx.untrusted.iter().find(|(p, _)| normalized(p) == name) {
+    if let Some(place) = ctx
+        .untrusted
+        .iter()
+        .find(|u| normalized(&u.name) == name)
+        .map(|u| &u.path)
+    {
         if !word.contains('/') {
             return rated(
                 Tier::Risky,
@@ -903,7 +941,7 @@ fn wrapper_skip(
     words: &[Word],
     takes_value: &[&str],
     depth: u32,
-    ctx: &Context<'_>,
+    ctx: &Context,
 ) -> Rated {
     let mut i = 1;
     while i < words.len() && words[i].text.starts_with('-') {
@@ -916,7 +954,7 @@ fn wrapper_skip(
 }
 
 /// A program that runs another: at least Risky, and as bad as what it runs.
-fn wrapper(prog: &str, words: &[Word], inner_start: usize, depth: u32, ctx: &Context<'_>) -> Rated {
+fn wrapper(prog: &str, words: &[Word], inner_start: usize, depth: u32, ctx: &Context) -> Rated {
     let base = rated(Tier::Risky, format!("{prog} runs another program"));
     if depth >= MAX_DEPTH {
         return base;
@@ -932,7 +970,7 @@ fn wrapper(prog: &str, words: &[Word], inner_start: usize, depth: u32, ctx: &Con
     base
 }
 
-fn shell_string(prog: &str, inner: &str, depth: u32, ctx: &Context<'_>) -> Rated {
+fn shell_string(prog: &str, inner: &str, depth: u32, ctx: &Context) -> Rated {
     let base = rated(Tier::Risky, format!("{prog} runs a command string"));
     if depth >= MAX_DEPTH {
         return base;
@@ -944,7 +982,7 @@ fn shell_string(prog: &str, inner: &str, depth: u32, ctx: &Context<'_>) -> Rated
     base
 }
 
-fn rate_env(words: &[Word], depth: u32, ctx: &Context<'_>) -> Rated {
+fn rate_env(words: &[Word], depth: u32, ctx: &Context) -> Rated {
     // `env` alone prints the environment; with a command it is a wrapper.
     let mut i = 1;
     while i < words.len() {
@@ -981,7 +1019,7 @@ fn rate_env(words: &[Word], depth: u32, ctx: &Context<'_>) -> Rated {
 }
 
 /// find: known tests and actions only; -exec, -delete and the file-writing actions are Risky.
-fn rate_find(words: &[Word], depth: u32, ctx: &Context<'_>) -> Rated {
+fn rate_find(words: &[Word], depth: u32, ctx: &Context) -> Rated {
     const SAFE: &[&str] = &[
         "-name",
         "-iname",
@@ -1856,6 +1894,13 @@ fn git_spec(sub: &str) -> Option<(Spec, &'static str)> {
     ))
 }
 
+/// Never used: `git_spec("log")` always answers.
+const LOG_FALLBACK: Spec = Spec {
+    opts: &[],
+    risky: GIT_RISKY,
+    operands: Operands::None,
+};
+
 const GIT_VIEWER: &str = "git help opens the manual with a viewer program (man, info or a web browser, as help.format, man.viewer and web.browser name)";
 
 /// Why a reading git subcommand would run another program, when it would: a manual viewer, or the
@@ -1892,12 +1937,31 @@ fn git_runs_a_program(sub: &str, rest: &[&str]) -> Option<&'static str> {
     verifies.then_some("verifying a signature runs the program gpg.program names")
 }
 
-fn rate_git(words: &[Word]) -> Rated {
-    let a = texts(words);
-    // Global options before the subcommand.
+/// The global options before the subcommand: their rating (the worst of them), and where the
+/// subcommand starts. `Err` when an option settles the line by itself (`--version`, `--help`).
+fn git_globals(a: &[&str]) -> Result<(Option<Rated>, usize), Rated> {
+    let mut worst: Option<Rated> = None;
+    let mut note = |r: Rated| {
+        worst = Some(match worst.take() {
+            Some(w) => worse(w, r),
+            None => r,
+        });
+    };
     let mut i = 0;
     while i < a.len() && a[i].starts_with('-') {
         let x = a[i];
+        // Options whose value is the next word.
+        let takes_next = matches!(
+            x,
+            "-C" | "-c"
+                | "--git-dir"
+                | "--work-tree"
+                | "--namespace"
+                | "--super-prefix"
+                | "--config-env"
+                | "--exec-path"
+                | "--list-cmds"
+        );
         match x {
             "--no-pager"
             | "-P"
@@ -1910,33 +1974,46 @@ fn rate_git(words: &[Word]) -> Rated {
             | "--no-lazy-fetch"
             | "--no-advice" => {}
             "--version" | "-v" => {
-                return rated(Tier::ReadOnly, "git --version only prints its version")
+                return Err(rated(
+                    Tier::ReadOnly,
+                    "git --version only prints its version",
+                ))
             }
             "--help" | "-h" if a.len() > i + 1 => {
-                return rated(Tier::Risky, GIT_VIEWER);
+                return Err(rated(Tier::Risky, GIT_VIEWER));
             }
-            "--help" | "-h" => return rated(Tier::ReadOnly, "git --help only prints help"),
+            "--help" | "-h" => return Err(rated(Tier::ReadOnly, "git --help only prints help")),
             x if x == "-c"
                 || (x.starts_with("-c") && x.len() > 2)
                 || x.starts_with("--config-env") =>
             {
-                if a.get(i + 1).is_some_and(|kv| kv.starts_with("--global")) {
-                    return rated(Tier::Denied, "git config --global");
+                let kv = if x == "-c" {
+                    a.get(i + 1).copied()
+                } else {
+                    Some(x)
+                };
+                if kv.is_some_and(|kv| kv.starts_with("--global")) {
+                    note(rated(Tier::Denied, "git config --global"));
                 }
-                return rated(
+                note(rated(
                     Tier::Risky,
                     "git -c sets configuration that can name programs to run",
-                );
+                ));
             }
             x if x.starts_with("--exec-path") && x.contains('=')
                 || x == "--exec-path" && a.get(i + 1).is_some_and(|n| !n.starts_with('-')) =>
             {
-                return rated(
+                note(rated(
                     Tier::Risky,
                     "git --exec-path runs git's programs from another folder",
-                );
+                ));
             }
-            "--exec-path" => return rated(Tier::ReadOnly, "git --exec-path only prints a folder"),
+            "--exec-path" => {
+                return Err(rated(
+                    Tier::ReadOnly,
+                    "git --exec-path only prints a folder",
+                ))
+            }
             x if x == "-C"
                 || x.starts_with("-C")
                 || x.starts_with("--git-dir")
@@ -1945,26 +2022,44 @@ fn rate_git(words: &[Word]) -> Rated {
                 || x.starts_with("--super-prefix")
                 || x == "--bare" =>
             {
-                return rated(
+                note(rated(
                     Tier::Risky,
                     format!("git {x} points git at another repository, whose configuration can name programs to run"),
-                );
+                ));
             }
-            "-p" | "--paginate" => {
-                return rated(
-                    Tier::Risky,
-                    "git -p runs the pager program named in the configuration",
-                )
-            }
-            _ => {
-                return rated(
-                    Tier::Execute,
-                    format!("git: the option {x} is not on keyless's known-safe list"),
-                )
-            }
+            "-p" | "--paginate" => note(rated(
+                Tier::Risky,
+                "git -p runs the pager program named in the configuration",
+            )),
+            _ => note(rated(
+                Tier::Execute,
+                format!("git: the option {x} is not on keyless's known-safe list"),
+            )),
         }
         i += 1;
+        if takes_next {
+            i += 1;
+        }
     }
+    Ok((worst, i))
+}
+
+/// Every reason counts: `git -C /elsewhere push --force` is a force-push wherever git is
+/// pointed, so the global options' rating and the subcommand's are both taken.
+fn rate_git(words: &[Word]) -> Rated {
+    let a = texts(words);
+    let (globals, i) = match git_globals(&a) {
+        Ok(g) => g,
+        Err(settled) => return settled,
+    };
+    let sub = rate_git_sub_at(words, &a, i);
+    match globals {
+        Some(g) => worse(g, sub),
+        None => sub,
+    }
+}
+
+fn rate_git_sub_at(words: &[Word], a: &[&str], i: usize) -> Rated {
     let Some(sub) = a.get(i).copied() else {
         return rated(Tier::ReadOnly, "git alone prints help");
     };
@@ -2069,12 +2164,29 @@ fn rate_git(words: &[Word]) -> Rated {
             ["show", ..] => rated(Tier::Execute, "git remote show contacts the remote"),
             _ => rated(Tier::Risky, "git remote changes remotes"),
         },
+        // They take the log family's options, `--output=FILE` among them.
         "stash" => match rest.first().copied() {
-            Some("list" | "show") => rated(Tier::ReadOnly, "git stash list/show only reads"),
+            Some(what @ ("list" | "show")) => {
+                let (spec, _) = git_spec("log").unwrap_or((LOG_FALLBACK, ""));
+                rate_git_sub(
+                    &format!("stash {what}"),
+                    &spec,
+                    "only reads",
+                    &rest_words[1..],
+                )
+            }
             _ => rated(Tier::Risky, "git stash changes the working tree"),
         },
         "reflog" => match rest.first().copied() {
-            None | Some("show") => rated(Tier::ReadOnly, "git reflog only reads"),
+            None | Some("show") => {
+                let (spec, _) = git_spec("log").unwrap_or((LOG_FALLBACK, ""));
+                let skip = usize::from(rest.first() == Some(&"show"));
+                rate_git_sub("reflog", &spec, "only reads", &rest_words[skip..])
+            }
+            Some(x) if x.starts_with('-') => {
+                let (spec, _) = git_spec("log").unwrap_or((LOG_FALLBACK, ""));
+                rate_git_sub("reflog", &spec, "only reads", rest_words)
+            }
             _ => rated(Tier::Risky, "git reflog changes the reflog"),
         },
         "worktree" if rest.first() == Some(&"list") => {

@@ -1,9 +1,10 @@
 //! The overlay's follower: the report on a reply as it streams, parsed incrementally.
 
 use super::*;
-use crate::check::{Checked, CommandView, Judge};
+use crate::check::{Checked, CommandView};
 use crate::config::Settings;
 use crate::diag::{Code, Diagnostic};
+use crate::policy::verdict::Judge;
 use crate::reply::{Command, Control};
 use serde::{Deserialize, Serialize};
 
@@ -81,10 +82,10 @@ impl Follower {
         }
     }
 
-    /// A command's verdict (`check::Judge::verdict`); a runcommand's is computed once per command
+    /// A command's verdict (`policy::verdict::Judge::verdict`); a runcommand's is computed once per command
     /// line while the reply streams.
     fn verdict(&mut self, c: &Command) -> Option<crate::policy::Verdict> {
-        let Some(line) = crate::check::policed_line(c) else {
+        let Some(line) = crate::policy::verdict::policed_line(c) else {
             return self.judge.verdict(c);
         };
         let slot = c.number as usize;

@@ -2,11 +2,12 @@
 //! core types and does no logic of its own.
 
 use keyless_core::api::CoreOptions;
-use keyless_core::check::{check as core_check, Judge};
+use keyless_core::check::check as core_check;
 use keyless_core::message::{system_prompt as core_prompt, PromptContext};
 use keyless_core::piece::tools::effective;
 use keyless_core::piece::{graph, validate, Strictness};
-use keyless_core::policy::decide;
+use keyless_core::policy::decide_with;
+use keyless_core::policy::verdict::Judge;
 use keyless_core::site::{
     delivery, doctor, follow, load_sites, site_for_host, PageObservation, SelectorProbe,
     SiteAdapter, DEFAULT_SITES_JSON,
@@ -52,6 +53,7 @@ fn settings(value: JsValue) -> Result<(Settings, Judge), JsError> {
             mode,
             allow: dto.allow,
             gate: dto.gate,
+            context: dto.context.unwrap_or_default(),
         },
     ))
 }
@@ -106,7 +108,12 @@ pub fn classify_command(
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
 ) -> Result<JsValue, JsError> {
     let (_, judge) = settings(settings_js)?;
-    to_js(&decide(line, judge.mode, judge.allow_list()))
+    to_js(&decide_with(
+        line,
+        judge.mode,
+        judge.allow_list(),
+        &judge.context,
+    ))
 }
 
 /// The system prompt for the settings.

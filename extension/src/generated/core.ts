@@ -38,6 +38,23 @@ export type Verdict = { tier: Tier, decision: Decision,
  */
 reason: string, segments: Array<SegmentVerdict>, };
 
+export type Untrusted = { name: string, 
+/**
+ * Where the shell would find it.
+ */
+path: string, };
+
+export type Context = { 
+/**
+ * Programs the shell would take from a folder the model can write.
+ */
+untrusted: Array<Untrusted>, 
+/**
+ * Workspace files (workspace-relative) that steer a program ([`steering`]): while one
+ * exists, that program is at least Execute.
+ */
+steering: Array<string>, };
+
 export type CheckDiagnostic = { code: string, line: number | null, message: string, };
 
 export type CheckCommand = { number: number, command: string, argument: string | null, 
@@ -259,7 +276,12 @@ allow: Array<string>,
 /**
  * In a piece session, the current movement's tools (see [`CoreOptions::gate`]).
  */
-gate: EffectiveTools | null, };
+gate: EffectiveTools | null, 
+/**
+ * What the host knows of the workspace, which views judge commands with (see
+ * [`CoreOptions::context`]).
+ */
+context: Context, };
 
 export type SessionSummary = { session: string, 
 /**
@@ -299,7 +321,11 @@ stored: boolean, next_turn: number, next_batch: number,
 /**
  * For a piece session: where the run stands after this batch.
  */
-piece: PieceProgress | null, };
+piece: PieceProgress | null, 
+/**
+ * What the host knows of the workspace after this batch, for judging the next reply.
+ */
+context: Context, };
 
 export type CancelRequested = { session: string, cancel_requested: boolean, };
 
@@ -444,7 +470,13 @@ allow?: Array<string>,
  * In a piece session, the current movement's tools: what it refuses, and its
  * `allowed_commands` in place of `allow`.
  */
-gate?: EffectiveTools, };
+gate?: EffectiveTools, 
+/**
+ * What the host knows of the workspace (programs the shell would take from folders the
+ * model can write, files that steer programs), as the session start and each reply's answer
+ * give it: the executor judges with the same.
+ */
+context?: Context, };
 
 export const MODES: readonly Mode[] = ["Ask", "AutoSafe", "Auto"];
 

@@ -5,7 +5,7 @@ use crate::error::HostError;
 use clap::Args;
 use keyless_core::check::{check, over_limit, CheckReport};
 use keyless_core::message::{system_prompt, PromptContext};
-use keyless_core::policy::decide;
+use keyless_core::policy::decide_with;
 use keyless_core::{parse, Code, Diagnostic, Limits, Mode};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
@@ -34,6 +34,11 @@ pub(super) struct PolicyArgs {
     /// Print the verdict as JSON.
     #[arg(long)]
     json: bool,
+    /// Judge as the executor would in this workspace: programs the shell would take from
+    /// folders the model can write, and workspace files that steer programs (a toolchain file,
+    /// .npmrc, …). Without it, the line is judged on its own.
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
     /// The command line (after --).
     #[arg(last = true, required = true, value_name = "COMMAND_LINE")]
     command_line: Vec<String>,
@@ -195,7 +200,12 @@ pub(super) fn policy_cmd(a: &PolicyArgs) -> Result<ExitCode, HostError> {
     if line.trim().is_empty() {
         return Err(HostError::Usage("the command line is empty".into()));
     }
-    let verdict = decide(&line, a.mode, &a.allow);
+    let context = a
+        .workspace
+        .as_deref()
+        .map(|w| crate::exec::gitguard::context(w, None))
+        .unwrap_or_default();
+    let verdict = decide_with(&line, a.mode, &a.allow, &context);
     let mut out = io::stdout().lock();
     if a.json {
         serde_json::to_writer(&mut out, &verdict)?;

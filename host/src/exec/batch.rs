@@ -8,7 +8,8 @@ use super::Failure;
 use keyless_core::message::{correction, results, BatchRef, CommandResult, Outcome};
 use keyless_core::parse::parse_with;
 use keyless_core::plan::{failure_stops_batch, plan, SkipReason};
-use keyless_core::policy::{decide_with, Decision, Verdict};
+use keyless_core::policy::verdict::{confirm_text, Judge};
+use keyless_core::policy::{Context, Decision, Verdict};
 use keyless_core::{BatchFailureMode, Code, CommandKind, Control, Mode, SectionName, Settings};
 use std::time::Duration;
 
@@ -36,6 +37,9 @@ pub trait Prompter {
     fn command_started(&mut self, _command: &keyless_core::Command) {}
     /// A command of the batch has its result (run, failed or skipped).
     fn command_finished(&mut self, _result: &CommandResult) {}
+    /// The policy's verdict on a command, right before it is carried out (every command that
+    /// has one, whatever the decision).
+    fn judged(&mut self, _command: &keyless_core::Command, _verdict: &Verdict) {}
 }
 
 /// Everything that decides how a batch runs.
@@ -223,14 +227,26 @@ impl Executor<'_> {
             return self.run_extension(cmd, backup, prompter);
         }
         // @@deletefile and @@commit are confirmed as the same writes through runcommand would be.
-        let verdict = keyless_core::check::command_verdict(cmd, self.cfg.mode, &self.cfg.allow);
+        let verdict = self.judge(Context::default()).verdict(cmd);
         let tier = verdict.as_ref().map(|v| v.tier);
         if let Some(v) = &verdict {
-            if let Err(f) = admit(v, &keyless_core::check::confirm_text(cmd), prompter) {
+            if let Err(f) = admit(cmd, v, prompter) {
                 return (Err(f), tier);
             }
         }
         (self.run_file_command(cmd, backup, prompter), tier)
+    }
+
+    /// The one verdict's judge for this batch's commands: the session's mode and allow-list, the
+    /// movement's tools, and what the host knows of the workspace (`context`; only a command
+    /// line is judged by it).
+    pub(super) fn judge(&self, context: Context) -> Judge {
+        Judge {
+            mode: self.cfg.mode,
+            allow: self.cfg.allow.clone(),
+            gate: self.gate.cloned(),
+            context,
+        }
     }
 
     /// Every command but runcommand, once the policy and the user let it run.
@@ -314,22 +330,30 @@ impl Executor<'_> {
         prompter: &mut dyn Prompter,
     ) -> (Result<Outcome, Failure>, Option<keyless_core::policy::Tier>) {
         let line = cmd.section_text(SectionName::Cmd).unwrap_or("").trim();
-        // A program the shell would take from a folder the model can write is never a known one.
-        let untrusted = super::programs::untrusted_in_line(line, self.ws.root());
-        // A movement's allowed_commands overrides the configured allow-list.
-        let allow = self
-            .gate
-            .map_or(self.cfg.allow.as_slice(), |g| g.allow_list(&self.cfg.allow));
-        let verdict = decide_with(
-            line,
-            self.cfg.mode,
-            allow,
-            &keyless_core::policy::Context {
-                untrusted: &untrusted,
-            },
-        );
+        // The git guard's snapshot, taken before the verdict: it also finds the files that steer
+        // programs, which the policy judges with (with the programs the shell would take from a
+        // folder the model can write).
+        let guard = match super::gitguard::Guard::take(self.ws.root()) {
+            Ok(g) => g,
+            Err(e) => {
+                return (
+                    Err(Failure::new(
+                        Code::FileIo,
+                        format!("cannot look at the workspace before the command: {e}"),
+                    )),
+                    None,
+                )
+            }
+        };
+        let context = super::gitguard::context(self.ws.root(), Some(&guard));
+        let Some(verdict) = self.judge(context).verdict(cmd) else {
+            return (
+                Err(Failure::new(Code::Internal, "no verdict on a runcommand")),
+                None,
+            );
+        };
         let tier = Some(verdict.tier);
-        let approved = match admit(&verdict, line, prompter) {
+        let approved = match admit(cmd, &verdict, prompter) {
             Ok(approved) => approved,
             Err(f) => return (Err(f), tier),
         };
@@ -352,7 +376,15 @@ impl Executor<'_> {
             .cfg
             .sandbox
             .then(|| super::sandbox::spec_for(self.ws.root(), self.cfg.network, approved));
-        let out = match shell::run(line, confine.as_ref(), self.ws.root(), timeout, max, |c| {
+        // The user may have taken a while to answer: the snapshot is taken again right before
+        // the command starts, so nothing the user did meanwhile is taken for the command's doing.
+        let guard = if approved {
+            super::gitguard::Guard::take(self.ws.root()).unwrap_or(guard)
+        } else {
+            guard
+        };
+        let confined = confine.as_ref().map(|spec| (spec, guard));
+        let out = match shell::run_guarded(line, confined, self.ws.root(), timeout, max, |c| {
             if !c.is_empty() {
                 prompter.output(c);
             }
@@ -374,19 +406,21 @@ impl Executor<'_> {
 }
 
 /// The policy's decision carried out, for every command that has one: Deny is
-/// KA_COMMAND_DENIED, Confirm asks the user (showing `shown`) and a no is KA_COMMAND_DECLINED.
-/// `Ok(true)`: the user saw and approved it; `Ok(false)`: it runs unasked.
+/// KA_COMMAND_DENIED, Confirm asks the user (showing [`confirm_text`]) and a no is
+/// KA_COMMAND_DECLINED. `Ok(true)`: the user saw and approved it; `Ok(false)`: it runs unasked.
 pub(super) fn admit(
+    cmd: &keyless_core::Command,
     verdict: &Verdict,
-    shown: &str,
     prompter: &mut dyn Prompter,
 ) -> Result<bool, Failure> {
+    prompter.judged(cmd, verdict);
+    let shown = confirm_text(cmd);
     match verdict.decision {
         Decision::Deny => Err(Failure::new(
             Code::CommandDenied,
             format!("denied by the command policy: {}", verdict.reason),
         )),
-        Decision::Confirm if prompter.confirm(shown, verdict) => Ok(true),
+        Decision::Confirm if prompter.confirm(&shown, verdict) => Ok(true),
         Decision::Confirm => Err(Failure::new(
             Code::CommandDeclined,
             format!("the user declined ({})", verdict.reason),

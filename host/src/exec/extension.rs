@@ -12,8 +12,8 @@ use super::remote::{self, SshOptions};
 use super::tools::Extensions;
 use super::workspace::BatchBackup;
 use super::Failure;
-use keyless_core::check::{confirm_text, Judge};
 use keyless_core::message::Outcome;
+use keyless_core::policy::Context;
 use keyless_core::policy::Tier;
 use keyless_core::ssh::Connection;
 use keyless_core::textfile::OutputCap;
@@ -54,12 +54,7 @@ impl Executor<'_> {
         } else {
             None
         };
-        let judge = Judge {
-            mode: self.cfg.mode,
-            allow: self.cfg.allow.clone(),
-            gate: Some(gate.clone()),
-        };
-        let Some(verdict) = judge.verdict(cmd) else {
+        let Some(verdict) = self.judge(Context::default()).verdict(cmd) else {
             return (
                 Err(Failure::new(
                     Code::Internal,
@@ -69,7 +64,7 @@ impl Executor<'_> {
             );
         };
         let tier = Some(verdict.tier);
-        if let Err(f) = admit(&verdict, &confirm_text(cmd), prompter) {
+        if let Err(f) = admit(cmd, &verdict, prompter) {
             return (Err(f), tier);
         }
         let timeout = Duration::from_secs(u64::from(

@@ -18,7 +18,8 @@
 //! repository (`HEAD` with `objects/` and `refs/`, or with `commondir`: the workspace's `.git`,
 //! its `modules/` and `worktrees/`, a nested or bare repository): `config`, `config.worktree`,
 //! `commondir`, `hooks/` and `info/` with their files. The scan goes through directory handles and
-//! never follows a symlink; `.agent` is skipped except the sandbox's temp folder.
+//! never follows a symlink; `.agent` is skipped except the sandbox's temp folder. On the way it
+//! notes the files that steer programs, which the command policy judges with ([`context`]).
 #![allow(clippy::disallowed_methods)] // keyless putting back git's own control files, never the model's write
 
 use super::workspace::{git_dir_like, open_read, write_atomic_in};
@@ -55,7 +56,13 @@ struct Snapshot {
     /// The scan stopped at a limit.
     incomplete: bool,
     entries: usize,
+    /// Files that steer programs ([`keyless_core::policy::steering`]), found on the way.
+    steering: Vec<String>,
 }
+
+/// The most steering files listed (a workspace with more is judged by the first ones, which
+/// already make each program they steer Execute).
+const MAX_STEERING: usize = 500;
 
 fn join(rel: &str, name: &str) -> String {
     if rel.is_empty() {
@@ -141,6 +148,10 @@ impl Snapshot {
                 if let Ok(sub) = dir.open_dir_nofollow(&name) {
                     self.walk(&sub, &path, depth + 1);
                 }
+            } else if self.steering.len() < MAX_STEERING
+                && keyless_core::policy::steering::is_steering_file(&path)
+            {
+                self.steering.push(path);
             }
         }
     }
@@ -271,6 +282,12 @@ impl Guard {
             dir,
             before,
         })
+    }
+
+    /// The files that steer programs, as the snapshot found them (the policy's context).
+    #[must_use]
+    pub fn steering(&self) -> &[String] {
+        &self.before.steering
     }
 
     /// Compares with the workspace now (call once the command and every process it started have
@@ -540,4 +557,21 @@ pub fn describe(repairs: &[Repair]) -> String {
         "the command changed git's control files, which would run outside the sandbox the next time you use git; keyless put them back: {}",
         list.join("; ")
     )
+}
+
+/// What the host knows of the workspace for the command policy, now: the programs the shell would
+/// take from folders the model can write, and the files that steer programs (the same scan as the
+/// guard's).
+#[must_use]
+pub fn context(workspace: &Path, guard: Option<&Guard>) -> keyless_core::policy::Context {
+    let steering = match guard {
+        Some(g) => g.steering().to_vec(),
+        None => Dir::open_ambient_dir(workspace, cap_std::ambient_authority())
+            .map(|d| Snapshot::take(&d).steering)
+            .unwrap_or_default(),
+    };
+    keyless_core::policy::Context {
+        untrusted: super::programs::untrusted_programs(workspace),
+        steering,
+    }
 }

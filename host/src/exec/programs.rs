@@ -82,12 +82,45 @@ pub fn untrusted_location(name: &str, workspace: &Path) -> Option<PathBuf> {
     None
 }
 
-/// The programs of a command line that the shell would take from a place the model can write,
-/// as `(program, where)`.
+/// The most names read from one folder a command can write.
+const MAX_NAMES: usize = 5_000;
+
+/// Every program the shell would take from a place the model can write: each executable in a
+/// PATH folder that is such a place (a relative one, or inside the workspace or a temp folder),
+/// when that folder comes first in PATH for its name. Sorted by name.
 #[must_use]
-pub fn untrusted_in_line(line: &str, workspace: &Path) -> Vec<(String, String)> {
-    keyless_core::policy::programs(line)
+pub fn untrusted_programs(workspace: &Path) -> Vec<keyless_core::policy::Untrusted> {
+    let roots = writable_roots(workspace);
+    let mut names: Vec<String> = Vec::new();
+    for d in path_dirs() {
+        let dir = if d.is_absolute() {
+            d
+        } else {
+            workspace.join(d)
+        };
+        let real = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+        if !roots.iter().any(|r| real.starts_with(r)) {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        names.extend(
+            entries
+                .flatten()
+                .take(MAX_NAMES)
+                .map(|e| e.file_name().to_string_lossy().into_owned()),
+        );
+    }
+    names.sort();
+    names.dedup();
+    names
         .into_iter()
-        .filter_map(|p| untrusted_location(&p, workspace).map(|w| (p, w.display().to_string())))
+        .filter_map(|name| {
+            untrusted_location(&name, workspace).map(|p| keyless_core::policy::Untrusted {
+                path: p.display().to_string(),
+                name,
+            })
+        })
         .collect()
 }

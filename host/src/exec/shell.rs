@@ -146,13 +146,40 @@ pub fn run(
     // A confined command is watched by the git guard: a snapshot right before it starts, the
     // check once it and every process it started have ended.
     let guard = match confine {
-        Some(spec) => {
-            std::fs::create_dir_all(&spec.tmp)?;
-            Some(super::gitguard::Guard::take(&spec.workspace)?)
-        }
+        Some(spec) => Some(super::gitguard::Guard::take(&spec.workspace)?),
         None => None,
     };
-    let mut command = shell_command(line, confine);
+    run_guarded(
+        line,
+        confine.zip(guard),
+        cwd,
+        timeout,
+        max_output_chars,
+        on_output,
+    )
+}
+
+/// [`run`] with the git guard's snapshot already taken (right before this call: the caller took
+/// it to judge the command with what it found).
+///
+/// # Errors
+/// When the shell cannot be started.
+pub fn run_guarded(
+    line: &str,
+    confine: Option<(&super::sandbox::Spec, super::gitguard::Guard)>,
+    cwd: &Path,
+    timeout: Duration,
+    max_output_chars: usize,
+    on_output: impl FnMut(&str) -> bool,
+) -> std::io::Result<ShellOutput> {
+    let (spec, guard) = match confine {
+        Some((spec, guard)) => {
+            std::fs::create_dir_all(&spec.tmp)?;
+            (Some(spec), Some(guard))
+        }
+        None => (None, None),
+    };
+    let mut command = shell_command(line, spec);
     command.current_dir(cwd).env("KEYLESS", "1");
     let mut out = run_program(command, Io::default(), timeout, max_output_chars, on_output)?;
     if let Some(g) = guard {

@@ -6,7 +6,8 @@ use axum::extract::{Path as UrlPath, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use keyless_core::api::{self, HostEvent};
-use keyless_core::check::{command_views, Judge};
+use keyless_core::check::command_views;
+use keyless_core::policy::verdict::Judge;
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -31,6 +32,12 @@ pub(super) async fn get_batch(
         mode: cfg.mode,
         allow: cfg.allow.clone(),
         gate: d.gate.as_deref().and_then(|g| serde_json::from_str(g).ok()),
+        // …and with what the host knew of the workspace when the views judged it.
+        context: d
+            .context
+            .as_deref()
+            .and_then(|c| serde_json::from_str(c).ok())
+            .unwrap_or_default(),
     };
     let commands = command_views(&d.reply, &cfg.settings, &judge)
         .into_iter()

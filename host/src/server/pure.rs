@@ -1,7 +1,8 @@
-//! Routes that only compute: status, check, policy and the system prompt.
+//! Routes that only compute: status, check, policy (judged in the served workspace) and the system
+//! prompt.
 
 use super::sessions::resolve_settings;
-use super::state::{json_body, ApiError, Shared};
+use super::state::{blocking, json_body, ApiError, Shared};
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::header;
@@ -10,7 +11,7 @@ use axum::Json;
 use keyless_core::api::{self};
 use keyless_core::check::check;
 use keyless_core::message::{system_prompt, PromptContext};
-use keyless_core::policy::decide;
+use keyless_core::policy::decide_with;
 use keyless_core::Mode;
 use serde::Deserialize;
 use std::sync::Arc;
@@ -32,7 +33,10 @@ pub(super) async fn check_route(body: Bytes) -> Result<Response, ApiError> {
     Ok(Json(check(&input.reply, &settings)).into_response())
 }
 
-pub(super) async fn policy_route(body: Bytes) -> Result<Response, ApiError> {
+pub(super) async fn policy_route(
+    State(st): State<Arc<Shared>>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let input: api::PolicyRequest = json_body(&body)?;
     let mode = match input.mode {
         Some(m) => m.parse::<Mode>()?,
@@ -41,7 +45,9 @@ pub(super) async fn policy_route(body: Bytes) -> Result<Response, ApiError> {
     if input.command.trim().is_empty() {
         return Err(ApiError::BadRequest("the command line is empty".into()));
     }
-    Ok(Json(decide(&input.command, mode, &input.allow)).into_response())
+    // Judged in the served workspace, as the executor would.
+    let context = blocking(move || Ok(crate::exec::gitguard::context(st.ws.root(), None))).await?;
+    Ok(Json(decide_with(&input.command, mode, &input.allow, &context)).into_response())
 }
 
 #[derive(Debug, Deserialize)]

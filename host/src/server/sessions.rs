@@ -192,7 +192,7 @@ pub(super) async fn create_session(
     let task_state = st.clone();
     let (mode, pace) = session_choice(input.mode.as_deref(), input.pace.as_deref())?;
     let task = input.task.clone();
-    let (pos, movement, cfg) = blocking(move || -> Result<_, ApiError> {
+    let (pos, movement, cfg, context) = blocking(move || -> Result<_, ApiError> {
         let store = task_state.store()?;
         if let Some(id) = input.resume.clone() {
             if input.piece.is_some() || input.piece_yaml.is_some() {
@@ -207,7 +207,8 @@ pub(super) async fn create_session(
             if let Some(run) = movement.as_mut() {
                 crate::pieces::attach_tools(run, &cfg.tools, &id)?;
             }
-            return Ok((pos, movement, cfg));
+            let context = crate::submit::refresh_context(&store, &id, task_state.ws.root())?;
+            return Ok((pos, movement, cfg, context));
         }
         let piece = session_piece(&task_state, &input)?;
         let id = format!(
@@ -238,7 +239,8 @@ pub(super) async fn create_session(
             None => None,
         };
         let cfg = session_exec(&task_state, &store, &id)?;
-        Ok((pos, movement, cfg))
+        let context = crate::submit::refresh_context(&store, &id, task_state.ws.root())?;
+        Ok((pos, movement, cfg, context))
     })
     .await?;
     let piece = movement.is_some();
@@ -273,6 +275,7 @@ pub(super) async fn create_session(
         pace: cfg.settings.pace,
         allow: cfg.allow.clone(),
         gate,
+        context,
     })
     .into_response())
 }

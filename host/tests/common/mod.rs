@@ -127,3 +127,9 @@ pub fn session_of(run_output: &str) -> String {
         .expect("session id")
         .to_string()
 }
+
+/// Marks a file executable (a planted hook or program).
+pub fn make_executable(p: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
