@@ -32,6 +32,9 @@ pub struct EnvSnapshot {
     /// User scripts in `.agent/snapshot/`, by file name.
     pub scripts: Vec<(String, ScriptOutcome)>,
     pub sandbox: String,
+    /// Environment variables withheld from commands (their names look like secrets, or their
+    /// values like credentials): names only.
+    pub withheld: Vec<String>,
 }
 
 impl EnvSnapshot {
@@ -69,6 +72,13 @@ impl EnvSnapshot {
         }
         if !self.sandbox.is_empty() {
             let _ = writeln!(t, "Sandbox: {}", self.sandbox);
+        }
+        if !self.withheld.is_empty() {
+            let _ = writeln!(
+                t,
+                "Environment variables withheld from commands (they look like secrets; the user can pass one by naming it in keyless.json's Programs.Env): {}",
+                self.withheld.join(", ")
+            );
         }
         for (name, outcome) in &self.scripts {
             match outcome {
@@ -144,6 +154,7 @@ mod tests {
                 ("empty.sh".into(), ScriptOutcome::Missing),
             ],
             sandbox: "Landlock enforced".into(),
+            withheld: vec!["GITHUB_TOKEN".into()],
         };
         let t = s.text();
         assert!(t.contains("Tools: git (git version 2.47)"));

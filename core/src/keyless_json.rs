@@ -57,8 +57,9 @@ pub struct KeylessConfig {
     pub protected_branches: Vec<String>,
     pub auto_init: bool,
     pub truncation_budget_seconds: u32,
-    /// The environment variables `.as` programs may read through `env://process`; `None`: any
-    /// whose name does not look like a secret.
+    /// The environment variables `.as` programs may read through `env://process` besides the
+    /// harmless ones ([`crate::secrets::HARMLESS`]); a name ending in `*` allows a prefix. It also
+    /// passes secret-looking variables it names exactly to commands ([`crate::secrets::withheld`]).
     pub program_env: Option<Vec<String>>,
     /// The programs `.as` programs may run as `sh://NAME` tools besides find, grep and sed (in
     /// the sandbox, without a shell).
@@ -348,11 +349,13 @@ impl KeylessConfig {
                 .mcp_servers
                 .iter()
                 .any(|(name, s)| before.mcp_servers.get(name) != Some(s)),
-            // A list names exactly what may be read: any name it adds, or a secret-like one it
-            // allows, widens what a program sees.
+            // A list names what may be read (beyond the harmless names every program reads): any
+            // name it adds widens what a program sees.
             "Programs.Env" => match (&self.program_env, &before.program_env) {
                 (Some(now), Some(was)) => now.iter().any(|n| !was.contains(n)),
-                (Some(now), None) => now.iter().any(|n| crate::lang::secret_like(n)),
+                (Some(now), None) => now
+                    .iter()
+                    .any(|n| !crate::secrets::HARMLESS.contains(&n.as_str())),
                 _ => false,
             },
             _ => false,

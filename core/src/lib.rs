@@ -12,6 +12,7 @@
 //! - [`piece`]: the piece YAML schema (strict and lenient), effective tools, the run state machine.
 //! - [`site`]: chat-site adapters as data, reply completion, delivery and the selector doctor;
 //! - [`turn`]: the turn engine: what a batch's outcome does to the session and its piece;
+//! - [`secrets`]: which environment variables programs and commands may see;
 //! - [`lang`]: `.as` programs (seed 002): tokenizer, parser, analyzer and formatter.
 //!
 //! No I/O, no clock, no randomness.
@@ -33,6 +34,7 @@ pub mod plan;
 pub mod policy;
 pub mod render;
 pub mod reply;
+pub mod secrets;
 pub mod site;
 pub mod ssh;
 pub mod text;

@@ -476,3 +476,58 @@ fn the_repl_session_keeps_variables_and_declarations() {
     assert_eq!(open_depth("y = [1,"), 1);
     assert_eq!(open_depth("s = \"{\" // {"), 0);
 }
+
+/// Issue 25: a program cannot exhaust memory. Each bomb fails with KA_AS_LIMIT, quickly, and the
+/// process never holds more than a small multiple of the limit.
+#[test]
+fn values_are_bounded_in_size_and_nesting() {
+    let wrap = |body: &str| {
+        format!(
+            "main agent A {{\n    main func(input) {{\n{body}\n        return none\n    }}\n}}\n"
+        )
+    };
+    for (what, body) in [
+        (
+            "doubling lists",
+            "        x = [1]\n        repeat * 40 {\n            x = [x, x]\n        }",
+        ),
+        (
+            "doubling objects",
+            "        o = { a: 1 }\n        repeat * 40 {\n            o = { a: o, b: o }\n        }",
+        ),
+        (
+            "a list added to itself",
+            "        x = [1, 2, 3, 4, 5, 6, 7, 8]\n        repeat * 40 {\n            x.add(x)\n        }",
+        ),
+        (
+            "deep nesting",
+            "        x = []\n        repeat * 100000 {\n            x = [x]\n        }",
+        ),
+        (
+            "many large variables",
+            "        x = [1]\n        repeat * 22 {\n            x = [x, x]\n        }\n        a = x\n        b = [x, x]\n        c = [b, b]",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let (r, _) = go(&wrap(body), json!(null), &mut script(&[]));
+        let e = r.expect_err(what);
+        assert_eq!(e.code, Code::AsLimit, "{what}: {e}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{what} took {:?}",
+            started.elapsed()
+        );
+    }
+    // A function returning a large value, called many times: the trace keeps a description of
+    // it, not the value, and the run ends normally.
+    let src = "main agent A {\n    func big(n) {\n        x = [1]\n        repeat * 14 {\n            x = [x, x]\n        }\n        return x\n    }\n    main func(input) {\n        repeat * 50 {\n            y = big(1)\n        }\n        return 1\n    }\n}\n";
+    let (r, trace) = go(src, json!(null), &mut script(&[]));
+    assert_eq!(r.expect("runs"), json!(1));
+    let text = serde_json::to_string(&trace).expect("trace");
+    assert!(
+        text.contains("too large to keep in the trace"),
+        "{}",
+        &text[..300]
+    );
+    assert!(text.len() < 4 << 20, "{} bytes of trace", text.len());
+}

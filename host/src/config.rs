@@ -136,6 +136,7 @@ pub fn exec_settings(
         },
         sandbox: true,
         network: cfg.network,
+        pass_env: cfg.program_env.clone().unwrap_or_default(),
         missing_tools: Vec::new(),
         tools,
     }

@@ -34,8 +34,8 @@ pub struct HostEffects<'w> {
     pub saved: u64,
     /// Called with each trace event as it completes (the API streams them).
     pub observer: Option<Observer<'w>>,
-    /// keyless.json's `Programs.Env`: the variables `env://process` may read (`None`: any whose
-    /// name does not look like a secret).
+    /// keyless.json's `Programs.Env`: the variables `env://process` may read besides the
+    /// harmless ones (`keyless_core::secrets`).
     pub env_allow: Option<Vec<String>>,
     /// keyless.json's `Programs.Tools`: the programs `sh://NAME` may run besides find/grep/sed.
     pub program_tools: Vec<String>,

@@ -119,3 +119,23 @@ pub fn record(
         eprintln!("keyless-host: the run was not kept in .agent/as-runs: {e}");
     }
 }
+
+/// One JSON line of `keyless-host as run --events`, which runs started through the API read: each
+/// trace event as it completes, then the value or the error.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunLine {
+    Trace(keyless_core::lang::interp::TraceEvent),
+    Value(serde_json::Value),
+    Error(String),
+}
+
+/// Writes one line on stdout, at once.
+pub fn print_line(line: &RunLine) {
+    use std::io::Write;
+    if let Ok(text) = serde_json::to_string(line) {
+        let mut out = io::stdout().lock();
+        let _ = writeln!(out, "{text}");
+        let _ = out.flush();
+    }
+}

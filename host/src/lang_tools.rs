@@ -7,7 +7,9 @@
 //! - `file://workspace`: `read`, `list`, `write`, `patch` (the search text must occur exactly
 //!   once, as `@@editfile`'s FIND), `undo`. `write` and `patch` return effect records (path,
 //!   before/after SHA-256, backup location), and `undo` reverses a list of them.
-//! - `env://process`: `get`; names that look like secrets are refused.
+//! - `env://process`: `get`; only the names keyless.json's `Programs.Env` allows and a few that
+//!   describe the machine, never a credential-looking value unless named exactly
+//!   ([`keyless_core::secrets`]).
 //! - `http(s)://ORIGIN`: `get` and `post` on paths of that origin only, redirects included
 //!   (followed by hand, never off the origin), with a timeout and a 4 MiB answer cap.
 //! - `mcp://SERVER/TOOL`: `call` (or `run`) with the tool's arguments as one object, on a server
@@ -406,7 +408,7 @@ impl FileTool<'_> {
 /// What keyless.json lets programs reach beyond the defaults.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Allowed<'a> {
-    /// `Programs.Env`: the variables `env://process` may read (`None`: the non-secret ones).
+    /// `Programs.Env`: the variables `env://process` may read besides the harmless ones.
     pub env: Option<&'a [String]>,
     /// `Programs.Tools`: the programs `sh://NAME` may run.
     pub programs: &'a [String],
@@ -476,7 +478,12 @@ const MAX_PROGRAM_OUTPUT: usize = 16_000;
 /// words (never read by a shell), it runs in the sandbox like runcommand (the workspace, no
 /// network, `.git`, `.agent` and keyless.json read-only), the policy's Denied tier still holds,
 /// and its output is capped. → `{ exit_code, output, timed_out }`.
-fn program_run(ws: &Workspace, program: &str, args: &Value) -> Result<Value, EffectError> {
+fn program_run(
+    ws: &Workspace,
+    program: &str,
+    args: &Value,
+    pass_env: &[String],
+) -> Result<Value, EffectError> {
     let words: Vec<String> = match args.get("args") {
         None => Vec::new(),
         Some(Value::Array(a)) => a
@@ -506,7 +513,10 @@ fn program_run(ws: &Workspace, program: &str, args: &Value) -> Result<Value, Eff
         .and_then(Value::as_u64)
         .unwrap_or(60)
         .clamp(1, 600);
-    let spec = crate::exec::sandbox::spec_for(ws.root(), false, false);
+    let spec = crate::exec::sandbox::Spec {
+        pass_env: pass_env.to_vec(),
+        ..crate::exec::sandbox::spec_for(ws.root(), false, false)
+    };
     let out = crate::exec::shell::run(
         &line,
         Some(&spec),
@@ -546,7 +556,9 @@ pub fn call(
             ("find", "run") => find(ws, args),
             ("grep", "run") => grep(ws, args),
             ("sed", "run") => sed(ws, args),
-            (p, "run") if allowed.programs.iter().any(|a| a == p) => program_run(ws, p, args),
+            (p, "run") if allowed.programs.iter().any(|a| a == p) => {
+                program_run(ws, p, args, allowed.env.unwrap_or(&[]))
+            }
             (p, _) => Err(refuse(format!(
                 "sh://{p}: find, grep and sed run without a shell; any other program only when keyless.json's Programs.Tools names it"
             ))),
@@ -554,20 +566,9 @@ pub fn call(
         Some(("file", "workspace")) => files.call(method, args),
         Some(("env", "process")) if method == "get" => {
             let name = arg_str(args, "name").ok_or_else(|| refuse("get needs a name"))?;
-            match env_allow {
-                Some(list) if !list.iter().any(|n| n == name) => {
-                    return Err(refuse(format!(
-                        "{name} is not in keyless.json's Programs.Env; programs do not read it"
-                    )));
-                }
-                None if keyless_core::lang::secret_like(name) => {
-                    return Err(refuse(format!(
-                        "{name} looks like a secret; programs do not read it (keyless.json's Programs.Env can name it)"
-                    )));
-                }
-                _ => {}
-            }
-            Ok(std::env::var(name).map_or(Value::Null, Value::String))
+            let value = std::env::var(name).ok();
+            keyless_core::secrets::may_read(name, value.as_deref(), env_allow).map_err(refuse)?;
+            Ok(value.map_or(Value::Null, Value::String))
         }
         Some(("http" | "https", _)) => http(uri, method, args),
         Some(("mcp", rest)) if matches!(method, "call" | "run") => mcp_call(allowed, rest, args),

@@ -421,17 +421,12 @@ fn server_cwd() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/"))
 }
 
-/// Whether `path` is in the workspace (after resolving symlinks): somewhere the model can write.
-fn in_workspace(path: &std::path::Path, workspace: &std::path::Path) -> bool {
-    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-    real.starts_with(ws)
-}
-
 /// The program a stdio server runs, checked: a server runs outside the sandbox as the user's own
 /// program, so neither it nor a file it is given may be one the model can write. A bare name is
-/// looked up in the absolute PATH folders; the program, and every argument naming an existing
-/// file, must be outside the workspace (a folder, such as the root a file server serves, is fine).
+/// looked up only in the absolute PATH folders a command cannot write (not the workspace, not a
+/// temp folder: `/tmp`, `/var/tmp`, `/dev/shm`); the program, and every argument naming an
+/// existing file, must be outside every such folder (a folder argument, such as the root a file
+/// server serves, is fine).
 ///
 /// # Errors
 /// Why the server is not started.
@@ -440,6 +435,7 @@ fn stdio_program(
     args: &[String],
     workspace: &std::path::Path,
 ) -> Result<PathBuf, String> {
+    use crate::exec::programs::{model_writable, trusted};
     let program = if command.contains('/') {
         let p = PathBuf::from(command);
         if !p.is_absolute() {
@@ -449,27 +445,22 @@ fn stdio_program(
         }
         p
     } else {
-        std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|d| d.is_absolute())
-            .map(|d| d.join(command))
-            .find(|p| p.is_file())
-            .ok_or_else(|| format!("program \"{command}\" is not in PATH"))?
+        trusted(command, workspace).ok_or_else(|| {
+            format!("program \"{command}\" is not in a PATH folder outside the workspace and the temp folders")
+        })?
     };
-    if in_workspace(&program, workspace) {
+    if model_writable(&program, workspace) {
         return Err(format!(
-            "{} is in the workspace, which the model can write; keyless does not run it outside the sandbox",
+            "{} is in the workspace or a temp folder, which the model can write; keyless does not run it outside the sandbox",
             program.display()
         ));
     }
     let cwd = server_cwd();
     for a in args {
         let p = cwd.join(a);
-        if p.is_file() && in_workspace(&p, workspace) {
+        if p.is_file() && model_writable(&p, workspace) {
             return Err(format!(
-                "argument {a} is a file in the workspace, which the model can write; keyless does not run it outside the sandbox"
+                "argument {a} is a file in the workspace or a temp folder, which the model can write; keyless does not run it outside the sandbox"
             ));
         }
     }

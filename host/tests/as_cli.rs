@@ -419,7 +419,7 @@ main agent A {
         patched = File.read({ path: "README.md" })
         effects = [w, p]
         undone = File.undo(effects)
-        home = Env.get({ name: "KEYLESS_TEST_PLAIN" })
+        home = Env.get({ name: "LANG" })
         return { files: files.files, todos: todos.matches, head: head.lines, listing: listing.entries, patched: patched.content, undone: undone.restored, home: home }
     }
 }
@@ -430,7 +430,7 @@ main agent A {
         .args(["as", "run", "t.as"])
         .current_dir(d)
         .env("XDG_CONFIG_HOME", no_user_config())
-        .env("KEYLESS_TEST_PLAIN", "plain value")
+        .env("LANG", "plain value")
         .output()
         .expect("run");
     assert_eq!(
@@ -625,7 +625,7 @@ fn programs_env_says_what_a_program_may_read() {
     );
     let out = get("KEYLESS_TEST_PLAIN", &config);
     assert!(String::from_utf8_lossy(&out.stderr)
-        .contains("KA_AS_TOOL_REFUSED KEYLESS_TEST_PLAIN is not in keyless.json's Programs.Env"));
+        .contains("KA_AS_TOOL_REFUSED KEYLESS_TEST_PLAIN is not a variable programs read"));
     // The same list in the workspace's own (unapproved) keyless.json does not apply.
     std::fs::write(
         d.join("keyless.json"),
@@ -634,8 +634,9 @@ fn programs_env_says_what_a_program_may_read() {
     .expect("ws config");
     let out = get("KEYLESS_TEST_SECRET_TOKEN", &no_user_config());
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("KA_AS_TOOL_REFUSED KEYLESS_TEST_SECRET_TOKEN looks like a secret"),
+        String::from_utf8_lossy(&out.stderr).contains(
+            "KA_AS_TOOL_REFUSED KEYLESS_TEST_SECRET_TOKEN is not a variable programs read"
+        ),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

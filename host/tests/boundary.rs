@@ -657,3 +657,187 @@ fn a_planted_toolchain_never_runs_unasked() {
         );
     }
 }
+
+// ---- Point 4: secrets never reach a program through env://process ----
+
+#[test]
+fn env_process_reads_only_allowed_names_and_never_a_credential() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    let secrets: &[(&str, &str)] = &[
+        (
+            "DATABASE_URL",
+            "postgres://app:s3cr3t-canary@db.example.com/app",
+        ),
+        (
+            "AZURE_STORAGE_CONNECTION_STRING",
+            "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=c4nary==",
+        ),
+        ("GPG_PASSPHRASE", "canary horse battery"),
+        ("GITHUB_TOKEN2", "ghp_canary0123456789abcdefghijklmnop"),
+        ("OPENAI_APIKEYS", "sk-canary-0123456789abcdefghij"),
+        ("MYSQL_PWD", "canary"),
+        (
+            "SENTRY_DSN",
+            "https://c4nary0123456789abcdef@o1.ingest.sentry.io/1",
+        ),
+        (
+            "SLACK_WEBHOOK_URL",
+            "https://hooks.slack.com/services/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",
+        ),
+        ("HTTPS_PROXY", "http://user:canary@proxy.example.com:3128"),
+        ("CI_JOB_JWT", "eyJhbGciOiJSUzI1NiJ9.canary.sig"),
+        ("APP_SETTING", "https://u:canary@h.example.com"),
+    ];
+    let cfg = d.join("cfg");
+    for allow in [
+        None,
+        // A prefix or * lets names through, never a secret-looking name or a credential value.
+        Some(r#"["*"]"#),
+        Some(r#"["APP_*", "GPG_*"]"#),
+    ] {
+        std::fs::create_dir_all(cfg.join("keyless")).expect("cfg");
+        match allow {
+            Some(list) => std::fs::write(
+                cfg.join("keyless/keyless.json"),
+                format!("{{\"Programs\": {{\"Env\": {list}}}}}"),
+            )
+            .expect("config"),
+            None => {
+                let _ = std::fs::remove_file(cfg.join("keyless/keyless.json"));
+            }
+        }
+        for (name, value) in secrets {
+            std::fs::write(
+                d.join("e.as"),
+                format!("import tool Env from \"env://process\"\n\nmain agent A {{\n    main func(input) {{\n        return Env.get({{ name: \"{name}\" }})\n    }}\n}}\n"),
+            )
+            .expect("program");
+            let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+                .args(["as", "run", "e.as"])
+                .current_dir(d)
+                .env("XDG_CONFIG_HOME", &cfg)
+                .env(name, value)
+                .output()
+                .expect("run");
+            let all = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!all.contains("anary"), "{allow:?} {name}: {all}");
+            assert!(
+                all.contains("KA_AS_TOOL_REFUSED"),
+                "{allow:?} {name}: {all}"
+            );
+        }
+    }
+    // Named exactly, the user means it.
+    std::fs::write(
+        cfg.join("keyless/keyless.json"),
+        r#"{"Programs": {"Env": ["DATABASE_URL"]}}"#,
+    )
+    .expect("config");
+    std::fs::write(
+        d.join("e.as"),
+        "import tool Env from \"env://process\"\n\nmain agent A {\n    main func(input) {\n        return Env.get({ name: \"DATABASE_URL\" })\n    }\n}\n",
+    )
+    .expect("program");
+    let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["as", "run", "e.as"])
+        .current_dir(d)
+        .env("XDG_CONFIG_HOME", &cfg)
+        .env("DATABASE_URL", "postgres://a:b@h/db")
+        .output()
+        .expect("run");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "\"postgres://a:b@h/db\"\n"
+    );
+}
+
+/// The next variant: `printenv` is ReadOnly and its output reaches the chat, so commands never
+/// get the user's secrets in their environment, unless `Programs.Env` names one exactly.
+#[test]
+fn commands_never_see_secret_environment_variables() {
+    let fx = common::Fixture::new();
+    let files = fx.reply_files(&[&common::run_cmd("printenv")]);
+    let run = |fx: &common::Fixture| {
+        let out = fx
+            .host()
+            .args(["run", "--mode", "ask", "--workspace"])
+            .arg(fx.ws())
+            .args(&files)
+            .env("GITHUB_TOKEN", "ghp_c4nary0123456789abcdefghijklmn")
+            .env("DATABASE_URL", "postgres://app:c4nary@db.example.com/app")
+            .env("KEYLESS_VISIBLE", "yes")
+            .output()
+            .expect("run");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = run(&fx);
+    assert!(text.contains("KEYLESS_VISIBLE=yes"), "{text}");
+    assert!(!text.contains("c4nary"), "{text}");
+    // The model is told which names are withheld (names only), so a failing command is explained.
+    assert!(text.contains("status: ok"), "{text}");
+    std::fs::create_dir_all(fx.user_config()).expect("cfg");
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        r#"{"Programs": {"Env": ["DATABASE_URL"]}}"#,
+    )
+    .expect("config");
+    let text = run(&fx);
+    assert!(
+        text.contains("DATABASE_URL=postgres://app:c4nary@db.example.com/app"),
+        "{text}"
+    );
+    assert!(!text.contains("ghp_c4nary"), "{text}");
+}
+
+// ---- Point 6: an MCP server's program is never looked up where a command can write ----
+
+#[test]
+fn an_mcp_server_program_is_never_taken_from_a_temp_folder_on_path() {
+    let fx = common::Fixture::new();
+    let canary = fx.root.join("canary-mcp");
+    let name = format!("keyless-test-mcp-{}", std::process::id());
+    let mut planted = Vec::new();
+    for folder in [std::env::temp_dir(), PathBuf::from("/dev/shm")] {
+        let dir = folder.join(format!("keyless-bin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("bin");
+        let p = dir.join(&name);
+        std::fs::write(&p, format!("#!/bin/sh\necho ran > {}\n", canary.display()))
+            .expect("server");
+        common::make_executable(&p);
+        planted.push(dir);
+    }
+    std::fs::create_dir_all(fx.user_config()).expect("cfg");
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        serde_json::json!({"Mcp": {"Servers": {"planted": {"Command": name}}}}).to_string(),
+    )
+    .expect("config");
+    let path = format!(
+        "{}:{}:{}",
+        planted[0].display(),
+        planted[1].display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = fx
+        .host()
+        .args(["mcp", "list", "--json", "--workspace"])
+        .arg(fx.ws())
+        .env("PATH", path)
+        .output()
+        .expect("mcp list");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for d in &planted {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    assert!(text.contains("KA_MCP_UNAVAILABLE"), "{text}");
+    assert!(
+        text.contains("not in a PATH folder outside the workspace and the temp folders"),
+        "{text}"
+    );
+    assert!(!canary.exists(), "a server planted in a temp folder ran");
+}

@@ -1622,3 +1622,51 @@ fn mcp_servers_start_with_a_piece_session_and_stop_with_serve() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Issue 25: a program started through the API that exhausts memory ends only itself (its own
+/// process), is recorded as failed with KA_AS_LIMIT, and the server goes on serving; a normal
+/// program still streams its trace and keeps its record.
+#[test]
+fn an_as_program_cannot_take_the_server_down() {
+    let e = env();
+    std::fs::write(
+        e.ws.join("bomb.as"),
+        "main agent A {\n    main func(input) {\n        x = [1]\n        repeat * 40 {\n            x = [x, x]\n        }\n        return none\n    }\n}\n",
+    )
+    .expect("bomb");
+    std::fs::write(
+        e.ws.join("ok.as"),
+        "main agent A {\n    func twice(n) {\n        return [n, n]\n    }\n    main func(input) {\n        return twice(input)\n    }\n}\n",
+    )
+    .expect("ok");
+    let srv = spawn(&e.ws, &e.config, &[]);
+    let wait_for = |run: &str| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (_, d) = srv.get(&format!("/v1/as/runs/{run}"));
+            if d["state"] != "running" || Instant::now() > deadline {
+                return d;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let (s, started) = srv.post("/v1/as/runs", &serde_json::json!({ "file": "bomb.as" }));
+    assert_eq!(s, 202, "{started}");
+    let d = wait_for(started["run"].as_str().expect("run"));
+    assert_eq!(d["state"], "failed", "{d}");
+    assert!(
+        d["error"].as_str().unwrap_or("").starts_with("KA_AS_LIMIT"),
+        "{d}"
+    );
+    // The server is still here, and runs the next program.
+    let (s, started) = srv.post(
+        "/v1/as/runs",
+        &serde_json::json!({ "file": "ok.as", "input": 7 }),
+    );
+    assert_eq!(s, 202, "{started}");
+    let d = wait_for(started["run"].as_str().expect("run"));
+    assert_eq!(d["state"], "done", "{d}");
+    assert_eq!(d["value"], serde_json::json!([7, 7]), "{d}");
+    assert_eq!(d["trace"]["events"][0]["func"], "main", "{d}");
+    assert_eq!(d["trace"]["events"][0]["events"][0]["func"], "twice", "{d}");
+}

@@ -25,6 +25,15 @@ pub const MAX_CALL_DEPTH: u32 = 64;
 pub const MAX_STEPS: u64 = 5_000_000;
 /// How many `.as` files a program may load through `import agent`.
 pub const MAX_MODULES: usize = 64;
+/// About how much memory a run's values may take, all together: its variables, the values it is
+/// building, its imported files and its trace. A program past it fails with `KA_AS_LIMIT` instead
+/// of exhausting the machine (`repeat * 40 { x = [x, x] }` would need a terabyte).
+pub const MAX_VALUE_BYTES: usize = 64 << 20;
+/// How deep a value may nest (lists in lists in objects …): deeper ones cannot even be dropped
+/// safely.
+pub const MAX_NESTING: usize = 128;
+/// A value larger than this is kept in the trace as a short description.
+pub const MAX_TRACE_VALUE_BYTES: usize = 64 << 10;
 
 /// One model call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -215,9 +224,17 @@ struct UseDecl {
     budget: Option<u64>,
 }
 
+/// A variable: its value, and the value's size and depth ([`measure`]).
+struct Var {
+    name: String,
+    value: Value,
+    size: usize,
+    depth: usize,
+}
+
 #[derive(Default)]
 struct Frame {
-    vars: Vec<(String, Value)>,
+    vars: Vec<Var>,
     uses: Vec<UseDecl>,
     config: Vec<(ConfigKey, Value)>,
 }
@@ -292,6 +309,8 @@ pub fn run_program(
         stack: Vec::new(),
         steps: 0,
         loading: Vec::new(),
+        held: 0,
+        pending: 0,
     };
     let result = it.start(key, program, entry);
     let events = it.trace.into_iter().next().unwrap_or_default();
@@ -308,6 +327,51 @@ struct Interp<'e> {
     steps: u64,
     /// The modules being loaded (an import of one of them is a cycle).
     loading: Vec<String>,
+    /// Bytes of the values the run keeps: variables, imported files, the trace.
+    held: usize,
+    /// Bytes of the values inside lists and objects being built right now.
+    pending: usize,
+}
+
+/// What one slot of a list or an object costs besides its value.
+const SLOT: usize = 16;
+
+/// A value's approximate size in memory (bytes) and its nesting depth (a scalar is 0), without
+/// recursion.
+fn measure(v: &Value) -> (usize, usize) {
+    let mut size = 0usize;
+    let mut depth = 0usize;
+    let mut stack: Vec<(&Value, usize)> = vec![(v, 0)];
+    while let Some((v, d)) = stack.pop() {
+        depth = depth.max(d);
+        size = size.saturating_add(match v {
+            Value::String(s) => 24 + s.len(),
+            Value::Array(items) => {
+                stack.extend(items.iter().map(|i| (i, d + 1)));
+                24 + SLOT * items.len()
+            }
+            Value::Object(m) => {
+                stack.extend(m.values().map(|i| (i, d + 1)));
+                24 + m.keys().map(|k| SLOT + 24 + k.len()).sum::<usize>()
+            }
+            _ => 16,
+        });
+    }
+    (size, depth)
+}
+
+/// How a value too large for the trace is kept there.
+fn trace_summary(v: &Value, size: usize) -> Value {
+    let what = match v {
+        Value::Array(items) => format!("a list of {} items", items.len()),
+        Value::Object(m) => format!("an object of {} fields", m.len()),
+        Value::String(s) => format!("a text of {} characters", s.chars().count()),
+        other => kind_of(other).to_string(),
+    };
+    Value::String(format!(
+        "[{what}, about {} KiB: too large to keep in the trace]",
+        size / 1024
+    ))
 }
 
 fn truthy(v: &Value) -> bool {
@@ -494,9 +558,10 @@ impl Interp<'_> {
         let duration_ms = self.effects.now_ms().saturating_sub(start);
         let events = self.trace.pop().unwrap_or_default();
         let (output, error) = match &result {
-            Ok(v) => (Some(v.clone()), None),
+            Ok(v) => (Some(self.traced(v)?), None),
             Err(Fail(c, m)) => (None, Some(format!("{c} {m}"))),
         };
+        let input = self.traced(&input)?;
         self.event(TraceEvent::Call {
             agent: agent_name,
             func: func_name,
@@ -520,14 +585,18 @@ impl Interp<'_> {
                     .map_err(|e| Fail(Code::AsShape, format!("the input does not fit: {e}")))?,
                 None => input,
             };
-            frame.vars.push((p.name.clone(), value));
+            frame.vars.push(self.new_var(&p.name, value)?);
         }
         let mut ctx = Ctx {
             module: mi,
             agent: ai,
             frames: vec![frame],
         };
-        match self.block(&mut ctx, &f.body)? {
+        let flow = self.block(&mut ctx, &f.body);
+        for frame in ctx.frames {
+            self.release(&frame);
+        }
+        match flow? {
             Flow::Return(v) => Ok(v),
             Flow::Normal => Ok(Value::Null),
         }
@@ -536,12 +605,121 @@ impl Interp<'_> {
     fn child(&mut self, ctx: &mut Ctx, body: &[Stmt], var: Option<(&str, Value)>) -> R<Flow> {
         let mut frame = Frame::default();
         if let Some((n, v)) = var {
-            frame.vars.push((n.to_string(), v));
+            frame.vars.push(self.new_var(n, v)?);
         }
         ctx.frames.push(frame);
         let flow = self.block(ctx, body);
-        ctx.frames.pop();
+        if let Some(frame) = ctx.frames.pop() {
+            self.release(&frame);
+        }
         flow
+    }
+
+    /// Makes room for `bytes` more of the run's values, or fails with `KA_AS_LIMIT`.
+    fn charge(&self, bytes: usize, what: &str) -> R<()> {
+        if self.held.saturating_add(self.pending).saturating_add(bytes) > MAX_VALUE_BYTES {
+            return fail(
+                Code::AsLimit,
+                format!(
+                    "{what} would take the run's values past {} MiB, the most one run may hold",
+                    MAX_VALUE_BYTES >> 20
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// A value the run keeps (a variable, a file): counted until it is released.
+    fn hold(&mut self, bytes: usize, what: &str) -> R<()> {
+        self.charge(bytes, what)?;
+        self.held += bytes;
+        Ok(())
+    }
+
+    /// A scope's variables are gone.
+    fn release(&mut self, frame: &Frame) {
+        let freed: usize = frame.vars.iter().map(|v| v.size).sum();
+        self.held = self.held.saturating_sub(freed);
+    }
+
+    /// One more part of a list or an object being built: its size (plus the slot's `extra`),
+    /// counted against the limit; too deep a value is refused.
+    fn part(&self, v: &Value, extra: usize, what: &str) -> R<usize> {
+        let (size, depth) = measure(v);
+        if depth + 1 > MAX_NESTING {
+            return fail(
+                Code::AsLimit,
+                format!("{what} would nest values more than {MAX_NESTING} deep"),
+            );
+        }
+        self.charge(size + extra, what)?;
+        Ok(size + extra)
+    }
+
+    /// A value an effect handed the program (a tool's result, a file): within the limits.
+    fn admit_value(&self, v: &Value, what: &str) -> R<(usize, usize)> {
+        let (size, depth) = measure(v);
+        if depth > MAX_NESTING {
+            return fail(
+                Code::AsLimit,
+                format!("{what} nests more than {MAX_NESTING} deep"),
+            );
+        }
+        self.charge(size, what)?;
+        Ok((size, depth))
+    }
+
+    fn new_var(&mut self, name: &str, value: Value) -> R<Var> {
+        let (size, depth) = measure(&value);
+        self.hold(size, &format!("\"{name}\""))?;
+        Ok(Var {
+            name: name.to_string(),
+            value,
+            size,
+            depth,
+        })
+    }
+
+    /// A value as the trace keeps it: itself, or a description when it is large; counted.
+    fn traced(&mut self, v: &Value) -> R<Value> {
+        let (size, _) = measure(v);
+        let kept = if size > MAX_TRACE_VALUE_BYTES {
+            trace_summary(v, size)
+        } else {
+            v.clone()
+        };
+        self.hold(size.min(MAX_TRACE_VALUE_BYTES), "the trace")?;
+        Ok(kept)
+    }
+
+    /// `name = v`: the variable where it lives, else a new one in the innermost scope.
+    fn assign(&mut self, ctx: &mut Ctx, name: &str, v: Value) -> R<()> {
+        let (size, depth) = measure(&v);
+        let slot = ctx
+            .frames
+            .iter_mut()
+            .rev()
+            .find_map(|f| f.vars.iter_mut().rev().find(|x| x.name == name));
+        match slot {
+            Some(slot) => {
+                let old = slot.size;
+                let total = self.held.saturating_sub(old);
+                if total.saturating_add(self.pending).saturating_add(size) > MAX_VALUE_BYTES {
+                    return self.charge(usize::MAX, &format!("\"{name}\""));
+                }
+                self.held = total + size;
+                slot.value = v;
+                slot.size = size;
+                slot.depth = depth;
+            }
+            None => {
+                let var = self.new_var(name, v)?;
+                if let Some(f) = ctx.frames.last_mut() {
+                    f.vars.push(var);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn block(&mut self, ctx: &mut Ctx, body: &[Stmt]) -> R<Flow> {
@@ -586,7 +764,7 @@ impl Interp<'_> {
             }
             StmtKind::Assign { name, value } => {
                 let v = self.expr(ctx, value)?;
-                assign(ctx, name, v);
+                self.assign(ctx, name, v)?;
             }
             StmtKind::Expr { expr } => {
                 self.expr(ctx, expr)?;
@@ -688,8 +866,8 @@ impl Interp<'_> {
 
     fn lookup(&mut self, ctx: &Ctx, name: &str) -> R<Value> {
         for f in ctx.frames.iter().rev() {
-            if let Some((_, v)) = f.vars.iter().rev().find(|(n, _)| n == name) {
-                return Ok(v.clone());
+            if let Some(v) = f.vars.iter().rev().find(|v| v.name == name) {
+                return Ok(v.value.clone());
             }
         }
         match self.global(ctx.module, name) {
@@ -715,6 +893,8 @@ impl Interp<'_> {
         } else {
             Value::String(text)
         };
+        let (size, _) = self.admit_value(&value, uri)?;
+        self.hold(size, uri)?;
         self.modules[mi]
             .files
             .push((name.to_string(), value.clone()));
@@ -736,18 +916,27 @@ impl Interp<'_> {
             ExprKind::None => Value::Null,
             ExprKind::Name { name } => self.lookup(ctx, name)?,
             ExprKind::List { items } => {
+                // The items built so far count against the limit while the rest are built (a
+                // failure ends the run, so the count needs no putting back then).
+                let mark = self.pending;
                 let mut out = Vec::with_capacity(items.len());
                 for i in items {
-                    out.push(self.expr(ctx, i)?);
+                    let v = self.expr(ctx, i)?;
+                    self.pending += self.part(&v, SLOT, "a list")?;
+                    out.push(v);
                 }
+                self.pending = mark;
                 Value::Array(out)
             }
             ExprKind::Object { entries } => {
+                let mark = self.pending;
                 let mut m = Map::new();
                 for (k, v) in entries {
                     let v = self.expr(ctx, v)?;
+                    self.pending += self.part(&v, SLOT + 24 + k.len(), "an object")?;
                     m.insert(k.clone(), v);
                 }
+                self.pending = mark;
                 Value::Object(m)
             }
             ExprKind::Field { target, name } => {
@@ -825,7 +1014,7 @@ impl Interp<'_> {
                     let is_var = ctx
                         .frames
                         .iter()
-                        .any(|f| f.vars.iter().any(|(n, _)| n == name));
+                        .any(|f| f.vars.iter().any(|v| v.name == *name));
                     if !is_var {
                         match self.global(ctx.module, name) {
                             Some((Some(ImportKind::Tool), uri)) => {
@@ -847,7 +1036,9 @@ impl Interp<'_> {
                 }
                 if method == "add" {
                     let v = self.arg(ctx, args)?;
-                    return add(ctx, target, v).map(|()| Value::Null);
+                    let (size, depth) = measure(&v);
+                    self.hold(size + SLOT, "add")?;
+                    return add(ctx, target, v, size + SLOT, depth).map(|()| Value::Null);
                 }
                 rt(format!("\"{method}\" cannot be called here"))
             }
@@ -887,10 +1078,14 @@ impl Interp<'_> {
             let from = self.modules[mi].key.clone();
             self.effects.memory(&from, uri, method, &args)
         };
+        if let Ok(v) = &result {
+            self.admit_value(v, &format!("{name}.{method}"))?;
+        }
         let (res, err) = match &result {
-            Ok(v) => (Some(v.clone()), None),
+            Ok(v) => (Some(self.traced(v)?), None),
             Err(e) => (None, Some(format!("{} {}", e.code, e.message))),
         };
+        let args = self.traced(&args)?;
         self.event(if tool {
             TraceEvent::Tool {
                 tool: name.to_string(),
@@ -1014,6 +1209,7 @@ impl Interp<'_> {
         }
         prompt.push_str(gap(&prompt));
         prompt.push_str(&format!("Instruction:\n{input}\n"));
+        self.charge(prompt.len(), "the prompt")?;
         let shape = Shape::Object(shape.to_vec());
         prompt.push_str(&format!(
             "\nAnswer with one JSON object only, of this shape: {}\n",
@@ -1033,7 +1229,11 @@ impl Interp<'_> {
                 limit,
             };
             let answer = match self.effects.generate(&call) {
-                Ok(a) => a,
+                Ok(a) => {
+                    // The attempt (prompt and answer) stays in the trace.
+                    self.hold(current.len() + a.len(), "the model's answers")?;
+                    a
+                }
                 Err(e) => {
                     // A provider error fails at once, without retries.
                     outcome = Err(e.into());
@@ -1071,12 +1271,16 @@ impl Interp<'_> {
             }
         }
         let duration_ms = self.effects.now_ms().saturating_sub(start);
+        let value = match outcome.as_ref().ok() {
+            Some(v) => Some(self.traced(v)?),
+            None => None,
+        };
         self.event(TraceEvent::Generate {
             model,
             duration_ms,
             limit,
             attempts: tries,
-            value: outcome.as_ref().ok().cloned(),
+            value,
         });
         outcome
     }
@@ -1122,20 +1326,9 @@ fn field(t: &Value, name: &str) -> R<Value> {
     }
 }
 
-fn assign(ctx: &mut Ctx, name: &str, v: Value) {
-    for f in ctx.frames.iter_mut().rev() {
-        if let Some(slot) = f.vars.iter_mut().rev().find(|(n, _)| n == name) {
-            slot.1 = v;
-            return;
-        }
-    }
-    if let Some(f) = ctx.frames.last_mut() {
-        f.vars.push((name.to_string(), v));
-    }
-}
-
-/// `place.add(v)`: `place` is a variable or a field path of one, holding a list.
-fn add(ctx: &mut Ctx, place: &Expr, v: Value) -> R<()> {
+/// `place.add(v)`: `place` is a variable or a field path of one, holding a list. `size` and
+/// `depth` are `v`'s ([`measure`]), counted by the caller; the variable's size grows by them.
+fn add(ctx: &mut Ctx, place: &Expr, v: Value, size: usize, depth: usize) -> R<()> {
     let mut path: Vec<&str> = Vec::new();
     let mut e = place;
     loop {
@@ -1157,9 +1350,19 @@ fn add(ctx: &mut Ctx, place: &Expr, v: Value) -> R<()> {
         .frames
         .iter_mut()
         .rev()
-        .find_map(|f| f.vars.iter_mut().rev().find(|(n, _)| n == root))
+        .find_map(|f| f.vars.iter_mut().rev().find(|x| x.name == root))
         .ok_or_else(|| Fail(Code::AsRuntime, format!("unknown name \"{root}\"")))?;
-    let mut target = &mut slot.1;
+    // The list sits `path.len() - 1` levels below the variable; the value one level below it.
+    let new_depth = slot.depth.max(path.len() + depth);
+    if new_depth > MAX_NESTING {
+        return fail(
+            Code::AsLimit,
+            format!("add would nest \"{root}\" more than {MAX_NESTING} deep"),
+        );
+    }
+    slot.size += size;
+    slot.depth = new_depth;
+    let mut target = &mut slot.value;
     for key in &path[1..] {
         target = match target {
             Value::Object(m) => m
@@ -1173,6 +1376,7 @@ fn add(ctx: &mut Ctx, place: &Expr, v: Value) -> R<()> {
             items.push(v);
             Ok(())
         }
+        // A failure ends the run, so what was counted for it no longer matters.
         other => rt(format!("add works on a list, not {}", kind_of(other))),
     }
 }

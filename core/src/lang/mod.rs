@@ -121,65 +121,7 @@ pub fn number_value(text: &str) -> Option<f64> {
     digits.parse::<f64>().ok().map(|v| v * scale)
 }
 
-/// Whether an environment variable's name looks like a secret (`env://process` does not read
-/// those unless keyless.json's `Programs.Env` names them). A name is split at `_`
-/// and `-`; a word that is, or ends with, one of these marks it (`OPENAI_API_KEY`, `GH_TOKEN`,
-/// `DB_PASSWORD`, `APIKEY`), while `KEYLESS_HOME` is fine.
-#[must_use]
-pub fn secret_like(name: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "PASS",
-        "CREDENTIAL",
-        "CREDENTIALS",
-        "AUTH",
-        "PRIVATE",
-        "COOKIE",
-        "SESSION",
-        "SIGNATURE",
-        "CERT",
-    ];
-    name.to_ascii_uppercase().split(['_', '-']).any(|w| {
-        WORDS
-            .iter()
-            .any(|s| w == *s || (w.len() > s.len() && w.ends_with(s) && s.len() >= 3))
-    })
-}
-
 /// The largest `.as` file read, in bytes.
 pub const MAX_SOURCE_BYTES: usize = 1 << 20;
 /// The deepest nesting of blocks and expressions.
 pub const MAX_DEPTH: u32 = 64;
-
-#[cfg(test)]
-mod tests {
-    use super::secret_like;
-
-    #[test]
-    fn secrets_are_recognised_by_their_words() {
-        for s in [
-            "OPENAI_API_KEY",
-            "GH_TOKEN",
-            "DB_PASSWORD",
-            "APIKEY",
-            "aws-secret-access-key",
-            "SESSION",
-        ] {
-            assert!(secret_like(s), "{s}");
-        }
-        for s in [
-            "HOME",
-            "PATH",
-            "PWD",
-            "KEYLESS_HOME",
-            "LANG",
-            "TOKENIZER_THREADS",
-        ] {
-            assert!(!secret_like(s), "{s}");
-        }
-    }
-}

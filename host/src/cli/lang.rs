@@ -36,7 +36,7 @@ pub enum AsCmd {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
         /// A scripted model: a JSON array of answer strings, one per model call, in order
-        /// (without it, the program's own providers are called).
+        /// (without it, the program's own providers are called); `-` reads it from stdin.
         #[arg(long)]
         mock: Option<PathBuf>,
         /// Write the trace (every call, prompt, answer, tool and memory operation) as JSON.
@@ -45,6 +45,16 @@ pub enum AsCmd {
         /// How long one model answer may take, in seconds.
         #[arg(long, default_value_t = 120)]
         model_timeout: u64,
+        /// Internal (runs started through the API): each trace event, then the value or the
+        /// error, as JSON lines on stdout.
+        #[arg(long, hide = true)]
+        events: bool,
+        /// Internal: the run's id, named before it starts.
+        #[arg(long, hide = true)]
+        run_id: Option<String>,
+        /// Internal: the most memory the process may take, in MiB.
+        #[arg(long, hide = true)]
+        memory_limit: Option<u64>,
     },
     /// An interactive session: statements, imports and agents, with history (in the user's
     /// config folder), multi-line input, `:load FILE` and `:trace`.
@@ -177,15 +187,34 @@ fn usage(msg: String) -> HostError {
     HostError::Usage(msg)
 }
 
+/// How `as run` runs a program.
+#[derive(Debug, Default)]
+struct RunOptions<'a> {
+    mock: Option<&'a Path>,
+    trace: Option<&'a Path>,
+    model_timeout: std::time::Duration,
+    /// JSON lines on stdout: `{"trace": event}` as each completes, then `{"value": …}` or
+    /// `{"error": "KA_… message"}`.
+    events: bool,
+    run_id: Option<String>,
+    memory_limit_mib: Option<u64>,
+}
+
 /// `as run`.
 fn run_cmd(
     file: &Path,
     entry: lang::interp::Entry,
     workspace: &Path,
-    mock: Option<&Path>,
-    trace: Option<&Path>,
-    model_timeout: std::time::Duration,
+    o: &RunOptions<'_>,
 ) -> Result<ExitCode, HostError> {
+    if let Some(mib) = o.memory_limit_mib {
+        // The process's heap and private mappings: a program that gets past the interpreter's
+        // own value limit ends here, not the machine (or the server that started it).
+        let bytes = mib.saturating_mul(1 << 20);
+        let _ =
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_DATA, bytes, bytes);
+    }
+    let (mock, trace, model_timeout) = (o.mock, o.trace, o.model_timeout);
     let ws =
         crate::exec::workspace::Workspace::open(workspace).map_err(|source| HostError::Read {
             path: workspace.display().to_string(),
@@ -210,6 +239,14 @@ fn run_cmd(
     let mock = read_mock(mock)?;
     let source = read(&abs)?;
     let mut effects = crate::lang_effects::HostEffects::new(&ws, mock, model_timeout);
+    if let Some(id) = &o.run_id {
+        effects.run.clone_from(id);
+    }
+    if o.events {
+        effects.observer = Some(Box::new(|e| {
+            crate::lang_runs::print_line(&crate::lang_runs::RunLine::Trace(e.clone()));
+        }));
+    }
     let started_at = crate::lang_runs::unix_now();
     let (result, tr) = lang::interp::run(&key, &source, &entry, &mut effects);
     let run = effects.run.clone();
@@ -220,6 +257,21 @@ fn run_cmd(
             path: t.display().to_string(),
             source,
         })?;
+    }
+    if o.events {
+        return Ok(match result {
+            Ok(v) => {
+                crate::lang_runs::print_line(&crate::lang_runs::RunLine::Value(v));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                crate::lang_runs::print_line(&crate::lang_runs::RunLine::Error(format!(
+                    "{} {}",
+                    e.code, e.message
+                )));
+                ExitCode::from(1)
+            }
+        });
     }
     match result {
         Ok(v) => {
@@ -240,7 +292,19 @@ pub(crate) fn read_mock(
 ) -> Result<Option<std::collections::VecDeque<String>>, HostError> {
     Ok(match mock {
         Some(p) => {
-            let text = read(p)?;
+            let text = if p == Path::new("-") {
+                let mut t = String::new();
+                io::stdin()
+                    .take(lang::MAX_SOURCE_BYTES as u64 * 16)
+                    .read_to_string(&mut t)
+                    .map_err(|source| HostError::Read {
+                        path: "stdin".into(),
+                        source,
+                    })?;
+                t
+            } else {
+                read(p)?
+            };
             let answers: Vec<String> =
                 serde_json::from_str(&text).map_err(|e| HostError::Coded {
                     code: keyless_core::Code::ConfigInvalid,
@@ -278,6 +342,9 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             mock,
             trace,
             model_timeout,
+            events,
+            run_id,
+            memory_limit,
         } => {
             drop(out);
             let entry = lang::interp::Entry {
@@ -289,9 +356,14 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                 &file,
                 entry,
                 &workspace,
-                mock.as_deref(),
-                trace.as_deref(),
-                std::time::Duration::from_secs(model_timeout.max(1)),
+                &RunOptions {
+                    mock: mock.as_deref(),
+                    trace: trace.as_deref(),
+                    model_timeout: std::time::Duration::from_secs(model_timeout.max(1)),
+                    events,
+                    run_id,
+                    memory_limit_mib: memory_limit,
+                },
             )
         }
         AsCmd::Check { file, json } => {

@@ -57,6 +57,9 @@ pub struct ExecSettings {
     pub sandbox: bool,
     /// Commands.Network: whether confined commands may use TCP.
     pub network: bool,
+    /// keyless.json's `Programs.Env`: the secret-looking variables commands still get (named
+    /// exactly); every other one is withheld ([`keyless_core::secrets::withheld`]).
+    pub pass_env: Vec<String>,
     /// Tools the environment snapshot lists as missing (KA_TOOL_MISSING).
     pub missing_tools: Vec<String>,
     /// SSH and the MCP servers, for the extension commands.
@@ -74,6 +77,7 @@ impl Default for ExecSettings {
             git: GitSettings::default(),
             sandbox: false,
             network: false,
+            pass_env: Vec::new(),
             missing_tools: Vec::new(),
             tools: super::tools::Tools::default(),
         }
@@ -372,10 +376,10 @@ impl Executor<'_> {
         ));
         let max = self.cfg.settings.limits.max_command_output_chars as usize;
         // A command the user saw and approved may write .git; nothing else may.
-        let confine = self
-            .cfg
-            .sandbox
-            .then(|| super::sandbox::spec_for(self.ws.root(), self.cfg.network, approved));
+        let confine = self.cfg.sandbox.then(|| super::sandbox::Spec {
+            pass_env: self.cfg.pass_env.clone(),
+            ..super::sandbox::spec_for(self.ws.root(), self.cfg.network, approved)
+        });
         // The user may have taken a while to answer: the snapshot is taken again right before
         // the command starts, so nothing the user did meanwhile is taken for the command's doing.
         let guard = if approved {

@@ -21,6 +21,23 @@ fn writable_roots(workspace: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Whether `path` (symlinks resolved, as far as it exists) is somewhere a sandboxed command can
+/// write: the workspace always; the temp folders (`/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`) too
+/// where the kernel does not confine commands' writes (no Landlock here), since a command can
+/// then write them.
+#[must_use]
+pub fn model_writable(path: &Path, workspace: &Path) -> bool {
+    let real = crate::dirs::real_path(path);
+    let roots = if super::sandbox::confines_writes(workspace) {
+        vec![crate::dirs::real_path(workspace)]
+    } else {
+        writable_roots(workspace)
+    };
+    roots
+        .iter()
+        .any(|r| real.starts_with(r) || path.starts_with(r))
+}
+
 fn is_executable(p: &Path) -> bool {
     #[cfg(unix)]
     {

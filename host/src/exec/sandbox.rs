@@ -128,6 +128,32 @@ pub struct Spec {
     /// namespaces `/dev/shm` is not writable at all, since it is shared with the user's programs.
     pub private_shm: bool,
     pub network: bool,
+    /// The secret-looking environment variables the command still gets (keyless.json's
+    /// `Programs.Env`, named exactly); every other one is withheld
+    /// ([`keyless_core::secrets::withheld`]).
+    pub pass_env: Vec<String>,
+}
+
+/// The user's environment as a confined command gets it: without the variables whose name looks
+/// like a secret or whose value like a credential, unless `pass` names them exactly. Returns the
+/// kept variables and the names withheld.
+#[must_use]
+pub fn command_env(
+    pass: &[String],
+) -> (Vec<(std::ffi::OsString, std::ffi::OsString)>, Vec<String>) {
+    let mut kept = Vec::new();
+    let mut withheld = Vec::new();
+    for (k, v) in std::env::vars_os() {
+        let name = k.to_string_lossy();
+        let value = v.to_string_lossy();
+        if keyless_core::secrets::withheld(&name, &value, Some(pass)) {
+            withheld.push(name.into_owned());
+        } else {
+            kept.push((k, v));
+        }
+    }
+    withheld.sort();
+    (kept, withheld)
 }
 
 /// The private temp folder of a workspace's sandboxed commands: `.agent/sandbox-tmp`. Inside the
@@ -177,6 +203,7 @@ pub fn spec_for(workspace: &Path, network: bool, approved: bool) -> Spec {
         pinned,
         private_shm: Path::new("/dev/shm").is_dir(),
         network,
+        pass_env: Vec::new(),
     }
 }
 
@@ -219,6 +246,14 @@ pub fn wrapper_args(spec: &Spec) -> Vec<std::ffi::OsString> {
         a.push("--network".into());
     }
     a
+}
+
+/// Whether sandboxed commands' writes are confined to the workspace and their private folders on
+/// this machine (Landlock enforced): asked once per process.
+#[must_use]
+pub fn confines_writes(workspace: &Path) -> bool {
+    static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ANSWER.get_or_init(|| probe(workspace, false).landlock_abi > 0)
 }
 
 /// Asks the wrapper what it can enforce here.

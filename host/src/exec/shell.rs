@@ -100,7 +100,12 @@ fn shell_command(line: &str, confine: Option<&super::sandbox::Spec>) -> Command 
         let mut c = match confine {
             Some(spec) => {
                 let mut c = Command::new(super::sandbox::wrapper_program());
-                c.args(super::sandbox::wrapper_args(spec))
+                // The user's environment, without what looks like a secret: whatever a command
+                // prints reaches the chat.
+                let (env, _) = super::sandbox::command_env(&spec.pass_env);
+                c.env_clear()
+                    .envs(env)
+                    .args(super::sandbox::wrapper_args(spec))
                     .arg("--")
                     .arg(line)
                     .env("TMPDIR", &spec.tmp);

@@ -259,12 +259,14 @@ pub fn gather_for(workspace: &Path, exec: &mut super::batch::ExecSettings) -> En
     } else {
         "off".to_string()
     };
-    let snapshot = gather(workspace, sandbox);
+    let mut snapshot = gather(workspace, sandbox);
+    snapshot.withheld = super::sandbox::command_env(&exec.pass_env).1;
     exec.missing_tools = snapshot.missing();
     snapshot
 }
 
-/// The snapshot for a workspace; `sandbox` is the sandbox status line.
+/// The snapshot for a workspace; `sandbox` is the sandbox status line. The variables withheld from
+/// commands are those of a configuration that passes none (`gather_for` fills in the session's).
 #[must_use]
 pub fn gather(workspace: &Path, sandbox: String) -> EnvSnapshot {
     let tools = tool_versions(workspace);
@@ -279,5 +281,6 @@ pub fn gather(workspace: &Path, sandbox: String) -> EnvSnapshot {
         tools,
         scripts: scripts(workspace),
         sandbox,
+        withheld: super::sandbox::command_env(&[]).1,
     }
 }

@@ -2,6 +2,9 @@
 //! its trace over the event stream (`as_trace`, then `as_run` when it ends); `GET /v1/as/runs`
 //! lists the runs kept in `.agent/as-runs/` (API and `keyless-host as run` alike) and
 //! `GET /v1/as/runs/{run}` gives one with its value and whole trace.
+//!
+//! Each program runs in a process of its own (`keyless-host as run --events`, with a memory
+//! limit): one that exhausts memory or crashes ends itself, never the server.
 
 use super::state::{blocking, json_body, ApiError, Shared};
 use axum::body::Bytes;
@@ -25,7 +28,8 @@ pub(super) async fn start_run(
     let req: api::AsRunRequest = json_body(&body)?;
     let task_state = st.clone();
     let file = req.file.clone();
-    let (key, source) = blocking(move || {
+    // The file must be a readable text file of the workspace before a run is named.
+    let key = blocking(move || {
         let t = task_state
             .ws
             .resolve(&file)
@@ -34,9 +38,9 @@ pub(super) async fn start_run(
             .ws
             .read(&t)
             .map_err(|f| ApiError::BadRequest(f.to_string()))?;
-        let text = String::from_utf8(bytes)
+        String::from_utf8(bytes)
             .map_err(|_| ApiError::BadRequest(format!("{} is not UTF-8 text", t.rel)))?;
-        Ok((t.rel, text))
+        Ok(t.rel)
     })
     .await?;
     let run = crate::lang_runs::new_id(RUNS.fetch_add(1, Ordering::Relaxed));
@@ -69,33 +73,36 @@ pub(super) async fn start_run(
             state: AsRunState::Running,
             error: None,
         });
-        let mut effects =
-            crate::lang_effects::HostEffects::new(&st.ws, req.mock.map(Into::into), MODEL_TIMEOUT);
-        effects.run.clone_from(&run);
-        let events = st.clone();
-        let id = run.clone();
-        effects.observer = Some(Box::new(move |e| {
-            events.emit(&HostEvent::AsTrace {
-                run: id.clone(),
-                event: e.clone(),
-            });
-        }));
-        let entry = keyless_core::lang::interp::Entry {
-            agent: req.agent,
-            func: req.func,
-            input: req.input,
+        let error = match run_in_child(&st, &run, &key, &req) {
+            Ok(error) => error,
+            Err(e) => {
+                // The program's own process never finished (it ran out of memory or was killed):
+                // the run is kept as failed, and the server goes on.
+                let failure = keyless_core::lang::interp::RunError {
+                    code: e.0,
+                    message: e.1,
+                    stack: Vec::new(),
+                };
+                let trace = keyless_core::lang::interp::Trace { events: Vec::new() };
+                crate::lang_runs::record(
+                    &st.ws,
+                    &run,
+                    &key,
+                    started.started_at,
+                    &Err(failure.clone()),
+                    &trace,
+                );
+                Some(format!("{} {}", failure.code, failure.message))
+            }
         };
-        let (result, trace) = keyless_core::lang::interp::run(&key, &source, &entry, &mut effects);
-        drop(effects);
-        crate::lang_runs::record(&st.ws, &run, &key, started.started_at, &result, &trace);
         st.emit(&HostEvent::AsRun {
             run,
-            state: if result.is_ok() {
+            state: if error.is_none() {
                 AsRunState::Done
             } else {
                 AsRunState::Failed
             },
-            error: result.err().map(|e| format!("{} {}", e.code, e.message)),
+            error,
         });
     });
     Ok((StatusCode::ACCEPTED, Json(summary)).into_response())
@@ -113,4 +120,78 @@ pub(super) async fn get_run(
     let detail =
         blocking(move || crate::lang_runs::load(&st.ws, &id).ok_or(ApiError::NotFound)).await?;
     Ok(Json(detail).into_response())
+}
+
+/// The most memory a program started through the API may take (its own process), in MiB.
+const MEMORY_LIMIT_MIB: u64 = 2048;
+
+/// Runs a program in a process of its own (`keyless-host as run --events`), so that a program
+/// that exhausts memory or crashes ends only itself: its trace events are forwarded as they
+/// come, and the process keeps the run's record. `Ok(None)`: done; `Ok(Some(error))`: the
+/// program failed; `Err`: its process ended without an answer.
+fn run_in_child(
+    st: &Shared,
+    run: &str,
+    key: &str,
+    req: &api::AsRunRequest,
+) -> Result<Option<String>, (keyless_core::Code, String)> {
+    use std::io::{BufRead, Write};
+    let mut cmd = std::process::Command::new(crate::exec::sandbox::wrapper_program());
+    cmd.args(["as", "run"])
+        .arg(st.ws.root().join(key))
+        .arg("--workspace")
+        .arg(st.ws.root())
+        .args(["--events", "--run-id", run])
+        .args(["--memory-limit", &MEMORY_LIMIT_MIB.to_string()])
+        .args(["--model-timeout", &MODEL_TIMEOUT.as_secs().to_string()])
+        .arg("--input")
+        .arg(req.input.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    if let Some(a) = &req.agent {
+        cmd.args(["--agent", a]);
+    }
+    if let Some(f) = &req.func {
+        cmd.args(["--func", f]);
+    }
+    if req.mock.is_some() {
+        cmd.args(["--mock", "-"]);
+    }
+    let internal = |e: std::io::Error| {
+        (
+            keyless_core::Code::Internal,
+            format!("cannot start the program's process: {e}"),
+        )
+    };
+    let mut child = cmd.spawn().map_err(internal)?;
+    if let Some(mut stdin) = child.stdin.take() {
+        if let Some(mock) = &req.mock {
+            let _ = stdin.write_all(serde_json::to_string(mock).unwrap_or_default().as_bytes());
+        }
+    }
+    let mut outcome: Option<Option<String>> = None;
+    if let Some(out) = child.stdout.take() {
+        for line in std::io::BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            match serde_json::from_str::<crate::lang_runs::RunLine>(&line) {
+                Ok(crate::lang_runs::RunLine::Trace(event)) => st.emit(&HostEvent::AsTrace {
+                    run: run.to_string(),
+                    event,
+                }),
+                Ok(crate::lang_runs::RunLine::Value(_)) => outcome = Some(None),
+                Ok(crate::lang_runs::RunLine::Error(e)) => outcome = Some(Some(e)),
+                Err(_) => {}
+            }
+        }
+    }
+    let status = child.wait().map_err(internal)?;
+    outcome.ok_or_else(|| {
+        (
+            keyless_core::Code::AsLimit,
+            format!(
+                "the program's process ended without an answer ({status}): it ran out of memory ({MEMORY_LIMIT_MIB} MiB) or was killed"
+            ),
+        )
+    })
 }
