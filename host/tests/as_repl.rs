@@ -46,26 +46,32 @@ fn the_repl_runs_under_a_pty() {
         }
     });
     let mut seen = String::new();
-    let wait_for = |want: &str, seen: &mut String| {
+    // Waits for `want` in what the terminal showed after byte `from` (the typed input is echoed
+    // first, so an answer is looked for only after it); returns where it ends.
+    let wait_for = |want: &str, from: usize, seen: &mut String| -> usize {
         let start = Instant::now();
-        while !seen.contains(want) {
+        loop {
+            if let Some(at) = seen.get(from..).and_then(|tail| tail.find(want)) {
+                return from + at + want.len();
+            }
             assert!(
                 start.elapsed() < Duration::from_secs(20),
-                "waiting for {want:?} in:\n{seen}"
+                "waiting for {want:?} after byte {from} in:\n{seen}"
             );
             if let Ok(chunk) = rx.recv_timeout(Duration::from_millis(100)) {
                 seen.push_str(&chunk);
             }
         }
     };
-    wait_for("as> ", &mut seen);
+    let mut at = wait_for("as> ", 0, &mut seen);
+    // Each input, then what the REPL answers: on a line of its own, after the echoed input.
     for (line, want) in [
         ("x = 41", "as> "),
         ("y = [x,", "... "),
         ("2]", "as> "),
-        ("y.length", "2"),
+        ("y.length", "\n2\r\n"),
         (":load helper.as", "ok"),
-        ("Helper(x)", "41"),
+        ("Helper(x)", "[\r\n  41,\r\n  41\r\n]"),
         (":trace", "trace on"),
         ("Helper(7)", "\"event\": \"call\""),
         (":quit", ""),
@@ -73,8 +79,10 @@ fn the_repl_runs_under_a_pty() {
         master
             .write_all(format!("{line}\r").as_bytes())
             .expect("type");
+        // The terminal echoes the input first.
+        at = wait_for(line, at, &mut seen);
         if !want.is_empty() {
-            wait_for(want, &mut seen);
+            at = wait_for(want, at, &mut seen);
         }
     }
     let start = Instant::now();

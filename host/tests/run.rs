@@ -285,7 +285,12 @@ fn policy_modes_deny_confirm_and_run() {
 fn timeouts_kill_the_whole_process_group() {
     let fx = Fixture::new();
     let marker = fx.root.join("marker");
-    let cmd = format!("(sleep 3; touch {}) & sleep 30", marker.display());
+    let bg = common::unique_seconds(3);
+    let cmd = format!(
+        "(sleep {bg}; touch {}) & sleep {}",
+        marker.display(),
+        common::unique_seconds(30)
+    );
     let r = reply(&[block("runcommand timeout=1", &[("CMD", &cmd)])]);
     let started = std::time::Instant::now();
     let (_, text) = fx.run(&[&r], &["--mode", "auto"]);
@@ -295,7 +300,11 @@ fn timeouts_kill_the_whole_process_group() {
     );
     assert!(text.contains("reason: killed after 1s (timeout)"), "{text}");
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    // The background child is gone before it could write its marker: the group was killed.
+    assert!(
+        common::processes_with(&format!("sleep {bg}")).is_empty(),
+        "the background child outlived the timeout"
+    );
     assert!(
         !marker.exists(),
         "the background child was killed with the group"
@@ -415,14 +424,15 @@ fn format_retries_stop_the_turn() {
 
 #[test]
 fn killed_mid_batch_leaves_no_partial_file() {
-    // Twelve kills at different moments of a batch of 60 large updatefiles over 6 files: every
-    // file is always one complete version, never a mix, and no temp file is left behind as the
-    // file itself.
+    // Kills at different moments of a batch of 60 large updatefiles over 6 files, each after the
+    // batch's first command has written its marker (so the kill lands inside the batch, not
+    // before it): every file is always one complete version, never a mix, no temp file is left
+    // as the file itself, and several kills provably landed between two writes.
     let fx = Fixture::new();
     let versions: Vec<String> = (0..10)
         .map(|v| format!("version {v}\n").repeat(3_000))
         .collect();
-    let mut blocks = Vec::new();
+    let mut blocks = vec![block("newfile started.txt", &[("CONTENT", "started")])];
     for version in &versions {
         for f in 0..6 {
             blocks.push(block(
@@ -434,10 +444,12 @@ fn killed_mid_batch_leaves_no_partial_file() {
     let r = reply(&blocks);
     let file = fx.root.join("big.txt");
     std::fs::write(&file, &r).expect("write");
+    let mut mid_batch = 0;
     for trial in 0..12u64 {
         for f in 0..6 {
             std::fs::write(fx.ws().join(format!("f{f}.txt")), "original\n").expect("write");
         }
+        let _ = std::fs::remove_file(fx.ws().join("started.txt"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
             .args([
                 "run",
@@ -456,9 +468,18 @@ fn killed_mid_batch_leaves_no_partial_file() {
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("spawn");
-        std::thread::sleep(std::time::Duration::from_millis(5 + trial * 9));
+        // The marker is the batch's first write: from then on, the kill is mid-batch.
+        assert!(
+            common::wait_until(std::time::Duration::from_secs(30), || fx
+                .ws()
+                .join("started.txt")
+                .exists()),
+            "trial {trial}: the batch never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(trial * 3));
         let _ = child.kill();
         let _ = child.wait();
+        let mut states = std::collections::BTreeSet::new();
         for f in 0..6 {
             let got = std::fs::read_to_string(fx.ws().join(format!("f{f}.txt"))).expect("read");
             assert!(
@@ -466,8 +487,19 @@ fn killed_mid_batch_leaves_no_partial_file() {
                 "trial {trial}: f{f}.txt is partial ({} bytes)",
                 got.len()
             );
+            states.insert(got.len() + usize::from(got == versions[9]));
+        }
+        // Files at different versions: the kill came between two of the batch's writes.
+        let finished =
+            std::fs::read_to_string(fx.ws().join("f5.txt")).expect("read") == versions[9];
+        if states.len() > 1 || !finished {
+            mid_batch += 1;
         }
     }
+    assert!(
+        mid_batch >= 6,
+        "only {mid_batch} of 12 kills landed before the batch finished"
+    );
 }
 
 #[test]
@@ -475,9 +507,11 @@ fn an_interrupted_batch_never_runs_twice_and_sessions_resume() {
     let fx = Fixture::new();
     let ws = fx.ws();
     let ws_s = ws.to_str().expect("utf8");
+    // A sleep this test alone runs, so it can tell its own process from every other.
+    let sleep = common::unique_seconds(30);
     let r = reply(&[block(
         "runcommand",
-        &[("CMD", "echo x >> appended.txt; sleep 30")],
+        &[("CMD", &format!("echo x >> appended.txt; sleep {sleep}"))],
     )]);
     let f = fx.root.join("append.txt");
     std::fs::write(&f, &r).expect("write");
@@ -500,15 +534,20 @@ fn an_interrupted_batch_never_runs_twice_and_sessions_resume() {
         .and_then(|t| t.split(' ').next())
         .expect("session")
         .to_string();
-    for _ in 0..100 {
-        if fx.ws().join("appended.txt").exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    // The batch is running: its first write is there.
+    assert!(common::wait_until(
+        std::time::Duration::from_secs(10),
+        || fx.ws().join("appended.txt").exists()
+    ));
     child.kill().expect("kill");
     let _ = child.wait();
-    let _ = Command::new("pkill").args(["-f", "sleep 30"]).status();
+    // The command's own processes end with the host (none of another test's is touched).
+    assert!(
+        common::wait_until(std::time::Duration::from_secs(10), || {
+            common::processes_with(&format!("sleep {sleep}")).is_empty()
+        }),
+        "the command outlived a kill -9 of the host"
+    );
     assert_eq!(fx.read("appended.txt"), b"x\n");
     // Resuming the session with the same reply: the stored batch is not run again.
     let (_, text) = host_in(
@@ -857,7 +896,7 @@ fn ctrl_c_cancels_the_running_command_and_the_rest() {
     assert!(
         text.contains("--- result 1/2 | #1 runcommand |")
             && text.contains("code: KA_CANCELLED")
-            && text.contains("partial"),
+            && text.contains("<<<OUTPUT\npartial"),
         "{text}"
     );
     assert!(

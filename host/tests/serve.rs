@@ -187,17 +187,50 @@ impl Server {
         )
     }
 
-    /// Sends `reply`, asks to cancel `after` it started, and returns the answer with how long the
+    /// The event stream, read as it comes (subscribed when this returns).
+    fn events(&self) -> Events {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        write!(
+            stream,
+            "GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\n\r\n",
+            self.port, self.token
+        )
+        .expect("write");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = text.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stream.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .expect("lock")
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let events = Events { text };
+        // The answer's head arrives once the server has subscribed this stream.
+        events.wait_for("text/event-stream");
+        events
+    }
+
+    /// Sends `reply`, asks to cancel once the event stream shows `running` (the command has
+    /// started, or printed what the test waits for), and returns the answer with how long the
     /// cancel took to answer.
     fn reply_then_cancel(
         &self,
         session: &str,
         reply: &str,
-        after: Duration,
+        running: &str,
     ) -> (serde_json::Value, Duration) {
+        let events = self.events();
         std::thread::scope(|s| {
             let t = s.spawn(move || self.reply(session, reply));
-            std::thread::sleep(after);
+            events.wait_for(running);
             let asked = Instant::now();
             self.post(
                 &format!("/v1/sessions/{session}/cancel"),
@@ -215,6 +248,30 @@ impl Server {
         );
         assert_eq!(s, 200, "{v}");
         v
+    }
+}
+
+/// What the event stream has shown so far.
+struct Events {
+    text: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Events {
+    fn now(&self) -> String {
+        self.text.lock().expect("lock").clone()
+    }
+
+    /// Waits until the stream has shown `want` (at most 30 s: then the test fails).
+    fn wait_for(&self, want: &str) {
+        let start = Instant::now();
+        while !self.now().contains(want) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the event stream never showed {want:?}:\n{}",
+                self.now()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 
@@ -541,30 +598,7 @@ fn confirmations_events_and_cancel() {
     let srv = spawn(&e.ws, &e.config, &["--mode", "ask"]);
     let session = srv.session();
     // Listen to the event stream.
-    let mut events = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
-    write!(
-        events,
-        "GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\n\r\n",
-        srv.port, srv.token
-    )
-    .expect("write");
-    events
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
-    let collected = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let sink = collected.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = events.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            sink.lock()
-                .expect("lock")
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    std::thread::sleep(Duration::from_millis(200));
+    let events = srv.events();
     let wait_prompt = || -> serde_json::Value {
         let start = Instant::now();
         loop {
@@ -630,7 +664,8 @@ fn confirmations_events_and_cancel() {
         // Cancel a long command: KA_CANCELLED with the output so far.
         // (echo and sleep are ReadOnly: it runs without a confirmation.)
         let t = s.spawn(move || srv.reply(session, &r3));
-        std::thread::sleep(Duration::from_millis(700));
+        // The command is running once its first output has come.
+        events.wait_for("started\\n");
         let started = Instant::now();
         srv.post(
             &format!("/v1/sessions/{session}/cancel"),
@@ -644,8 +679,9 @@ fn confirmations_events_and_cancel() {
             "{v}"
         );
     });
-    std::thread::sleep(Duration::from_millis(200));
-    let ev = collected.lock().expect("lock").clone();
+    // The last batch's end is on the stream (the answer above may come first).
+    events.wait_for("KA_CANCELLED");
+    let ev = events.now();
     for want in [
         "\"type\":\"batch_started\"",
         "\"type\":\"prompt\"",
@@ -880,22 +916,22 @@ fn a_piece_session_gates_commands_and_moves_through_movements() {
 fn a_client_that_disconnects_mid_batch_gets_the_result_later() {
     let e = env();
     let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
-    let (busy, session) = (srv.session(), srv.session());
-    let body = serde_json::json!({"reply": run_cmd("echo x >> slow.txt"), "turn": 1, "batch": 1})
-        .to_string();
-    std::thread::scope(|sc| {
-        // Another session holds the workspace for a while, so the next request waits for it.
-        let (srv_ref, busy_ref) = (&srv, &busy);
-        let first = sc.spawn(move || srv_ref.reply(busy_ref, &run_cmd("sleep 1.5")));
-        std::thread::sleep(Duration::from_millis(300));
-        {
-            // Send the request, then hang up while it waits for the workspace.
-            let _conn = srv.send_reply_unread(&session, &body);
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        first.join().expect("first batch");
-    });
-    std::thread::sleep(Duration::from_millis(1500));
+    let session = srv.session();
+    let body =
+        serde_json::json!({"reply": run_cmd("echo x >> slow.txt; sleep 1"), "turn": 1, "batch": 1})
+            .to_string();
+    let events = srv.events();
+    {
+        // Send the request, and hang up once its batch has started (mid-batch).
+        let _conn = srv.send_reply_unread(&session, &body);
+        events.wait_for(&format!(
+            "\"type\":\"batch_started\",\"session\":\"{session}\""
+        ));
+    }
+    // The abandoned batch runs to its end all the same.
+    events.wait_for(&format!(
+        "\"type\":\"batch_finished\",\"session\":\"{session}\""
+    ));
     assert_eq!(
         std::fs::read_to_string(e.ws.join("slow.txt")).expect("the abandoned batch still ran"),
         "x\n"
@@ -1063,7 +1099,7 @@ fn cancel_holds_under_continuous_output() {
     let e = env();
     let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
     let session = srv.session();
-    let (v, took) = srv.reply_then_cancel(&session, &run_cmd("yes"), Duration::from_millis(1500));
+    let (v, took) = srv.reply_then_cancel(&session, &run_cmd("yes"), "y\\ny\\n");
     eprintln!("cancel under `yes` answered after {took:?}");
     assert!(took < Duration::from_secs(5), "cancel took {took:?}");
     assert!(
@@ -1528,11 +1564,11 @@ fn the_ssh_ops_piece_runs_through_serve() {
     assert_eq!(st, 200);
     let long =
         "@@sshexec box\n<<<CMD\necho started; sleep 30\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n";
-    let (c, took) = srv.reply_then_cancel(&session, long, Duration::from_millis(1500));
+    let (c, took) = srv.reply_then_cancel(&session, long, "started\\n");
     assert!(took < Duration::from_secs(10), "{took:?}");
     let text = c["text"].as_str().unwrap_or("");
     assert!(
-        text.contains("KA_CANCELLED") && text.contains("started"),
+        text.contains("KA_CANCELLED") && text.contains("<<<OUTPUT\nstarted"),
         "{c}"
     );
     let (s, b) = srv.get(&format!(
@@ -1598,7 +1634,7 @@ fn mcp_servers_start_with_a_piece_session_and_stop_with_serve() {
     assert!(running(), "the server runs for the session");
     // Cancel stops a tool call as it stops a command.
     let long = "@@mcp everything.trigger-long-running-operation\n<<<ARGS\n{\"duration\": 30, \"steps\": 3}\nARGS>>>\n@@end\n@@next\n@@end\n@@eof\n";
-    let (v, took) = srv.reply_then_cancel(&session, long, Duration::from_millis(1000));
+    let (v, took) = srv.reply_then_cancel(&session, long, "\"type\":\"command_started\"");
     assert!(took < Duration::from_secs(10), "{took:?}");
     assert!(
         v["text"].as_str().unwrap_or("").contains("KA_CANCELLED"),

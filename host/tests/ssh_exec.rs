@@ -150,7 +150,8 @@ fn exec_runs_on_the_connection_and_is_confirmed_in_ask_mode() {
         &cfg,
         &["--mode", "auto"],
     );
-    assert!(text.contains("by-id"), "{text}");
+    // The header echoes the command line: the word must be in the output.
+    assert!(text.contains("<<<OUTPUT\nby-id\nOUTPUT>>>"), "{text}");
     // Ask: even a read-only line is at least Execute on another machine, so it is confirmed;
     // nobody answers here, so it is declined and never reaches the server.
     let marker = e.sshd.dir.join("ran-in-ask");
@@ -326,7 +327,7 @@ fn a_remote_command_that_outlives_its_timeout_is_stopped() {
     let t = std::time::Instant::now();
     let text = e.run(&[&slow], &e.piece(), &cfg, &["--mode", "auto"]);
     assert!(
-        text.contains("KA_TIMEOUT") && text.contains("started"),
+        text.contains("KA_TIMEOUT") && text.contains("<<<OUTPUT\nstarted"),
         "{text}"
     );
     assert!(
@@ -381,7 +382,7 @@ fn an_ssh_planted_on_path_in_the_workspace_is_never_run() {
         &["--mode", "auto"],
         &[("PATH", path.as_ref())],
     );
-    assert!(text.contains("real-ssh"), "{text}");
+    assert!(text.contains("<<<OUTPUT\nreal-ssh\nOUTPUT>>>"), "{text}");
     assert!(!canary.exists(), "the workspace's ssh ran");
 }
 

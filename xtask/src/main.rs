@@ -197,8 +197,9 @@ fn ensure_debian(what: &str, packages: &[(&str, &str)]) -> Result<bool> {
     Ok(packages.iter().all(|(file, _)| Path::new(file).exists()))
 }
 
-/// Debian's Chromium for the browser tests (and its driver for the wasm tests in Chromium, which
-/// skip themselves without it): whether Chromium is there.
+/// Debian's Chromium for the browser tests (and its driver for the wasm tests in Chromium):
+/// whether Chromium is there. Outside CI they are skipped without it; under CI (`CI=true`) a
+/// missing browser is an error, never a green run with the browser untested.
 fn ensure_chromium() -> Result<bool> {
     ensure_debian(
         "the browser tests",
@@ -207,7 +208,14 @@ fn ensure_chromium() -> Result<bool> {
             ("/usr/bin/chromedriver", "chromium-driver"),
         ],
     )?;
-    Ok(Path::new("/usr/bin/chromium").exists())
+    let chromium = Path::new("/usr/bin/chromium").exists();
+    let driver = Path::new("/usr/bin/chromedriver").exists();
+    if !(chromium && driver) && env::var("CI").as_deref() == Ok("true") {
+        return Err(
+            "Chromium or chromedriver is missing under CI: the browser tests would not run".into(),
+        );
+    }
+    Ok(chromium)
 }
 
 /// The wasm package's size budget: what the extension and the playground download. Raised from

@@ -65,6 +65,8 @@ enum Cmd {
         network: bool,
         #[arg(long)]
         probe: bool,
+        #[arg(long)]
+        parent: Option<u32>,
         #[arg(last = true)]
         command: Vec<String>,
     },
@@ -172,6 +174,7 @@ pub fn main() -> ExitCode {
             private_shm,
             network,
             probe,
+            parent,
             command,
         } => {
             return crate::exec::sandbox::wrapper_main(&crate::exec::sandbox::WrapperArgs {
@@ -182,6 +185,7 @@ pub fn main() -> ExitCode {
                 pinned,
                 private_shm,
                 network,
+                parent,
                 probe,
                 command: command.join(" "),
             });

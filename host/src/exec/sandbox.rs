@@ -242,6 +242,8 @@ pub fn wrapper_args(spec: &Spec) -> Vec<std::ffi::OsString> {
     if spec.private_shm {
         a.push("--private-shm".into());
     }
+    a.push("--parent".into());
+    a.push(std::process::id().to_string().into());
     if spec.network {
         a.push("--network".into());
     }
@@ -290,6 +292,8 @@ pub struct WrapperArgs {
     pub private_shm: bool,
     pub network: bool,
     pub probe: bool,
+    /// The host's process id: the wrapper ends with it.
+    pub parent: Option<u32>,
     pub command: String,
 }
 
@@ -572,8 +576,13 @@ mod linux {
             network: a.network,
             ..Report::default()
         };
-        // Die with the host.
-        let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+        // Die with the host (which may already be gone by the time this runs).
+        match a.parent {
+            Some(host) => die_with(host, exit_killed),
+            None => {
+                let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+            }
+        }
         match enter_namespaces() {
             Ok(()) => {
                 protect(a)?;
@@ -652,14 +661,52 @@ mod linux {
             .collect()
     }
 
-    /// `__sandbox-init`: PID 1 of the command's namespace. Runs the command, reaps every orphan,
-    /// and exits with the command's status; the kernel then kills whatever is left.
-    pub fn init_main(parent: u32, command: &str) -> std::process::ExitCode {
+    /// A process's state and start time from `/proc/PID/stat` (the start time tells a process
+    /// from a later one that got the same number).
+    fn stat(pid: u32) -> Option<(char, u64)> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // pid (comm) state ppid …; comm may hold spaces and parentheses.
+        let rest = text.rsplit_once(')')?.1;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let state = fields.first()?.chars().next()?;
+        let start = fields.get(19)?.parse().ok()?;
+        Some((state, start))
+    }
+
+    /// Whether `pid`, which started at `start`, is still running (a zombie is not: it has died
+    /// and waits to be reaped, which a container's PID 1 may do late).
+    fn alive(pid: u32, start: u64) -> bool {
+        stat(pid).is_some_and(|(state, s)| s == start && !matches!(state, 'Z' | 'X'))
+    }
+
+    /// Ends this process with `parent`: `PR_SET_PDEATHSIG`, then (since the parent may have died
+    /// before that, or the signal be missed) a check now and a watchdog every 20 ms that calls
+    /// `end` once the parent is gone.
+    pub(super) fn die_with(parent: u32, end: fn() -> !) {
         let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-        // The wrapper may have died before the line above: then stop here.
-        if !Path::new(&format!("/proc/{parent}")).exists() {
-            return std::process::ExitCode::from(137);
+        let Some((state, start)) = stat(parent) else {
+            end()
+        };
+        if matches!(state, 'Z' | 'X') {
+            end();
         }
+        std::thread::spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if !alive(parent, start) {
+                end();
+            }
+        });
+    }
+
+    fn exit_killed() -> ! {
+        std::process::exit(137)
+    }
+
+    /// `__sandbox-init`: PID 1 of the command's namespace. Runs the command, reaps every orphan,
+    /// and exits with the command's status; the kernel then kills whatever is left. It ends at
+    /// once when the wrapper is gone (and the kernel kills the namespace with it).
+    pub fn init_main(parent: u32, command: &str) -> std::process::ExitCode {
+        die_with(parent, exit_killed);
         let child = match std::process::Command::new("/bin/sh")
             .arg("-c")
             .arg(command)

@@ -133,3 +133,43 @@ pub fn make_executable(p: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
+
+/// The processes whose command line holds `token` (a word unique to one test), from /proc.
+pub fn processes_with(token: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(token))
+        })
+        .collect()
+}
+
+/// Waits until `done` holds (checked every 10 ms), at most `limit`; whether it did.
+pub fn wait_until(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if std::time::Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// A token no other test's command line holds: `sleep` takes it as a number of seconds
+/// (`sleep 30.000123456` sleeps 30 s), so a test can find its own processes, and only those.
+pub fn unique_seconds(seconds: u32) -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(
+        "{seconds}.{:06}{:03}",
+        std::process::id() % 1_000_000,
+        n % 1000
+    )
+}
