@@ -62,11 +62,12 @@ fn ignorable(c: char) -> bool {
 }
 
 /// A file name as the most forgiving file system could see it: invisible and combining code
-/// points dropped, fullwidth ASCII made ASCII, letters that case-fold onto ASCII ones (the Kelvin
-/// sign, long s, dotless i) made those, everything lower case (Unicode), and the trailing dots
-/// and spaces Windows ignores removed. Two names with the same fold may be one file somewhere
-/// (a case-insensitive or normalising disk, a Windows share), so keyless's own names are
-/// compared by their fold.
+/// points dropped, fullwidth ASCII made ASCII, the letters that case-fold onto ASCII ones (the
+/// Kelvin sign, long s, dotless i, capital I with a dot) made those, ASCII lower case, and the
+/// trailing dots and spaces Windows ignores removed. Two names with the same fold may be one file
+/// somewhere (a case-insensitive or normalising disk, a Windows share), so keyless's own names
+/// (all ASCII) are compared by their fold. Other letters are kept as they are: none folds onto an
+/// ASCII letter, so they never make a name equal to one of keyless's.
 #[must_use]
 pub fn fold_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
@@ -74,11 +75,13 @@ pub fn fold_name(name: &str) -> String {
         let c = match c {
             '\u{FF01}'..='\u{FF5E}' => char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c),
             '\u{017F}' => 's',
-            '\u{0131}' => 'i',
+            '\u{0131}' | '\u{0130}' => 'i',
             '\u{212A}' => 'k',
             _ => c,
         };
-        out.extend(c.to_lowercase().filter(|l| !ignorable(*l)));
+        if !ignorable(c) {
+            out.push(c.to_ascii_lowercase());
+        }
     }
     let kept = out.trim_end_matches(['.', ' ']).len();
     out.truncate(kept);

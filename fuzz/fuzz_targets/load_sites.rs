@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = follow(
         text,
         &Settings::default(),
-        &keyless_core::check::Judge::new(Mode::Ask, Vec::new()),
+        &keyless_core::policy::verdict::Judge::new(Mode::Ask, Vec::new()),
         &page,
     );
 });

@@ -2,7 +2,8 @@
 //! without the extension commands (MCP, SSH) offered, and their policy verdicts.
 #![no_main]
 
-use keyless_core::check::{check, command_verdict};
+use keyless_core::check::check;
+use keyless_core::policy::verdict::command_verdict;
 use keyless_core::parse::{parse_partial_with, parse_with};
 use keyless_core::{parse, parse_partial, CommandKind, Limits, Mode, Settings};
 use libfuzzer_sys::fuzz_target;
@@ -21,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
     for c in &ext.reply.commands {
         if c.kind.is_extension() {
             // Every extension command has a verdict, and an SSH line is never below Execute.
-            let v = command_verdict(c, Mode::Auto, &[]);
+            let v = command_verdict(c, Mode::Auto, &[], &Default::default());
             let v = v.expect("an extension command always has a verdict");
             if c.kind.is_ssh() {
                 assert!(v.tier >= keyless_core::policy::Tier::Execute);

@@ -841,3 +841,100 @@ fn an_mcp_server_program_is_never_taken_from_a_temp_folder_on_path() {
     );
     assert!(!canary.exists(), "a server planted in a temp folder ran");
 }
+
+#[test]
+fn a_submodules_git_folder_keeps_no_program_of_the_commands_choosing() {
+    let fx = common::Fixture::new();
+    // A submodule: its git folder lives in the workspace's .git/modules/lib.
+    common::git(&fx.root, &["init", "-q", "--bare", "lib.git"]);
+    common::git(&fx.root, &["clone", "-q", "lib.git", "lib-work"]);
+    let work = fx.root.join("lib-work");
+    std::fs::write(work.join("x.txt"), "x\n").expect("x");
+    common::git(&work, &["add", "-A"]);
+    common::git(
+        &work,
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-qm",
+            "x",
+        ],
+    );
+    common::git(&work, &["push", "-q", "origin", "HEAD"]);
+    common::git(
+        &fx.ws(),
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            fx.root.join("lib.git").to_str().expect("utf8"),
+            "lib",
+        ],
+    );
+    common::git(&fx.ws(), &["commit", "-qm", "submodule"]);
+    let (c1, c2) = (
+        fx.root.join("canary-sub-fsmonitor"),
+        fx.root.join("canary-sub-hook"),
+    );
+    // Approved: the command may write .git, so the submodule's config and hooks are writable;
+    // the top-level `git status` runs the submodule's fsmonitor when it looks inside.
+    let line = format!(
+        "git -C lib config core.fsmonitor \"{}\"; printf '#!/bin/sh\\necho ran > {}\\n' > .git/modules/lib/hooks/post-checkout; chmod +x .git/modules/lib/hooks/post-checkout; echo done",
+        fsmonitor(&c1),
+        c2.display()
+    );
+    let (_, text) = fx.run(&[&common::run_cmd(&line)], &["--mode", "ask", "--yes"]);
+    assert!(text.contains("code: KA_GIT_PROTECTED"), "{text}");
+    users_git(&fx.ws());
+    let _ = Command::new("git")
+        .args(["submodule", "update", "--checkout", "--force"])
+        .current_dir(fx.ws())
+        .output();
+    users_git(&fx.ws().join("lib"));
+    canary_gone(&[c1, c2], &text);
+    assert!(
+        !std::fs::read_to_string(fx.ws().join(".git/modules/lib/config"))
+            .expect("config")
+            .contains("fsmonitor"),
+        "{text}"
+    );
+}
+
+/// The guard lists again only the folders whose times changed since its last scan: a repository
+/// made deep inside old folders, and a `.git` file rewritten in place (which changes no folder's
+/// times), are still found on the second command of a run.
+#[test]
+fn the_guard_finds_changes_in_folders_it_did_not_list_again() {
+    let fx = common::Fixture::new();
+    let ws = fx.ws();
+    std::fs::create_dir_all(ws.join("old/a/b")).expect("dirs");
+    std::fs::create_dir_all(ws.join("old/link")).expect("dirs");
+    common::git(&fx.root, &["init", "-q", "--bare", "other.git"]);
+    std::fs::write(ws.join("old/link/.git"), "gitdir: ../../.git\n").expect(".git file");
+    // Old enough that the scans trust their times.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let canary = fx.root.join("canary-deep");
+    let attack = format!(
+        "printf 'gitdir: {}\\n' > old/link/.git; git init -q old/a/b/sub && git -C old/a/b/sub config core.fsmonitor \"{}\"; echo done",
+        fx.root.join("other.git").display(),
+        fsmonitor(&canary)
+    );
+    let (_, text) = fx.run(
+        &[&common::run_cmd("echo warm"), &common::run_cmd(&attack)],
+        &["--mode", "auto"],
+    );
+    assert!(text.contains("code: KA_GIT_PROTECTED"), "{text}");
+    assert!(text.contains("old/a/b/sub/.git/config"), "{text}");
+    assert!(text.contains("old/link/.git"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("old/link/.git")).expect(".git"),
+        "gitdir: ../../.git\n"
+    );
+    users_git(&ws.join("old/a/b/sub"));
+    canary_gone(&[canary], &text);
+}

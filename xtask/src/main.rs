@@ -226,9 +226,13 @@ fn ensure_chromium() -> Result<bool> {
 /// playground's `.as` tab runs in the page. Raised again from 770/315 KiB for the MCP and SSH
 /// extension commands, which the overlay must parse and judge like the host (their arguments, the
 /// movement's MCP tools and connections, their tiers): measured 760 → 784 KiB raw, 308 → 318 KiB
-/// gzip, after checking `ARGS` without building a JSON value (-7 KiB).
-const WASM_BUDGET_RAW: u64 = 790 * 1024;
-const WASM_BUDGET_GZIP: u64 = 322 * 1024;
+/// gzip, after checking `ARGS` without building a JSON value (-7 KiB). Raised again from 790/322
+/// KiB for the one verdict (issue 25): the overlay judges with the host's context (untrusted
+/// programs and the files that steer programs, read from the host's answers), the steering table,
+/// the glob rule and keyless's own names in every spelling: measured 784 → 799 KiB raw, 318 →
+/// 324.5 KiB gzip, after folding names without the Unicode lower-case tables (-12 KiB).
+const WASM_BUDGET_RAW: u64 = 802 * 1024;
+const WASM_BUDGET_GZIP: u64 = 326 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {
@@ -437,6 +441,7 @@ fn bench() -> Result {
     run(cargo().args(["bench", "-p", "keyless-core", "--bench", "piece"]))?;
     run(cargo().args(["bench", "-p", "keyless-host", "--bench", "batch"]))?;
     run(cargo().args(["bench", "-p", "keyless-host", "--bench", "tools"]))?;
+    run(cargo().args(["bench", "-p", "keyless-host", "--bench", "guard"]))?;
     run(cargo().args(["build", "--release", "-p", "keyless-host"]))?;
     let host = root().join("target").join("release").join("keyless-host");
     run(cargo()

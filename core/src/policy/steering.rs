@@ -173,6 +173,15 @@ fn ends_with_path(a: &str, suffix: &str) -> bool {
             .is_some_and(|head| head.ends_with('/'))
 }
 
+/// Whether a file name (the last segment of a path) is one a steering file may have: the quick
+/// test a scan of a whole workspace asks before [`is_steering_file`].
+#[must_use]
+pub fn is_steering_name(name: &str) -> bool {
+    TABLE
+        .iter()
+        .any(|(_, files)| files.iter().any(|f| f.rsplit('/').next() == Some(name)))
+}
+
 /// Whether a workspace-relative path is a file that steers a program (the host looks for these
 /// in every folder of the workspace).
 #[must_use]

@@ -22,7 +22,7 @@
 //! notes the files that steer programs, which the command policy judges with ([`context`]).
 #![allow(clippy::disallowed_methods)] // keyless putting back git's own control files, never the model's write
 
-use super::workspace::{git_dir_like, open_read, write_atomic_in};
+use super::workspace::{looks_like_git_dir, open_read, write_atomic_in};
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use keyless_core::gitcontrol;
@@ -47,7 +47,7 @@ enum Node {
 }
 
 /// Every git control point of the workspace.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Snapshot {
     /// Workspace-relative path → what is there.
     nodes: BTreeMap<String, Node>,
@@ -58,6 +58,56 @@ struct Snapshot {
     entries: usize,
     /// Files that steer programs ([`keyless_core::policy::steering`]), found on the way.
     steering: Vec<String>,
+    /// Every plain folder scanned, with what its listing held, so that the next scan reads again
+    /// only the folders that changed (see [`Folder`]).
+    folders: std::collections::HashMap<String, Folder>,
+    /// When the scan started.
+    at: Option<std::time::SystemTime>,
+}
+
+/// A folder as a scan found it: its identity and change time, and what of its listing matters
+/// (its subfolders, whether it holds a `.git`, its steering files). Adding, removing or renaming
+/// an entry changes a folder's modification time, so a folder whose stamp is unchanged (and not
+/// too recent to tell, as git's index does with "racy" timestamps) lists the same names, and its
+/// listing need not be read again; the contents of its `.git` entry are read every time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Folder {
+    stamp: Stamp,
+    /// Subfolders, workspace-relative (`.agent/sandbox-tmp` for the root's `.agent`).
+    subdirs: Vec<String>,
+    dotgit: bool,
+    steering: Vec<String>,
+}
+
+/// A folder's device, inode, and modification and change times (nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(path).ok()?;
+        m.is_dir().then(|| Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    /// Changed within two seconds before `at`: a change made in the same clock tick as the scan
+    /// would leave the times as they were, so such a folder is always read again.
+    fn racy(&self, at: std::time::SystemTime) -> bool {
+        let secs = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        self.mtime.0.max(self.ctime.0) >= secs.saturating_sub(2)
+    }
 }
 
 /// The most steering files listed (a workspace with more is judged by the first ones, which
@@ -107,58 +157,163 @@ fn node(dir: &Dir, name: &str) -> Option<Node> {
 }
 
 impl Snapshot {
-    fn take(root: &Dir) -> Self {
-        let mut s = Snapshot::default();
-        if let Ok(d) = root.try_clone() {
-            s.walk(&d, "", 0);
+    /// Scans the workspace `root` (its handle `dir`); with `prev`, a folder whose stamp is
+    /// unchanged is taken from it instead of being listed again.
+    fn take(dir: &Dir, root: &Path, prev: Option<&Snapshot>) -> Self {
+        let mut s = Snapshot {
+            at: Some(std::time::SystemTime::now()),
+            ..Snapshot::default()
+        };
+        if let Ok(d) = dir.try_clone() {
+            let prev = prev.filter(|p| !p.incomplete);
+            s.visit(dir, root, Some(d), "", 0, prev);
         }
         s
     }
 
-    fn walk(&mut self, dir: &Dir, rel: &str, depth: usize) {
+    /// One folder: taken from `prev` when unchanged, else listed (through `handle`, or a handle
+    /// opened beneath the root, never through a symlink).
+    fn visit(
+        &mut self,
+        root_dir: &Dir,
+        root: &Path,
+        handle: Option<Dir>,
+        rel: &str,
+        depth: usize,
+        prev: Option<&Snapshot>,
+    ) {
         if depth > MAX_DEPTH || self.entries > MAX_ENTRIES {
             self.incomplete = true;
             return;
         }
-        if git_dir_like(dir) {
-            self.gitdir(dir, rel, depth);
+        let stamp = Stamp::of(&root.join(rel));
+        if let (Some(stamp), Some(p)) = (stamp, prev) {
+            let same = p
+                .folders
+                .get(rel)
+                .filter(|f| f.stamp == stamp && p.at.is_some_and(|at| !stamp.racy(at)));
+            if let Some(f) = same {
+                let f = f.clone();
+                if f.dotgit {
+                    if let Some(n) = open_folder(root_dir, rel).and_then(|d| node(&d, ".git")) {
+                        self.nodes.insert(join(rel, ".git"), n);
+                    }
+                }
+                for st in &f.steering {
+                    if self.steering.len() < MAX_STEERING {
+                        self.steering.push(st.clone());
+                    }
+                }
+                for sub in &f.subdirs {
+                    self.visit(root_dir, root, None, sub, depth + 1, prev);
+                }
+                self.folders.insert(rel.to_string(), f);
+                return;
+            }
+        }
+        let Some(dir) = handle.or_else(|| open_folder(root_dir, rel)) else {
+            return;
+        };
+        self.walk(root_dir, root, &dir, rel, depth, stamp, prev);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &mut self,
+        root_dir: &Dir,
+        root: &Path,
+        dir: &Dir,
+        rel: &str,
+        depth: usize,
+        stamp: Option<Stamp>,
+        prev: Option<&Snapshot>,
+    ) {
+        let Ok(entries) = dir.entries() else { return };
+        // One listing: whether the folder is a repository comes from it, with no more calls.
+        let listing: Vec<(String, cap_std::fs::FileType)> = entries
+            .flatten()
+            .filter_map(|e| {
+                Some((
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.file_type().ok()?,
+                ))
+            })
+            .collect();
+        self.entries += listing.len();
+        if looks_like_git_dir(|name, is_dir| {
+            listing
+                .iter()
+                .any(|(n, ft)| n == name && if is_dir { ft.is_dir() } else { ft.is_file() })
+        }) {
+            self.gitdir(root_dir, root, dir, rel, depth, prev);
             return;
         }
-        let Ok(entries) = dir.entries() else { return };
-        for e in entries.flatten() {
-            self.entries += 1;
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Ok(ft) = e.file_type() else { continue };
+        let mut folder = Folder {
+            stamp: stamp.unwrap_or(Stamp {
+                dev: 0,
+                ino: 0,
+                mtime: (0, 0),
+                ctime: (0, 0),
+            }),
+            subdirs: Vec::new(),
+            dotgit: false,
+            steering: Vec::new(),
+        };
+        for (name, ft) in listing {
+            if !ft.is_dir()
+                && name != ".git"
+                && !keyless_core::policy::steering::is_steering_name(&name)
+            {
+                continue;
+            }
             let path = join(rel, &name);
             if path == ".agent" {
                 // keyless's own state is read-only in the sandbox; its temp folder is not.
-                if let Ok(agent) = dir.open_dir_nofollow(&name) {
-                    if let Ok(tmp) = agent.open_dir_nofollow("sandbox-tmp") {
-                        self.walk(&tmp, ".agent/sandbox-tmp", depth + 2);
-                    }
+                let tmp = ".agent/sandbox-tmp";
+                if let Some(t) = dir
+                    .open_dir_nofollow(&name)
+                    .ok()
+                    .and_then(|agent| agent.open_dir_nofollow("sandbox-tmp").ok())
+                {
+                    folder.subdirs.push(tmp.to_string());
+                    self.visit(root_dir, root, Some(t), tmp, depth + 2, prev);
                 }
                 continue;
             }
             if name == ".git" {
+                folder.dotgit = true;
                 if let Some(n) = node(dir, &name) {
                     self.nodes.insert(path.clone(), n);
                 }
             }
             if ft.is_dir() {
+                folder.subdirs.push(path.clone());
                 if let Ok(sub) = dir.open_dir_nofollow(&name) {
-                    self.walk(&sub, &path, depth + 1);
+                    self.visit(root_dir, root, Some(sub), &path, depth + 1, prev);
                 }
-            } else if self.steering.len() < MAX_STEERING
-                && keyless_core::policy::steering::is_steering_file(&path)
-            {
-                self.steering.push(path);
+            } else if keyless_core::policy::steering::is_steering_file(&path) {
+                folder.steering.push(path.clone());
+                if self.steering.len() < MAX_STEERING {
+                    self.steering.push(path);
+                }
             }
+        }
+        if stamp.is_some() {
+            self.folders.insert(rel.to_string(), folder);
         }
     }
 
     /// A repository folder: its control files, then the repositories in its `modules/` and
     /// `worktrees/` (not its objects and refs, which steer nothing).
-    fn gitdir(&mut self, dir: &Dir, rel: &str, depth: usize) {
+    fn gitdir(
+        &mut self,
+        root_dir: &Dir,
+        root: &Path,
+        dir: &Dir,
+        rel: &str,
+        depth: usize,
+        prev: Option<&Snapshot>,
+    ) {
         self.gitdirs.insert(rel.to_string());
         for name in ["config", "config.worktree", "commondir"] {
             if let Some(n) = node(dir, name) {
@@ -186,7 +341,7 @@ impl Snapshot {
         }
         for folder in ["modules", "worktrees"] {
             if let Ok(d) = dir.open_dir_nofollow(folder) {
-                self.walk(&d, &join(rel, folder), depth + 1);
+                self.visit(root_dir, root, Some(d), &join(rel, folder), depth + 1, prev);
             }
         }
     }
@@ -276,12 +431,9 @@ impl Guard {
     /// When the workspace cannot be opened.
     pub fn take(workspace: &Path) -> io::Result<Self> {
         let dir = Dir::open_ambient_dir(workspace, cap_std::ambient_authority())?;
-        let before = Snapshot::take(&dir);
-        Ok(Guard {
-            root: std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf()),
-            dir,
-            before,
-        })
+        let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+        let before = scan(&dir, &root);
+        Ok(Guard { root, dir, before })
     }
 
     /// The files that steer programs, as the snapshot found them (the policy's context).
@@ -294,7 +446,7 @@ impl Guard {
     /// ended), puts back what may not stay, and says what it did.
     #[must_use]
     pub fn check(self) -> Vec<Repair> {
-        let after = Snapshot::take(&self.dir);
+        let after = Snapshot::take(&self.dir, &self.root, Some(&self.before));
         let mut repairs = Vec::new();
         let mut quarantine = Quarantine::new(&self.dir);
         for (path, now) in &after.nodes {
@@ -326,6 +478,8 @@ impl Guard {
                 ));
             }
         }
+        // What the guard put back changes folders; the next scan reads those again anyway.
+        remember(&self.root, &after);
         if after.incomplete {
             repairs.push(Repair {
                 path: ".".into(),
@@ -486,6 +640,31 @@ fn set_mode(d: &Dir, name: &str, mode: u32) -> io::Result<()> {
     }
 }
 
+/// The last scan of each workspace this process guarded: the next scan lists again only the
+/// folders that changed since (a few workspaces at most: serve has one).
+static LAST: std::sync::Mutex<Vec<(PathBuf, Snapshot)>> = std::sync::Mutex::new(Vec::new());
+
+/// Scans a workspace, from its last scan when there is one, and keeps the result for the next.
+fn scan(dir: &Dir, root: &Path) -> Snapshot {
+    let prev = LAST
+        .lock()
+        .ok()
+        .and_then(|l| l.iter().find(|(r, _)| r == root).map(|(_, s)| s.clone()));
+    let s = Snapshot::take(dir, root, prev.as_ref());
+    remember(root, &s);
+    s
+}
+
+fn remember(root: &Path, s: &Snapshot) {
+    if let Ok(mut l) = LAST.lock() {
+        l.retain(|(r, _)| r != root);
+        l.push((root.to_path_buf(), s.clone()));
+        if l.len() > 4 {
+            l.remove(0);
+        }
+    }
+}
+
 /// A workspace folder by its relative path, through handles, never through a symlink.
 fn open_folder(root: &Dir, rel: &str) -> Option<Dir> {
     let mut d = root.try_clone().ok()?;
@@ -567,7 +746,11 @@ pub fn context(workspace: &Path, guard: Option<&Guard>) -> keyless_core::policy:
     let steering = match guard {
         Some(g) => g.steering().to_vec(),
         None => Dir::open_ambient_dir(workspace, cap_std::ambient_authority())
-            .map(|d| Snapshot::take(&d).steering)
+            .map(|d| {
+                let root =
+                    std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+                scan(&d, &root).steering
+            })
             .unwrap_or_default(),
     };
     keyless_core::policy::Context {

@@ -87,10 +87,15 @@ const GIT_CONTROL: &[&str] = &[
 /// repository a user's `git` would use when run inside it.
 #[must_use]
 pub fn git_dir_like(d: &Dir) -> bool {
-    let is = |name: &str, dir: bool| {
+    looks_like_git_dir(|name, dir| {
         d.symlink_metadata(name)
             .is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
-    };
+    })
+}
+
+/// [`git_dir_like`]'s rule over a folder's entries: `is(name, folder)` says whether the folder
+/// holds `name` as a folder (`true`) or a file.
+pub fn looks_like_git_dir(is: impl Fn(&str, bool) -> bool) -> bool {
     is("HEAD", false) && ((is("objects", true) && is("refs", true)) || is("commondir", false))
 }
 
@@ -311,11 +316,9 @@ impl Workspace {
                     .is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
             };
             let before = git_dir_like(&d);
-            let after = (is("HEAD", false) || provides("head"))
-                && (((is("objects", true) || provides("objects"))
-                    && (is("refs", true) || provides("refs")))
-                    || is("commondir", false)
-                    || (provides("commondir") && rest.len() == 1));
+            let after = looks_like_git_dir(|name, dir| {
+                is(name, dir) || (provides(&name.to_ascii_lowercase()) && (dir || rest.len() == 1))
+            });
             let control = GIT_CONTROL.iter().any(|c| head(c));
             if after && (!before || control) {
                 let folder = if i == 0 {
