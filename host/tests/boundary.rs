@@ -513,19 +513,7 @@ fn a_git_file_link_cannot_be_redirected() {
     common::git(root, &["init", "-q", "--separate-git-dir", "gitdir", "ws"]);
     let ws = root.join("ws");
     std::fs::write(ws.join("a.txt"), "a\n").expect("write");
-    common::git(&ws, &["add", "-A"]);
-    common::git(
-        &ws,
-        &[
-            "-c",
-            "user.name=T",
-            "-c",
-            "user.email=t@example.com",
-            "commit",
-            "-qm",
-            "a",
-        ],
-    );
+    common::commit_all(&ws, "a");
     let canary = root.join("canary-gitdir");
     let line = format!(
         "git init -q --bare evil && git -C evil config core.fsmonitor \"{}\"; echo 'gitdir: evil' > .git; echo done",
@@ -850,19 +838,7 @@ fn a_submodules_git_folder_keeps_no_program_of_the_commands_choosing() {
     common::git(&fx.root, &["clone", "-q", "lib.git", "lib-work"]);
     let work = fx.root.join("lib-work");
     std::fs::write(work.join("x.txt"), "x\n").expect("x");
-    common::git(&work, &["add", "-A"]);
-    common::git(
-        &work,
-        &[
-            "-c",
-            "user.name=T",
-            "-c",
-            "user.email=t@example.com",
-            "commit",
-            "-qm",
-            "x",
-        ],
-    );
+    common::commit_all(&work, "x");
     common::git(&work, &["push", "-q", "origin", "HEAD"]);
     common::git(
         &fx.ws(),

@@ -160,34 +160,40 @@ impl Snapshot {
     /// Scans the workspace `root` (its handle `dir`); with `prev`, a folder whose stamp is
     /// unchanged is taken from it instead of being listed again.
     fn take(dir: &Dir, root: &Path, prev: Option<&Snapshot>) -> Self {
-        let mut s = Snapshot {
-            at: Some(std::time::SystemTime::now()),
-            ..Snapshot::default()
+        let mut scan = Scan {
+            root_dir: dir,
+            root,
+            prev: prev.filter(|p| !p.incomplete),
+            out: Snapshot {
+                at: Some(std::time::SystemTime::now()),
+                ..Snapshot::default()
+            },
         };
         if let Ok(d) = dir.try_clone() {
-            let prev = prev.filter(|p| !p.incomplete);
-            s.visit(dir, root, Some(d), "", 0, prev);
+            scan.visit(Some(d), "", 0);
         }
-        s
+        scan.out
     }
+}
 
+/// One scan: the workspace, the last scan it may take unchanged folders from, and what it found.
+struct Scan<'a> {
+    root_dir: &'a Dir,
+    root: &'a Path,
+    prev: Option<&'a Snapshot>,
+    out: Snapshot,
+}
+
+impl Scan<'_> {
     /// One folder: taken from `prev` when unchanged, else listed (through `handle`, or a handle
     /// opened beneath the root, never through a symlink).
-    fn visit(
-        &mut self,
-        root_dir: &Dir,
-        root: &Path,
-        handle: Option<Dir>,
-        rel: &str,
-        depth: usize,
-        prev: Option<&Snapshot>,
-    ) {
-        if depth > MAX_DEPTH || self.entries > MAX_ENTRIES {
-            self.incomplete = true;
+    fn visit(&mut self, handle: Option<Dir>, rel: &str, depth: usize) {
+        if depth > MAX_DEPTH || self.out.entries > MAX_ENTRIES {
+            self.out.incomplete = true;
             return;
         }
-        let stamp = Stamp::of(&root.join(rel));
-        if let (Some(stamp), Some(p)) = (stamp, prev) {
+        let stamp = Stamp::of(&self.root.join(rel));
+        if let (Some(stamp), Some(p)) = (stamp, self.prev) {
             let same = p
                 .folders
                 .get(rel)
@@ -195,39 +201,30 @@ impl Snapshot {
             if let Some(f) = same {
                 let f = f.clone();
                 if f.dotgit {
-                    if let Some(n) = open_folder(root_dir, rel).and_then(|d| node(&d, ".git")) {
-                        self.nodes.insert(join(rel, ".git"), n);
+                    if let Some(n) = open_folder(self.root_dir, rel).and_then(|d| node(&d, ".git"))
+                    {
+                        self.out.nodes.insert(join(rel, ".git"), n);
                     }
                 }
                 for st in &f.steering {
-                    if self.steering.len() < MAX_STEERING {
-                        self.steering.push(st.clone());
+                    if self.out.steering.len() < MAX_STEERING {
+                        self.out.steering.push(st.clone());
                     }
                 }
                 for sub in &f.subdirs {
-                    self.visit(root_dir, root, None, sub, depth + 1, prev);
+                    self.visit(None, sub, depth + 1);
                 }
-                self.folders.insert(rel.to_string(), f);
+                self.out.folders.insert(rel.to_string(), f);
                 return;
             }
         }
-        let Some(dir) = handle.or_else(|| open_folder(root_dir, rel)) else {
+        let Some(dir) = handle.or_else(|| open_folder(self.root_dir, rel)) else {
             return;
         };
-        self.walk(root_dir, root, &dir, rel, depth, stamp, prev);
+        self.walk(&dir, rel, depth, stamp);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn walk(
-        &mut self,
-        root_dir: &Dir,
-        root: &Path,
-        dir: &Dir,
-        rel: &str,
-        depth: usize,
-        stamp: Option<Stamp>,
-        prev: Option<&Snapshot>,
-    ) {
+    fn walk(&mut self, dir: &Dir, rel: &str, depth: usize, stamp: Option<Stamp>) {
         let Ok(entries) = dir.entries() else { return };
         // One listing: whether the folder is a repository comes from it, with no more calls.
         let listing: Vec<(String, cap_std::fs::FileType)> = entries
@@ -239,13 +236,13 @@ impl Snapshot {
                 ))
             })
             .collect();
-        self.entries += listing.len();
+        self.out.entries += listing.len();
         if looks_like_git_dir(|name, is_dir| {
             listing
                 .iter()
                 .any(|(n, ft)| n == name && if is_dir { ft.is_dir() } else { ft.is_file() })
         }) {
-            self.gitdir(root_dir, root, dir, rel, depth, prev);
+            self.gitdir(dir, rel, depth);
             return;
         }
         let mut folder = Folder {
@@ -276,54 +273,46 @@ impl Snapshot {
                     .and_then(|agent| agent.open_dir_nofollow("sandbox-tmp").ok())
                 {
                     folder.subdirs.push(tmp.to_string());
-                    self.visit(root_dir, root, Some(t), tmp, depth + 2, prev);
+                    self.visit(Some(t), tmp, depth + 2);
                 }
                 continue;
             }
             if name == ".git" {
                 folder.dotgit = true;
                 if let Some(n) = node(dir, &name) {
-                    self.nodes.insert(path.clone(), n);
+                    self.out.nodes.insert(path.clone(), n);
                 }
             }
             if ft.is_dir() {
                 folder.subdirs.push(path.clone());
                 if let Ok(sub) = dir.open_dir_nofollow(&name) {
-                    self.visit(root_dir, root, Some(sub), &path, depth + 1, prev);
+                    self.visit(Some(sub), &path, depth + 1);
                 }
             } else if keyless_core::policy::steering::is_steering_file(&path) {
                 folder.steering.push(path.clone());
-                if self.steering.len() < MAX_STEERING {
-                    self.steering.push(path);
+                if self.out.steering.len() < MAX_STEERING {
+                    self.out.steering.push(path);
                 }
             }
         }
         if stamp.is_some() {
-            self.folders.insert(rel.to_string(), folder);
+            self.out.folders.insert(rel.to_string(), folder);
         }
     }
 
     /// A repository folder: its control files, then the repositories in its `modules/` and
     /// `worktrees/` (not its objects and refs, which steer nothing).
-    fn gitdir(
-        &mut self,
-        root_dir: &Dir,
-        root: &Path,
-        dir: &Dir,
-        rel: &str,
-        depth: usize,
-        prev: Option<&Snapshot>,
-    ) {
-        self.gitdirs.insert(rel.to_string());
+    fn gitdir(&mut self, dir: &Dir, rel: &str, depth: usize) {
+        self.out.gitdirs.insert(rel.to_string());
         for name in ["config", "config.worktree", "commondir"] {
             if let Some(n) = node(dir, name) {
-                self.nodes.insert(join(rel, name), n);
+                self.out.nodes.insert(join(rel, name), n);
             }
         }
         for folder in ["hooks", "info"] {
             let Some(n) = node(dir, folder) else { continue };
             let is_dir = n == Node::Dir;
-            self.nodes.insert(join(rel, folder), n);
+            self.out.nodes.insert(join(rel, folder), n);
             if !is_dir {
                 continue;
             }
@@ -332,16 +321,16 @@ impl Snapshot {
             };
             let Ok(entries) = d.entries() else { continue };
             for e in entries.flatten() {
-                self.entries += 1;
+                self.out.entries += 1;
                 let name = e.file_name().to_string_lossy().into_owned();
                 if let Some(n) = node(&d, &name) {
-                    self.nodes.insert(join(&join(rel, folder), &name), n);
+                    self.out.nodes.insert(join(&join(rel, folder), &name), n);
                 }
             }
         }
         for folder in ["modules", "worktrees"] {
             if let Ok(d) = dir.open_dir_nofollow(folder) {
-                self.visit(root_dir, root, Some(d), &join(rel, folder), depth + 1, prev);
+                self.visit(Some(d), &join(rel, folder), depth + 1);
             }
         }
     }

@@ -173,3 +173,20 @@ pub fn unique_seconds(seconds: u32) -> String {
         n % 1000
     )
 }
+
+/// `git add -A` and a commit with a test identity, in `dir`.
+pub fn commit_all(dir: &Path, message: &str) {
+    git(dir, &["add", "-A"]);
+    git(
+        dir,
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-qm",
+            message,
+        ],
+    );
+}
