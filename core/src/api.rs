@@ -142,6 +142,11 @@ pub struct SessionStarted {
     /// What the host knows of the workspace, which views judge commands with (see
     /// [`CoreOptions::context`]).
     pub context: crate::policy::Context,
+    /// The branch the session works on.
+    pub branch: Option<String>,
+    /// When keyless made a branch for the task (the session started on a protected one): what to
+    /// tell the user.
+    pub branch_note: Option<String>,
 }
 
 /// One row of `GET /v1/sessions`.
@@ -242,6 +247,12 @@ pub struct ReplyAnswer {
     pub piece: Option<PieceProgress>,
     /// What the host knows of the workspace after this batch, for judging the next reply.
     pub context: crate::policy::Context,
+    /// How the batch's commands ended (all zero for a rejected reply).
+    pub counts: crate::message::BatchCounts,
+    /// What the model said with the `@@done` that finished the task (its MSG).
+    pub done_message: Option<String>,
+    /// When the task finished: what it left in the repository and how to merge it.
+    pub review: Option<String>,
 }
 
 /// The answer to `POST /v1/sessions/{id}/cancel`.

@@ -134,7 +134,8 @@ codes! {
     McpToolFailed => "KA_MCP_TOOL_FAILED", "the MCP tool answered with an error";
     SshHostKey => "KA_SSH_HOST_KEY", "the SSH host key is unknown or changed; keyless never accepts one blindly";
     SshFailed => "KA_SSH_FAILED", "ssh could not connect or authenticate (exit 255)";
-    GitProtected => "KA_GIT_PROTECTED", "a command changed git's hooks, config or repository links; keyless put them back";
+    GitProtected => "KA_GIT_PROTECTED", "a command changed files that steer git or keyless outside the sandbox (git's hooks, config or repository links, keyless.json); keyless put them back";
+    WorkspaceRefused => "KA_WORKSPACE_REFUSED", "a folder keyless will not use as the workspace: it holds your home, your keyless config or /, or is keyless's own checkout, or none was chosen";
 }
 
 impl fmt::Display for Code {

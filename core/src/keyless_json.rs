@@ -56,6 +56,9 @@ pub struct KeylessConfig {
     pub network: bool,
     pub protected_branches: Vec<String>,
     pub auto_init: bool,
+    /// The branch a session makes when it starts on a protected branch (`{date}`, `{task}`);
+    /// empty: none is made.
+    pub task_branch: String,
     pub truncation_budget_seconds: u32,
     /// The environment variables `.as` programs may read through `env://process` besides the
     /// harmless ones ([`crate::secrets::HARMLESS`]); a name ending in `*` allows a prefix. It also
@@ -87,6 +90,7 @@ pub const KEYS: &[&str] = &[
     "Commands.Network",
     "Git.ProtectedBranches",
     "Git.AutoInit",
+    "Git.TaskBranch",
     "Browser.TruncationBudgetSeconds",
     "Programs.Env",
     "Programs.Tools",
@@ -104,6 +108,7 @@ impl Default for KeylessConfig {
             network: false,
             protected_branches: vec!["main".into(), "master".into(), "release/*".into()],
             auto_init: false,
+            task_branch: crate::branch::DEFAULT_TASK_BRANCH.to_string(),
             truncation_budget_seconds: 90,
             program_env: None,
             program_tools: Vec::new(),
@@ -201,6 +206,25 @@ impl KeylessConfig {
                 "Commands.Network" => self.network = boolean()?,
                 "Git.ProtectedBranches" => self.protected_branches = list()?,
                 "Git.AutoInit" => self.auto_init = boolean()?,
+                "Git.TaskBranch" => {
+                    let t = string()?;
+                    let sample = crate::branch::task_branch(t, 0, "task");
+                    if !t.is_empty()
+                        && (sample.contains("..")
+                            || sample.starts_with(['/', '-', '.'])
+                            || sample.ends_with(['/', '.'])
+                            || sample.ends_with(".lock")
+                            || sample.chars().any(|c| {
+                                c.is_control()
+                                    || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\')
+                            }))
+                    {
+                        return Err(bad(format!(
+                            "\"{t}\" does not make a valid branch name (for example keyless/{{date}}-{{task}}, or \"\" for none)"
+                        )));
+                    }
+                    self.task_branch = t.to_string();
+                }
                 "Browser.TruncationBudgetSeconds" => {
                     self.truncation_budget_seconds = uint((5, 3_600))?
                 }
@@ -395,9 +419,10 @@ impl KeylessConfig {
             "Commands.Network" => self.network.to_string(),
             "Git.ProtectedBranches" => format!("{:?}", self.protected_branches),
             "Git.AutoInit" => self.auto_init.to_string(),
+            "Git.TaskBranch" => format!("{:?}", self.task_branch),
             "Browser.TruncationBudgetSeconds" => self.truncation_budget_seconds.to_string(),
             "Programs.Env" => self.program_env.as_ref().map_or_else(
-                || "(names that do not look like secrets)".into(),
+                || "(only names that describe the machine)".into(),
                 |l| format!("{l:?}"),
             ),
             "Programs.Tools" => format!("{:?}", self.program_tools),

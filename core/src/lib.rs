@@ -8,6 +8,7 @@
 //! - [`path`]: the workspace path rules and keyless's own names in every spelling;
 //! - [`gitcontrol`]: what a git directory a command touched may keep (configs, hooks, commondir);
 //! - [`api`]: the host's `/v1` requests, answers and events;
+//! - [`branch`]: the branch a task works on, and what the model is told about git;
 //! - [`check`]: the `keyless-host check` report, shared by the CLI and the wasm build;
 //! - [`piece`]: the piece YAML schema (strict and lenient), effective tools, the run state machine.
 //! - [`site`]: chat-site adapters as data, reply completion, delivery and the selector doctor;
@@ -18,6 +19,7 @@
 //! No I/O, no clock, no randomness.
 
 pub mod api;
+pub mod branch;
 pub mod check;
 pub mod config;
 pub mod diag;
@@ -119,6 +121,7 @@ pub fn typescript() -> String {
         api::SessionSettings::decl(&cfg),
         api::ReplyRequest::decl(&cfg),
         api::PieceProgress::decl(&cfg),
+        message::BatchCounts::decl(&cfg),
         api::ReplyAnswer::decl(&cfg),
         api::CancelRequested::decl(&cfg),
         api::PieceSummary::decl(&cfg),

@@ -121,6 +121,47 @@ impl Outcome {
     }
 }
 
+/// How the commands of a batch ended: what the terminal's exit code, the dashboard's colour and
+/// the overlay read, counted once here.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct BatchCounts {
+    pub ok: u32,
+    /// Errors other than a decline (a failed or denied command, a refused path, …).
+    pub failed: u32,
+    /// The user said no to a confirmation (`KA_COMMAND_DECLINED`).
+    pub declined: u32,
+    pub skipped: u32,
+}
+
+impl BatchCounts {
+    /// Counts one command's status and code.
+    pub fn add(&mut self, status: ResultStatus, code: Option<&str>) {
+        match status {
+            ResultStatus::Ok => self.ok += 1,
+            ResultStatus::Skipped => self.skipped += 1,
+            ResultStatus::Error if code == Some(Code::CommandDeclined.as_str()) => {
+                self.declined += 1;
+            }
+            ResultStatus::Error => self.failed += 1,
+        }
+    }
+
+    /// The counts of a batch's results.
+    #[must_use]
+    pub fn of(entries: &[CommandResult]) -> Self {
+        let mut c = Self::default();
+        for e in entries {
+            let code = match &e.outcome {
+                Outcome::Error { code, .. } => Some(code.as_str()),
+                _ => None,
+            };
+            c.add(e.outcome.status(), code);
+        }
+        c
+    }
+}
+
 /// One command's entry in the results message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CommandResult {
@@ -181,9 +222,11 @@ pub struct BatchRef {
     pub batch: u32,
 }
 
-/// The results message for one executed batch: every non-say command mapped to its result.
+/// The results message for one executed batch: every non-say command mapped to its result. When
+/// the batch `finished` the task (its `@@done` took effect), the message says so instead of asking
+/// for more.
 #[must_use]
-pub fn results(batch: BatchRef, entries: &[CommandResult], pace: Pace) -> String {
+pub fn results(batch: BatchRef, entries: &[CommandResult], pace: Pace, finished: bool) -> String {
     let listed: Vec<&CommandResult> = entries
         .iter()
         .filter(|e| !matches!(&e.outcome, Outcome::Skipped { reason } if reason.is_limit()))
@@ -260,6 +303,10 @@ pub fn results(batch: BatchRef, entries: &[CommandResult], pace: Pace) -> String
         }
     }
     out.push_str("[END RESULTS]\n");
+    if finished {
+        out.push_str("The task is finished (@@done).");
+        return out;
+    }
     if pace == Pace::Step {
         out.push_str(STEP_RULE);
         out.push('\n');
@@ -411,6 +458,8 @@ pub struct PromptContext {
     pub movement: Option<String>,
     /// The user's task, when the first message carries it.
     pub task: Option<String>,
+    /// The branch the session works on, the protected branches, origin.
+    pub git: Option<crate::branch::GitFacts>,
 }
 
 /// What a failed command does to the rest of the batch, as the system prompt states it.
@@ -500,13 +549,16 @@ Rules:
         let _ = writeln!(p, "- {STEP_RULE}");
     }
     let mode_text = match ctx.mode {
-        Mode::Ask => "Ask: read-only and build commands run at once; others wait for the user's approval.",
-        Mode::AutoSafe => "AutoSafe: read-only, build and allow-listed commands run at once; risky ones wait for approval.",
+        Mode::Ask => "Ask: read-only and build commands run at once; others (and reads outside the workspace) wait for the user's approval.",
+        Mode::AutoSafe => "AutoSafe: read-only, build and allow-listed commands run at once; risky ones (and reads outside the workspace) wait for approval.",
         Mode::Auto => "Auto: every command that is not denied runs at once.",
     };
     let _ = writeln!(p, "- Command mode is {mode_text} Denied commands (force-push, shutdown, curl | sh, …) never run.");
     if let Some(env) = &ctx.environment {
         let _ = write!(p, "\n# Environment\n{}\n", env.trim_end());
+    }
+    if let Some(git) = &ctx.git {
+        let _ = write!(p, "\n# Git\n{}\n", git.prompt());
     }
     p.push_str("\nWait for the user's task, then reply in AgentScript v1 only.");
     if let Some(m) = &ctx.movement {

@@ -63,15 +63,23 @@ pub fn secret_like(name: &str) -> bool {
         "WEBHOOK",
         "CONNECTION",
         "CONNSTR",
+        "BEARER",
+        "OAUTH",
+        "KUBECONFIG",
+        "NETRC",
+        "SALT",
     ];
+    // Words that count only whole: `GITLAB_PAT`, `AZURE_SAS`, but not `NODE_COMPAT`.
+    const WHOLE: &[&str] = &["PAT", "SAS", "OTP", "TOTP"];
     let upper = name.to_ascii_uppercase();
     upper != "PWD"
         && upper.split(['_', '-']).any(|w| {
             // A word with a number after it counts as the word (`TOKEN2`).
             let w = w.trim_end_matches(|c: char| c.is_ascii_digit());
-            WORDS
-                .iter()
-                .any(|s| w == *s || (w.len() > s.len() && w.ends_with(s) && s.len() >= 3))
+            WHOLE.contains(&w)
+                || WORDS
+                    .iter()
+                    .any(|s| w == *s || (w.len() > s.len() && w.ends_with(s) && s.len() >= 3))
         })
 }
 
@@ -271,6 +279,14 @@ mod tests {
             "APIKEY",
             "aws-secret-access-key",
             "SESSION",
+            "GITLAB_PAT",
+            "ADO_PAT2",
+            "HTTP_BEARER",
+            "GOOGLE_OAUTH_CLIENT",
+            "KUBECONFIG",
+            "NETRC",
+            "AZURE_STORAGE_SAS",
+            "NPM_OTP",
         ] {
             assert!(secret_like(s), "{s}");
         }
@@ -284,6 +300,8 @@ mod tests {
             "CARGO_HOME",
             "SSL_CERT_FILE",
             "CARGO_BUILD_TARGET",
+            "NODE_COMPAT",
+            "PATTERN",
         ] {
             assert!(!secret_like(s), "{s}");
         }

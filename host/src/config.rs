@@ -131,6 +131,7 @@ pub fn exec_settings(
         git: crate::exec::git::GitSettings {
             protected_branches: cfg.protected_branches.clone(),
             auto_init: cfg.auto_init,
+            task_branch: cfg.task_branch.clone(),
             push,
             ..crate::exec::git::GitSettings::default()
         },

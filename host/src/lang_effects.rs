@@ -95,6 +95,29 @@ impl std::fmt::Debug for HostEffects<'_> {
     }
 }
 
+/// The largest record a memory takes, and the most a memory's file (or a query's records) may
+/// hold: past them a program fails with `KA_AS_LIMIT` instead of filling the disk or the host's
+/// memory.
+const MAX_RECORD_BYTES: usize = 1 << 20;
+const MAX_MEMORY_BYTES: u64 = 64 << 20;
+
+fn too_large(what: String) -> EffectError {
+    EffectError::new(Code::AsLimit, what)
+}
+
+/// A record, as stored, within [`MAX_RECORD_BYTES`].
+fn record_text(rel: &str, record: &Value) -> Result<String, EffectError> {
+    let text = record.to_string();
+    if text.len() > MAX_RECORD_BYTES {
+        return Err(too_large(format!(
+            "{rel}: a memory record of {} KiB; a record holds at most {} KiB",
+            text.len() >> 10,
+            MAX_RECORD_BYTES >> 10
+        )));
+    }
+    Ok(text)
+}
+
 /// A memory that cannot be read or written (`KA_AS_MEMORY`).
 fn effect(msg: impl Into<String>) -> EffectError {
     EffectError::new(Code::AsMemory, msg)
@@ -254,13 +277,14 @@ impl HostEffects<'_> {
         match method {
             "add" => {
                 let rec = self.record(args)?;
+                let text = record_text(rel, &rec)?;
                 conn.execute(
                     "INSERT INTO memory (id, namespace, kind, record, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
                     rusqlite::params![
                         rec["id"].as_str(),
                         namespace,
                         rec.get("kind").and_then(Value::as_str),
-                        rec.to_string(),
+                        text,
                         rec["created_at"].as_u64().and_then(|n| i64::try_from(n).ok()),
                     ],
                 )
@@ -277,7 +301,18 @@ impl HostEffects<'_> {
                         r.get::<_, String>(0)
                     })
                     .map_err(|e| effect(format!("{rel}: {e}")))?;
-                let lines: Vec<String> = rows.filter_map(Result::ok).collect();
+                let mut lines: Vec<String> = Vec::new();
+                let mut bytes = 0u64;
+                for row in rows.filter_map(Result::ok) {
+                    bytes += row.len() as u64;
+                    if bytes > MAX_MEMORY_BYTES {
+                        return Err(too_large(format!(
+                            "{rel}: the namespace holds more than {} MiB of records; query with a kind, or start a new namespace",
+                            MAX_MEMORY_BYTES >> 20
+                        )));
+                    }
+                    lines.push(row);
+                }
                 Ok(filter_records(lines.iter().map(String::as_str), args))
             }
             other => Err(effect(format!("memory has no method \"{other}\""))),
@@ -287,8 +322,21 @@ impl HostEffects<'_> {
     fn memory_add(&mut self, rel: &str, args: &Value) -> Result<Value, EffectError> {
         let t = self.ws.writable(rel).map_err(failed)?;
         let record = self.record(args)?;
-        let mut line = record.to_string();
+        let mut line = record_text(rel, &record)?;
         line.push('\n');
+        let size = self
+            .ws
+            .dir_of(&t)
+            .ok()
+            .and_then(|d| d.symlink_metadata(&t.name).ok())
+            .map_or(0, |m| m.len());
+        if size + line.len() as u64 > MAX_MEMORY_BYTES {
+            return Err(too_large(format!(
+                "{rel}: the memory holds {} MiB, and keyless reads at most {} MiB of one; start a new memory file",
+                size >> 20,
+                MAX_MEMORY_BYTES >> 20
+            )));
+        }
         let file = self
             .ws
             .append(&t)
@@ -304,10 +352,17 @@ impl HostEffects<'_> {
     }
 
     fn memory_query(&self, rel: &str, args: &Value) -> Result<Value, EffectError> {
-        let text = match self.ws.resolve(rel).map(|t| self.ws.read(&t)) {
-            Ok(Ok(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
-            Ok(Err(f)) if f.code == Code::FileNotFound => String::new(),
-            Ok(Err(f)) | Err(f) => return Err(failed(f)),
+        let t = self.ws.resolve(rel).map_err(failed)?;
+        let text = match self.ws.read_at_most(&t, MAX_MEMORY_BYTES) {
+            Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+            Ok(None) => {
+                return Err(too_large(format!(
+                    "{rel}: the memory holds more than the {} MiB keyless reads of one; start a new memory file",
+                    MAX_MEMORY_BYTES >> 20
+                )))
+            }
+            Err(f) if f.code == Code::FileNotFound => String::new(),
+            Err(f) => return Err(failed(f)),
         };
         // Newest first.
         Ok(filter_records(text.lines().rev(), args))

@@ -21,3 +21,4 @@ pub mod server;
 pub mod ssh_registry;
 pub mod store;
 pub mod submit;
+pub mod workspace_choice;

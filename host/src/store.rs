@@ -127,6 +127,9 @@ impl Store {
             "origin_url",
             "repo_recorded",
             "context",
+            "task_branch",
+            "base_branch",
+            "base_commit",
         ] {
             let _ = conn.execute(&format!("ALTER TABLE sessions ADD COLUMN {col} TEXT"), []);
         }
@@ -165,11 +168,14 @@ impl Store {
         r: &crate::exec::git::RepoRecord,
     ) -> Result<(), StoreError> {
         self.conn.execute(
-            "UPDATE sessions SET repo_recorded = '1', git_dir = ?2, origin_url = ?3 WHERE id = ?1",
+            "UPDATE sessions SET repo_recorded = '1', git_dir = ?2, origin_url = ?3, task_branch = ?4, base_branch = ?5, base_commit = ?6 WHERE id = ?1",
             params![
                 session,
                 r.git_dir.as_ref().map(|p| p.display().to_string()),
-                r.origin_url
+                r.origin_url,
+                r.task_branch,
+                r.base_branch,
+                r.base_commit
             ],
         )?;
         Ok(())
@@ -183,15 +189,17 @@ impl Store {
     pub fn repo(&self, session: &str) -> Result<Option<crate::exec::git::RepoRecord>, StoreError> {
         self.conn
             .query_row(
-                "SELECT repo_recorded, git_dir, origin_url FROM sessions WHERE id = ?1",
+                "SELECT repo_recorded, git_dir, origin_url, task_branch, base_branch, base_commit FROM sessions WHERE id = ?1",
                 params![session],
                 |r| {
                     let recorded: Option<String> = r.get(0)?;
                     let git_dir: Option<String> = r.get(1)?;
-                    let origin_url: Option<String> = r.get(2)?;
                     Ok(recorded.map(|_| crate::exec::git::RepoRecord {
                         git_dir: git_dir.map(std::path::PathBuf::from),
-                        origin_url,
+                        origin_url: r.get(2).ok().flatten(),
+                        task_branch: r.get(3).ok().flatten(),
+                        base_branch: r.get(4).ok().flatten(),
+                        base_commit: r.get(5).ok().flatten(),
                     }))
                 },
             )

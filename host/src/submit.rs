@@ -100,7 +100,14 @@ pub fn submit(
         } else {
             stored.text
         };
+        let mut counts = keyless_core::message::BatchCounts::default();
+        for r in store.results(&id)? {
+            counts.add(r.status, r.code.as_deref());
+        }
         return Ok(ReplyAnswer {
+            counts,
+            done_message: None,
+            review: None,
             batch_id: id,
             turn,
             batch,
@@ -165,6 +172,7 @@ pub fn submit(
             control,
             entries,
             done,
+            ..
         } => (
             Outcome::Executed {
                 results,
@@ -230,7 +238,24 @@ pub fn submit(
         status: step.status,
         turn_ended: step.turn_ended,
     });
+    let (counts, done_message) = match &outcome {
+        BatchOutcome::Executed {
+            entries,
+            done_message,
+            ..
+        } => (
+            keyless_core::message::BatchCounts::of(entries),
+            done_message.clone(),
+        ),
+        BatchOutcome::Rejected { .. } => (keyless_core::message::BatchCounts::default(), None),
+    };
+    let review = (step.turn_ended == Some(TurnEnd::Done))
+        .then(|| crate::exec::git::review(ctx.ws.root(), ctx.repo))
+        .flatten();
     Ok(ReplyAnswer {
+        counts,
+        done_message,
+        review,
         batch_id: id,
         turn,
         batch,
@@ -261,6 +286,27 @@ pub fn refresh_context(
         store.set_context(session, &json)?;
     }
     Ok(context)
+}
+
+/// Records a new session's repository: on a protected branch the task gets a branch of its own
+/// ([`crate::exec::git::start_session`]). Returns the record and, when a branch was made, what to
+/// tell the user.
+///
+/// # Errors
+/// SQLite failures.
+pub fn start_repo(
+    store: &Store,
+    session: &str,
+    root: &Path,
+    git: &crate::exec::git::GitSettings,
+    task: &str,
+) -> Result<(RepoRecord, Option<String>), StoreError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0));
+    let (r, note) = crate::exec::git::start_session(root, git, task, now);
+    store.set_repo(session, &r)?;
+    Ok((r, note))
 }
 
 /// The repository recorded at the session's start; recorded now for a new session (or one made

@@ -357,6 +357,80 @@ fn parallel_writers_to_one_memory_lose_nothing() {
     );
 }
 
+/// A memory cannot fill the disk or the host's memory: a record past 1 MiB, a file memory past
+/// 64 MiB and a FIFO in a memory's place each stop the program with a code, promptly.
+#[test]
+fn memories_have_bounds() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    std::fs::create_dir_all(d.join("mem")).expect("mem");
+    std::fs::write(
+        d.join("big.json"),
+        serde_json::to_string(&"x".repeat(600_000)).expect("json"),
+    )
+    .expect("input");
+    std::fs::write(
+        d.join("add.as"),
+        "import memory M from \"file://./mem/log.jsonl\"\nimport memory S from \"sqlite://./mem/m.db#n\"\n\nmain agent A {\n    main func(input) {\n        M.add({ kind: \"ok\", text: \"small\" })\n        S.add({ kind: \"big\", a: input, b: input })\n        return none\n    }\n}\n",
+    )
+    .expect("write");
+    let out = run(&["run", "add.as", "--input", "@big.json"], d);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(1) && err.starts_with("keyless-host: KA_AS_LIMIT"),
+        "{err}"
+    );
+    assert!(err.contains("a record holds at most 1024 KiB"), "{err}");
+    // The small record was kept; nothing of the large one was.
+    assert_eq!(
+        std::fs::read_to_string(d.join("mem/log.jsonl"))
+            .expect("log")
+            .lines()
+            .count(),
+        1
+    );
+    // A file memory grown past 64 MiB (by a command, say) is refused before it is read.
+    std::fs::File::options()
+        .append(true)
+        .open(d.join("mem/log.jsonl"))
+        .and_then(|f| f.set_len(65 << 20))
+        .expect("grow");
+    std::fs::write(
+        d.join("query.as"),
+        "import memory M from \"file://./mem/log.jsonl\"\n\nmain agent A {\n    main func(input) {\n        return M.query({ kind: \"ok\" }).length\n    }\n}\n",
+    )
+    .expect("write");
+    let out = run(&["run", "query.as"], d);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("keyless-host: KA_AS_LIMIT") && err.contains("64 MiB"),
+        "{err}"
+    );
+    // Adding to it is refused too, and the file is not grown further.
+    let out = run(&["run", "add.as", "--input", "\"x\""], d);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("keyless-host: KA_AS_LIMIT"), "{err}");
+    assert_eq!(
+        std::fs::metadata(d.join("mem/log.jsonl"))
+            .expect("meta")
+            .len(),
+        65 << 20
+    );
+    // A FIFO in the memory's place is refused at once instead of waiting for a writer.
+    std::fs::remove_file(d.join("mem/log.jsonl")).expect("rm");
+    let made = Command::new("mkfifo")
+        .arg(d.join("mem/log.jsonl"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let out = run(&["run", "query.as"], d);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(1) && err.contains("not a regular file"),
+        "{err}"
+    );
+}
+
 /// `generate({ debug: true })` prints each prompt to stderr; the value still goes to stdout.
 #[test]
 fn debug_prints_the_prompt_to_stderr() {
@@ -594,7 +668,9 @@ fn sqlite_memory_keeps_namespaces_and_parallel_writers() {
 fn programs_env_says_what_a_program_may_read() {
     let tmp = tempfile::tempdir().expect("tmp");
     let d = tmp.path();
-    let config = d.join("cfg");
+    // The user's config lives outside the workspace (a workspace that holds it is refused).
+    let cfg_tmp = tempfile::tempdir().expect("cfg");
+    let config = cfg_tmp.path().join("cfg");
     std::fs::create_dir_all(config.join("keyless")).expect("dir");
     std::fs::write(
         config.join("keyless/keyless.json"),
@@ -650,7 +726,9 @@ fn programs_tools_run_allowed_programs_in_the_sandbox_without_a_shell() {
     let outside = tempfile::tempdir().expect("tmp");
     let tmp = tempfile::tempdir().expect("tmp");
     let d = tmp.path();
-    let config = d.join("cfg");
+    // The user's config lives outside the workspace (a workspace that holds it is refused).
+    let cfg_tmp = tempfile::tempdir().expect("cfg");
+    let config = cfg_tmp.path().join("cfg");
     std::fs::create_dir_all(config.join("keyless")).expect("dir");
     std::fs::write(
         config.join("keyless/keyless.json"),

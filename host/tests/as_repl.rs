@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 fn the_repl_runs_under_a_pty() {
     let tmp = tempfile::tempdir().expect("tmp");
     let d = tmp.path();
-    let config = d.join("config");
+    let cfg_tmp = tempfile::tempdir().expect("cfg");
+    let config = cfg_tmp.path().join("config");
     std::fs::write(
         d.join("helper.as"),
         "main agent Helper {\n    main func(n) {\n        return [n, n]\n    }\n}\n",

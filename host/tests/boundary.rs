@@ -63,7 +63,7 @@ impl Home {
     fn run_program(&self, src: &str) -> Output {
         std::fs::write(self.ws.join("attack.as"), src).expect("program");
         self.host()
-            .args(["as", "run", "attack.as"])
+            .args(["as", "run", "attack.as", "--unsafe-workspace"])
             .output()
             .expect("run")
     }
@@ -257,7 +257,7 @@ fn file_commands_refuse_every_spelling_and_git_control_files() {
             std::fs::write(&f, common::reply(std::slice::from_ref(&r))).expect("reply");
             let out = h
                 .host()
-                .args(["run", "--mode", "auto", "--workspace"])
+                .args(["run", "--mode", "auto", "--unsafe-workspace", "--workspace"])
                 .arg(&h.ws)
                 .arg(&f)
                 .output()
@@ -289,13 +289,14 @@ fn batch_undo_asks_the_check_even_for_a_forged_manifest() {
     std::fs::write(&f, r).expect("reply");
     let out = h
         .host()
-        .args(["run", "--mode", "auto", "--workspace"])
+        .args(["run", "--mode", "auto", "--unsafe-workspace", "--workspace"])
         .arg(&h.ws)
         .arg(&f)
         .output()
         .expect("run");
-    assert!(
-        out.status.success(),
+    assert_eq!(
+        out.status.code(),
+        Some(5),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
@@ -652,6 +653,7 @@ fn a_planted_toolchain_never_runs_unasked() {
 fn env_process_reads_only_allowed_names_and_never_a_credential() {
     let tmp = tempfile::tempdir().expect("tmp");
     let d = tmp.path();
+    let cfg_tmp = tempfile::tempdir().expect("cfg");
     let secrets: &[(&str, &str)] = &[
         (
             "DATABASE_URL",
@@ -677,7 +679,7 @@ fn env_process_reads_only_allowed_names_and_never_a_credential() {
         ("CI_JOB_JWT", "eyJhbGciOiJSUzI1NiJ9.canary.sig"),
         ("APP_SETTING", "https://u:canary@h.example.com"),
     ];
-    let cfg = d.join("cfg");
+    let cfg = cfg_tmp.path().join("cfg");
     for allow in [
         None,
         // A prefix or * lets names through, never a secret-looking name or a credential value.
@@ -913,4 +915,79 @@ fn the_guard_finds_changes_in_folders_it_did_not_list_again() {
     );
     users_git(&ws.join("old/a/b/sub"));
     canary_gone(&[canary], &text);
+}
+
+// ---- Found by attacking the change: repositories made of symlinks, and keyless.json ----
+
+#[test]
+fn repositories_made_of_symlinks_are_repositories_too() {
+    let fx = common::Fixture::new();
+    let ws = fx.ws();
+    std::fs::create_dir_all(ws.join("src")).expect("src");
+    let c = |n: &str| fx.root.join(format!("canary-{n}"));
+    // A folder that borrows the workspace's history through symlinks, with a HEAD that is a
+    // symlink: `git status` there looks normal and runs the config's fsmonitor.
+    let stealth = format!(
+        "cd src && ln -s ../.git/objects objects && ln -s ../.git/refs refs && ln -s ../.git/index index && ln -s refs/heads/feature HEAD && printf '[core]\\n\\tworktree = ..\\n\\tfsmonitor = \"%s\"\\n' \"{}\" > config; cd ..; \
+         mkdir -p a && touch a/objects && chmod +x a/objects && mkdir a/refs && echo 'ref: refs/heads/x' > a/HEAD && git config -f a/config core.fsmonitor \"{}\"; \
+         mkdir -p sub/.git/objects sub/.git/refs && ln -s refs/heads/main sub/.git/HEAD && git config -f sub/.git/config core.fsmonitor \"{}\"; echo done",
+        fsmonitor(&c("stealth")).replace('"', "\\\""),
+        fsmonitor(&c("exec-objects")),
+        fsmonitor(&c("nested-link-head")),
+    );
+    let (_, text) = fx.run(&[&common::run_cmd(&stealth)], &["--mode", "auto"]);
+    assert!(text.contains("code: KA_GIT_PROTECTED"), "{text}");
+    for (dir, n) in [
+        ("src", "stealth"),
+        ("a", "exec-objects"),
+        ("sub", "nested-link-head"),
+    ] {
+        users_git(&ws.join(dir));
+        canary_gone(&[c(n)], &text);
+    }
+    // The symlinked folder is a repository to the write check too: its config is refused.
+    let write = common::reply(&[common::block(
+        "newfile src/config",
+        &[("CONTENT", "[core]\n\tfsmonitor = x")],
+    )]);
+    let (_, text) = fx.run(&[&write], &["--mode", "auto"]);
+    assert!(text.contains("code: KA_PATH_OUTSIDE"), "{text}");
+    assert!(!ws.join("src/config").exists(), "{text}");
+}
+
+#[test]
+fn an_embedded_repository_added_to_the_index_runs_nothing() {
+    let fx = common::Fixture::new();
+    let canary = fx.root.join("canary-gitlink");
+    // Approved: a repository with a symlinked HEAD and an fsmonitor, added to the index as a
+    // gitlink, so the user's `git status` at the root would look inside it.
+    let line = format!(
+        "git init -q vendor/lib && cd vendor/lib && git -c user.name=M -c user.email=m@x commit -q --allow-empty -m x && rm .git/HEAD && ln -s refs/heads/master .git/HEAD; git config core.fsmonitor \"{}\"; cd ../..; git add vendor/lib; echo done",
+        fsmonitor(&canary)
+    );
+    let (_, text) = fx.run(&[&common::run_cmd(&line)], &["--mode", "ask", "--yes"]);
+    assert!(text.contains("code: KA_GIT_PROTECTED"), "{text}");
+    users_git(&fx.ws());
+    canary_gone(&[canary], &text);
+}
+
+#[test]
+fn a_command_cannot_make_or_change_keyless_json() {
+    let fx = common::Fixture::new();
+    let ws = fx.ws();
+    let (_, text) = fx.run(
+        &[&common::run_cmd(
+            "echo '{\"Commands\": {\"TimeoutSeconds\": 100000}}' > keyless.json; echo done",
+        )],
+        &["--mode", "auto"],
+    );
+    assert!(text.contains("code: KA_GIT_PROTECTED"), "{text}");
+    assert!(
+        text.contains("keyless.json holds keyless's own settings"),
+        "{text}"
+    );
+    assert!(!ws.join("keyless.json").exists(), "{text}");
+    // keyless still starts: nothing of the model's reached the next session.
+    let (out, text) = fx.run(&[&common::run_cmd("echo next")], &["--mode", "auto"]);
+    assert_eq!(out.status.code(), Some(5), "{text}");
 }

@@ -99,7 +99,8 @@ fn line_endings_follow_editorconfig_gitattributes_and_siblings() {
         block("newfile plain.txt", &[("CONTENT", "e\nf")]),
     ]);
     let (out, text) = fx.run(&[&r], &["--pace", "batch"]);
-    assert!(out.status.success(), "{text}");
+    // The batch ran; the task goes on (exit 5: no @@done yet).
+    assert_eq!(out.status.code(), Some(5), "{text}");
     assert_eq!(fx.read("x.cmd"), b"echo 1\r\necho 2\r\n", ".editorconfig");
     assert_eq!(
         fx.read("y.ps1"),
@@ -131,7 +132,7 @@ fn crlf_and_bom_files_keep_their_form() {
         &[("CONTENT", "using C;\nclass D {}")],
     )]);
     let (out, text) = fx.run(&[&r1], &[]);
-    assert!(out.status.success(), "{text}");
+    assert_eq!(out.status.code(), Some(5), "{text}");
     assert_eq!(
         fx.read("w.cs"),
         b"\xef\xbb\xbfusing A;\r\nclass B\r\n{\r\n}\r\n",
@@ -149,6 +150,12 @@ fn crlf_and_bom_files_keep_their_form() {
 fn file_command_failures_carry_their_codes() {
     let fx = Fixture::new();
     std::fs::write(fx.ws().join("dup.txt"), "x\ny\nx\n").expect("write");
+    // A FIFO (which a command could make) is refused at once, never waited on.
+    let made = Command::new("mkfifo")
+        .arg(fx.ws().join("pipe"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
     let r = reply(&[
         block("newfile README.md", &[("CONTENT", "again")]),
         block("editfile dup.txt", &[("FIND", "x"), ("REPLACE", "z")]),
@@ -158,6 +165,8 @@ fn file_command_failures_carry_their_codes() {
         ),
         block("movefile dup.txt", &[("TO", "README.md")]),
         block("readfile missing.txt", &[]),
+        block("readfile pipe", &[]),
+        block("editfile pipe", &[("FIND", "x"), ("REPLACE", "z")]),
     ]);
     let (_, text) = fx.run(
         &[&r],
@@ -187,6 +196,12 @@ fn file_command_failures_carry_their_codes() {
     );
     assert!(
         text.contains("code: KA_FILE_NOT_FOUND\nreason: missing.txt does not exist"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("code: KA_FILE_IO\nreason: pipe is not a regular file")
+            .count(),
+        2,
         "{text}"
     );
     assert_eq!(fx.read("dup.txt"), b"x\ny\nx\n", "nothing changed");
@@ -368,6 +383,13 @@ fn undo_restores_a_batch() {
 fn git_refusals() {
     let fx = Fixture::new();
     git(&fx.ws(), &["checkout", "-q", "-b", "main"]);
+    // No task branch: the session stays on main.
+    std::fs::create_dir_all(fx.user_config()).expect("cfg");
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        r#"{"Git": {"TaskBranch": ""}}"#,
+    )
+    .expect("config");
     let r = block("commit", &[("MSG", "x")]) + "@@next\n@@end\n@@eof\n";
     let (_, text) = fx.run(&[&r], &["--yes"]);
     assert!(
@@ -1038,7 +1060,8 @@ fn run_asks_the_pieces_question() {
         &[ask],
         &["--piece", "plan-implement-review", "--answer", "PostgreSQL"],
     );
-    assert!(out.status.success(), "{text}");
+    // Answered, the movement goes on: the task is not finished yet.
+    assert_eq!(out.status.code(), Some(5), "{text}");
     assert!(
         text.contains("[ask] Which database?\n[answer] PostgreSQL"),
         "{text}"
@@ -1051,7 +1074,8 @@ fn run_asks_the_pieces_question() {
     );
     assert!(!text.contains("stopped"), "{text}");
     let (out, text) = fx.run(&[ask], &["--piece", "plan-implement-review"]);
-    assert!(out.status.success(), "{text}");
+    // Waiting for the user's answer: not finished.
+    assert_eq!(out.status.code(), Some(5), "{text}");
     assert!(
         text.contains("needs_user_input: the run waits for the user's answer to: Which database?"),
         "{text}"
@@ -1065,9 +1089,153 @@ fn run_asks_the_pieces_question() {
         &["@@done next=implement\n@@end\n@@eof\n"],
         &["--session", &session],
     );
-    assert!(out.status.success(), "{text}");
+    assert_eq!(out.status.code(), Some(5), "{text}");
     assert!(
         text.contains("[KEYLESSAGENT MOVEMENT] implement (movement 2"),
         "{text}"
     );
+}
+
+/// Exit codes a script can tell apart (issue 26): 0 only when the task reached @@done, 1 when
+/// the format retries ran out, 3 when a command failed, 4 when the user declined, 5 when the turn
+/// is not finished; the @@done message is shown, and the last results do not ask for @@done again.
+#[test]
+fn run_exit_codes_tell_how_the_task_ended() {
+    let fx = Fixture::new();
+    let done = "@@newfile ok.txt\n<<<CONTENT\nok\nCONTENT>>>\n@@end\n@@done\n<<<MSG\nAdded ok.txt.\nMSG>>>\n@@end\n@@eof\n";
+    let (out, text) = fx.run(&[done], &[]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("The model says it is done:\nAdded ok.txt."),
+        "{text}"
+    );
+    assert!(text.contains("The task is finished (@@done)."), "{text}");
+    assert!(!text.contains("or finish with @@done"), "{text}");
+    let failed = reply(&[block("runcommand", &[("CMD", "false")])]);
+    let (out, text) = fx.run(&[&failed], &["--mode", "auto"]);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    let risky = reply(&[block("runcommand", &[("CMD", "echo x > y.txt")])]);
+    let (out, text) = fx.run(&[&risky], &["--mode", "ask"]);
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    let bad = "@@nonsense\n@@end\n@@eof\n";
+    let (out, text) = fx.run(&[bad, bad, bad], &[]);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let going = reply(&[block("readfile README.md", &[])]);
+    let (out, text) = fx.run(&[&going], &[]);
+    assert_eq!(out.status.code(), Some(5), "{text}");
+}
+
+/// `run -` reads the replies from stdin, each up to its @@eof (fenced or not), one after another.
+#[test]
+fn run_reads_replies_from_stdin() {
+    use std::io::Write;
+    let fx = Fixture::new();
+    let mut child = fx
+        .host()
+        .args(["run", "--mode", "auto", "--workspace"])
+        .arg(fx.ws())
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let input = "~~~~agentscript\n@@newfile a.txt\n<<<CONTENT\na\nCONTENT>>>\n@@end\n@@next\n@@end\n@@eof\n~~~~\n@@newfile b.txt\n<<<CONTENT\nb\nCONTENT>>>\n@@end\n@@done\n@@end\n@@eof\n";
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("=== reply 1: stdin #1 (turn 1, batch 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("=== reply 2: stdin #2 (turn 1, batch 2"),
+        "{text}"
+    );
+    assert_eq!(fx.read("a.txt"), b"a\n");
+    assert_eq!(fx.read("b.txt"), b"b\n");
+}
+
+/// A branch per task (issue 26): a session that starts on a protected branch works on
+/// `keyless/<date>-<slug>`, the model is told the branch, @@commit lands there and is pushed, and
+/// at @@done the user sees how to review and merge it. With Git.TaskBranch "" the commit is refused
+/// before anyone is asked to approve it.
+#[test]
+fn a_task_on_a_protected_branch_gets_its_own_branch() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    git(&ws, &["branch", "-m", "feature", "main"]);
+    git(&ws, &["push", "-q", "origin", "main"]);
+    let r = reply(&[block("newfile fix.txt", &[("CONTENT", "fixed")])]);
+    let done =
+        "@@commit\n<<<MSG\nFix it\nMSG>>>\n@@end\n@@done\n<<<MSG\nFixed.\nMSG>>>\n@@end\n@@eof\n";
+    let (out, text) = fx.run(
+        &[&r, done],
+        &["--mode", "auto", "--task", "Fix the failing test!"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let branch = git(&ws, &["branch", "--show-current"]).trim().to_string();
+    assert!(
+        branch.starts_with("keyless/") && branch.ends_with("-fix-the-failing-test"),
+        "{branch}"
+    );
+    assert!(
+        text.contains(&format!("branch: main is protected (Git.ProtectedBranches: main), so this task works on a new branch, {branch}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("committed") && text.contains(&format!("on {branch}")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "1 commit on {branch} since main: 1 file changed, +1 −0"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Merge them: git switch main && git merge {branch}"
+        )),
+        "{text}"
+    );
+    // main is untouched; the branch is on origin.
+    assert_eq!(git(&ws, &["log", "--format=%s", "main"]), "init\n");
+    assert_eq!(
+        git(
+            &fx.root.join("origin.git"),
+            &["log", "--format=%s", &branch]
+        ),
+        "Fix it\ninit\n"
+    );
+    // The model is told: the prompt names the branch and the protection.
+    let (_, prompt) = host_in(&fx, &["prompt", "--workspace", ws.to_str().expect("utf8")]);
+    assert!(
+        prompt.contains(&format!("You work on branch {branch}.")),
+        "{prompt}"
+    );
+    assert!(prompt.contains("Protected branches (@@commit is refused there, KA_BRANCH_PROTECTED): main, master, release/*"), "{prompt}");
+    assert!(prompt.contains("pushes the branch to origin"), "{prompt}");
+    // Without a task branch, a commit on main is refused before the user is asked.
+    git(&ws, &["switch", "-q", "main"]);
+    std::fs::create_dir_all(fx.user_config()).expect("cfg");
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        r#"{"Git": {"TaskBranch": ""}}"#,
+    )
+    .expect("config");
+    let commit = "@@commit\n<<<MSG\nOn main\nMSG>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    let (out, text) = fx.run(&[commit], &["--mode", "ask", "--yes"]);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("code: KA_BRANCH_PROTECTED"), "{text}");
+    assert!(
+        !text.contains("[approved by --yes]"),
+        "asked before refusing: {text}"
+    );
+    assert_eq!(git(&ws, &["log", "--format=%s", "main"]), "init\n");
 }

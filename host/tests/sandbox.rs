@@ -589,6 +589,44 @@ fn the_kernel_confines_writes_network_signals_and_sockets() {
     assert!(text.contains("network allowed"), "{text}");
 }
 
+/// A command run as root (in a container, say) keeps only the capabilities that let it use
+/// files others own: no administration, modules, tracing, raw I/O or killing any process, and
+/// the clock cannot be set (the test sets it to the time it already is, so a failure changes
+/// nothing).
+#[test]
+fn a_command_run_as_root_keeps_no_power_over_the_machine() {
+    let fx = Fixture::new();
+    if !nix::unistd::getuid().is_root() {
+        eprintln!("not root: a command has no capabilities to drop here");
+        return;
+    }
+    let line = sandbox_line(&fx);
+    if !line.contains("seccomp") {
+        required_under_ci("seccomp", &line);
+        return;
+    }
+    let cmd = "grep -E '^Cap(Eff|Prm|Bnd|Amb):' /proc/self/status; date -s \"@$(date +%s)\" >/dev/null 2>&1; echo clock=$?";
+    let (_, text) = fx.run(&[&run_cmd(cmd)], &["--mode", "auto"]);
+    let mask = |name: &str| -> u64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{name} in {text}"));
+        u64::from_str_radix(line[name.len() + 1..].trim(), 16).expect("hex")
+    };
+    // CAP_KILL 5, CAP_NET_ADMIN 12, CAP_SYS_MODULE 16, CAP_SYS_RAWIO 17, CAP_SYS_PTRACE 19,
+    // CAP_SYS_ADMIN 21, CAP_SYS_BOOT 22, CAP_SYS_TIME 25, CAP_MKNOD 27, CAP_BPF 39.
+    for set in ["CapEff", "CapPrm", "CapBnd", "CapAmb"] {
+        let m = mask(set);
+        for bit in [5, 12, 16, 17, 19, 21, 22, 25, 27, 39] {
+            assert_eq!(m & (1 << bit), 0, "{set} keeps capability {bit}: {text}");
+        }
+    }
+    // CAP_DAC_OVERRIDE (1) stays: root still uses files that other users own.
+    assert_ne!(mask("CapEff") & (1 << 1), 0, "{text}");
+    assert!(text.contains("clock=1"), "the clock could be set: {text}");
+}
+
 #[test]
 fn a_symlink_swap_never_redirects_a_write() {
     let fx = Fixture::new();

@@ -65,7 +65,8 @@ fn results_message_like_the_seed() {
     insta::assert_snapshot!(results(
         BatchRef { turn: 3, batch: 2 },
         &seed_like_batch(),
-        Pace::Batch
+        Pace::Batch,
+        false
     ));
 }
 
@@ -103,7 +104,41 @@ fn results_message_batch_stopped_and_output_with_marker() {
     insta::assert_snapshot!(results(
         BatchRef { turn: 1, batch: 4 },
         &entries,
-        Pace::Step
+        Pace::Step,
+        false
+    ));
+}
+
+#[test]
+fn results_message_when_the_task_is_finished() {
+    let reply = "@@newfile a.txt\n<<<CONTENT\nx\nCONTENT>>>\n@@end\n@@done\n@@end\n@@eof\n";
+    let parsed = parse(reply, &Settings::default().limits);
+    let c = &parsed.reply.commands;
+    let entries = vec![
+        CommandResult::new(
+            &c[0],
+            Outcome::Ok {
+                exit_code: None,
+                duration_ms: None,
+                verified: None,
+                output: None,
+            },
+        ),
+        CommandResult::new(
+            &c[1],
+            Outcome::Ok {
+                exit_code: None,
+                duration_ms: None,
+                verified: None,
+                output: None,
+            },
+        ),
+    ];
+    insta::assert_snapshot!(results(
+        BatchRef { turn: 2, batch: 1 },
+        &entries,
+        Pace::Batch,
+        true
     ));
 }
 

@@ -397,6 +397,28 @@ fn is_fence_close(trimmed: &str, open: Option<(u8, usize)>) -> bool {
     }
 }
 
+/// Whether `text`, read line by line from a stream (a terminal, a pipe), holds a whole reply: an
+/// `@@eof` line, and when the reply opened with a fence (```` ~~~~agentscript ````), the fence
+/// that closes it after the `@@eof`. What follows belongs to the next reply.
+#[must_use]
+pub fn reply_complete(text: &str) -> bool {
+    let mut lines = text.lines().map(str::trim).skip_while(|l| l.is_empty());
+    let open = lines.clone().next().and_then(is_fence_open);
+    let mut eof = false;
+    for l in lines.by_ref() {
+        if eof && open.is_some() && is_fence_close(l, open) {
+            return true;
+        }
+        if l.eq_ignore_ascii_case("@@eof") {
+            if open.is_none() {
+                return true;
+            }
+            eof = true;
+        }
+    }
+    false
+}
+
 /// Splits an `@@name rest` line.
 fn split_directive(trimmed: &str) -> (&str, &str) {
     let body = &trimmed[2..];
@@ -1492,5 +1514,22 @@ mod tests {
                 assert_eq!(back, last);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod reply_complete_tests {
+    use super::reply_complete;
+
+    #[test]
+    fn a_reply_ends_at_eof_or_at_the_fence_after_it() {
+        assert!(!reply_complete("@@say\n<<<MSG\nhi\nMSG>>>\n@@end\n"));
+        assert!(reply_complete("@@next\n@@end\n@@eof\n"));
+        assert!(reply_complete("\n@@next\n@@end\n@@EOF"));
+        let fenced = "~~~~agentscript\n@@next\n@@end\n@@eof\n";
+        assert!(!reply_complete(fenced));
+        assert!(reply_complete(&format!("{fenced}~~~~\n")));
+        assert!(!reply_complete("~~~~agentscript\n@@next\n~~~~\n"));
+        assert!(reply_complete("```\n@@next\n@@end\n@@eof\n```"));
     }
 }

@@ -25,6 +25,7 @@ mod known;
 mod lexer;
 mod pattern;
 mod programs;
+pub mod reads;
 pub mod steering;
 pub mod verdict;
 
@@ -142,6 +143,10 @@ pub struct Context {
     /// exists, that program is at least Execute.
     #[serde(default)]
     pub steering: Vec<String>,
+    /// Workspace symlinks (workspace-relative) that lead out of the workspace: a path through
+    /// one is read outside it ([`reads`]).
+    #[serde(default)]
+    pub links_out: Vec<String>,
 }
 
 /// Nesting depth for `sh -c`, `$(…)` and wrappers.

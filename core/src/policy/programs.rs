@@ -253,7 +253,7 @@ fn classify_segment(seg: &Segment, depth: u32, ctx: &Context) -> Rated {
         r = worse(r, rated(*tier, why.clone()));
     }
     for redir in &seg.redirects {
-        r = worse(r, rate_redirect(redir.kind, &redir.target));
+        r = worse(r, rate_redirect(redir.kind, &redir.target, ctx));
     }
     let reads_code = INTERPRETERS.contains(&prog.as_str())
         && seg.words.iter().skip(1).all(|w| w.text.starts_with('-'));
@@ -325,10 +325,14 @@ fn classify_segment(seg: &Segment, depth: u32, ctx: &Context) -> Rated {
     r
 }
 
-fn rate_redirect(kind: RedirKind, target: &Word) -> Rated {
+fn rate_redirect(kind: RedirKind, target: &Word, ctx: &Context) -> Rated {
     let t = target.text.as_str();
     match kind {
-        RedirKind::Read | RedirKind::Dup | RedirKind::HereString => rated(Tier::ReadOnly, ""),
+        RedirKind::Read => match super::reads::outside_path(t, target.expanded, ctx) {
+            Some(why) => rated(Tier::Risky, why),
+            None => rated(Tier::ReadOnly, ""),
+        },
+        RedirKind::Dup | RedirKind::HereString => rated(Tier::ReadOnly, ""),
         RedirKind::HereDoc => rated(Tier::Execute, "a here-document feeds text to the program"),
         RedirKind::ReadWrite => rated(Tier::Risky, format!("<> opens a file for writing ({t})")),
         RedirKind::Both => rated(
@@ -385,6 +389,11 @@ fn classify_words(words: &[Word], depth: u32, ctx: &Context) -> Rated {
     let all = texts(words);
     if let Some(why) = super::steering::steered(&name, &all[1..], &ctx.steering) {
         r = worse(r, rated(Tier::Execute, why));
+    }
+    if r.0 < Tier::Risky {
+        if let Some(why) = super::reads::outside_arguments(&name, &words[1..], ctx) {
+            r = worse(r, rated(Tier::Risky, why));
+        }
     }
     r
 }

@@ -53,7 +53,12 @@ untrusted: Array<Untrusted>,
  * Workspace files (workspace-relative) that steer a program ([`steering`]): while one
  * exists, that program is at least Execute.
  */
-steering: Array<string>, };
+steering: Array<string>, 
+/**
+ * Workspace symlinks (workspace-relative) that lead out of the workspace: a path through
+ * one is read outside it ([`reads`]).
+ */
+links_out: Array<string>, };
 
 export type CheckDiagnostic = { code: string, line: number | null, message: string, };
 
@@ -281,7 +286,16 @@ gate: EffectiveTools | null,
  * What the host knows of the workspace, which views judge commands with (see
  * [`CoreOptions::context`]).
  */
-context: Context, };
+context: Context, 
+/**
+ * The branch the session works on.
+ */
+branch: string | null, 
+/**
+ * When keyless made a branch for the task (the session started on a protected one): what to
+ * tell the user.
+ */
+branch_note: string | null, };
 
 export type SessionSummary = { session: string, 
 /**
@@ -305,6 +319,16 @@ export type PieceProgress = { state: RunState, movement: string, movement_runs: 
  */
 tools: EffectiveTools, };
 
+export type BatchCounts = { ok: number, 
+/**
+ * Errors other than a decline (a failed or denied command, a refused path, …).
+ */
+failed: number, 
+/**
+ * The user said no to a confirmation (`KA_COMMAND_DECLINED`).
+ */
+declined: number, skipped: number, };
+
 export type ReplyAnswer = { batch_id: string, turn: number, batch: number, 
 /**
  * `done` (executed), `rejected` (format correction), `interrupted` (stored as running).
@@ -325,7 +349,19 @@ piece: PieceProgress | null,
 /**
  * What the host knows of the workspace after this batch, for judging the next reply.
  */
-context: Context, };
+context: Context, 
+/**
+ * How the batch's commands ended (all zero for a rejected reply).
+ */
+counts: BatchCounts, 
+/**
+ * What the model said with the `@@done` that finished the task (its MSG).
+ */
+done_message: string | null, 
+/**
+ * When the task finished: what it left in the repository and how to merge it.
+ */
+review: string | null, };
 
 export type CancelRequested = { session: string, cancel_requested: boolean, };
 

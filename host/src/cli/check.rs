@@ -39,8 +39,13 @@ pub(super) struct PolicyArgs {
     /// .npmrc, …). Without it, the line is judged on its own.
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// The command line (after --).
-    #[arg(last = true, required = true, value_name = "COMMAND_LINE")]
+    /// The command line: one quoted argument (`'git push --force'`) or the words after `--`.
+    #[arg(
+        required = true,
+        value_name = "COMMAND_LINE",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     command_line: Vec<String>,
 }
 
@@ -240,9 +245,18 @@ pub(super) fn prompt_cmd(a: &PromptArgs) -> Result<ExitCode, HostError> {
         let sandbox = crate::exec::sandbox::probe(w, false).describe();
         crate::exec::snapshot::gather(w, sandbox).text()
     });
+    let git = match &a.workspace {
+        Some(w) => {
+            let cfg = crate::config::load_config(w)?.cfg;
+            let git = crate::config::exec_settings(&cfg, true, w).git;
+            Some(crate::exec::git::RepoRecord::capture(w).facts(w, &git))
+        }
+        None => None,
+    };
     let ctx = PromptContext {
         mode: a.mode,
         environment,
+        git,
         ..Default::default()
     };
     let mut out = io::stdout().lock();

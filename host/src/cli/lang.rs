@@ -35,6 +35,10 @@ pub enum AsCmd {
         /// The workspace every file, import and memory stays inside (default: the current folder).
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
+        /// Allow a workspace that holds your home, your keyless config folder or / (for testing
+        /// keyless's own protections; keyless still never writes its own files there).
+        #[arg(long)]
+        unsafe_workspace: bool,
         /// A scripted model: a JSON array of answer strings, one per model call, in order
         /// (without it, the program's own providers are called); `-` reads it from stdin.
         #[arg(long)]
@@ -339,6 +343,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             func,
             input,
             workspace,
+            unsafe_workspace,
             mock,
             trace,
             model_timeout,
@@ -347,6 +352,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             memory_limit,
         } => {
             drop(out);
+            let workspace = crate::workspace_choice::choose(Some(&workspace), unsafe_workspace)?;
             let entry = lang::interp::Entry {
                 agent,
                 func,
@@ -425,6 +431,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             model_timeout,
         } => {
             drop(out);
+            let workspace = crate::workspace_choice::choose(Some(&workspace), false)?;
             let ws = crate::exec::workspace::Workspace::open(&workspace).map_err(|source| {
                 HostError::Read {
                     path: workspace.display().to_string(),

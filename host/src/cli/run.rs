@@ -20,9 +20,14 @@ use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub(super) struct RunArgs {
-    /// The workspace folder.
-    #[arg(long, default_value = ".")]
-    workspace: PathBuf,
+    /// The workspace folder (default: the current folder, when it is a git repository other than
+    /// keyless's own checkout; otherwise keyless asks).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// Allow a workspace that holds your home, your keyless config folder or / (for testing
+    /// keyless's own protections; keyless still never writes its own files there).
+    #[arg(long)]
+    unsafe_workspace: bool,
     /// Commands.Mode (default: keyless.json, else ask).
     #[arg(long, value_parser = MODE)]
     mode: Option<Mode>,
@@ -57,17 +62,31 @@ pub(super) struct RunArgs {
     /// Commit without pushing.
     #[arg(long)]
     no_push: bool,
+    /// The task, as the chat's first message ends with it (`--interactive` prints it after the
+    /// system prompt).
+    #[arg(long)]
+    task: Option<String>,
+    /// A copy-paste loop for any chat site: print the system prompt (and copy it to the
+    /// clipboard), then read each reply you paste until its @@eof, run it, and print the results
+    /// (copied to the clipboard when there is one) until the model says @@done.
+    #[arg(long, conflicts_with = "replies")]
+    interactive: bool,
     #[command(flatten)]
     limits: LimitArgs,
-    /// Reply files, in order.
-    #[arg(required = true)]
+    /// Reply files, in order; `-` reads replies from stdin, one after another, each ending with
+    /// its @@eof (and the fence after it when the reply is fenced).
+    #[arg(required_unless_present = "interactive")]
     replies: Vec<String>,
 }
 
 pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
+    let workspace = crate::workspace_choice::choose(a.workspace.as_deref(), a.unsafe_workspace)?;
+    if !a.auto_init {
+        crate::workspace_choice::offer_git_init(&workspace);
+    }
     let Loaded {
         mut cfg, ignored, ..
-    } = load_config(&a.workspace)?;
+    } = load_config(&workspace)?;
     warn_ignored(&ignored);
     a.limits.apply(&mut cfg)?;
     let src = "command line";
@@ -91,7 +110,7 @@ pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
         cfg.set("Git.AutoInit", &serde_json::json!(true), src)?;
     }
     cfg.allow_list.extend(a.allow);
-    let exec = exec_settings(&cfg, !a.no_push, &a.workspace);
+    let exec = exec_settings(&cfg, !a.no_push, &workspace);
     let interrupted = Arc::new(AtomicBool::new(false));
     on_ctrl_c(&interrupted).map_err(|e| HostError::Usage(format!("cannot handle Ctrl+C: {e}")))?;
     let prompter = TerminalPrompter {
@@ -101,12 +120,18 @@ pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
         interrupted,
     };
     run_session(RunOptions {
-        workspace: a.workspace,
+        workspace,
         exec,
-        replies: a.replies,
+        replies: if a.interactive {
+            vec!["-".to_string()]
+        } else {
+            a.replies
+        },
         prompter,
         session: a.session,
         piece: a.piece,
+        task: a.task,
+        interactive: a.interactive,
     })
 }
 
@@ -209,6 +234,127 @@ pub struct RunOptions {
     pub session: Option<String>,
     /// Follow this piece (a name, or a YAML file) in the new session.
     pub piece: Option<String>,
+    /// The task (for the interactive prompt).
+    pub task: Option<String>,
+    /// The copy-paste loop: print the system prompt, read pasted replies, copy the results.
+    pub interactive: bool,
+}
+
+/// Where the replies come from: files in order, where `-` stands for every reply on stdin.
+#[derive(Debug)]
+struct Replies {
+    files: VecDeque<String>,
+    stdin: bool,
+    read: usize,
+}
+
+impl Replies {
+    /// The next reply and where it came from, or `None` when there is none left.
+    fn next(&mut self, prompt: Option<&str>) -> Result<Option<(String, String)>, HostError> {
+        loop {
+            if self.stdin {
+                if let Some(p) = prompt {
+                    eprintln!("{p}");
+                }
+                match read_reply(&mut io::stdin().lock()) {
+                    Ok(Some(text)) => {
+                        self.read += 1;
+                        return Ok(Some((format!("stdin #{}", self.read), text)));
+                    }
+                    Ok(None) => self.stdin = false,
+                    Err(source) => {
+                        return Err(HostError::Read {
+                            path: "stdin".into(),
+                            source,
+                        })
+                    }
+                }
+            }
+            let Some(file) = self.files.pop_front() else {
+                return Ok(None);
+            };
+            if file == "-" {
+                self.stdin = true;
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).map_err(|source| HostError::Read {
+                path: file.clone(),
+                source,
+            })?;
+            return Ok(Some((file, text)));
+        }
+    }
+}
+
+/// Reads one reply from `r`: lines up to its `@@eof` (and the closing fence after it, for a
+/// fenced reply). `None` at the end of the input with nothing read.
+fn read_reply(r: &mut impl BufRead) -> io::Result<Option<String>> {
+    let mut text = String::new();
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line)? == 0 {
+            return Ok((!text.trim().is_empty()).then_some(text));
+        }
+        text.push_str(&line);
+        if keyless_core::parse::reply_complete(&text) {
+            return Ok(Some(text));
+        }
+    }
+}
+
+/// How a run ended, as its exit code: 0 only when the task reached `@@done`; 1 when the format
+/// retries ran out (or the last reply was rejected); 4 when the user declined a command of the
+/// last batch; 3 when a command of the last batch failed; 5 when the turn is not finished (the
+/// replies ran out, its batch budget did, or a piece waits for an answer); 130 for Ctrl+C.
+fn exit_code(last: Option<&keyless_core::api::ReplyAnswer>, cancelled: bool) -> u8 {
+    if cancelled {
+        return 130;
+    }
+    let Some(a) = last else { return 5 };
+    match a.turn_ended {
+        Some(TurnEnd::Done) => 0,
+        Some(TurnEnd::MaxFormatRetries) => 1,
+        _ if a.status == BatchStatus::Rejected => 1,
+        _ if a.counts.declined > 0 => 4,
+        _ if a.counts.failed > 0 => 3,
+        _ => 5,
+    }
+}
+
+/// Copies `text` to the clipboard with the first clipboard program this machine has (from a
+/// PATH folder the model cannot write); whether it did.
+fn copy_to_clipboard(text: &str, workspace: &Path) -> bool {
+    let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some();
+    let x11 = std::env::var_os("DISPLAY").is_some();
+    let candidates: &[(&str, &[&str], bool)] = &[
+        ("wl-copy", &[], wayland),
+        ("xclip", &["-selection", "clipboard"], x11),
+        ("xsel", &["--clipboard", "--input"], x11),
+        ("pbcopy", &[], cfg!(target_os = "macos")),
+    ];
+    for (name, args, usable) in candidates {
+        if !usable {
+            continue;
+        }
+        let Some(program) = crate::exec::programs::trusted(name, workspace) else {
+            continue;
+        };
+        let child = std::process::Command::new(program)
+            .args(*args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        if let Ok(mut c) = child {
+            if let Some(mut stdin) = c.stdin.take() {
+                let _ = stdin.write_all(text.as_bytes());
+            }
+            if c.wait().is_ok_and(|s| s.success()) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 fn session_id() -> String {
@@ -297,13 +443,30 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
     if let Some((yaml, piece)) = piece {
         crate::pieces::start(&store, &session, &yaml, piece).map_err(|e| piece_err(&e))?;
     }
-    let repo = submit::session_repo(&store, &session, ws.root()).map_err(|e| store_err(&e))?;
+    let (repo, branch_note) = if o.session.is_some() {
+        (
+            submit::session_repo(&store, &session, ws.root()).map_err(|e| store_err(&e))?,
+            None,
+        )
+    } else {
+        submit::start_repo(
+            &store,
+            &session,
+            ws.root(),
+            &o.exec.git,
+            o.task.as_deref().unwrap_or(""),
+        )
+        .map_err(|e| store_err(&e))?
+    };
     let mut out = io::stdout().lock();
     let _ = writeln!(
         out,
         "session {session} (turn {}, batch {})",
         pos.turn, pos.batch
     );
+    if let Some(note) = &branch_note {
+        let _ = writeln!(out, "branch: {note}");
+    }
     if let Some(mut run) = crate::pieces::resume(&store, &session).map_err(|e| piece_err(&e))? {
         crate::pieces::attach_tools(&mut run, &o.exec.tools, &session)
             .map_err(|e| piece_err(&e))?;
@@ -317,22 +480,58 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
         cfg: &o.exec,
         repo: &repo,
     };
-    let _ = out.flush();
-    let mut any_rejected = false;
-    let mut cancelled = false;
-    for (i, file) in o.replies.iter().enumerate() {
-        let text = std::fs::read_to_string(file).map_err(|source| HostError::Read {
-            path: file.clone(),
-            source,
-        })?;
-        let id = keyless_core::plan::batch_id(&session, pos.turn, pos.batch, &text);
+    if o.interactive {
+        let prompt = keyless_core::message::system_prompt(
+            &o.exec.settings,
+            &keyless_core::message::PromptContext {
+                mode: o.exec.mode,
+                failure_mode: o.exec.failure_mode,
+                environment: Some(snapshot.text()),
+                movement: crate::pieces::resume(&store, &session)
+                    .ok()
+                    .flatten()
+                    .as_ref()
+                    .map(keyless_core::message::movement_prompt),
+                task: o.task.clone(),
+                git: Some(repo.facts(ws.root(), &o.exec.git)),
+            },
+        );
+        let copied = copy_to_clipboard(&prompt, ws.root());
         let _ = writeln!(
             out,
-            "=== reply {} of {}: {file} (turn {}, batch {}, id {id})",
-            i + 1,
-            o.replies.len(),
-            pos.turn,
-            pos.batch
+            "\nPaste this first message into your chat{}:\n\n{prompt}\n",
+            if copied {
+                " (it is on the clipboard)"
+            } else {
+                ""
+            }
+        );
+    }
+    let _ = out.flush();
+    let mut last: Option<keyless_core::api::ReplyAnswer> = None;
+    let mut cancelled = false;
+    let total = o.replies.len();
+    let mut replies = Replies {
+        files: o.replies.iter().cloned().collect(),
+        stdin: false,
+        read: 0,
+    };
+    let ask = o.interactive.then_some(
+        "Paste the model's whole reply (it ends with @@eof), then press Enter; Ctrl+D ends the run:",
+    );
+    let mut i = 0;
+    while let Some((file, text)) = replies.next(ask)? {
+        i += 1;
+        let id = keyless_core::plan::batch_id(&session, pos.turn, pos.batch, &text);
+        let of = if o.replies.iter().any(|r| r == "-") {
+            String::new()
+        } else {
+            format!(" of {total}")
+        };
+        let _ = writeln!(
+            out,
+            "=== reply {i}{of}: {file} (turn {}, batch {}, id {id})",
+            pos.turn, pos.batch
         );
         drop(out);
         let turn = pos.turn;
@@ -352,12 +551,29 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
                 );
                 continue;
             }
-            (false, BatchStatus::Rejected) => any_rejected = true,
             (false, _) => {}
         }
         let _ = writeln!(out, "{}", step.text);
+        if o.interactive && step.turn_ended.is_none() {
+            let copied = copy_to_clipboard(&step.text, ws.root());
+            let _ = writeln!(
+                out,
+                "\n{}",
+                if copied {
+                    "The results are on the clipboard: paste them into the chat."
+                } else {
+                    "Paste the results above into the chat."
+                }
+            );
+        }
         match step.turn_ended {
             Some(TurnEnd::Done) => {
+                if let Some(m) = &step.done_message {
+                    let _ = writeln!(out, "\nThe model says it is done:\n{m}");
+                }
+                if let Some(r) = &step.review {
+                    let _ = writeln!(out, "\n{r}");
+                }
                 let _ = writeln!(out, "turn {turn} done.");
             }
             Some(TurnEnd::MaxIterationsPerTurn) => {
@@ -377,6 +593,8 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
             Some(TurnEnd::MaxFormatRetries) | None => {}
         }
         let _ = writeln!(out);
+        let ended = step.turn_ended.is_some();
+        last = Some(step);
         if o.prompter.interrupted.load(Ordering::SeqCst) {
             let _ = writeln!(
                 out,
@@ -386,19 +604,17 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
             cancelled = true;
             break;
         }
+        if o.interactive && ended {
+            break;
+        }
+        let _ = out.flush();
     }
     let _ = writeln!(
         out,
         "session {session} (resume with --session {session}); backups in {}",
         ws.root().join(".agent/backups").join(&session).display()
     );
-    Ok(if cancelled {
-        ExitCode::from(130)
-    } else if any_rejected {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(exit_code(last.as_ref(), cancelled)))
 }
 
 /// The newest batch backup folder in the workspace.

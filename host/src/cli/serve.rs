@@ -13,9 +13,14 @@ pub(super) struct ServeArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = crate::server::DEFAULT_PORT)]
     port: u16,
-    /// The workspace the extension's sessions run in.
-    #[arg(long, default_value = ".")]
-    workspace: PathBuf,
+    /// The workspace the extension's sessions run in (default: the current folder, when it is a
+    /// git repository other than keyless's own checkout; otherwise keyless asks).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// Allow a workspace that holds your home, your keyless config folder or / (for testing
+    /// keyless's own protections; keyless still never writes its own files there).
+    #[arg(long)]
+    unsafe_workspace: bool,
     /// Commands.Mode (default: keyless.json, else ask).
     #[arg(long, value_parser = MODE)]
     mode: Option<Mode>,
@@ -25,9 +30,11 @@ pub(super) struct ServeArgs {
 }
 
 pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
+    let workspace = crate::workspace_choice::choose(a.workspace.as_deref(), a.unsafe_workspace)?;
+    crate::workspace_choice::offer_git_init(&workspace);
     let Loaded {
         mut cfg, ignored, ..
-    } = load_config(&a.workspace)?;
+    } = load_config(&workspace)?;
     warn_ignored(&ignored);
     if let Some(m) = a.mode {
         cfg.set(
@@ -51,8 +58,8 @@ pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
     });
     crate::server::serve(crate::server::ServeOptions {
         port,
-        exec: exec_settings(&cfg, true, &a.workspace),
-        workspace: a.workspace,
+        exec: exec_settings(&cfg, true, &workspace),
+        workspace,
         pairings,
         www,
     })

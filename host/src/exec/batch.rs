@@ -95,6 +95,8 @@ pub enum BatchOutcome {
         entries: Vec<CommandResult>,
         /// The piece directive of the reply's `@@done`, read from the one parse of the batch.
         done: Option<keyless_core::piece::run::Directive>,
+        /// What the model said with the `@@done` that finished the task (its MSG), for the user.
+        done_message: Option<String>,
     },
 }
 
@@ -201,17 +203,34 @@ impl Executor<'_> {
             prompter.command_finished(&result);
             entries.push(result);
         }
-        let text = results(BatchRef { turn, batch }, &entries, self.cfg.settings.pace);
         let done = parsed
             .reply
             .commands
             .iter()
             .find_map(keyless_core::piece::run::Directive::from_done);
+        // The @@done took effect and ends the task (a piece's `next=` goes on to a movement).
+        let finished = planned.control == Control::Done
+            && !matches!(done, Some(keyless_core::piece::run::Directive::Next(_)));
+        let done_message = parsed
+            .reply
+            .commands
+            .iter()
+            .filter(|c| c.kind == CommandKind::Done && finished)
+            .find_map(|c| c.section_text(SectionName::Msg))
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty());
+        let text = results(
+            BatchRef { turn, batch },
+            &entries,
+            self.cfg.settings.pace,
+            finished,
+        );
         BatchOutcome::Executed {
             results: text,
             control: planned.control,
             entries,
             done,
+            done_message,
         }
     }
 
@@ -229,6 +248,12 @@ impl Executor<'_> {
         }
         if cmd.kind.is_extension() {
             return self.run_extension(cmd, backup, prompter);
+        }
+        // A commit that would be refused is refused before anyone is asked to approve it.
+        if cmd.kind == CommandKind::Commit {
+            if let Some(f) = git::commit_refusal(self.ws, &self.cfg.git, self.repo) {
+                return (Err(f), None);
+            }
         }
         // @@deletefile and @@commit are confirmed as the same writes through runcommand would be.
         let verdict = self.judge(Context::default()).verdict(cmd);

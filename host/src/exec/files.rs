@@ -246,9 +246,17 @@ pub fn readfile(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
         }
         Err(e) => return Err(Failure::io("cannot read", rel, &e)),
     };
+    let f = open_read(&dir, &t.name).map_err(|e| Failure::io("cannot read", rel, &e))?;
+    // Judged on what was opened: a FIFO, socket or device (or one swapped in) is refused.
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(Failure::new(
+            Code::FileIo,
+            format!("{rel} is not a regular file (a FIFO, socket or device)"),
+        ));
+    }
     let mut buf = Vec::new();
-    open_read(&dir, &t.name)
-        .and_then(|f| f.take(MAX_READ_BYTES).read_to_end(&mut buf))
+    f.take(MAX_READ_BYTES)
+        .read_to_end(&mut buf)
         .map_err(|e| Failure::io("cannot read", rel, &e))?;
     let file = TextFile::decode(&buf).ok_or_else(|| {
         Failure::new(

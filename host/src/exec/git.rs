@@ -12,7 +12,6 @@
 
 use super::workspace::Workspace;
 use super::Failure;
-use keyless_core::policy::pattern_matches;
 use keyless_core::Code;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,6 +21,8 @@ use std::process::Command;
 pub struct GitSettings {
     pub protected_branches: Vec<String>,
     pub auto_init: bool,
+    /// Git.TaskBranch: the branch a session makes when it starts on a protected one.
+    pub task_branch: String,
     /// Used when the repository has no user.name/user.email.
     pub fallback_name: String,
     pub fallback_email: String,
@@ -33,6 +34,7 @@ impl Default for GitSettings {
         Self {
             protected_branches: vec!["main".into(), "master".into(), "release/*".into()],
             auto_init: false,
+            task_branch: keyless_core::branch::DEFAULT_TASK_BRANCH.into(),
             fallback_name: "keyless".into(),
             fallback_email: "keyless@localhost".into(),
             push: true,
@@ -47,6 +49,15 @@ pub struct RepoRecord {
     pub git_dir: Option<PathBuf>,
     /// origin's URL, when there was one.
     pub origin_url: Option<String>,
+    /// The branch keyless made for the task (the session started on a protected one).
+    #[serde(default)]
+    pub task_branch: Option<String>,
+    /// The branch the session started on.
+    #[serde(default)]
+    pub base_branch: Option<String>,
+    /// The commit the session started from.
+    #[serde(default)]
+    pub base_commit: Option<String>,
 }
 
 fn open_here(root: &Path) -> Option<git2::Repository> {
@@ -76,9 +87,97 @@ impl RepoRecord {
             Some(repo) => Self {
                 git_dir: Some(canonical_git_dir(&repo)),
                 origin_url: origin_of(&repo),
+                base_branch: branch_name(&repo).ok(),
+                base_commit: repo
+                    .head()
+                    .ok()
+                    .and_then(|h| h.peel_to_commit().ok())
+                    .map(|c| c.id().to_string()),
+                task_branch: None,
             },
             None => Self::default(),
         }
+    }
+
+    /// What the model is told about git (the branch it works on now).
+    #[must_use]
+    pub fn facts(&self, root: &Path, s: &GitSettings) -> keyless_core::branch::GitFacts {
+        keyless_core::branch::GitFacts {
+            repository: self.git_dir.is_some(),
+            branch: open_here(root).and_then(|r| branch_name(&r).ok()),
+            created_from: self.task_branch.as_ref().and(self.base_branch.clone()),
+            protected: s.protected_branches.clone(),
+            origin: self.origin_url.clone(),
+        }
+    }
+}
+
+/// Starts a session's repository record. On a protected branch (and with `Git.TaskBranch` set),
+/// the task gets a branch of its own from there, `keyless/{date}-{task}` (a number added when the
+/// name is taken), checked out with the working tree as it is. Returns the record and, when a
+/// branch was made, a sentence for the user.
+#[must_use]
+pub fn start_session(
+    root: &Path,
+    s: &GitSettings,
+    task: &str,
+    unix_secs: i64,
+) -> (RepoRecord, Option<String>) {
+    let mut rec = RepoRecord::capture(root);
+    let (Some(repo), Some(from), Some(commit)) = (
+        open_here(root),
+        rec.base_branch.clone(),
+        rec.base_commit.clone(),
+    ) else {
+        return (rec, None);
+    };
+    let Some(pattern) = keyless_core::branch::protected_by(&from, &s.protected_branches) else {
+        return (rec, None);
+    };
+    if s.task_branch.is_empty() {
+        return (rec, None);
+    }
+    let base = keyless_core::branch::task_branch(&s.task_branch, unix_secs, task);
+    if keyless_core::branch::protected_by(&base, &s.protected_branches).is_some() {
+        return (rec, None);
+    }
+    let Ok(target) = git2::Oid::from_str(&commit).and_then(|o| repo.find_commit(o)) else {
+        return (rec, None);
+    };
+    let name = (1..100)
+        .map(|n| {
+            if n == 1 {
+                base.clone()
+            } else {
+                format!("{base}-{n}")
+            }
+        })
+        .find(|n| repo.find_branch(n, git2::BranchType::Local).is_err());
+    let Some(name) = name else {
+        return (rec, None);
+    };
+    // HEAD moves to a new branch at the same commit: the index and the working tree stay as
+    // they are (libgit2 runs no hooks).
+    let made = repo
+        .branch(&name, &target, false)
+        .and_then(|_| repo.set_head(&format!("refs/heads/{name}")));
+    match made {
+        Ok(()) => {
+            rec.task_branch = Some(name.clone());
+            (
+                rec,
+                Some(format!(
+                    "{from} is protected (Git.ProtectedBranches: {pattern}), so this task works on a new branch, {name}, made from it; merge it when you are happy with it."
+                )),
+            )
+        }
+        Err(e) => (
+            rec,
+            Some(format!(
+                "{from} is protected, and the task branch {name} could not be made ({}); @@commit will be refused on {from}.",
+                e.message()
+            )),
+        ),
     }
 }
 
@@ -92,6 +191,23 @@ fn open_recorded(
     s: &GitSettings,
     rec: &RepoRecord,
 ) -> Result<git2::Repository, Failure> {
+    match check_recorded(ws, s, rec)? {
+        Some(repo) => Ok(repo),
+        None => git2::Repository::init(ws.root()).map_err(|e| {
+            Failure::new(
+                Code::GitInitFailed,
+                format!("git init failed: {}", e.message()),
+            )
+        }),
+    }
+}
+
+/// The recorded repository, or `None` when there was none and Git.AutoInit will make one.
+fn check_recorded(
+    ws: &Workspace,
+    s: &GitSettings,
+    rec: &RepoRecord,
+) -> Result<Option<git2::Repository>, Failure> {
     let dot_git = ws.root().join(".git");
     let Some(want) = &rec.git_dir else {
         if std::fs::symlink_metadata(&dot_git).is_ok() {
@@ -106,12 +222,7 @@ fn open_recorded(
                 "the workspace is not a git repository (set Git.AutoInit to create one)",
             ));
         }
-        return git2::Repository::init(ws.root()).map_err(|e| {
-            Failure::new(
-                Code::GitInitFailed,
-                format!("git init failed: {}", e.message()),
-            )
-        });
+        return Ok(None);
     };
     let repo = open_here(ws.root()).ok_or_else(|| {
         Failure::new(
@@ -129,7 +240,36 @@ fn open_recorded(
             ),
         ));
     }
-    Ok(repo)
+    Ok(Some(repo))
+}
+
+/// KA_BRANCH_PROTECTED when `branch` matches Git.ProtectedBranches.
+fn refuse_protected(s: &GitSettings, branch: &str) -> Result<(), Failure> {
+    match keyless_core::branch::protected_by(branch, &s.protected_branches) {
+        Some(p) => Err(Failure::new(
+            Code::BranchProtected,
+            format!(
+                "branch \"{branch}\" is protected (pattern \"{p}\"); nothing was committed. Commit on another branch (the user can make one, or start the session there)."
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Why `@@commit` would be refused now, asked before anyone is asked to approve it: a
+/// workspace that is not (or no longer) the recorded repository, a detached HEAD, a protected
+/// branch. `None`: it may go ahead.
+#[must_use]
+pub fn commit_refusal(ws: &Workspace, s: &GitSettings, rec: &RepoRecord) -> Option<Failure> {
+    let repo = match check_recorded(ws, s, rec) {
+        Ok(Some(repo)) => repo,
+        // Git.AutoInit makes the repository on its default branch when the commit runs.
+        Ok(None) => return None,
+        Err(f) => return Some(f),
+    };
+    branch_name(&repo)
+        .and_then(|b| refuse_protected(s, &b))
+        .err()
 }
 
 fn branch_name(repo: &git2::Repository) -> Result<String, Failure> {
@@ -163,18 +303,7 @@ pub fn commit(
     ws.agent_dir()
         .map_err(|e| Failure::new(Code::FileIo, format!("cannot prepare .agent: {e}")))?;
     let branch = branch_name(&repo)?;
-    if let Some(p) = s
-        .protected_branches
-        .iter()
-        .find(|p| pattern_matches(p, &branch))
-    {
-        return Err(Failure::new(
-            Code::BranchProtected,
-            format!(
-                "branch \"{branch}\" is protected (pattern \"{p}\"); create a feature branch first"
-            ),
-        ));
-    }
+    refuse_protected(s, &branch)?;
     let mut index = repo
         .index()
         .map_err(|e| git_err("cannot open the index", &e))?;
@@ -348,4 +477,72 @@ fn set_upstream(repo: &git2::Repository, branch: &str, oid: git2::Oid) {
             &format!("refs/heads/{branch}"),
         );
     }
+}
+
+/// What the task left in the repository, for the user's review at `@@done`: the commits since
+/// the session started (on the task branch, when keyless made one), their diff stat, what is not
+/// committed yet, and how to merge. `None` outside a repository.
+#[must_use]
+pub fn review(root: &Path, rec: &RepoRecord) -> Option<String> {
+    let repo = open_here(root)?;
+    let branch = branch_name(&repo).ok()?;
+    let base = rec
+        .base_commit
+        .as_ref()
+        .and_then(|c| git2::Oid::from_str(c).ok());
+    let head = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+    let mut commits = Vec::new();
+    let (mut files_changed, mut insertions, mut deletions) = (0, 0, 0);
+    if let Some(head) = &head {
+        if let Ok(mut walk) = repo.revwalk() {
+            let _ = walk.push(head.id());
+            if let Some(b) = base {
+                let _ = walk.hide(b);
+            }
+            for oid in walk.flatten().take(1000) {
+                if let Ok(c) = repo.find_commit(oid) {
+                    let id = oid.to_string();
+                    commits.push((
+                        id[..8.min(id.len())].to_string(),
+                        c.summary().ok().flatten().unwrap_or("").to_string(),
+                    ));
+                }
+            }
+        }
+        let base_tree = base
+            .and_then(|b| repo.find_commit(b).ok())
+            .and_then(|c| c.tree().ok());
+        if let Ok(stats) = head
+            .tree()
+            .and_then(|t| repo.diff_tree_to_tree(base_tree.as_ref(), Some(&t), None))
+            .and_then(|d| d.stats())
+        {
+            files_changed = stats.files_changed();
+            insertions = stats.insertions();
+            deletions = stats.deletions();
+        }
+    }
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true).include_ignored(false);
+    let uncommitted = repo.statuses(Some(&mut opts)).map_or(0, |s| s.len());
+    let pushed = repo
+        .find_reference(&format!("refs/remotes/origin/{branch}"))
+        .is_ok();
+    Some(
+        keyless_core::branch::Review {
+            from: rec.task_branch.as_ref().and(rec.base_branch.clone()),
+            branch,
+            base: rec
+                .base_commit
+                .as_deref()
+                .map_or_else(String::new, |c| c[..8.min(c.len())].to_string()),
+            commits,
+            files_changed,
+            insertions,
+            deletions,
+            uncommitted,
+            pushed,
+        }
+        .text(),
+    )
 }

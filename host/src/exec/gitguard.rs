@@ -14,8 +14,12 @@
 //! - anything else is moved aside to `.agent/quarantine/ID/PATH` (nothing is deleted) and what was
 //!   there before is put back.
 //!
+//! The workspace's `keyless.json` is a control point too: only the user writes it (a command that
+//! makes or changes it is put back, so no setting of the model's reaches the next session).
+//!
 //! A control point is: every entry named `.git` at any depth, and in every folder git takes for a
-//! repository (`HEAD` with `objects/` and `refs/`, or with `commondir`: the workspace's `.git`,
+//! repository (`HEAD` with `objects` and `refs`, or with `commondir`, each of any kind, as git
+//! accepts symlinks and dangling HEADs: the workspace's `.git`,
 //! its `modules/` and `worktrees/`, a nested or bare repository): `config`, `config.worktree`,
 //! `commondir`, `hooks/` and `info/` with their files. The scan goes through directory handles and
 //! never follows a symlink; `.agent` is skipped except the sandbox's temp folder. On the way it
@@ -58,6 +62,9 @@ struct Snapshot {
     entries: usize,
     /// Files that steer programs ([`keyless_core::policy::steering`]), found on the way.
     steering: Vec<String>,
+    /// Symlinks, with their targets as they read, found on the way (the policy judges reads
+    /// through the ones that lead out: [`keyless_core::policy::reads`]).
+    links: Vec<(String, String)>,
     /// Every plain folder scanned, with what its listing held, so that the next scan reads again
     /// only the folders that changed (see [`Folder`]).
     folders: std::collections::HashMap<String, Folder>,
@@ -77,6 +84,7 @@ struct Folder {
     subdirs: Vec<String>,
     dotgit: bool,
     steering: Vec<String>,
+    links: Vec<(String, String)>,
 }
 
 /// A folder's device, inode, and modification and change times (nanoseconds).
@@ -172,6 +180,13 @@ impl Snapshot {
         if let Ok(d) = dir.try_clone() {
             scan.visit(Some(d), "", 0);
         }
+        // The workspace's settings file: only the user writes it (a command that makes or
+        // changes it is put back, like git's control files).
+        if let Some(n) = node(dir, super::workspace::SETTINGS_FILE) {
+            scan.out
+                .nodes
+                .insert(super::workspace::SETTINGS_FILE.to_string(), n);
+        }
         scan.out
     }
 }
@@ -211,6 +226,7 @@ impl Scan<'_> {
                         self.out.steering.push(st.clone());
                     }
                 }
+                self.out.links.extend(f.links.iter().cloned());
                 for sub in &f.subdirs {
                     self.visit(None, sub, depth + 1);
                 }
@@ -237,11 +253,7 @@ impl Scan<'_> {
             })
             .collect();
         self.out.entries += listing.len();
-        if looks_like_git_dir(|name, is_dir| {
-            listing
-                .iter()
-                .any(|(n, ft)| n == name && if is_dir { ft.is_dir() } else { ft.is_file() })
-        }) {
+        if looks_like_git_dir(|name| listing.iter().any(|(n, _)| n == name)) {
             self.gitdir(dir, rel, depth);
             return;
         }
@@ -255,8 +267,16 @@ impl Scan<'_> {
             subdirs: Vec::new(),
             dotgit: false,
             steering: Vec::new(),
+            links: Vec::new(),
         };
         for (name, ft) in listing {
+            if ft.is_symlink() && name != ".git" {
+                if let Ok(target) = dir.read_link_contents(&name) {
+                    let link = (join(rel, &name), target.to_string_lossy().into_owned());
+                    folder.links.push(link.clone());
+                    self.out.links.push(link);
+                }
+            }
             if !ft.is_dir()
                 && name != ".git"
                 && !keyless_core::policy::steering::is_steering_name(&name)
@@ -338,6 +358,8 @@ impl Scan<'_> {
 
 /// What a control path is, for the rules.
 enum Kind<'a> {
+    /// The workspace's `keyless.json`.
+    Settings,
     /// An entry named `.git`.
     DotGit,
     /// `config` or `config.worktree` of a repository.
@@ -358,6 +380,9 @@ enum Kind<'a> {
 }
 
 fn kind<'a>(path: &'a str, gitdirs: &BTreeSet<String>) -> Option<Kind<'a>> {
+    if path == super::workspace::SETTINGS_FILE {
+        return Some(Kind::Settings);
+    }
     let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
     if name == ".git" && !gitdirs.contains(parent) {
         return Some(Kind::DotGit);
@@ -431,6 +456,12 @@ impl Guard {
         &self.before.steering
     }
 
+    /// The symlinks that lead out of the workspace, as the snapshot found them.
+    #[must_use]
+    pub fn links_out(&self) -> Vec<String> {
+        links_out(&self.before, &self.root)
+    }
+
     /// Compares with the workspace now (call once the command and every process it started have
     /// ended), puts back what may not stay, and says what it did.
     #[must_use]
@@ -457,7 +488,8 @@ impl Guard {
             let of_live_repo = after.gitdirs.contains(parent)
                 || (after.gitdirs.contains(grand)
                     && matches!(parent.rsplit('/').next(), Some("hooks" | "info")));
-            if of_live_repo && !path.ends_with("/.git") && path != ".git" {
+            let settings = path == super::workspace::SETTINGS_FILE;
+            if settings || (of_live_repo && !path.ends_with("/.git") && path != ".git") {
                 repairs.push(self.put_back(
                     path,
                     None,
@@ -531,6 +563,9 @@ impl Guard {
                 _ if copy_of_users(now) => Ok(()),
                 _ => Err("a git hook the command wrote (git runs it outside the sandbox)".into()),
             },
+            Some(Kind::Settings) => Err(
+                "keyless.json holds keyless's own settings; only the user writes it".into(),
+            ),
             Some(Kind::Info { gitdir }) => {
                 if self.before.gitdirs.contains(gitdir) {
                     Err("the command changed git's info folder".into())
@@ -722,7 +757,7 @@ fn open_agent(root: &Dir) -> Option<Dir> {
 pub fn describe(repairs: &[Repair]) -> String {
     let list: Vec<String> = repairs.iter().map(ToString::to_string).collect();
     format!(
-        "the command changed git's control files, which would run outside the sandbox the next time you use git; keyless put them back: {}",
+        "the command changed files that steer git or keyless outside the sandbox (the next time the user runs git, or keyless starts); keyless put them back: {}",
         list.join("; ")
     )
 }
@@ -732,18 +767,31 @@ pub fn describe(repairs: &[Repair]) -> String {
 /// guard's).
 #[must_use]
 pub fn context(workspace: &Path, guard: Option<&Guard>) -> keyless_core::policy::Context {
-    let steering = match guard {
-        Some(g) => g.steering().to_vec(),
+    let (steering, links_out) = match guard {
+        Some(g) => (g.steering().to_vec(), g.links_out()),
         None => Dir::open_ambient_dir(workspace, cap_std::ambient_authority())
             .map(|d| {
                 let root =
                     std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-                scan(&d, &root).steering
+                let s = scan(&d, &root);
+                let out = links_out(&s, &root);
+                (s.steering, out)
             })
             .unwrap_or_default(),
     };
     keyless_core::policy::Context {
         untrusted: super::programs::untrusted_programs(workspace),
         steering,
+        links_out,
     }
+}
+
+/// The most symlinks leading out that the context lists (it travels with every session; a path
+/// through a link past these is judged as if the link led nowhere).
+const MAX_LINKS_OUT: usize = 1_000;
+
+fn links_out(s: &Snapshot, root: &Path) -> Vec<String> {
+    let mut out = keyless_core::policy::reads::links_out(&s.links, &root.to_string_lossy());
+    out.truncate(MAX_LINKS_OUT);
+    out
 }

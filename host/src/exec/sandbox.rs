@@ -544,6 +544,18 @@ mod linux {
             nix::libc::SYS_name_to_handle_at,
             nix::libc::SYS_process_vm_writev,
             nix::libc::SYS_userfaultfd,
+            // The machine's clock, power and swap (for a command run as root).
+            nix::libc::SYS_settimeofday,
+            nix::libc::SYS_clock_settime,
+            nix::libc::SYS_adjtimex,
+            nix::libc::SYS_clock_adjtime,
+            nix::libc::SYS_reboot,
+            nix::libc::SYS_swapon,
+            nix::libc::SYS_swapoff,
+            nix::libc::SYS_sethostname,
+            nix::libc::SYS_setdomainname,
+            nix::libc::SYS_acct,
+            nix::libc::SYS_syslog,
         ];
         let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
         for nr in [nix::libc::SYS_socket, nix::libc::SYS_socket | X32] {
@@ -612,7 +624,51 @@ mod linux {
             Ok(()) => r.seccomp = true,
             Err(e) => r.missing.push(format!("seccomp unavailable ({e})")),
         }
+        if let Err(e) = drop_capabilities() {
+            r.missing
+                .push(format!("capabilities could not be dropped ({e})"));
+        }
         Ok(r)
+    }
+
+    /// The capabilities a command keeps: those that let root (in a container, say) use files
+    /// that other users own, as a build run as root expects. Every other one (administration,
+    /// modules, the clock, tracing, killing any process, raw I/O, …) is dropped from every set and
+    /// from the bounding set, so neither the command nor anything it executes has it. Writes stay
+    /// confined by Landlock whatever is kept.
+    const KEPT_CAPABILITIES: &[caps::Capability] = &[
+        caps::Capability::CAP_CHOWN,
+        caps::Capability::CAP_DAC_OVERRIDE,
+        caps::Capability::CAP_DAC_READ_SEARCH,
+        caps::Capability::CAP_FOWNER,
+        caps::Capability::CAP_FSETID,
+        caps::Capability::CAP_SETUID,
+        caps::Capability::CAP_SETGID,
+        caps::Capability::CAP_NET_BIND_SERVICE,
+    ];
+
+    fn drop_capabilities() -> Result<(), String> {
+        use caps::{CapSet, CapsHashSet};
+        let kept: CapsHashSet = KEPT_CAPABILITIES.iter().copied().collect();
+        if caps::read(None, CapSet::Permitted)
+            .map_err(|e| e.to_string())?
+            .is_empty()
+        {
+            // A user's process without capabilities, and no_new_privs keeps it so.
+            return Ok(());
+        }
+        for cap in caps::all() {
+            if !kept.contains(&cap) && caps::has_cap(None, CapSet::Bounding, cap).unwrap_or(false) {
+                caps::drop(None, CapSet::Bounding, cap).map_err(|e| e.to_string())?;
+            }
+        }
+        caps::clear(None, CapSet::Ambient).map_err(|e| e.to_string())?;
+        for set in [CapSet::Inheritable, CapSet::Effective, CapSet::Permitted] {
+            let now = caps::read(None, set).map_err(|e| e.to_string())?;
+            let keep: CapsHashSet = now.intersection(&kept).copied().collect();
+            caps::set(None, set, &keep).map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 
     /// Without a PID namespace: become the subreaper of the command's processes, so that those

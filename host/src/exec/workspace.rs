@@ -87,21 +87,28 @@ const GIT_CONTROL: &[&str] = &[
 /// repository a user's `git` would use when run inside it.
 #[must_use]
 pub fn git_dir_like(d: &Dir) -> bool {
-    looks_like_git_dir(|name, dir| {
-        d.symlink_metadata(name)
-            .is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
-    })
+    looks_like_git_dir(|name| d.symlink_metadata(name).is_ok())
 }
 
-/// [`git_dir_like`]'s rule over a folder's entries: `is(name, folder)` says whether the folder
-/// holds `name` as a folder (`true`) or a file.
-pub fn looks_like_git_dir(is: impl Fn(&str, bool) -> bool) -> bool {
-    is("HEAD", false) && ((is("objects", true) && is("refs", true)) || is("commondir", false))
+/// [`git_dir_like`]'s rule over a folder's entries: `has(name)` says whether the folder holds an
+/// entry of that name. Git is looser than "a HEAD file and two folders": HEAD may be a symlink
+/// (even a dangling one, read as a ref), and `objects` and `refs` pass when they are anything
+/// git can enter, a symlink to a folder elsewhere included. So an entry of each name, of any
+/// kind, is enough here.
+pub fn looks_like_git_dir(has: impl Fn(&str) -> bool) -> bool {
+    has("HEAD") && ((has("objects") && has("refs")) || has("commondir"))
 }
 
 fn nofollow_read() -> OpenOptions {
     let mut o = OpenOptions::new();
     o.read(true).follow(FollowSymlinks::No);
+    // A FIFO the model made must not hold the host: opened without waiting for a writer it
+    // reads as empty, and [`read_in`] refuses anything but a regular file.
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt as _;
+        o.custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits());
+    }
     o
 }
 
@@ -308,16 +315,11 @@ impl Workspace {
             .try_clone()
             .map_err(|e| Failure::io("cannot open the workspace for", &t.rel, &e))?;
         for (i, seg) in segments.iter().enumerate() {
-            let rest = &segments[i..];
             let head = |name: &str| keyless_core::path::same_name(seg, name);
-            let provides = |name: &str| head(name) && (name != "head" || rest.len() == 1);
-            let is = |name: &str, dir: bool| {
-                d.symlink_metadata(name)
-                    .is_ok_and(|m| if dir { m.is_dir() } else { m.is_file() })
-            };
             let before = git_dir_like(&d);
-            let after = looks_like_git_dir(|name, dir| {
-                is(name, dir) || (provides(&name.to_ascii_lowercase()) && (dir || rest.len() == 1))
+            // The write makes an entry of its first segment's name here (a file or a folder).
+            let after = looks_like_git_dir(|name| {
+                d.symlink_metadata(name).is_ok() || head(&name.to_ascii_lowercase())
             });
             let control = GIT_CONTROL.iter().any(|c| head(c));
             if after && (!before || control) {
@@ -610,7 +612,17 @@ impl Workspace {
     /// KA_FILE_NOT_FOUND, KA_FILE_IO (a folder, or unreadable).
     pub fn read(&self, t: &Target) -> Result<Vec<u8>, Failure> {
         let d = self.dir_of(t)?;
-        read_in(&d, t)
+        read_in(&d, t, u64::MAX).map(Option::unwrap_or_default)
+    }
+
+    /// Reads a target's bytes as [`Workspace::read`] does, but at most `max` of them: `None`
+    /// when the file holds more, without reading it into memory.
+    ///
+    /// # Errors
+    /// As [`Workspace::read`].
+    pub fn read_at_most(&self, t: &Target, max: u64) -> Result<Option<Vec<u8>>, Failure> {
+        let d = self.dir_of(t)?;
+        read_in(&d, t, max)
     }
 
     /// Writes `bytes` to a target atomically: a temp file beside keyless's own state (or, on
@@ -641,7 +653,7 @@ impl Workspace {
             .map_err(|e| Failure::io("cannot write", &t.rel, &e))?;
         let check = |d: &Dir| -> Result<(), Failure> {
             if let Some(want) = expect {
-                let now = read_in(d, t).unwrap_or_default();
+                let now = read_in(d, t, u64::MAX).ok().flatten().unwrap_or_default();
                 if now != want {
                     return Err(Failure::new(
                         Code::FileChanged,
@@ -735,15 +747,10 @@ fn done_path(done: &[String], seg: &str) -> String {
     join_rel(&done.join("/"), seg)
 }
 
-fn read_in(d: &Dir, t: &Target) -> Result<Vec<u8>, Failure> {
-    match d.symlink_metadata(&t.name) {
-        Ok(m) if m.is_dir() => {
-            return Err(Failure::new(
-                Code::FileIo,
-                format!("{} is a folder, not a file", t.rel),
-            ))
-        }
-        Ok(_) => {}
+/// A target's bytes, opened without following a symlink; `None` when it holds more than `max`.
+fn read_in(d: &Dir, t: &Target, max: u64) -> Result<Option<Vec<u8>>, Failure> {
+    let f = match d.open_with(&t.name, &nofollow_read()) {
+        Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(Failure::new(
                 Code::FileNotFound,
@@ -751,14 +758,33 @@ fn read_in(d: &Dir, t: &Target) -> Result<Vec<u8>, Failure> {
             ))
         }
         Err(e) => return Err(Failure::io("cannot read", &t.rel, &e)),
+    };
+    // What was opened is what is judged: a folder, FIFO, socket or device is refused, and a
+    // file swapped in after a check cannot slip past one.
+    let meta = f
+        .metadata()
+        .map_err(|e| Failure::io("cannot read", &t.rel, &e))?;
+    if meta.is_dir() {
+        return Err(Failure::new(
+            Code::FileIo,
+            format!("{} is a folder, not a file", t.rel),
+        ));
     }
-    let mut f = d
-        .open_with(&t.name, &nofollow_read())
-        .map_err(|e| Failure::io("cannot read", &t.rel, &e))?;
+    if !meta.is_file() {
+        return Err(Failure::new(
+            Code::FileIo,
+            format!("{} is not a regular file (a FIFO, socket or device)", t.rel),
+        ));
+    }
+    if meta.len() > max {
+        return Ok(None);
+    }
     let mut buf = Vec::new();
-    f.read_to_end(&mut buf)
+    f.take(max.saturating_add(1))
+        .read_to_end(&mut buf)
         .map_err(|e| Failure::io("cannot read", &t.rel, &e))?;
-    Ok(buf)
+    // It may have grown since it was measured.
+    Ok((buf.len() as u64 <= max).then_some(buf))
 }
 
 /// Creates `name` in `d` (it must not exist), writes and flushes it.

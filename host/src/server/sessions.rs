@@ -192,57 +192,68 @@ pub(super) async fn create_session(
     let task_state = st.clone();
     let (mode, pace) = session_choice(input.mode.as_deref(), input.pace.as_deref())?;
     let task = input.task.clone();
-    let (pos, movement, cfg, context) = blocking(move || -> Result<_, ApiError> {
-        let store = task_state.store()?;
-        if let Some(id) = input.resume.clone() {
-            if input.piece.is_some() || input.piece_yaml.is_some() {
-                return Err(ApiError::BadRequest(
-                    "a resumed session keeps its piece; do not send one".into(),
-                ));
+    let (pos, movement, cfg, context, git, branch_note) =
+        blocking(move || -> Result<_, ApiError> {
+            let store = task_state.store()?;
+            if let Some(id) = input.resume.clone() {
+                if input.piece.is_some() || input.piece_yaml.is_some() {
+                    return Err(ApiError::BadRequest(
+                        "a resumed session keeps its piece; do not send one".into(),
+                    ));
+                }
+                let pos = store.session(&id)?;
+                store.set_session_settings(&id, mode, pace)?;
+                let mut movement = crate::pieces::resume(&store, &id)?;
+                let cfg = session_exec(&task_state, &store, &id)?;
+                if let Some(run) = movement.as_mut() {
+                    crate::pieces::attach_tools(run, &cfg.tools, &id)?;
+                }
+                let context = crate::submit::refresh_context(&store, &id, task_state.ws.root())?;
+                let git = crate::submit::session_repo(&store, &id, task_state.ws.root())?
+                    .facts(task_state.ws.root(), &cfg.git);
+                return Ok((pos, movement, cfg, context, git, None));
             }
-            let pos = store.session(&id)?;
+            let piece = session_piece(&task_state, &input)?;
+            let id = format!(
+                "s-{}",
+                crate::pairing::random_hex(8).map_err(|e| ApiError::Internal(e.to_string()))?
+            );
+            // What the piece needs beyond the workspace (its required MCP servers, started now) is
+            // there before the session exists: a missing server stops it here, with its code.
+            let catalog = match &piece {
+                Some((_, p)) => Some(
+                    task_state
+                        .exec
+                        .tools
+                        .catalog(&id, p)
+                        .map_err(|f| crate::pieces::PieceError::Tools(f.code, f.reason))?,
+                ),
+                None => None,
+            };
+            let pos = store.create_session(&id, &task_state.ws.root().display().to_string())?;
+            let (_, branch_note) = crate::submit::start_repo(
+                &store,
+                &id,
+                task_state.ws.root(),
+                &task_state.exec.git,
+                input.task.as_deref().unwrap_or(""),
+            )?;
             store.set_session_settings(&id, mode, pace)?;
-            let mut movement = crate::pieces::resume(&store, &id)?;
+            let movement = match piece {
+                Some((yaml, piece)) => {
+                    let mut run = crate::pieces::start(&store, &id, &yaml, piece)?;
+                    run.set_catalog(catalog.unwrap_or_default());
+                    Some(run)
+                }
+                None => None,
+            };
             let cfg = session_exec(&task_state, &store, &id)?;
-            if let Some(run) = movement.as_mut() {
-                crate::pieces::attach_tools(run, &cfg.tools, &id)?;
-            }
             let context = crate::submit::refresh_context(&store, &id, task_state.ws.root())?;
-            return Ok((pos, movement, cfg, context));
-        }
-        let piece = session_piece(&task_state, &input)?;
-        let id = format!(
-            "s-{}",
-            crate::pairing::random_hex(8).map_err(|e| ApiError::Internal(e.to_string()))?
-        );
-        // What the piece needs beyond the workspace (its required MCP servers, started now) is
-        // there before the session exists: a missing server stops it here, with its code.
-        let catalog = match &piece {
-            Some((_, p)) => Some(
-                task_state
-                    .exec
-                    .tools
-                    .catalog(&id, p)
-                    .map_err(|f| crate::pieces::PieceError::Tools(f.code, f.reason))?,
-            ),
-            None => None,
-        };
-        let pos = store.create_session(&id, &task_state.ws.root().display().to_string())?;
-        crate::submit::session_repo(&store, &id, task_state.ws.root())?;
-        store.set_session_settings(&id, mode, pace)?;
-        let movement = match piece {
-            Some((yaml, piece)) => {
-                let mut run = crate::pieces::start(&store, &id, &yaml, piece)?;
-                run.set_catalog(catalog.unwrap_or_default());
-                Some(run)
-            }
-            None => None,
-        };
-        let cfg = session_exec(&task_state, &store, &id)?;
-        let context = crate::submit::refresh_context(&store, &id, task_state.ws.root())?;
-        Ok((pos, movement, cfg, context))
-    })
-    .await?;
+            let git = crate::submit::session_repo(&store, &id, task_state.ws.root())?
+                .facts(task_state.ws.root(), &cfg.git);
+            Ok((pos, movement, cfg, context, git, branch_note))
+        })
+        .await?;
     let piece = movement.is_some();
     let gate = movement
         .as_ref()
@@ -258,6 +269,7 @@ pub(super) async fn create_session(
             environment: Some(st.environment.clone()),
             movement,
             task,
+            git: Some(git.clone()),
         },
     );
     st.emit(&HostEvent::Session {
@@ -276,6 +288,8 @@ pub(super) async fn create_session(
         allow: cfg.allow.clone(),
         gate,
         context,
+        branch: git.branch,
+        branch_note,
     })
     .into_response())
 }
