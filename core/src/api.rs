@@ -27,6 +27,11 @@ pub struct ErrorBody {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "ts", ts(as = "Option<Vec<Finding>>", optional))]
     pub findings: Vec<Finding>,
+    /// When the request may be tried again, in seconds (a pairing lock): also the `Retry-After`
+    /// header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub retry_after_seconds: Option<u64>,
 }
 
 /// `POST /v1/pair`.
@@ -34,7 +39,8 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PairRequest {
-    /// The code `keyless-host serve` printed (dashes and case do not matter).
+    /// The code `keyless-host serve` or `keyless-host pair` printed (case, spaces and dashes do
+    /// not matter: [`crate::pairing::read_code`]).
     pub code: String,
     pub extension_id: String,
 }

@@ -59,6 +59,47 @@ pub fn task_branch(template: &str, unix_secs: i64, task: &str) -> String {
         .replace("{task}", &slug(task))
 }
 
+/// Why a `Git.TaskBranch` template cannot name a task branch, if it cannot: git's own rules for
+/// a branch name (no `..`, `@{`, control characters, `~^:?*[\ `, no segment that starts with
+/// `.` or ends with `.lock`), and none of the names that git reads as something else (`HEAD`,
+/// `@`, a name under `refs/`, one shaped like a remote's branch: `origin/…`, `upstream/…`).
+/// The host refuses a name whose first segment is one of the repository's remotes too.
+///
+/// # Errors
+/// The reason, for the user.
+pub fn check_template(template: &str) -> Result<(), String> {
+    if template.is_empty() {
+        return Ok(());
+    }
+    let name = task_branch(template, 0, "task");
+    let segments: Vec<&str> = name.split('/').collect();
+    let bad_char = name
+        .chars()
+        .any(|c| c.is_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\'));
+    let why = if name.contains("..")
+        || name.contains("@{")
+        || bad_char
+        || name.starts_with('-')
+        || segments
+            .iter()
+            .any(|s| s.is_empty() || s.starts_with('.') || s.ends_with(".lock") || s.ends_with('.'))
+    {
+        Some("git does not take such a branch name")
+    } else if matches!(name.as_str(), "HEAD" | "@") || segments[0] == "refs" {
+        Some("git would read it as something else than a branch")
+    } else if matches!(segments[0], "origin" | "upstream") || segments[0] == "HEAD" {
+        Some("it would be named like a remote's branch, which git and the user would confuse")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(format!(
+            "\"{template}\" does not make a task branch name ({why}); for example keyless/{{date}}-{{task}}, or \"\" for none"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The first protected-branch pattern `branch` matches, if any.
 #[must_use]
 pub fn protected_by<'a>(branch: &str, patterns: &'a [String]) -> Option<&'a str> {
@@ -121,6 +162,31 @@ impl GitFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn task_branch_templates_that_git_would_misread_are_refused() {
+        for t in [
+            "origin/main",
+            "upstream/{task}",
+            "refs/heads/main",
+            "@",
+            "HEAD",
+            "a..b",
+            "x.lock",
+            "main.",
+            "main/",
+            "-x",
+            "a//b",
+            "a/.b",
+            "x@{1}",
+            "a b",
+        ] {
+            assert!(check_template(t).is_err(), "{t}");
+        }
+        for t in ["", "keyless/{date}-{task}", "ai/{task}", "task-{date}"] {
+            assert!(check_template(t).is_ok(), "{t}");
+        }
+    }
 
     #[test]
     fn task_branches_are_named_from_the_date_and_the_task() {

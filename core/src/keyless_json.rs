@@ -208,21 +208,7 @@ impl KeylessConfig {
                 "Git.AutoInit" => self.auto_init = boolean()?,
                 "Git.TaskBranch" => {
                     let t = string()?;
-                    let sample = crate::branch::task_branch(t, 0, "task");
-                    if !t.is_empty()
-                        && (sample.contains("..")
-                            || sample.starts_with(['/', '-', '.'])
-                            || sample.ends_with(['/', '.'])
-                            || sample.ends_with(".lock")
-                            || sample.chars().any(|c| {
-                                c.is_control()
-                                    || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\')
-                            }))
-                    {
-                        return Err(bad(format!(
-                            "\"{t}\" does not make a valid branch name (for example keyless/{{date}}-{{task}}, or \"\" for none)"
-                        )));
-                    }
+                    crate::branch::check_template(t).map_err(bad)?;
                     self.task_branch = t.to_string();
                 }
                 "Browser.TruncationBudgetSeconds" => {

@@ -29,6 +29,7 @@ pub mod keyless_json;
 pub mod lang;
 pub mod mcp;
 pub mod message;
+pub mod pairing;
 pub mod parse;
 pub mod path;
 pub mod piece;

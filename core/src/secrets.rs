@@ -33,6 +33,48 @@ pub const HARMLESS: &[&str] = &[
     "NO_COLOR",
 ];
 
+/// Where credentials live in a home folder (relative to it): the sandbox hides these from every
+/// command (an empty, read-only folder over a folder, an empty file over a file), so neither a
+/// read nor a build nor a test prints them into the results. Folders and files a build needs to
+/// work offline (caches, toolchains) are not here.
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".config/gh",
+    ".config/hub",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".config/pip/pip.conf",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+    ".password-store",
+    ".local/share/keyrings",
+    ".config/op",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".config/microsoft-edge",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".lesshst",
+];
+
 /// Whether an environment variable's name looks like a secret. A name is split at `_` and `-`;
 /// a word that is, or ends with, one of these marks it (`OPENAI_API_KEY`, `GH_TOKEN`,
 /// `DB_PASSWORD`, `APIKEY`, `GITHUB_TOKEN2`, `OPENAI_APIKEYS`), while `KEYLESS_HOME` is fine.

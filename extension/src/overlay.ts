@@ -16,6 +16,8 @@ const CSS = `
 .logo { font-weight: 700; letter-spacing: .02em; }
 .where { color: #9da7b3; font-size: 12px; flex: 1; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .pill { font-size: 11px; font-weight: 600; padding: 2px 8px; border-radius: 999px; background: #30363d; color: #f0f6fc; white-space: nowrap; }
+.done-message { margin: 6px 0; padding: 6px 8px; border-left: 3px solid #1a7f37; background: #f6fef9; white-space: pre-wrap; }
+.review { margin: 6px 0; padding: 6px 8px; background: #f6f8fa; border-radius: 6px; font: 12px ui-monospace, monospace; white-space: pre-wrap; max-height: 220px; overflow: auto; }
 .pill.follow { background: #1f6feb; } .pill.ok { background: #1a7f37; } .pill.bad { background: #cf222e; }
 .pill.wait { background: #9a6700; } .pill.run { background: #8250df; }
 .icon { all: unset; cursor: pointer; color: #9da7b3; font-size: 15px; padding: 0 4px; } .icon:hover { color: #fff; }
@@ -319,22 +321,30 @@ export class Overlay {
     this.live.classList.add("hidden");
     this.summary.classList.remove("hidden");
     this.summary.replaceChildren();
-    const ok = (answer.text.match(/^status: ok/gm) ?? []).length;
-    const bad = (answer.text.match(/^status: error/gm) ?? []).length;
-    const skipped = /--- skipped (\d+) commands/.exec(answer.text)?.[1];
+    // Counted once, by the host (core's BatchCounts): the same figures as the terminal's exit code.
+    const { ok, failed, declined, skipped } = answer.counts;
+    const parts = [`${ok} ok`, `${failed} failed`];
+    if (declined) parts.push(`${declined} declined`);
+    if (skipped) parts.push(`${skipped} skipped`);
     const head =
       answer.status === "rejected"
         ? "Format error: the correction goes back to the model."
         : answer.status === "interrupted"
           ? "This batch was interrupted earlier; it is not run again."
-          : ok + bad === 0
+          : ok + failed + declined + skipped === 0
             ? `Turn ${answer.turn}, batch ${answer.batch}: nothing to run.`
-            : `Turn ${answer.turn}, batch ${answer.batch}: ${ok} ok, ${bad} failed${skipped ? `, ${skipped} skipped` : ""}.`;
+            : `Turn ${answer.turn}, batch ${answer.batch}: ${parts.join(", ")}.`;
     this.summary.append(el("div", "", head));
     if (answer.turn_ended) {
-      this.summary.append(
-        el("div", "why", turnEndedText(answer)),
-      );
+      this.summary.append(el("div", "why", turnEndedText(answer)));
+    }
+    if (answer.done_message) {
+      this.summary.append(el("div", "done-message", answer.done_message));
+    }
+    if (answer.review) {
+      const review = el("pre", "review", answer.review);
+      review.title = "How to review and merge the task's branch";
+      this.summary.append(review);
     }
     this.summary.append(el("div", "why", sent));
   }

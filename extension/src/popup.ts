@@ -24,6 +24,9 @@ async function targetTab(): Promise<chrome.tabs.Tab | undefined> {
   return tab;
 }
 
+/// Whether this tab is a supported chat: Start is offered only there.
+let chatTab = false;
+
 function showRun(run: TabRun | null): void {
   const text = run
     ? `Session ${run.session} · turn ${run.turn} batch ${run.batch} · ${run.state}${run.reason ? ` (${run.reason})` : ""}`
@@ -32,8 +35,35 @@ function showRun(run: TabRun | null): void {
   const active = run?.state === "running" || run?.state === "paused";
   byId<HTMLButtonElement>("pause").disabled = !active;
   byId<HTMLButtonElement>("stop").disabled = !active;
+  byId<HTMLButtonElement>("start").disabled = !chatTab;
   byId("pause").textContent = run?.state === "paused" ? "Resume" : "Pause";
   byId("start").textContent = run?.state === "ended" && run.reason === "done" ? "Next task" : "Start";
+  byId("branch-row").hidden = !run?.branch;
+  byId("branch").textContent = run?.branch ?? "";
+  byId("branch-note").hidden = !run?.branchNote;
+  byId("branch-note").textContent = run?.branchNote ?? "";
+}
+
+/// On a tab that is not a supported chat: say so, and offer the chats that are.
+function showNotChat(supported: { name: string; url: string }[]): void {
+  const box = byId("not-chat");
+  box.hidden = chatTab;
+  if (chatTab) return;
+  const list = el("ul");
+  for (const s of supported) {
+    const a = el("a", "", s.name);
+    a.href = s.url;
+    a.target = "_blank";
+    const li = el("li");
+    li.append(a);
+    list.append(li);
+  }
+  box.replaceChildren(el("div", "", "This tab is not a chat keyless supports. Open one of these, then this popup again:"), list);
+}
+
+/// The Pair button waits for something that can be a code.
+function codeTyped(): void {
+  byId<HTMLButtonElement>("pair-btn").disabled = byId<HTMLInputElement>("code").value.trim() === "";
 }
 
 /// Tried once per popup: pairing through keyless-host's native-messaging host, with no code.
@@ -62,7 +92,10 @@ async function refresh(): Promise<void> {
   byId<HTMLInputElement>("auto-send").checked = s.autoSend;
   const tab = await targetTab();
   const host = tab?.url ? new URL(tab.url).hostname : "";
-  byId("site").textContent = host || "(no page)";
+  const where = tab?.id === undefined ? { site: null, supported: [] } : await ask("tabSite", { tabId: tab.id });
+  chatTab = where.site !== null;
+  byId("site").textContent = where.site ? `${where.site} (${host})` : host || "(no page)";
+  showNotChat(where.supported);
   if (st.connected) {
     const pieces = byId<HTMLSelectElement>("piece");
     try {
@@ -78,7 +111,7 @@ async function refresh(): Promise<void> {
       showError(e);
     }
   }
-  if (tab?.id !== undefined) showRun((await ask("runOf", { tabId: tab.id })).run);
+  showRun(tab?.id === undefined ? null : (await ask("runOf", { tabId: tab.id })).run);
 }
 
 async function withTab(f: (tabId: number) => Promise<void>): Promise<void> {
@@ -97,7 +130,13 @@ function on(id: string, f: () => Promise<void>): void {
 on("pair-btn", async () => {
   clearError();
   await ask("pair", { hostUrl: byId<HTMLInputElement>("host-url").value, code: byId<HTMLInputElement>("code").value });
+  byId<HTMLInputElement>("code").value = "";
+  codeTyped();
   await refresh();
+});
+byId("code").addEventListener("input", codeTyped);
+byId("code").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !byId<HTMLButtonElement>("pair-btn").disabled) byId("pair-btn").click();
 });
 on("unpair", async () => {
   await ask("unpair", {});

@@ -52,6 +52,9 @@ export interface TabRun {
   /// What the host knows of the workspace (untrusted programs, files that steer programs), as
   /// the session start and each answer give it: the overlay judges with it, as the host does.
   context?: Context;
+  /// The branch the session works on, and what keyless said when it made one for the task.
+  branch?: string;
+  branchNote?: string;
 }
 
 /// What the content script does with a host answer.
@@ -112,6 +115,8 @@ export interface Requests {
   setSettings: { req: Partial<Settings>; res: Settings };
   checkOverrides: { req: { text: string }; res: { ok: boolean; error: string | null; sites: SiteAdapter[] } };
   defaultSites: { req: Record<string, never>; res: { json: string } };
+  /// Whether a tab is a supported chat (the adapter's name), and the supported sites.
+  tabSite: { req: { tabId: number }; res: { site: string | null; supported: { name: string; url: string }[] } };
   runOf: { req: { tabId: number }; res: { run: TabRun | null } };
   start: { req: { tabId: number; task: string }; res: { run: TabRun } };
   pause: { req: { tabId: number }; res: { run: TabRun | null } };

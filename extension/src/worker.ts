@@ -9,6 +9,7 @@ import init, {
   extensionDefaults,
   ReplyFollower,
   loadSites,
+  readPairingCode,
   siteForHost,
 } from "../../target/wasm-pkg/keyless_wasm.js";
 import { type Call, callHost, HostError, hostEvent, v1 } from "../../www/common/host-api.js";
@@ -347,8 +348,20 @@ const handlers: Handlers = {
     if (url.protocol !== "http:" || !["127.0.0.1", "localhost"].includes(url.hostname)) {
       throw new Error("KA_CONFIG_VALIDATION the host address must be http://127.0.0.1:<port> or http://localhost:<port>");
     }
+    // A typo is caught here, before anything is sent: it never counts as a wrong try.
+    await core();
+    const code = readPairingCode(req.code);
     // No token yet: pairing is the one call that needs none.
-    const paired = await callHost(hostUrl, "", v1.pair({ code: req.code.trim().toUpperCase(), extension_id: chrome.runtime.id }));
+    let paired;
+    try {
+      paired = await callHost(hostUrl, "", v1.pair({ code, extension_id: chrome.runtime.id }));
+    } catch (e) {
+      if (e instanceof HostError && e.retryAfterSeconds !== undefined) {
+        const at = new Date(Date.now() + e.retryAfterSeconds * 1000).toLocaleTimeString();
+        throw new Error(`${e.message} (you can try again at ${at})`);
+      }
+      throw e;
+    }
     await chrome.storage.local.set({ pairing: { hostUrl, token: paired.token } satisfies Pairing });
     await chrome.storage.local.set({ settings: { ...(await settings()), hostUrl } });
     return status();
@@ -359,7 +372,11 @@ const handlers: Handlers = {
       r = (await chrome.runtime.sendNativeMessage(NATIVE_HOST, { type: "pair" })) as typeof r;
     } catch (e) {
       // Chrome: "Specified native messaging host not found." when keyless-host install never ran.
-      return { ...(await status()), autoPair: `${message(e)} (run keyless-host install once to pair without a code)` };
+      const text = message(e);
+      const why = /not found/i.test(text)
+        ? "To pair without a code, run keyless-host install once (then open this popup again)."
+        : `${text} (run keyless-host install again to pair without a code)`;
+      return { ...(await status()), autoPair: why };
     }
     if (!r?.token || !r.hostUrl) return { ...(await status()), autoPair: r?.error ?? "keyless-host gave no token" };
     await chrome.storage.local.set({ pairing: { hostUrl: r.hostUrl, token: r.token } satisfies Pairing });
@@ -403,6 +420,22 @@ const handlers: Handlers = {
     await core();
     return { json: defaultSitesJson() };
   },
+  async tabSite(req) {
+    await core();
+    const s = await settings();
+    const tab = await chrome.tabs.get(req.tabId).catch(() => undefined);
+    const site = await siteForTab(tab).catch(() => null);
+    let all: SiteAdapter[];
+    try {
+      all = loadSites(s.selectorOverrides || undefined);
+    } catch {
+      all = loadSites(undefined);
+    }
+    return {
+      site: site?.name ?? null,
+      supported: all.map((a) => ({ name: a.name, url: `https://${a.hosts[0] ?? ""}/` })),
+    };
+  },
   async runOf(req) {
     return { run: await runOf(req.tabId) };
   },
@@ -434,6 +467,8 @@ const handlers: Handlers = {
         allow: created.allow,
         ...(created.gate ? { gate: created.gate } : {}),
         context: created.context,
+        ...(created.branch ? { branch: created.branch } : {}),
+        ...(created.branch_note ? { branchNote: created.branch_note } : {}),
       };
       // The host's prompt is the whole first message: the system prompt, the movement, the task.
       text = created.prompt;

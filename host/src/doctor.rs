@@ -283,7 +283,18 @@ pub fn run(workspace: &Path) -> Result<ExitCode, HostError> {
         );
     }
     for (browser, file, check) in regs {
+        let present = file
+            .parent()
+            .is_some_and(|d| crate::native::browser_present(&browser, d));
         match check {
+            Ok(()) if !present => r.add(
+                Level::Warn,
+                "pairing",
+                format!(
+                    "{browser}: registered ({}), but {browser} is not installed here (no program on PATH, no profile)",
+                    file.display()
+                ),
+            ),
             Ok(()) => r.add(
                 Level::Ok,
                 "pairing",

@@ -8,6 +8,7 @@ pub mod dirs;
 pub mod doctor;
 pub mod error;
 pub mod exec;
+pub mod install_record;
 pub mod lang_effects;
 pub mod lang_models;
 pub mod lang_repl;

@@ -62,6 +62,37 @@ pub fn forget_serve(pid: u32) {
 
 pub use crate::dirs::browser_dirs;
 
+/// Whether a browser whose native-messaging folder is `dir` is on this machine: its program is on
+/// PATH (or, on macOS, in /Applications), or it has a profile (`Local State` beside the folder).
+#[must_use]
+pub fn browser_present(browser: &str, dir: &Path) -> bool {
+    if dir
+        .parent()
+        .is_some_and(|d| d.join("Local State").is_file())
+    {
+        return true;
+    }
+    let programs: &[&str] = match browser {
+        "chromium" => &["chromium", "chromium-browser"],
+        "chrome" => &["google-chrome", "google-chrome-stable"],
+        "chrome-beta" => &["google-chrome-beta"],
+        "brave" => &["brave-browser", "brave"],
+        _ => &[],
+    };
+    let apps: &[&str] = match browser {
+        "chromium" => &["/Applications/Chromium.app"],
+        "chrome" => &["/Applications/Google Chrome.app"],
+        _ => &[],
+    };
+    let on_path = |p: &str| {
+        std::env::var_os("PATH").is_some_and(|path| {
+            std::env::split_paths(&path).any(|d| d.is_absolute() && d.join(p).is_file())
+        })
+    };
+    programs.iter().any(|p| on_path(p))
+        || (cfg!(target_os = "macos") && apps.iter().any(|a| Path::new(a).is_dir()))
+}
+
 /// The host manifest Chrome reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostManifest {
@@ -182,6 +213,29 @@ fn write_message(w: &mut impl Write, v: &serde_json::Value) -> io::Result<()> {
     w.flush()
 }
 
+/// The `serve` that runs now, as `serve.json` records it and it answers on its port; or why
+/// there is none.
+///
+/// # Errors
+/// A message for the user: no `serve.json`, or its server no longer answers.
+pub fn running_serve() -> Result<ServeInfo, String> {
+    let info = serve_file()
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|b| serde_json::from_slice::<ServeInfo>(&b).ok())
+        .ok_or("keyless-host serve is not running (start it in your project with keyless-host serve, then open the popup again)")?;
+    std::net::TcpStream::connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], info.port)),
+        std::time::Duration::from_millis(500),
+    )
+    .map_err(|_| {
+        format!(
+            "keyless-host serve is not answering on port {} any more (start it again)",
+            info.port
+        )
+    })?;
+    Ok(info)
+}
+
 /// The answer to one request from `extension_id`.
 fn answer(extension_id: &str, req: &[u8]) -> serde_json::Value {
     let kind = serde_json::from_slice::<Request>(req).map(|r| r.kind);
@@ -192,20 +246,10 @@ fn answer(extension_id: &str, req: &[u8]) -> serde_json::Value {
         }
         Err(e) => return serde_json::json!({"error": format!("KA_CONFIG_INVALID {e}")}),
     }
-    let info = serve_file()
-        .and_then(|p| std::fs::read(p).ok())
-        .and_then(|b| serde_json::from_slice::<ServeInfo>(&b).ok());
-    let Some(info) = info else {
-        return serde_json::json!({"error": "KA_HOST_UNREACHABLE keyless-host serve is not running (start it with cargo xtask serve, then open the popup again)"});
+    let info = match running_serve() {
+        Ok(info) => info,
+        Err(why) => return serde_json::json!({ "error": format!("KA_HOST_UNREACHABLE {why}") }),
     };
-    let alive = std::net::TcpStream::connect_timeout(
-        &std::net::SocketAddr::from(([127, 0, 0, 1], info.port)),
-        std::time::Duration::from_millis(500),
-    )
-    .is_ok();
-    if !alive {
-        return serde_json::json!({"error": format!("KA_HOST_UNREACHABLE keyless-host serve is not answering on port {} any more", info.port)});
-    }
     let Some(pairings) =
         crate::pairing::Pairings::default_path().map(crate::pairing::Pairings::new)
     else {

@@ -13,9 +13,27 @@ pub struct Client {
     pub token_sha256: String,
 }
 
+/// A code `keyless-host pair` issued for the running `serve`: only its hash, until it expires.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedCode {
+    pub code_sha256: String,
+    pub expires_unix: u64,
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct File {
     clients: Vec<Client>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    codes: Vec<IssuedCode>,
+}
+
+/// How long a code from `keyless-host pair` stays valid.
+pub const ISSUED_CODE_SECONDS: u64 = 10 * 60;
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Random bytes as lowercase hex.
@@ -33,14 +51,9 @@ pub fn random_hex(bytes: usize) -> std::io::Result<String> {
 /// # Errors
 /// When the OS has no randomness to give.
 pub fn pairing_code() -> std::io::Result<String> {
-    const ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
-    let mut buf = [0u8; 8];
+    let mut buf = [0u8; keyless_core::pairing::LEN];
     getrandom::fill(&mut buf).map_err(|e| std::io::Error::other(e.to_string()))?;
-    let chars: String = buf
-        .iter()
-        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
-        .collect();
-    Ok(format!("{}-{}", &chars[..4], &chars[4..]))
+    Ok(keyless_core::pairing::code_from(buf))
 }
 
 #[must_use]
@@ -179,7 +192,47 @@ impl Pairings {
             .map(|c| c.extension_id)
     }
 
-    /// Revokes every token.
+    /// Issues a fresh one-time code that the running `serve` accepts for
+    /// [`ISSUED_CODE_SECONDS`] (`keyless-host pair`); only its hash is stored.
+    ///
+    /// # Errors
+    /// When there is no randomness or the file cannot be written.
+    pub fn issue_code(&self) -> std::io::Result<String> {
+        let code = pairing_code()?;
+        let now = unix_now();
+        let mut f = self.read();
+        f.codes.retain(|c| c.expires_unix > now);
+        f.codes.push(IssuedCode {
+            code_sha256: hash(&code),
+            expires_unix: now + ISSUED_CODE_SECONDS,
+        });
+        self.write(&f)?;
+        Ok(code)
+    }
+
+    /// Whether `code` (as [`keyless_core::pairing::read_code`] gives it) is an issued code that
+    /// has not expired; it is used up.
+    pub fn take_code(&self, code: &str) -> bool {
+        let now = unix_now();
+        let h = hash(code);
+        let mut f = self.read();
+        let before = f.codes.len();
+        f.codes.retain(|c| c.expires_unix > now);
+        let found = f
+            .codes
+            .iter()
+            .position(|c| constant_time_eq(&c.code_sha256, &h));
+        if let Some(i) = found {
+            f.codes.remove(i);
+        }
+        if (found.is_some() || f.codes.len() != before) && self.write(&f).is_err() {
+            // A code that cannot be used up is not accepted.
+            return false;
+        }
+        found.is_some()
+    }
+
+    /// Revokes every token (and every issued code).
     ///
     /// # Errors
     /// When the file exists and cannot be removed.
@@ -234,6 +287,13 @@ mod tests {
             !std::fs::read_to_string(p.path()).unwrap().contains(&token),
             "only the hash is stored"
         );
+        // An issued code works once, and only its hash is stored.
+        let issued = p.issue_code().unwrap();
+        assert!(!std::fs::read_to_string(p.path()).unwrap().contains(&issued));
+        assert!(!p.take_code("AAAA-AAAA"));
+        assert!(p.take_code(&issued));
+        assert!(!p.take_code(&issued), "single use");
+        assert_eq!(p.verify(&token).as_deref(), Some(ext), "tokens are kept");
         assert_eq!(p.reset().unwrap(), 1);
         assert_eq!(p.verify(&token), None);
         let code = pairing_code().unwrap();

@@ -45,6 +45,30 @@ pub fn unsafe_reason(dir: &Path) -> Option<String> {
                 cfg.display()
             ));
         }
+        if real.starts_with(&cfg) {
+            return Some(format!(
+                "{} is inside your keyless config folder ({}): what the model wrote there (a snapshot script, say) would run in every session",
+                real.display(),
+                cfg.display()
+            ));
+        }
+    }
+    // Where credentials live: the model must never get to write them.
+    if let Some(h) = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+    {
+        let h = crate::dirs::real_path(&h);
+        for rel in keyless_core::secrets::HOME_SECRETS {
+            let secret = h.join(rel);
+            if real.starts_with(&secret) {
+                return Some(format!(
+                    "{} is inside {}, where your credentials live",
+                    real.display(),
+                    secret.display()
+                ));
+            }
+        }
     }
     None
 }

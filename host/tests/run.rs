@@ -402,7 +402,8 @@ fn git_refusals() {
     std::fs::create_dir_all(&plain).expect("dir");
     let f = fx.root.join("c.txt");
     std::fs::write(&f, &r).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+    let out = fx
+        .host()
         .arg("run")
         .arg("--yes")
         .arg("--workspace")
@@ -411,7 +412,25 @@ fn git_refusals() {
         .output()
         .expect("run");
     assert!(String::from_utf8_lossy(&out.stdout).contains("code: KA_NOT_A_GIT_REPOSITORY"));
-    let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+    // Git.AutoInit would make the repository on master, which is protected: the commit is
+    // refused before anyone is asked, and no repository is made.
+    let out = fx
+        .host()
+        .arg("run")
+        .arg("--auto-init")
+        .arg("--workspace")
+        .arg(&plain)
+        .arg(&f)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("code: KA_BRANCH_PROTECTED\nreason: branch \"master\" is protected"),
+        "{text}"
+    );
+    assert!(!plain.join(".git").exists(), "nothing was made: {text}");
+    let out = fx
+        .host()
         .arg("run")
         .arg("--yes")
         .arg("--auto-init")
@@ -428,6 +447,98 @@ fn git_refusals() {
         "{text}"
     );
     assert!(plain.join(".git").is_dir());
+}
+
+/// Folders that hold the user's own files are refused as workspaces, with KA_WORKSPACE_REFUSED
+/// and what to do; without --workspace, only a git repository other than keyless's checkout is
+/// taken, and (with no terminal to ask on) anything else is refused naming --workspace.
+#[test]
+fn workspaces_that_hold_the_users_files_are_refused() {
+    let fx = Fixture::new();
+    let home = fx.home();
+    let cfg = fx.user_config();
+    for d in [
+        home.join("proj"),
+        home.join(".ssh/keys"),
+        cfg.join("snapshot"),
+    ] {
+        std::fs::create_dir_all(&d).expect("dir");
+    }
+    let r = fx.reply_files(&["@@done\n@@end\n@@eof\n"]);
+    let refused = |ws: &std::path::Path, why: &str| {
+        let out = fx
+            .host()
+            .arg("run")
+            .arg("--workspace")
+            .arg(ws)
+            .arg(&r[0])
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() == Some(2)
+                && err.starts_with("keyless-host: KA_WORKSPACE_REFUSED")
+                && err.contains(why)
+                && err.contains("--workspace"),
+            "{}: {err}",
+            ws.display()
+        );
+    };
+    refused(std::path::Path::new("/"), "the root of the file system");
+    refused(&home, "holds your home folder");
+    refused(&fx.root, "holds your home folder");
+    refused(&home.join("proj/.."), "holds your home folder");
+    refused(&cfg.join("snapshot"), "inside your keyless config folder");
+    refused(&home.join(".ssh/keys"), "where your credentials live");
+    // A symlink to the home is the home.
+    std::os::unix::fs::symlink(&home, fx.root.join("h")).expect("link");
+    refused(&fx.root.join("h"), "holds your home folder");
+    // Without --workspace: a folder that is not a repository, and keyless's own checkout.
+    let no_ws = |cwd: &std::path::Path, why: &str| {
+        let out = fx
+            .host()
+            .arg("run")
+            .arg(&r[0])
+            .current_dir(cwd)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() == Some(2)
+                && err.contains(why)
+                && err.contains("pass --workspace DIR"),
+            "{err}"
+        );
+    };
+    no_ws(&home.join("proj"), "is not a git repository");
+    let checkout = fx.root.join("keyless");
+    for f in ["core/src/lib.rs", "host/src/main.rs"] {
+        std::fs::create_dir_all(checkout.join(f).parent().expect("parent")).expect("dir");
+        std::fs::write(checkout.join(f), "").expect("write");
+    }
+    std::fs::write(
+        checkout.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"core\", \"host\"]\n",
+    )
+    .expect("write");
+    git(&checkout, &["init", "-q"]);
+    no_ws(&checkout, "keyless's own source checkout");
+    // The fixture's repository is taken as it is.
+    let out = fx
+        .host()
+        .arg("run")
+        .arg(&r[0])
+        .current_dir(fx.ws())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -1238,4 +1349,102 @@ fn a_task_on_a_protected_branch_gets_its_own_branch() {
         "asked before refusing: {text}"
     );
     assert_eq!(git(&ws, &["log", "--format=%s", "main"]), "init\n");
+    // A template shaped like a remote's branch is refused as a setting; one whose first segment
+    // is a remote of this repository gets the default name instead.
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        r#"{"Git": {"TaskBranch": "origin/main"}}"#,
+    )
+    .expect("config");
+    let (out, _) = fx.run(&[commit], &["--mode", "ask"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("KA_CONFIG_VALIDATION") && err.contains("named like a remote's branch"),
+        "{err}"
+    );
+    git(&ws, &["remote", "add", "fork", "../origin.git"]);
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        r#"{"Git": {"TaskBranch": "fork/{task}"}}"#,
+    )
+    .expect("config");
+    let (_, text) = fx.run(&["@@done\n@@end\n@@eof\n"], &["--task", "Tidy up"]);
+    assert!(text.contains("keyless/"), "{text}");
+    assert!(git(&ws, &["branch", "--list", "fork/*"]).is_empty());
+}
+
+/// `run --interactive` under a pseudo-terminal, as a person uses it: the prompt to paste, each
+/// pasted reply run, a confirmation answered on the terminal, the results to paste back, and the
+/// end at @@done with the model's message and exit code 0.
+#[test]
+fn interactive_runs_a_pasted_conversation_on_a_terminal() {
+    use std::io::{Read as _, Write as _};
+    let fx = Fixture::new();
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let slave = std::fs::File::from(pty.slave);
+    let mut child = fx
+        .host()
+        .args(["run", "--interactive", "--task", "Say hello", "--workspace"])
+        .arg(fx.ws())
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .stdin(slave.try_clone().expect("slave"))
+        .stdout(slave.try_clone().expect("slave"))
+        .stderr(slave)
+        .spawn()
+        .expect("spawn");
+    let mut master = std::fs::File::from(pty.master);
+    // Reads what the terminal shows until `want` appears (or fails after 30 s).
+    let flags = nix::fcntl::fcntl(&master, nix::fcntl::FcntlArg::F_GETFL).expect("flags");
+    nix::fcntl::fcntl(
+        &master,
+        nix::fcntl::FcntlArg::F_SETFL(
+            nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK,
+        ),
+    )
+    .expect("nonblock");
+    let mut shown = String::new();
+    let mut wait_for = |master: &mut std::fs::File, want: &str| {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut buf = [0u8; 4096];
+        while !shown.contains(want) {
+            assert!(
+                std::time::Instant::now() < end,
+                "waited for {want:?}; the terminal shows:\n{shown}"
+            );
+            match master.read(&mut buf) {
+                Ok(n) if n > 0 => shown.push_str(&String::from_utf8_lossy(&buf[..n])),
+                _ => std::thread::sleep(std::time::Duration::from_millis(20)),
+            }
+        }
+        let at = shown.find(want).unwrap_or(0) + want.len();
+        shown.drain(..at);
+    };
+    wait_for(&mut master, "Paste this first message into your chat:");
+    wait_for(&mut master, "# Task\r\nSay hello");
+    wait_for(&mut master, "Paste the model's whole reply");
+    master
+        .write_all(b"@@runcommand\n<<<CMD\necho hello-from-the-terminal\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n")
+        .expect("paste");
+    wait_for(&mut master, "hello-from-the-terminal\r\nOUTPUT>>>");
+    wait_for(&mut master, "Paste the results above into the chat.");
+    // A command Ask mode confirms: asked on the terminal, answered there.
+    master
+        .write_all(
+            b"@@runcommand\n<<<CMD\necho hi > greeting.txt\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n",
+        )
+        .expect("paste");
+    wait_for(&mut master, "Run `echo hi > greeting.txt`? Risky");
+    master.write_all(b"y\n").expect("answer");
+    wait_for(
+        &mut master,
+        "#1 runcommand | echo hi > greeting.txt ---\r\nstatus: ok",
+    );
+    master
+        .write_all(b"@@done\n<<<MSG\nI said hello.\nMSG>>>\n@@end\n@@eof\n")
+        .expect("paste");
+    wait_for(&mut master, "The model says it is done:\r\nI said hello.");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(fx.read("greeting.txt"), b"hi\n");
 }

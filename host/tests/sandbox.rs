@@ -589,6 +589,41 @@ fn the_kernel_confines_writes_network_signals_and_sockets() {
     assert!(text.contains("network allowed"), "{text}");
 }
 
+/// The user's credentials are hidden from every command, whatever it is and however it names
+/// them: folders (`~/.ssh`, `~/.aws`) are empty, files (`~/.netrc`) read as empty, also through
+/// a symlink the workspace holds, and a build in Auto mode sees no more than a read.
+#[test]
+fn credentials_in_the_home_are_hidden_from_every_command() {
+    let fx = Fixture::new();
+    if !namespaces(&fx) {
+        return;
+    }
+    let home = fx.home();
+    for (rel, text) in [
+        (".ssh/id_ed25519", "CANARY-SSH-KEY"),
+        (".aws/credentials", "CANARY-AWS"),
+        (".netrc", "machine x password CANARY-NETRC"),
+        (".config/gh/hosts.yml", "oauth_token: CANARY-GH"),
+    ] {
+        let p = home.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("dir");
+        std::fs::write(&p, text).expect("write");
+    }
+    std::os::unix::fs::symlink(&home, fx.ws().join("h")).expect("link");
+    let cmd = "cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc ~/.config/gh/hosts.yml h/.ssh/id_ed25519 .?/home/.netrc 2>&1; ls -A ~/.ssh | wc -l; grep -r CANARY ~ 2>/dev/null; echo listed";
+    let (_, text) = fx.run(&[&run_cmd(cmd)], &["--mode", "auto"]);
+    assert!(text.contains("listed"), "{text}");
+    assert!(
+        !text.contains("CANARY"),
+        "a credential reached the results: {text}"
+    );
+    // The files are still there for the user.
+    assert_eq!(
+        std::fs::read_to_string(home.join(".ssh/id_ed25519")).expect("key"),
+        "CANARY-SSH-KEY"
+    );
+}
+
 /// A command run as root (in a container, say) keeps only the capabilities that let it use
 /// files others own: no administration, modules, tracing, raw I/O or killing any process, and
 /// the clock cannot be set (the test sets it to the time it already is, so a failure changes

@@ -353,7 +353,20 @@ fn pairing_binds_a_token_to_an_extension_origin() {
         403,
         "a web page cannot pair"
     );
-    assert_eq!(pair("WRONG-CODE", Some(&origin)).0, 401);
+    // Not a code at all (0 and O are in no code): refused before it is compared, so no try.
+    let (s, body) = pair("WRONG-CODE", Some(&origin));
+    assert_eq!(s, 400, "{body}");
+    assert!(body.contains("is not in a pairing code"), "{body}");
+    let (s, body) = pair("", Some(&origin));
+    assert_eq!(s, 400, "{body}");
+    assert!(body.contains("enter the pairing code"), "{body}");
+    // A wrong code says so, and how many tries are left.
+    let (s, body) = pair("ABCD-2345", Some(&origin));
+    assert_eq!(s, 401, "{body}");
+    assert!(
+        body.contains("this code is wrong or was already used; 2 more tries before pairing locks"),
+        "{body}"
+    );
     let (s, body) = pair(&srv.code, Some(&origin));
     assert_eq!(s, 200, "{body}");
     let token = serde_json::from_str::<serde_json::Value>(&body).expect("json")["token"]
@@ -1020,18 +1033,23 @@ fn wrong_pairing_codes_lock_pairing_for_a_growing_delay() {
             token: None,
         })
     };
-    for _ in 0..2 {
-        assert_eq!(pair("AAAA-AAAA").0, 401);
+    for left in ["2 more tries", "1 more try"] {
+        let (s, b) = pair("AAAA-AAAA");
+        assert_eq!(s, 401);
+        assert!(b.contains(left), "{b}");
     }
     let (s, b) = pair("AAAA-AAAA");
     assert_eq!(s, 429, "{b}");
     assert!(
-        b.contains("KA_RATE_LIMITED") && b.contains("locked for 2s"),
+        b.contains("KA_RATE_LIMITED")
+            && b.contains("this code is wrong or was already used; pairing is locked for 2 s after 3 wrong codes")
+            && b.contains("\"retry_after_seconds\":2"),
         "{b}"
     );
     // Locked: even the right code waits.
     let (s, b) = pair(&srv.code);
     assert_eq!(s, 429, "{b}");
+    assert!(b.contains("\"message\":\"pairing is locked for"), "{b}");
     std::thread::sleep(Duration::from_millis(2200));
     let (s, b) = pair(&srv.code);
     assert_eq!(s, 200, "{b}");

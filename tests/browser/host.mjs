@@ -46,10 +46,11 @@ export const extensionDir = join(root, "target", "extension");
 /**
  * Debian's Chromium with the built extension loaded, chatgpt.com and claude.ai mapped to the fake
  * chat site on 127.0.0.1:`chatPort`, in `profile` (a fresh folder by default), with `env` added to
- * the browser's environment (it passes it on to native-messaging hosts). Resolves with
+ * the browser's environment (it passes it on to native-messaging hosts), the extension from
+ * `extension` (the built one by default). Resolves with
  * {context, worker, extensionId}.
  */
-export async function launchWithExtension(chatPort, { profile = mkdtempSync(join(tmpdir(), "keyless-chromium-")), env } = {}) {
+export async function launchWithExtension(chatPort, { profile = mkdtempSync(join(tmpdir(), "keyless-chromium-")), env, extension = extensionDir } = {}) {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: "/usr/bin/chromium",
     ...(env ? { env: { ...process.env, ...env } } : {}),
@@ -59,8 +60,8 @@ export async function launchWithExtension(chatPort, { profile = mkdtempSync(join
     viewport: { width: 1280, height: 860 },
     args: [
       ...FLAGS,
-      `--disable-extensions-except=${extensionDir}`,
-      `--load-extension=${extensionDir}`,
+      `--disable-extensions-except=${extension}`,
+      `--load-extension=${extension}`,
       `--host-resolver-rules=MAP chatgpt.com 127.0.0.1:${chatPort}, MAP claude.ai 127.0.0.1:${chatPort}, MAP gemini.google.com 127.0.0.1:${chatPort}, MAP aistudio.google.com 127.0.0.1:${chatPort}`,
       "--ignore-certificate-errors",
     ],

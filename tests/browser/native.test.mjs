@@ -64,3 +64,72 @@ test("without the registration the popup falls back to the code and says why", a
     await chat.close();
   }
 });
+
+test("pairing by code explains itself: a typo is never a try, a wrong code says how many are left, keyless-host pair gives a fresh one", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "keyless-native-"));
+  const ws = join(dir, "ws");
+  mkdirSync(ws);
+  execFileSync("git", ["init", "-q", ws]);
+  const config = join(dir, "config");
+  const env = { XDG_CONFIG_HOME: config };
+  const host = await startHost(ws, config, "ask");
+  const chat = await startFakeChat([]);
+  const { context, worker, extensionId } = await launchWithExtension(chat.port, { env });
+  try {
+    // A page that is not a chat: the popup says so and offers the chats; Start is off.
+    const other = await context.newPage();
+    await other.goto(`https://localhost:${chat.port}/`);
+    const otherId = await worker.evaluate(async (p) => (await chrome.tabs.query({})).find((t) => t.url?.startsWith(`https://localhost:${p}`))?.id, chat.port);
+    const popup = await context.newPage();
+    await popup.setViewportSize({ width: 380, height: 640 });
+    await popup.goto(`chrome-extension://${extensionId}/popup.html?tab=${otherId}`);
+    await popup.locator("#pair").waitFor();
+    assert.doesNotMatch(await popup.locator("#code").getAttribute("placeholder"), /^[A-Z0-9]{4}-[A-Z0-9]{4}$/, "the placeholder does not look like a code");
+    assert.equal(await popup.locator("#pair-btn").isDisabled(), true, "an empty field cannot be sent");
+    await popup.locator("#host-url").fill(`http://127.0.0.1:${host.port}`);
+    // A typo: refused before it is sent, so it is not a try.
+    await popup.locator("#code").fill("ABCD-2O45");
+    await popup.locator("#pair-btn").click();
+    await popup.locator("#error").waitFor();
+    assert.match(await popup.locator("#error").textContent(), /^KA_CONFIG_VALIDATION "O" is not in a pairing code \(codes have no O or 0\)/);
+    // A wrong code: how many tries are left, and where a fresh code comes from.
+    await popup.locator("#code").fill("ABCD-2345");
+    await popup.locator("#pair-btn").click();
+    await until("the wrong-code message", async () => /wrong or was already used/.test(await popup.locator("#error").textContent()));
+    const wrong = await popup.locator("#error").textContent();
+    assert.match(wrong, /^KA_UNAUTHORIZED this code is wrong or was already used; 2 more tries before pairing locks for a while\. `keyless-host pair` prints a fresh code/);
+    assert.doesNotMatch(wrong, /pair the extension first/);
+    await popup.screenshot({ path: join(shots, "extension-pairing-wrong-code.png") });
+    // keyless-host pair: a fresh code for this serve, which pairs.
+    const printed = execFileSync(bin, ["pair"], { env: { ...process.env, ...env }, encoding: "utf8" });
+    assert.match(printed, new RegExp(`for keyless-host serve on http://127\\.0\\.0\\.1:${host.port} \\(workspace ${ws}\\); single use, valid for 10 minutes`));
+    const code = printed.match(/^pairing code: (\S+)$/m)[1];
+    await popup.locator("#code").fill(code.toLowerCase().replace("-", " "));
+    await popup.locator("#pair-btn").click();
+    await popup.locator("#paired").waitFor();
+    assert.match(await popup.locator("#not-chat").textContent(), /This tab is not a chat keyless supports/);
+    assert.match(await popup.locator("#not-chat").textContent(), /ChatGPT/);
+    assert.equal(await popup.locator("#start").isDisabled(), true);
+    await popup.screenshot({ path: join(shots, "extension-popup-not-a-chat.png") });
+    // The same code again is used up.
+    await popup.locator("#unpair").click();
+    await popup.locator("#pair").waitFor();
+    await popup.locator("#code").fill(code);
+    await popup.locator("#pair-btn").click();
+    await until("the used-code message", async () => /wrong or was already used; 2 more tries/.test(await popup.locator("#error").textContent()));
+  } finally {
+    await context.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+});
+
+async function until(what, probe, ms = 20000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

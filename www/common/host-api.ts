@@ -81,6 +81,8 @@ export class HostError extends Error {
     readonly status: number,
     /// A refused piece's findings (`PUT /v1/pieces/{name}`).
     readonly findings: Finding[] = [],
+    /// When the call may be tried again, in seconds (a pairing lock).
+    readonly retryAfterSeconds?: number,
   ) {
     super(`${code} ${detail}`);
   }
@@ -101,7 +103,7 @@ export async function callHost<A>(base: string, token: string, call: Call<A>): P
   }
   if (!res.ok) {
     const err = await errorBody(res);
-    throw new HostError(err.code, err.message, res.status, err.findings ?? []);
+    throw new HostError(err.code, err.message, res.status, err.findings ?? [], err.retry_after_seconds);
   }
   // The answer's JSON is the route's type: the host writes it from the same Rust type.
   const answer: A = await res.json();
@@ -112,7 +114,12 @@ async function errorBody(res: Response): Promise<ErrorBody> {
   const text = await res.text();
   try {
     const body: Partial<ErrorBody> = JSON.parse(text);
-    return { code: body.code ?? "KA_INTERNAL", message: body.message ?? `HTTP ${res.status}`, findings: body.findings ?? [] };
+    return {
+      code: body.code ?? "KA_INTERNAL",
+      message: body.message ?? `HTTP ${res.status}`,
+      findings: body.findings ?? [],
+      ...(typeof body.retry_after_seconds === "number" ? { retry_after_seconds: body.retry_after_seconds } : {}),
+    };
   } catch {
     return { code: "KA_INTERNAL", message: text || `HTTP ${res.status}` };
   }

@@ -4,6 +4,8 @@
 //! - `cargo xtask serve` builds everything and starts `keyless-host serve`;
 //! - `cargo xtask build` builds the host (release) and the wasm package;
 //! - `cargo xtask bench` runs the benchmarks and prints their figures;
+//! - `cargo xtask dist` builds the release archive a user installs
+//!   (`target/dist/keyless-VERSION-linux-x86_64.tar.gz`);
 //! - `cargo xtask contract` regenerates the TypeScript of the core's wire types
 //!   (`extension/src/generated/core.ts`); `cargo xtask test` fails while it is stale.
 
@@ -27,9 +29,10 @@ fn main() -> ExitCode {
         "build" => build().map(|_| ()),
         "bench" => bench(),
         "contract" => contract(),
+        "dist" => dist().map(|_| ()),
         _ => {
             println!(
-                "usage: cargo xtask <task>\n\n  test    install what the tests need, then run every check and test\n  serve   build everything and start keyless-host serve (extra args are passed on)\n  build   build the host (release), the wasm package, the dashboard, the playground and the extension\n  bench   run the benchmarks and print their figures\n  contract  regenerate the TypeScript of the core's wire types (extension/src/generated/core.ts)"
+                "usage: cargo xtask <task>\n\n  test    install what the tests need, then run every check and test\n  serve   build everything and start keyless-host serve (extra args are passed on)\n  build   build the host (release), the wasm package, the dashboard, the playground and the extension\n  bench   run the benchmarks and print their figures\n  dist    build the release archive (target/dist/keyless-VERSION-linux-x86_64.tar.gz)\n  contract  regenerate the TypeScript of the core's wire types (extension/src/generated/core.ts)"
             );
             return if task == "help" || task == "--help" {
                 ExitCode::SUCCESS
@@ -230,9 +233,12 @@ fn ensure_chromium() -> Result<bool> {
 /// KiB for the one verdict (issue 25): the overlay judges with the host's context (untrusted
 /// programs and the files that steer programs, read from the host's answers), the steering table,
 /// the glob rule and keyless's own names in every spelling: measured 784 → 799 KiB raw, 318 →
-/// 324.5 KiB gzip, after folding names without the Unicode lower-case tables (-12 KiB).
-const WASM_BUDGET_RAW: u64 = 802 * 1024;
-const WASM_BUDGET_GZIP: u64 = 326 * 1024;
+/// 324.5 KiB gzip, after folding names without the Unicode lower-case tables (-12 KiB). Raised
+/// again from 802/326 KiB for reads outside the workspace (the overlay judges `cat ~/.ssh/id_rsa`
+/// as the host does), the popup's reading of a pairing code before it is sent, and the prompt's
+/// "# Git" section (the task branch): measured 799 → 809 KiB raw, 324.5 → 328 KiB gzip.
+const WASM_BUDGET_RAW: u64 = 812 * 1024;
+const WASM_BUDGET_GZIP: u64 = 330 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {
@@ -391,7 +397,10 @@ fn test() -> Result {
     run(cargo().args(["test", "--workspace"]))?;
     // The fuzz targets must keep building (cargo-fuzz adds its instrumentation on nightly).
     run(cargo().args(["build", "--manifest-path", "fuzz/Cargo.toml"]))?;
-    let pkg = build()?;
+    // The release archive (it builds everything first): the browser tests install it in a
+    // fresh home and run a first task from the installed copy.
+    let archive = dist()?;
+    let pkg = root().join("target").join("wasm-pkg");
     wasm_smoke_test(&pkg)?;
     if ensure_chromium()? {
         wasm_browser_tests()?;
@@ -399,7 +408,8 @@ fn test() -> Result {
         run(Command::new("node")
             .args(["--test", "tests/browser/"])
             .current_dir(root())
-            .env("KEYLESS_HOST_BIN", host))?;
+            .env("KEYLESS_HOST_BIN", host)
+            .env("KEYLESS_DIST", &archive))?;
     }
     println!(
         "\nxtask test: everything passed in {:.0}s",
@@ -464,9 +474,196 @@ fn serve(extra: &[String]) -> Result {
          \x20  gemini.google.com or aistudio.google.com), click the keyless icon, and enter the host address and the\n\
          \x20  pairing code that keyless-host prints below.\n\
          3. Give the task in the popup and press Start.\n\
-         \nStarting keyless-host serve on this folder (pass --workspace DIR to choose another; --port, --mode too).",
+         \nStarting keyless-host serve. Give your project with --workspace DIR (cargo xtask serve --workspace ~/code/app);\n\
+         without it keyless takes the current folder only when it is a git repository other than this checkout, and\n\
+         otherwise asks. --port and --mode are passed on too.",
         ext.display(),
         host.display()
     );
     run(Command::new(host).arg("serve").args(extra))
+}
+
+/// The release archive a user installs: `target/dist/keyless-VERSION-linux-x86_64.tar.gz` with
+/// `bin/keyless-host`, `share/keyless/{extension,www}`, the extension as a zip for the Chrome Web
+/// Store, `install.sh`, the licenses, `GLIBC` (the oldest glibc the binary runs on) and
+/// `SHA256SUMS` of every file; beside it, the archive's own `.sha256`. Returns the archive.
+fn dist() -> Result<PathBuf> {
+    build()?;
+    if env::consts::OS != "linux" || env::consts::ARCH != "x86_64" {
+        return Err("cargo xtask dist builds the Linux x86_64 archive; run it there".into());
+    }
+    let version = locked_version("keyless-host")?;
+    let name = format!("keyless-{version}-linux-x86_64");
+    let out = root().join("target").join("dist");
+    let stage = out.join(&name);
+    if stage.exists() {
+        fs::remove_dir_all(&stage).map_err(|e| format!("{}: {e}", stage.display()))?;
+    }
+    let target = root().join("target");
+    let host = target.join("release").join("keyless-host");
+    copy_file(&host, &stage.join("bin").join("keyless-host"), 0o755)?;
+    copy_tree(
+        &target.join("extension"),
+        &stage.join("share/keyless/extension"),
+    )?;
+    copy_tree(&target.join("www"), &stage.join("share/keyless/www"))?;
+    copy_file(
+        &root().join("dist").join("install.sh"),
+        &stage.join("install.sh"),
+        0o755,
+    )?;
+    for f in ["LICENSE", "LICENSE-MIT", "LICENSE-APACHE"] {
+        copy_file(&root().join(f), &stage.join(f), 0o644)?;
+    }
+    let glibc = glibc_needed(&host)?;
+    write(&stage.join("GLIBC"), format!("{glibc}\n").as_bytes())?;
+    let zip = stage.join(format!("keyless-extension-{version}.zip"));
+    zip_tree(&target.join("extension"), &zip)?;
+    // Every file's checksum, for install.sh (sha256sum --check).
+    let mut files = Vec::new();
+    list_files(&stage, &stage, &mut files)?;
+    files.sort();
+    let mut sums = String::new();
+    for rel in &files {
+        let bytes = fs::read(stage.join(rel)).map_err(|e| format!("{rel}: {e}"))?;
+        sums.push_str(&format!("{}  {rel}\n", sha256_hex(&bytes)));
+    }
+    write(&stage.join("SHA256SUMS"), sums.as_bytes())?;
+    let archive = out.join(format!("{name}.tar.gz"));
+    run(Command::new("tar")
+        .args([
+            "--sort=name",
+            "--owner=0",
+            "--group=0",
+            "--numeric-owner",
+            "-czf",
+        ])
+        .arg(&archive)
+        .arg("-C")
+        .arg(&out)
+        .arg(&name))?;
+    let bytes = fs::read(&archive).map_err(|e| format!("{}: {e}", archive.display()))?;
+    write(
+        &out.join(format!("{name}.tar.gz.sha256")),
+        format!("{}  {name}.tar.gz\n", sha256_hex(&bytes)).as_bytes(),
+    )?;
+    println!(
+        "\n{} ({:.1} MB): keyless-host (needs glibc {glibc} or newer), the extension (folder and {}), the dashboard, install.sh, the licenses, SHA256SUMS",
+        archive.display(),
+        bytes.len() as f64 / 1e6,
+        zip.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+    );
+    Ok(archive)
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result {
+    fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn copy_file(from: &Path, to: &Path, mode: u32) -> Result {
+    if let Some(dir) = to.parent() {
+        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    fs::copy(from, to).map_err(|e| format!("{} -> {}: {e}", from.display(), to.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(to, fs::Permissions::from_mode(mode))
+            .map_err(|e| format!("{}: {e}", to.display()))?;
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result {
+    let mut files = Vec::new();
+    list_files(from, from, &mut files)?;
+    if files.is_empty() {
+        return Err(format!("{} is empty: was it built?", from.display()));
+    }
+    for rel in files {
+        copy_file(&from.join(&rel), &to.join(&rel), 0o644)?;
+    }
+    Ok(())
+}
+
+/// Every regular file below `dir`, relative to `base`, with `/` separators.
+fn list_files(base: &Path, dir: &Path, out: &mut Vec<String>) -> Result {
+    let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for e in entries {
+        let e = e.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let ft = e.file_type().map_err(|e| format!("{}: {e}", e))?;
+        let path = e.path();
+        if ft.is_dir() {
+            list_files(base, &path, out)?;
+        } else if ft.is_file() {
+            let rel = path
+                .strip_prefix(base)
+                .map_err(|e| e.to_string())?
+                .to_string_lossy()
+                .replace('\\', "/");
+            out.push(rel);
+        }
+    }
+    Ok(())
+}
+
+/// The extension folder as a zip (what the Chrome Web Store takes: manifest.json at its root).
+fn zip_tree(dir: &Path, zip_path: &Path) -> Result {
+    use std::io::Write as _;
+    let mut files = Vec::new();
+    list_files(dir, dir, &mut files)?;
+    files.sort();
+    let file = fs::File::create(zip_path).map_err(|e| format!("{}: {e}", zip_path.display()))?;
+    let mut zip = zip::ZipWriter::new(file);
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .unix_permissions(0o644);
+    for rel in files {
+        let bytes = fs::read(dir.join(&rel)).map_err(|e| format!("{rel}: {e}"))?;
+        zip.start_file(rel.as_str(), options)
+            .map_err(|e| format!("{rel}: {e}"))?;
+        zip.write_all(&bytes).map_err(|e| format!("{rel}: {e}"))?;
+    }
+    zip.finish().map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The newest `GLIBC_x.y` symbol version the binary asks for: the oldest glibc it runs on.
+fn glibc_needed(binary: &Path) -> Result<String> {
+    let bytes = fs::read(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
+    let mut best: Option<(u32, u32, u32)> = None;
+    let needle = b"GLIBC_";
+    let mut i = 0;
+    while let Some(at) = bytes[i..].windows(needle.len()).position(|w| w == needle) {
+        let start = i + at + needle.len();
+        let end = bytes[start..]
+            .iter()
+            .position(|b| !(b.is_ascii_digit() || *b == b'.'))
+            .map_or(bytes.len(), |n| start + n);
+        let text = String::from_utf8_lossy(&bytes[start..end]);
+        let parts: Vec<u32> = text.split('.').filter_map(|p| p.parse().ok()).collect();
+        if parts.len() >= 2 {
+            let v = (parts[0], parts[1], parts.get(2).copied().unwrap_or(0));
+            if best.is_none_or(|b| v > b) {
+                best = Some(v);
+            }
+        }
+        i = end.max(start);
+    }
+    let (a, b, c) = best.ok_or("the binary names no GLIBC version")?;
+    Ok(if c == 0 {
+        format!("{a}.{b}")
+    } else {
+        format!("{a}.{b}.{c}")
+    })
 }

@@ -147,6 +147,15 @@ pub struct Context {
     /// one is read outside it ([`reads`]).
     #[serde(default)]
     pub links_out: Vec<String>,
+    /// The host could not list or resolve every symlink of the workspace (too many, too deep,
+    /// built to slow it down): every relative path a read names is then judged as possibly
+    /// leading out.
+    #[serde(default)]
+    pub links_unknown: bool,
+    /// The workspace holds symlinks (of any kind): a `..` after one climbs from where it leads,
+    /// so a read whose path has a `..` is judged as possibly leading out.
+    #[serde(default)]
+    pub links_any: bool,
 }
 
 /// Nesting depth for `sh -c`, `$(…)` and wrappers.

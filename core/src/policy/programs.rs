@@ -328,7 +328,7 @@ fn classify_segment(seg: &Segment, depth: u32, ctx: &Context) -> Rated {
 fn rate_redirect(kind: RedirKind, target: &Word, ctx: &Context) -> Rated {
     let t = target.text.as_str();
     match kind {
-        RedirKind::Read => match super::reads::outside_path(t, target.expanded, ctx) {
+        RedirKind::Read => match super::reads::outside_path(t, target.expanded, target.glob, ctx) {
             Some(why) => rated(Tier::Risky, why),
             None => rated(Tier::ReadOnly, ""),
         },
@@ -493,7 +493,7 @@ fn classify_program(words: &[Word], depth: u32, ctx: &Context) -> Rated {
         return rate_known(&name, k.tier, k.does, &k.spec, args);
     }
     match name.as_str() {
-        "cd" | "pushd" | "popd" | "chdir" => rate_cd(&name, a),
+        "cd" | "pushd" | "popd" | "chdir" => rate_cd(&name, a, ctx),
         "command" => {
             if a.first().is_some_and(|x| *x == "-v" || *x == "-V") {
                 rated(Tier::ReadOnly, "command -v only looks a program up")
@@ -881,14 +881,18 @@ fn has_option(args: &[&str], names: &[&str]) -> bool {
 }
 
 /// `cd DIR`: harmless inside the workspace; leaving it changes where the next commands run.
-fn rate_cd(name: &str, a: &[&str]) -> Rated {
+fn rate_cd(name: &str, a: &[&str], ctx: &Context) -> Rated {
     let dirs: Vec<&str> = a
         .iter()
         .copied()
         .filter(|x| !x.starts_with('-') || *x == "-")
         .collect();
     match (name, dirs.as_slice()) {
-        ("cd" | "pushd" | "chdir", [d]) if within_workspace(d) => {
+        ("cd" | "pushd" | "chdir", [d])
+            if within_workspace(d)
+                && super::reads::outside_path(d, false, d.contains(['*', '?', '[']), ctx)
+                    .is_none() =>
+        {
             rated(Tier::ReadOnly, format!("{name} moves within the workspace"))
         }
         _ => rated(
@@ -2077,6 +2081,12 @@ fn rate_git_sub_at(words: &[Word], a: &[&str], i: usize) -> Rated {
     if let Some(why) = git_runs_a_program(sub, rest) {
         return rated(Tier::Risky, why);
     }
+    if sub == "var" && rest.contains(&"-l") {
+        return rated(
+            Tier::Risky,
+            "git var -l prints the user's whole git config (credentials live there)",
+        );
+    }
     if let Some((spec, does)) = git_spec(sub) {
         if sub == "grep"
             && rest
@@ -2284,6 +2294,31 @@ fn rate_git_config(rest: &[&str]) -> Rated {
         return rated(Tier::Risky, "git config --edit opens an editor");
     }
     let operands = rest.iter().filter(|x| !x.starts_with('-')).count();
+    let reads_a_file = rest.iter().any(|x| {
+        x.starts_with("-f")
+            || x.starts_with("--file")
+            || x.starts_with("--blob")
+            || x.starts_with("--glo")
+            || x.starts_with("--sys")
+            || x.starts_with("--inc")
+    });
+    let lists = rest.iter().any(|x| {
+        matches!(*x, "-l" | "list" | "--get-regexp" | "--get-urlmatch")
+            || (x.len() > 3 && "--list".starts_with(*x))
+    });
+    let own_only = rest.iter().any(|x| matches!(*x, "--local" | "--worktree"));
+    if (reading_flag || operands == 1) && reads_a_file {
+        return rated(
+            Tier::Risky,
+            "git config reads a file other than the repository's own config (the user's global config and other files hold credentials; what it prints goes to the chat)",
+        );
+    }
+    if lists && !own_only {
+        return rated(
+            Tier::Risky,
+            "git config --list prints the user's global config too (credentials live there; what it prints goes to the chat); --local lists the repository's own",
+        );
+    }
     if reading_flag
         || (operands == 1
             && !rest.iter().any(|x| {

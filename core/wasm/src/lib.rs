@@ -218,6 +218,14 @@ fn from_js<T: serde::de::DeserializeOwned>(value: JsValue) -> Result<T, JsError>
         .map_err(|e| into_error(keyless_core::Code::ConfigInvalid, e))
 }
 
+/// What the user typed for a pairing code, as the code (`k7qm 2xd9` → `K7QM-2XD9`); throws
+/// `KA_CONFIG_VALIDATION …` with what is wrong, before anything is sent.
+#[wasm_bindgen(js_name = readPairingCode)]
+pub fn read_pairing_code(typed: &str) -> Result<String, JsError> {
+    keyless_core::pairing::read_code(typed)
+        .map_err(|why| into_error(keyless_core::Code::ConfigValidation, why))
+}
+
 /// The site adapters that ship with keyless, as JSON text (what the options page shows).
 #[wasm_bindgen(js_name = defaultSitesJson)]
 #[must_use]

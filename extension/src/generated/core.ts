@@ -58,7 +58,18 @@ steering: Array<string>,
  * Workspace symlinks (workspace-relative) that lead out of the workspace: a path through
  * one is read outside it ([`reads`]).
  */
-links_out: Array<string>, };
+links_out: Array<string>, 
+/**
+ * The host could not list or resolve every symlink of the workspace (too many, too deep,
+ * built to slow it down): every relative path a read names is then judged as possibly
+ * leading out.
+ */
+links_unknown: boolean, 
+/**
+ * The workspace holds symlinks (of any kind): a `..` after one climbs from where it leads,
+ * so a read whose path has a `..` is judged as possibly leading out.
+ */
+links_any: boolean, };
 
 export type CheckDiagnostic = { code: string, line: number | null, message: string, };
 
@@ -213,11 +224,17 @@ export type ErrorBody = { code: string, message: string,
 /**
  * A refused piece's findings (`PUT /v1/pieces/{name}`), with their paths and lines.
  */
-findings?: Array<Finding>, };
+findings?: Array<Finding>, 
+/**
+ * When the request may be tried again, in seconds (a pairing lock): also the `Retry-After`
+ * header.
+ */
+retry_after_seconds?: number, };
 
 export type PairRequest = { 
 /**
- * The code `keyless-host serve` printed (dashes and case do not matter).
+ * The code `keyless-host serve` or `keyless-host pair` printed (case, spaces and dashes do
+ * not matter: [`crate::pairing::read_code`]).
  */
 code: string, extension_id: string, };
 

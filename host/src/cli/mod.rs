@@ -59,6 +59,8 @@ enum Cmd {
         readonly: Vec<PathBuf>,
         #[arg(long = "pin")]
         pinned: Vec<PathBuf>,
+        #[arg(long = "hide")]
+        hidden: Vec<PathBuf>,
         #[arg(long)]
         private_shm: bool,
         #[arg(long)]
@@ -83,7 +85,8 @@ enum Cmd {
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
     },
-    /// Manage pairing with the extension: --reset revokes every token.
+    /// Print a fresh one-time pairing code for the running serve (valid 10 minutes); --reset
+    /// revokes every paired extension instead.
     Pair {
         #[arg(long)]
         reset: bool,
@@ -100,9 +103,16 @@ enum Cmd {
         /// Allow this extension id too (for example a development copy). Repeatable.
         #[arg(long = "extension-id", value_name = "ID")]
         extension_ids: Vec<String>,
-        /// Remove the registration instead.
+        /// Take it all back: the registrations, and what the release's install script put on
+        /// this machine (the binary and its share folder); your settings and pairings stay.
         #[arg(long)]
         uninstall: bool,
+        /// Record the binary the install script copied (for --uninstall).
+        #[arg(long, hide = true, value_name = "FILE")]
+        record_binary: Option<PathBuf>,
+        /// Record the share folder the install script copied (for --uninstall).
+        #[arg(long, hide = true, value_name = "DIR")]
+        record_share: Option<PathBuf>,
     },
     /// Print the effective configuration and where each value comes from.
     Config {
@@ -171,6 +181,7 @@ pub fn main() -> ExitCode {
             write,
             readonly,
             pinned,
+            hidden,
             private_shm,
             network,
             probe,
@@ -183,6 +194,7 @@ pub fn main() -> ExitCode {
                 write,
                 readonly,
                 pinned,
+                hidden,
                 private_shm,
                 network,
                 parent,
@@ -206,10 +218,22 @@ pub fn main() -> ExitCode {
             only_profiles,
             extension_ids,
             uninstall,
-        } => setup::install_cmd(&profiles, only_profiles, extension_ids, uninstall),
+            record_binary,
+            record_share,
+        } => setup::install_cmd(
+            &profiles,
+            only_profiles,
+            extension_ids,
+            uninstall,
+            (record_binary, record_share),
+        ),
     };
     match result {
         Ok(code) => code,
+        // The reader went away (`keyless-host policy … | head -1`): nothing to say.
+        Err(crate::error::HostError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("keyless-host: {} {e}", e.code());
             ExitCode::from(2)

@@ -24,7 +24,9 @@ pub(super) struct ServeArgs {
     /// Commands.Mode (default: keyless.json, else ask).
     #[arg(long, value_parser = MODE)]
     mode: Option<Mode>,
-    /// The built dashboard folder (default: `www` beside the binary's target folder).
+    /// The built dashboard folder (default: `../share/keyless/www` from the binary, where the
+    /// release installs it, else `www` beside the binary's target folder, where
+    /// `cargo xtask build` puts it).
     #[arg(long)]
     www: Option<PathBuf>,
 }
@@ -48,14 +50,7 @@ pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
             || HostError::Usage("no user config dir (set HOME or XDG_CONFIG_HOME)".into()),
         )?);
     let port = a.port;
-    // target/release/keyless-host → target/www, where cargo xtask build puts the dashboard.
-    let www = a.www.or_else(|| {
-        std::env::current_exe().ok().and_then(|e| {
-            e.parent()
-                .and_then(std::path::Path::parent)
-                .map(|t| t.join("www"))
-        })
-    });
+    let www = a.www.or_else(default_www);
     crate::server::serve(crate::server::ServeOptions {
         port,
         exec: exec_settings(&cfg, true, &workspace),
@@ -65,4 +60,17 @@ pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
     })
     .map(|()| ExitCode::SUCCESS)
     .map_err(|source| HostError::Bind { port, source })
+}
+
+/// Where the dashboard is: installed (`~/.local/bin/keyless-host` → `~/.local/share/keyless/www`)
+/// or built (`target/release/keyless-host` → `target/www`).
+fn default_www() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?;
+    let prefix = bin.parent()?;
+    let installed = prefix.join("share").join("keyless").join("www");
+    if installed.join("index.html").is_file() {
+        return Some(installed);
+    }
+    Some(prefix.join("www"))
 }

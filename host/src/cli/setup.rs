@@ -11,14 +11,35 @@ pub(super) fn pair_cmd(reset: bool) -> Result<ExitCode, HostError> {
         HostError::Usage("no user config dir (set HOME or XDG_CONFIG_HOME)".into())
     })?;
     let p = crate::pairing::Pairings::new(path);
-    if !reset {
-        return Err(HostError::Usage("keyless-host pair --reset revokes every paired extension; pairing itself happens through the code `serve` prints".into()));
+    if reset {
+        let n = p.reset().map_err(|source| HostError::Read {
+            path: p.path().display().to_string(),
+            source,
+        })?;
+        println!(
+            "revoked {n} paired extension(s) and every unused code ({}); pair again with the code keyless-host serve or keyless-host pair prints",
+            p.path().display()
+        );
+        return Ok(ExitCode::SUCCESS);
     }
-    let n = p.reset().map_err(|source| HostError::Read {
+    let code = p.issue_code().map_err(|source| HostError::Read {
         path: p.path().display().to_string(),
         source,
     })?;
-    println!("revoked {n} paired extension(s) ({})", p.path().display());
+    let minutes = crate::pairing::ISSUED_CODE_SECONDS / 60;
+    println!("pairing code: {code}");
+    match crate::native::running_serve() {
+        Ok(info) => println!(
+            "  for keyless-host serve on http://127.0.0.1:{} (workspace {}); single use, valid for {minutes} minutes.",
+            info.port, info.workspace
+        ),
+        Err(why) => println!(
+            "  {why}. The code works for a serve started in the next {minutes} minutes; single use."
+        ),
+    }
+    println!(
+        "  Enter it in the keyless extension's popup. (After keyless-host install, the popup pairs by itself.)"
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -27,6 +48,7 @@ pub(super) fn install_cmd(
     only_profiles: bool,
     extra_ids: Vec<String>,
     uninstall: bool,
+    record: (Option<PathBuf>, Option<PathBuf>),
 ) -> Result<ExitCode, HostError> {
     let mut ids = vec![crate::native::EXTENSION_ID.to_string()];
     for id in extra_ids {
@@ -41,20 +63,57 @@ pub(super) fn install_cmd(
         .iter()
         .map(|p| p.join("NativeMessagingHosts"))
         .collect();
-    if !only_profiles {
-        dirs.extend(crate::native::browser_dirs().into_iter().map(|(_, d)| d));
-    }
     let mut out = io::stdout().lock();
+    let known = crate::native::browser_dirs();
     if uninstall {
+        // Every place keyless may have registered, whichever browsers are here now.
+        if !only_profiles {
+            dirs.extend(known.into_iter().map(|(_, d)| d));
+        }
         for f in crate::native::uninstall(&dirs) {
             writeln!(out, "removed {}", f.display()).map_err(HostError::Write)?;
         }
+        for line in crate::install_record::remove_installed() {
+            writeln!(out, "{line}").map_err(HostError::Write)?;
+        }
         return Ok(ExitCode::SUCCESS);
+    }
+    if !only_profiles {
+        let (present, absent): (Vec<_>, Vec<_>) = known
+            .into_iter()
+            .partition(|(b, d)| crate::native::browser_present(b, d));
+        if present.is_empty() && profiles.is_empty() {
+            writeln!(
+                out,
+                "No Chrome, Chromium or Brave found (no program on PATH, no profile folder): registering with each of them, so the first one you install finds keyless-host."
+            )
+            .map_err(HostError::Write)?;
+            dirs.extend(absent.into_iter().map(|(_, d)| d));
+        } else {
+            let names: Vec<&str> = absent.iter().map(|(b, _)| *b).collect();
+            if !names.is_empty() {
+                writeln!(
+                    out,
+                    "not registered with {} (not installed here; run keyless-host install again after installing one)",
+                    names.join(", ")
+                )
+                .map_err(HostError::Write)?;
+            }
+            dirs.extend(present.into_iter().map(|(_, d)| d));
+        }
     }
     let written = crate::native::install(&dirs, &ids).map_err(|source| HostError::Read {
         path: "NativeMessagingHosts".into(),
         source,
     })?;
+    if record.0.is_some() || record.1.is_some() {
+        crate::install_record::record(record.0.as_deref(), record.1.as_deref()).map_err(
+            |source| HostError::Read {
+                path: "installed.json".into(),
+                source,
+            },
+        )?;
+    }
     for f in written {
         writeln!(
             out,

@@ -137,7 +137,20 @@ pub fn start_session(
     if s.task_branch.is_empty() {
         return (rec, None);
     }
-    let base = keyless_core::branch::task_branch(&s.task_branch, unix_secs, task);
+    let mut base = keyless_core::branch::task_branch(&s.task_branch, unix_secs, task);
+    // A name shaped like one of this repository's remotes' branches (`fork/main` with a remote
+    // `fork`) would be confused with it: the default name is used instead.
+    let first = base.split('/').next().unwrap_or("");
+    if repo
+        .remotes()
+        .is_ok_and(|r| r.iter().any(|name| name.ok().flatten() == Some(first)))
+    {
+        base = keyless_core::branch::task_branch(
+            keyless_core::branch::DEFAULT_TASK_BRANCH,
+            unix_secs,
+            task,
+        );
+    }
     if keyless_core::branch::protected_by(&base, &s.protected_branches).is_some() {
         return (rec, None);
     }
@@ -263,13 +276,24 @@ fn refuse_protected(s: &GitSettings, branch: &str) -> Result<(), Failure> {
 pub fn commit_refusal(ws: &Workspace, s: &GitSettings, rec: &RepoRecord) -> Option<Failure> {
     let repo = match check_recorded(ws, s, rec) {
         Ok(Some(repo)) => repo,
-        // Git.AutoInit makes the repository on its default branch when the commit runs.
-        Ok(None) => return None,
+        // Git.AutoInit makes the repository on its default branch when the commit runs: that
+        // branch is judged now, before anyone is asked (and before anything is made).
+        Ok(None) => return refuse_protected(s, &init_branch()).err(),
         Err(f) => return Some(f),
     };
     branch_name(&repo)
         .and_then(|b| refuse_protected(s, &b))
         .err()
+}
+
+/// The branch `git init` (libgit2's, as Git.AutoInit runs it) starts on: the user's
+/// `init.defaultBranch`, else `master`.
+fn init_branch() -> String {
+    git2::Config::open_default()
+        .and_then(|c| c.get_string("init.defaultBranch"))
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| "master".to_string())
 }
 
 fn branch_name(repo: &git2::Repository) -> Result<String, Failure> {

@@ -254,6 +254,17 @@ impl Scan<'_> {
             .collect();
         self.out.entries += listing.len();
         if looks_like_git_dir(|name| listing.iter().any(|(n, _)| n == name)) {
+            // Its own symlinks still count for the reads of the policy (a folder made to look
+            // like a repository must not hide a link out).
+            for (name, ft) in &listing {
+                if ft.is_symlink() {
+                    if let Ok(target) = dir.read_link_contents(name) {
+                        self.out
+                            .links
+                            .push((join(rel, name), target.to_string_lossy().into_owned()));
+                    }
+                }
+            }
             self.gitdir(dir, rel, depth);
             return;
         }
@@ -285,6 +296,19 @@ impl Scan<'_> {
             }
             let path = join(rel, &name);
             if path == ".agent" {
+                // Symlinks a checkout put in .agent count for the reads of the policy.
+                if let Ok(agent) = dir.open_dir_nofollow(&name) {
+                    for e in agent.entries().into_iter().flatten().flatten() {
+                        if e.file_type().is_ok_and(|t| t.is_symlink()) {
+                            let n = e.file_name().to_string_lossy().into_owned();
+                            if let Ok(target) = agent.read_link_contents(&n) {
+                                let link = (join(&path, &n), target.to_string_lossy().into_owned());
+                                folder.links.push(link.clone());
+                                self.out.links.push(link);
+                            }
+                        }
+                    }
+                }
                 // keyless's own state is read-only in the sandbox; its temp folder is not.
                 let tmp = ".agent/sandbox-tmp";
                 if let Some(t) = dir
@@ -456,9 +480,10 @@ impl Guard {
         &self.before.steering
     }
 
-    /// The symlinks that lead out of the workspace, as the snapshot found them.
+    /// The symlinks that lead out of the workspace, as the snapshot found them, and whether
+    /// that list is whole.
     #[must_use]
-    pub fn links_out(&self) -> Vec<String> {
+    pub fn links_out(&self) -> (Vec<String>, bool) {
         links_out(&self.before, &self.root)
     }
 
@@ -767,15 +792,20 @@ pub fn describe(repairs: &[Repair]) -> String {
 /// guard's).
 #[must_use]
 pub fn context(workspace: &Path, guard: Option<&Guard>) -> keyless_core::policy::Context {
-    let (steering, links_out) = match guard {
-        Some(g) => (g.steering().to_vec(), g.links_out()),
+    let (steering, (links_out, links_whole), links_any) = match guard {
+        Some(g) => (
+            g.steering().to_vec(),
+            g.links_out(),
+            !g.before.links.is_empty(),
+        ),
         None => Dir::open_ambient_dir(workspace, cap_std::ambient_authority())
             .map(|d| {
                 let root =
                     std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
                 let s = scan(&d, &root);
                 let out = links_out(&s, &root);
-                (s.steering, out)
+                let any = !s.links.is_empty();
+                (s.steering, out, any)
             })
             .unwrap_or_default(),
     };
@@ -783,15 +813,20 @@ pub fn context(workspace: &Path, guard: Option<&Guard>) -> keyless_core::policy:
         untrusted: super::programs::untrusted_programs(workspace),
         steering,
         links_out,
+        links_unknown: !links_whole,
+        links_any,
     }
 }
-
-/// The most symlinks leading out that the context lists (it travels with every session; a path
-/// through a link past these is judged as if the link led nowhere).
+/// The most symlinks leading out that the context lists (it travels with every session); with
+/// more, every relative read is judged as possibly leading out.
 const MAX_LINKS_OUT: usize = 1_000;
 
-fn links_out(s: &Snapshot, root: &Path) -> Vec<String> {
-    let mut out = keyless_core::policy::reads::links_out(&s.links, &root.to_string_lossy());
+/// The links that lead out, and whether the list is whole: the scan looked everywhere, the
+/// resolver finished, and no more than [`MAX_LINKS_OUT`] lead out.
+fn links_out(s: &Snapshot, root: &Path) -> (Vec<String>, bool) {
+    let found = keyless_core::policy::reads::links_out(&s.links, &root.to_string_lossy());
+    let whole = found.complete && !s.incomplete && found.out.len() <= MAX_LINKS_OUT;
+    let mut out = found.out;
     out.truncate(MAX_LINKS_OUT);
-    out
+    (out, whole)
 }

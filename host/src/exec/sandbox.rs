@@ -101,7 +101,7 @@ impl Report {
             "partly enforced"
         };
         let mut line = format!(
-            "{head} ({}): writes only in the workspace and a private temp folder; .agent, keyless.json and git's hooks, config and info read-only; .git read-only unless you approved the command; git's control files checked after every command; a private /dev/shm; every process ends with its command; {net}; reads outside the workspace are allowed",
+            "{head} ({}): writes only in the workspace and a private temp folder; .agent, keyless.json and git's hooks, config and info read-only; .git read-only unless you approved the command; git's control files checked after every command; a private /dev/shm; every process ends with its command; {net}; reads outside the workspace are allowed, except your home's credential folders and files (~/.ssh, ~/.aws, ~/.netrc, browser profiles, …), which are hidden",
             parts.join(", ")
         );
         if !self.missing.is_empty() {
@@ -132,6 +132,27 @@ pub struct Spec {
     /// `Programs.Env`, named exactly); every other one is withheld
     /// ([`keyless_core::secrets::withheld`]).
     pub pass_env: Vec<String>,
+    /// Where credentials live in the user's home ([`keyless_core::secrets::HOME_SECRETS`]):
+    /// hidden from the command (an empty read-only folder or file mounted over each).
+    pub hidden: Vec<PathBuf>,
+}
+
+/// The user's credential folders and files that exist ([`keyless_core::secrets::HOME_SECRETS`]
+/// under `$HOME`), each resolved to where it really is; none that holds the workspace.
+#[must_use]
+pub fn hidden_paths(workspace: &Path) -> Vec<PathBuf> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return Vec::new();
+    };
+    let real_ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let mut out: Vec<PathBuf> = keyless_core::secrets::HOME_SECRETS
+        .iter()
+        .filter_map(|rel| std::fs::canonicalize(home.join(rel)).ok())
+        .filter(|p| !real_ws.starts_with(p) && p != Path::new("/"))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The user's environment as a confined command gets it: without the variables whose name looks
@@ -204,6 +225,7 @@ pub fn spec_for(workspace: &Path, network: bool, approved: bool) -> Spec {
         private_shm: Path::new("/dev/shm").is_dir(),
         network,
         pass_env: Vec::new(),
+        hidden: hidden_paths(workspace),
     }
 }
 
@@ -238,6 +260,10 @@ pub fn wrapper_args(spec: &Spec) -> Vec<std::ffi::OsString> {
     for p in &spec.pinned {
         a.push("--pin".into());
         a.push(p.clone().into());
+    }
+    for h in &spec.hidden {
+        a.push("--hide".into());
+        a.push(h.clone().into());
     }
     if spec.private_shm {
         a.push("--private-shm".into());
@@ -289,6 +315,7 @@ pub struct WrapperArgs {
     pub write: Vec<PathBuf>,
     pub readonly: Vec<PathBuf>,
     pub pinned: Vec<PathBuf>,
+    pub hidden: Vec<PathBuf>,
     pub private_shm: bool,
     pub network: bool,
     pub probe: bool,
@@ -407,6 +434,38 @@ mod linux {
         }
         if a.tmp.is_dir() && a.readonly.iter().any(|r| a.tmp.starts_with(r)) {
             bind(&a.tmp, false)?;
+        }
+        // The user's credentials: an empty read-only folder over each folder, the empty
+        // /dev/null over each file. What cannot be hidden (it vanished, it is the workspace's
+        // parent) is skipped; the others still are.
+        for h in &a.hidden {
+            let Ok(meta) = std::fs::symlink_metadata(h) else {
+                continue;
+            };
+            if a.workspace.starts_with(h) || meta.file_type().is_symlink() {
+                continue;
+            }
+            let hidden = if meta.is_dir() {
+                mount(
+                    Some("tmpfs"),
+                    h,
+                    Some("tmpfs"),
+                    MsFlags::MS_RDONLY
+                        | MsFlags::MS_NOSUID
+                        | MsFlags::MS_NODEV
+                        | MsFlags::MS_NOEXEC,
+                    Some("size=4k,mode=0500"),
+                )
+            } else {
+                mount(
+                    Some("/dev/null"),
+                    h,
+                    None::<&str>,
+                    MsFlags::MS_BIND,
+                    None::<&str>,
+                )
+            };
+            hidden.map_err(|e| format!("hide {}: {e}", h.display()))?;
         }
         if a.private_shm {
             mount(
@@ -601,7 +660,7 @@ mod linux {
                 r.namespaces = true;
             }
             Err(why) => r.missing.push(format!(
-                "{why}: .git and .agent are not write-protected (keyless checks git's files after each command instead), /dev/shm is not writable, and background processes may outlive their command"
+                "{why}: .git and .agent are not write-protected (keyless checks git's files after each command instead), your home's credential folders are not hidden, /dev/shm is not writable, and background processes may outlive their command"
             )),
         }
         match landlock(a, a.private_shm && r.namespaces) {

@@ -118,6 +118,8 @@ pub(super) async fn pair(
     if origin != want {
         return Err(ApiError::BadOrigin(origin.to_string()));
     }
+    // A typo is not a try: what cannot be a code is refused before the code is compared.
+    let typed = keyless_core::pairing::read_code(&input.code).map_err(ApiError::BadRequest)?;
     let now = std::time::Instant::now();
     let mut throttle = st
         .pair_throttle
@@ -125,24 +127,20 @@ pub(super) async fn pair(
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     if let Some(left) = throttle.locked(now) {
         tracing::warn!(seconds_left = left, "pairing attempt while locked; refused");
-        return Err(ApiError::PairingLocked(left, throttle.failures()));
+        return Err(ApiError::PairingLocked(left, throttle.failures(), false));
     }
     let ok = {
         let mut code = st
             .pairing_code
             .lock()
             .map_err(|e| ApiError::Internal(e.to_string()))?;
-        let matches = code.as_deref().is_some_and(|c| {
-            constant_time_eq(
-                &c.replace('-', "").to_ascii_uppercase(),
-                &input.code.replace('-', "").trim().to_ascii_uppercase(),
-            )
-        });
+        let matches = code.as_deref().is_some_and(|c| constant_time_eq(c, &typed));
         if matches {
             // Single use.
             *code = None;
         }
-        matches
+        // Or a fresh code from `keyless-host pair` (used up when it matches).
+        matches || st.pairings.take_code(&typed)
     };
     if !ok {
         let lock = throttle.failed(now);
@@ -152,9 +150,11 @@ pub(super) async fn pair(
             "pairing: wrong code"
         );
         if lock > 0 {
-            return Err(ApiError::PairingLocked(lock, throttle.failures()));
+            return Err(ApiError::PairingLocked(lock, throttle.failures(), true));
         }
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::WrongCode(
+            crate::pairing::FREE_ATTEMPTS.saturating_sub(throttle.failures()),
+        ));
     }
     throttle.succeeded();
     drop(throttle);

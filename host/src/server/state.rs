@@ -52,10 +52,10 @@ pub enum ApiError {
     Timeout,
     #[error("the request body is larger than {MAX_BODY_BYTES} bytes")]
     TooLarge,
-    #[error(
-        "pairing is locked for {0}s after {1} wrong codes; wait, then enter the code serve printed"
-    )]
-    PairingLocked(u64, u32),
+    #[error("{}", wrong_code_text(*.0))]
+    WrongCode(u32),
+    #[error("{}", locked_text(*.0, *.1, *.2))]
+    PairingLocked(u64, u32, bool),
     #[error("internal error; see the host's log")]
     Internal(String),
     /// A piece the API refused: its first code leads, the findings follow.
@@ -78,6 +78,7 @@ impl IntoResponse for ApiError {
             ApiError::NotFound => (StatusCode::NOT_FOUND, Code::ConfigInvalid),
             ApiError::Timeout => (StatusCode::REQUEST_TIMEOUT, Code::Timeout),
             ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, Code::ConfigInvalid),
+            ApiError::WrongCode(_) => (StatusCode::UNAUTHORIZED, Code::Unauthorized),
             ApiError::PairingLocked(..) => (StatusCode::TOO_MANY_REQUESTS, Code::RateLimited),
             ApiError::Piece(_, code, _) => {
                 let status = if *code == Code::PieceNotFound {
@@ -92,7 +93,11 @@ impl IntoResponse for ApiError {
                 (StatusCode::INTERNAL_SERVER_ERROR, Code::Internal)
             }
         };
-        (
+        let retry_after_seconds = match &self {
+            ApiError::PairingLocked(seconds, ..) => Some(*seconds),
+            _ => None,
+        };
+        let mut res = (
             status,
             Json(api::ErrorBody {
                 code: code.as_str().to_string(),
@@ -101,10 +106,36 @@ impl IntoResponse for ApiError {
                     ApiError::Piece(_, _, findings) => findings,
                     _ => Vec::new(),
                 },
+                retry_after_seconds,
             }),
         )
-            .into_response()
+            .into_response();
+        if let Some(s) = retry_after_seconds {
+            res.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, s.into());
+        }
+        res
     }
+}
+
+/// A wrong pairing code, and how many more may be tried before pairing locks.
+fn wrong_code_text(tries_left: u32) -> String {
+    format!(
+        "this code is wrong or was already used; {tries_left} more {} before pairing locks for a while. `keyless-host pair` prints a fresh code for this serve",
+        if tries_left == 1 { "try" } else { "tries" }
+    )
+}
+
+/// Pairing locked: for how long, after how many wrong codes, and whether this try was one.
+fn locked_text(seconds: u64, failures: u32, this_try_wrong: bool) -> String {
+    format!(
+        "{}pairing is locked for {seconds} s after {failures} wrong codes in a row; then enter a fresh code from `keyless-host pair`",
+        if this_try_wrong {
+            "this code is wrong or was already used; "
+        } else {
+            ""
+        }
+    )
 }
 
 impl From<crate::pieces::PieceError> for ApiError {

@@ -40,6 +40,7 @@ impl Fixture {
         git(&ws, &["commit", "-qm", "init"]);
         git(&ws, &["remote", "add", "origin", "../origin.git"]);
         std::fs::create_dir_all(root.join("config")).expect("config dir");
+        std::fs::create_dir_all(root.join("home")).expect("home dir");
         Fixture { _tmp: tmp, root }
     }
 
@@ -52,11 +53,17 @@ impl Fixture {
         self.root.join("config").join("keyless")
     }
 
-    /// The host binary with this fixture's config folder.
+    /// The host binary with this fixture's config folder and home (never the real ones).
     pub fn host(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_keyless-host"));
         c.env("XDG_CONFIG_HOME", self.root.join("config"));
+        c.env("HOME", self.home());
         c
+    }
+
+    /// The fixture's home folder (`$HOME` of every host it starts).
+    pub fn home(&self) -> PathBuf {
+        self.root.join("home")
     }
 
     /// Writes the replies to files and runs them as one session.
