@@ -332,7 +332,9 @@ export class Overlay {
         : answer.status === "interrupted"
           ? "This batch was interrupted earlier; it is not run again."
           : ok + failed + declined + skipped === 0
-            ? `Turn ${answer.turn}, batch ${answer.batch}: nothing to run.`
+            ? answer.turn_ended === "done"
+              ? `Turn ${answer.turn}, batch ${answer.batch}: finished.`
+              : `Turn ${answer.turn}, batch ${answer.batch}: nothing to run.`
             : `Turn ${answer.turn}, batch ${answer.batch}: ${parts.join(", ")}.`;
     this.summary.append(el("div", "", head));
     if (answer.turn_ended) {

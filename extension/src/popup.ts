@@ -94,7 +94,8 @@ async function refresh(): Promise<void> {
   const host = tab?.url ? new URL(tab.url).hostname : "";
   const where = tab?.id === undefined ? { site: null, supported: [] } : await ask("tabSite", { tabId: tab.id });
   chatTab = where.site !== null;
-  byId("site").textContent = where.site ? `${where.site} (${host})` : host || "(no page)";
+  byId<HTMLButtonElement>("start").disabled = !chatTab;
+  byId("site").textContent = where.site ? `${where.site} (${host})` : "not a chat";
   showNotChat(where.supported);
   if (st.connected) {
     const pieces = byId<HTMLSelectElement>("piece");

@@ -121,18 +121,25 @@ test("from the release archive to a finished task, in a fresh home", { skip: arc
     await page.bringToFront();
 
     await until("the prompt at the model", () => chat.received.length >= 1);
-    assert.match(chat.received[0].text, new RegExp(`You work on branch ${branch.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\.`));
+    assert.ok(chat.received[0].text.includes(`You work on branch ${branch}, which keyless made for this task from main (main is protected).`), chat.received[0].text);
+    // Running the tests runs the project's code: Ask mode asks first, in the overlay.
+    const approve = async (what) => {
+      const button = overlay(page).locator("button", { hasText: "Approve" });
+      await button.waitFor({ timeout: 30000 });
+      assert.match(await overlay(page).locator(".prompt code").textContent(), what);
+      await button.click();
+    };
+    await approve(/python3 -m unittest -q/);
     await until("the first results", () => chat.received.length >= 2);
     const seconds = (performance.now() - start) / 1000;
     assert.match(chat.received[1].text, /^\[KEYLESSAGENT RESULTS\] turn=1 batch=1/);
     assert.match(chat.received[1].text, /FAILED \(failures=1\)/);
 
+    await approve(/python3 -m unittest -q/);
     await until("results of the fix", () => chat.received.length >= 3);
     assert.match(chat.received[2].text, /#2 runcommand \| python3 -m unittest -q ---\nstatus: ok \| exit code: 0/);
-    // The commit: Ask mode confirms it, and the branch is not protected, so nothing is refused.
-    const approve = overlay(page).locator("button", { hasText: "Approve" });
-    await approve.waitFor({ timeout: 30000 });
-    await approve.click();
+    // The commit: confirmed too, and the task's branch is not protected, so nothing is refused.
+    await approve(/@@commit Fix add/);
     await until("results of the commit", () => chat.received.length >= 4);
     assert.match(chat.received[3].text, /#1 commit \| Fix add ---\nstatus: ok/);
     await until("the done state", async () => (await overlay(page).locator(".pill").textContent()) === "done");

@@ -236,9 +236,11 @@ fn ensure_chromium() -> Result<bool> {
 /// 324.5 KiB gzip, after folding names without the Unicode lower-case tables (-12 KiB). Raised
 /// again from 802/326 KiB for reads outside the workspace (the overlay judges `cat ~/.ssh/id_rsa`
 /// as the host does), the popup's reading of a pairing code before it is sent, and the prompt's
-/// "# Git" section (the task branch): measured 799 → 809 KiB raw, 324.5 → 328 KiB gzip.
-const WASM_BUDGET_RAW: u64 = 812 * 1024;
-const WASM_BUDGET_GZIP: u64 = 330 * 1024;
+/// "# Git" section (the task branch): measured 799 → 809 KiB raw, 324.5 → 328 KiB gzip; then the
+/// reads rules reading options as each program does (clusters, abbreviations, follow-link options,
+/// globs that may climb, links): 809 → 814 KiB raw, 328 → 331 KiB gzip.
+const WASM_BUDGET_RAW: u64 = 816 * 1024;
+const WASM_BUDGET_GZIP: u64 = 332 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {
