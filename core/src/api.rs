@@ -165,6 +165,69 @@ pub struct SessionSummary {
     pub turn: u32,
     pub batch: u32,
     pub piece: bool,
+    /// The task the user gave (the first message's `# Task`), when there was one.
+    #[serde(default)]
+    pub task: Option<String>,
+    /// The branch the session works on (its task branch, else the one it started on).
+    #[serde(default)]
+    pub branch: Option<String>,
+    /// Ask, AutoSafe or Auto, when the session set its own.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Where the session stands, in words ([`session_state`]).
+    #[serde(default)]
+    pub state: String,
+}
+
+/// Where a session stands, in words: from its last batch's status and how its last turn ended.
+#[must_use]
+pub fn session_state(last_batch: Option<BatchStatus>, last_end: Option<TurnEnd>) -> String {
+    match (last_batch, last_end) {
+        (Some(BatchStatus::Running), _) => "running a batch".into(),
+        (_, Some(TurnEnd::Done)) => "finished (@@done)".into(),
+        (_, Some(TurnEnd::NeedsUserInput)) => "waiting for your answer".into(),
+        (_, Some(TurnEnd::MaxIterationsPerTurn)) => "stopped: too many batches in a turn".into(),
+        (_, Some(TurnEnd::MaxFormatRetries)) => {
+            "stopped: the replies kept breaking the format".into()
+        }
+        (Some(BatchStatus::Interrupted), None) => "interrupted (the host stopped)".into(),
+        (Some(_), None) => "waiting for the model's next reply".into(),
+        (None, None) => "started; no reply yet".into(),
+    }
+}
+
+/// How a batch went, for the colour every view gives it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchOutcome {
+    /// Every command that ran succeeded.
+    Ok,
+    /// A command failed or was denied.
+    Failed,
+    /// The user declined a command (and none failed).
+    Declined,
+    /// The reply broke the format; nothing ran.
+    Rejected,
+    Running,
+    Interrupted,
+    /// Nothing to run (only control directives).
+    Empty,
+}
+
+impl BatchOutcome {
+    #[must_use]
+    pub fn of(status: BatchStatus, counts: &crate::message::BatchCounts) -> Self {
+        match status {
+            BatchStatus::Running => Self::Running,
+            BatchStatus::Rejected => Self::Rejected,
+            BatchStatus::Interrupted => Self::Interrupted,
+            BatchStatus::Done if counts.failed > 0 => Self::Failed,
+            BatchStatus::Done if counts.declined > 0 => Self::Declined,
+            BatchStatus::Done if counts.ok + counts.skipped == 0 => Self::Empty,
+            BatchStatus::Done => Self::Ok,
+        }
+    }
 }
 
 /// One batch of a session.
@@ -176,6 +239,12 @@ pub struct BatchSummary {
     pub batch: u32,
     pub status: BatchStatus,
     pub control: Option<Control>,
+    /// How its commands ended.
+    pub counts: crate::message::BatchCounts,
+    /// The colour it gets: a batch with a failed command is never "ok".
+    pub outcome: BatchOutcome,
+    /// Whether Undo can take it back.
+    pub undo: UndoState,
 }
 
 /// `GET /v1/sessions/{id}`.
@@ -255,10 +324,20 @@ pub struct ReplyAnswer {
     pub context: crate::policy::Context,
     /// How the batch's commands ended (all zero for a rejected reply).
     pub counts: crate::message::BatchCounts,
+    /// The colour every view gives the batch.
+    pub outcome: BatchOutcome,
     /// What the model said with the `@@done` that finished the task (its MSG).
     pub done_message: Option<String>,
     /// When the task finished: what it left in the repository and how to merge it.
     pub review: Option<String>,
+    /// What the batch's file commands changed, command by command (for the user; the chat gets
+    /// the `verified:` lines).
+    #[serde(default)]
+    pub diff: Vec<crate::diff::FileDiff>,
+    /// When the task finished: everything it changed since the commit the session started from
+    /// (committed or not), for the user's review.
+    #[serde(default)]
+    pub task_diff: Vec<crate::diff::FileDiff>,
 }
 
 /// The answer to `POST /v1/sessions/{id}/cancel`.
@@ -335,6 +414,9 @@ pub struct CommandRecord {
     pub reason: Option<String>,
     pub exit_code: Option<i32>,
     pub duration_ms: Option<i64>,
+    /// What the command changed in the workspace's files.
+    #[serde(default)]
+    pub diff: Vec<crate::diff::FileDiff>,
 }
 
 /// One command of a stored batch: the view every front end shows, and what happened to it.
@@ -360,6 +442,26 @@ pub struct BatchDetail {
     /// The text the model received (results or correction).
     pub text: String,
     pub commands: Vec<BatchCommand>,
+    pub outcome: BatchOutcome,
+    /// Whether the dashboard's Undo can take the batch back.
+    pub undo: UndoState,
+    /// Why it cannot, and what to do instead (a later commit recorded the files, …).
+    pub undo_note: Option<String>,
+}
+
+/// Whether a batch can be undone.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UndoState {
+    /// Its file changes can be restored.
+    Undoable,
+    /// It was undone already.
+    Undone,
+    /// A later commit recorded its files: revert the commit instead.
+    Committed,
+    /// It changed no files.
+    NoChanges,
 }
 
 /// The answer to `POST /v1/batches/{id}/undo`: the workspace paths put back.
@@ -405,6 +507,12 @@ pub struct PendingPrompt {
     pub text: String,
     pub tier: Option<Tier>,
     pub reason: Option<String>,
+    /// What a confirmed command will change in the workspace's files.
+    #[serde(default)]
+    pub preview: Vec<crate::diff::FileDiff>,
+    /// What the user may tell keyless to stop asking about in this workspace.
+    #[serde(default)]
+    pub offer: Option<crate::policy::always::AllowOffer>,
 }
 
 /// `POST /v1/confirmations/{id}`: approve a confirmation, or answer a question.
@@ -416,6 +524,9 @@ pub struct PromptAnswer {
     pub approve: bool,
     #[cfg_attr(feature = "ts", ts(optional))]
     pub answer: Option<String>,
+    /// With `approve`: remember the offer's `exact` or `like` rule for this workspace.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub always: Option<crate::policy::always::RuleKind>,
 }
 
 /// The answer to `POST /v1/confirmations/{id}`.
@@ -463,6 +574,9 @@ pub enum HostEvent {
         target: String,
         status: ResultStatus,
         code: Option<String>,
+        /// What the command changed in the workspace's files.
+        #[serde(default)]
+        diff: Vec<crate::diff::FileDiff>,
     },
     /// A `@@say` message.
     Say { session: String, text: String },
@@ -477,6 +591,10 @@ pub enum HostEvent {
         text: String,
         tier: Option<Tier>,
         reason: Option<String>,
+        #[serde(default)]
+        preview: Vec<crate::diff::FileDiff>,
+        #[serde(default)]
+        offer: Option<crate::policy::always::AllowOffer>,
     },
     /// The question was answered, or timed out.
     PromptClosed {

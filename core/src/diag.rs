@@ -136,6 +136,8 @@ codes! {
     SshFailed => "KA_SSH_FAILED", "ssh could not connect or authenticate (exit 255)";
     GitProtected => "KA_GIT_PROTECTED", "a command changed files that steer git or keyless outside the sandbox (git's hooks, config or repository links, keyless.json); keyless put them back";
     WorkspaceRefused => "KA_WORKSPACE_REFUSED", "a folder keyless will not use as the workspace: it holds your home, your keyless config or /, or is keyless's own checkout, or none was chosen";
+    BatchNotFound => "KA_BATCH_NOT_FOUND", "no batch with that id in this workspace (`keyless-host undo --list` shows them)";
+    UndoRefused => "KA_UNDO_REFUSED", "a batch cannot be undone: it was undone already, or a later commit recorded its files (revert the commit instead)";
 }
 
 impl fmt::Display for Code {

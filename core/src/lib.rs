@@ -23,6 +23,7 @@ pub mod branch;
 pub mod check;
 pub mod config;
 pub mod diag;
+pub mod diff;
 pub mod environment;
 pub mod gitcontrol;
 pub mod keyless_json;
@@ -71,7 +72,12 @@ pub fn typescript() -> String {
         policy::SegmentVerdict::decl(&cfg),
         policy::Verdict::decl(&cfg),
         policy::Untrusted::decl(&cfg),
+        policy::always::RuleKind::decl(&cfg),
+        policy::always::AllowRule::decl(&cfg),
+        policy::always::AllowOffer::decl(&cfg),
         policy::Context::decl(&cfg),
+        diff::Change::decl(&cfg),
+        diff::FileDiff::decl(&cfg),
         check::CheckDiagnostic::decl(&cfg),
         check::CheckCommand::decl(&cfg),
         check::CheckReport::decl(&cfg),
@@ -124,6 +130,8 @@ pub fn typescript() -> String {
         api::PieceProgress::decl(&cfg),
         message::BatchCounts::decl(&cfg),
         api::ReplyAnswer::decl(&cfg),
+        api::UndoState::decl(&cfg),
+        api::BatchOutcome::decl(&cfg),
         api::CancelRequested::decl(&cfg),
         api::PieceSummary::decl(&cfg),
         api::PieceText::decl(&cfg),

@@ -169,6 +169,9 @@ pub struct CommandResult {
     pub kind: CommandKind,
     pub target: String,
     pub outcome: Outcome,
+    /// What the command changed in the workspace's files, for the user (never in the results
+    /// message the model reads).
+    pub diff: Vec<crate::diff::FileDiff>,
 }
 
 impl CommandResult {
@@ -179,6 +182,7 @@ impl CommandResult {
             kind: command.kind,
             target: command.target(),
             outcome,
+            diff: Vec::new(),
         }
     }
 }

@@ -85,6 +85,19 @@ impl TurnEnd {
             Self::NeedsUserInput => "needs_user_input",
         }
     }
+
+    /// Reads the stored spelling back.
+    #[must_use]
+    pub fn from_name(s: &str) -> Option<Self> {
+        [
+            Self::Done,
+            Self::MaxFormatRetries,
+            Self::MaxIterationsPerTurn,
+            Self::NeedsUserInput,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s)
+    }
 }
 
 /// Where a session stands: the turn and batch the next reply is, and the invalid replies in a row.

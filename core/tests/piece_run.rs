@@ -182,7 +182,7 @@ fn movement_gates_commands_and_patterns() {
         .check_command_line("git status && rm -rf src")
         .expect_err("rm is not allowed");
     assert!(
-        err.starts_with("segment 2: \"rm -rf src\" is not in this movement's allowed_commands"),
+        err.starts_with("\"rm -rf src\" is not in this movement's allowed_commands"),
         "{err}"
     );
 }

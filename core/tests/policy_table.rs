@@ -77,13 +77,16 @@ fn policy_table() {
 #[test]
 fn reasons_name_the_segment() {
     let v = decide("git status && echo hi > out.txt", Mode::Ask, &[]);
-    assert_eq!(v.reason, "segment 2: redirection writes a file (out.txt)");
+    assert_eq!(
+        v.reason,
+        "`echo hi > out.txt`: redirection writes a file (out.txt)"
+    );
     assert_eq!(v.segments.len(), 2);
     assert_eq!(v.segments[0].text, "git status");
     let v = decide("npm run build", Mode::AutoSafe, &["npm test".into()]);
     assert_eq!(
         v.reason,
-        "segment 1: npm run runs the project's scripts and is not in Commands.AllowList"
+        "npm run runs the project's scripts and is not in Commands.AllowList"
     );
 }
 

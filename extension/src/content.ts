@@ -279,7 +279,7 @@ function onEvent(e: HostEvent): void {
       o.commandStarted(e.number);
       break;
     case "command_finished":
-      o.commandFinished(e.number, e.status, e.code);
+      o.commandFinished(e.number, e.status, e.code, e.diff);
       break;
     case "output":
       o.output(e.text);

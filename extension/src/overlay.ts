@@ -2,8 +2,9 @@
 // styled with a constructed stylesheet (allowed under a strict style-src CSP). Every value goes in
 // with textContent.
 
+import { DIFF_CSS, diffRow, diffView, totals } from "../../www/common/diff-view.js";
 import { button, el } from "../../www/common/dom.js";
-import type { CommandView, PendingPrompt } from "./generated/core.js";
+import type { CommandView, FileDiff, PendingPrompt, RuleKind } from "./generated/core.js";
 import type { Diagnostic, FollowReport, ReplyAnswer } from "./protocol.js";
 
 const CSS = `
@@ -49,15 +50,25 @@ pre.out { margin: 0; max-height: 160px; overflow: auto; background: #0d1117; col
 .error { border-radius: 8px; padding: 8px 10px; background: #ffebe9; border: 1px solid #ff8182; color: #82071e; display: flex; flex-direction: column; gap: 6px; }
 .error .code { font: 600 12px ui-monospace, monospace; }
 .summary { border-radius: 8px; padding: 8px 10px; background: #f6f8fa; border: 1px solid #d0d7de; }
+.summary.o-ok { border-left: 4px solid #1a7f37; } .summary.o-failed, .summary.o-rejected, .summary.o-interrupted { border-left: 4px solid #cf222e; }
+.summary.o-declined { border-left: 4px solid #d4a72c; }
 .say { border-left: 3px solid #1f6feb; padding: 2px 8px; color: #1f2328; }
 .foot { color: #8c959f; font-size: 11px; }
 .hidden { display: none !important; }
-`;
+tr.diffs td { border-top: none; padding: 0 4px 4px 26px; }
+.changes { display: flex; flex-direction: column; gap: 2px; margin-top: 6px; }
+.changes h5 { margin: 0; font-size: 11px; color: #656d76; font-weight: 600; }
+.always { display: flex; flex-direction: column; gap: 4px; border-top: 1px dashed #d4a72c; padding-top: 6px; }
+.always code { display: inline; padding: 1px 4px; }
+${DIFF_CSS}`;
 
 type PillKind = "follow" | "ok" | "bad" | "wait" | "run" | "";
 
 /// A question waiting for the user, as the host's `prompt` event carries it.
-export type PromptEvent = Pick<PendingPrompt, "id" | "kind" | "text" | "tier" | "reason">;
+export type PromptEvent = Pick<PendingPrompt, "id" | "kind" | "text" | "tier" | "reason"> & Partial<Pick<PendingPrompt, "preview" | "offer">>;
+
+/** The user's answer to a prompt: approve (once, or always for the offer's rule) or an answer. */
+export type PromptReply = { approve?: boolean; answer?: string; always?: RuleKind };
 
 export class Overlay {
   readonly host: HTMLElement;
@@ -252,9 +263,16 @@ export class Overlay {
     cell?.replaceChildren(el("span", "s-running", "running…"));
   }
 
-  commandFinished(n: number, status: string, code: string | null): void {
+  commandFinished(n: number, status: string, code: string | null, diff: FileDiff[] = []): void {
     const cell = this.rows.get(n);
     cell?.replaceChildren(el("span", `s-${status}`, status === "error" ? (code ?? "error") : status));
+    // What the command changed, under its row (collapsed when long).
+    const row = this.rowEls.get(n)?.tr;
+    if (row && diff.length > 0) {
+      const old = row.nextElementSibling;
+      if (old?.classList.contains("diffs")) old.remove();
+      row.after(diffRow(diff, 4));
+    }
   }
 
   output(chunk: string): void {
@@ -268,7 +286,7 @@ export class Overlay {
     this.says.append(el("div", "say", text));
   }
 
-  prompt(p: PromptEvent, answer: (a: { approve?: boolean; answer?: string }) => void): void {
+  prompt(p: PromptEvent, answer: (a: PromptReply) => void): void {
     const box = el("div", "prompt");
     box.dataset.prompt = String(p.id);
     if (p.kind === "confirm") {
@@ -276,18 +294,34 @@ export class Overlay {
       if (p.tier) title.append(el("span", `badge t-${p.tier}`, p.tier));
       box.append(title, el("code", "", p.text));
       if (p.reason) box.append(el("div", "why", p.reason));
+      // What it will change, before the user approves (a @@deletefile's file).
+      if (p.preview && p.preview.length > 0) {
+        box.append(el("div", "why", "This will change:"));
+        for (const d of p.preview) box.append(diffView(d));
+      }
+      const reply = (a: PromptReply) => () => {
+        answer(a);
+        box.remove();
+      };
       const row = el("div", "row");
-      row.append(
-        button("Approve", "primary", () => {
-          answer({ approve: true });
-          box.remove();
-        }),
-        button("Decline", "", () => {
-          answer({ approve: false });
-          box.remove();
-        }),
-      );
+      row.append(button("Approve", "primary", reply({ approve: true })), button("Decline", "", reply({ approve: false })));
       box.append(row);
+      if (p.offer) {
+        // "Always allow", with the rule shown before it is saved.
+        const always = el("div", "always");
+        const exact = el("div", "row");
+        exact.append(button("Always allow this command", "", reply({ approve: true, always: "exact" })), el("span", "why", "here, exactly as written"));
+        always.append(exact);
+        if (p.offer.like) {
+          const like = el("div", "row");
+          const shown = el("span", "why", "commands like ");
+          shown.append(el("code", "", p.offer.like.text));
+          like.append(button("Always allow commands like this", "", reply({ approve: true, always: "like" })), shown);
+          always.append(like);
+        }
+        always.append(el("div", "why", `Never above ${p.offer.exact.tier}; never a Denied command. \`keyless-host allow list\` shows the rules.`));
+        box.append(always);
+      }
     } else {
       // A piece's question (needs_user_input) carries why it stopped; the model's @@ask does not.
       box.append(el("div", "", p.reason ? "The piece needs your answer to go on:" : "The model asks:"), el("code", "", p.text));
@@ -320,6 +354,7 @@ export class Overlay {
   results(answer: ReplyAnswer, sent: string): void {
     this.live.classList.add("hidden");
     this.summary.classList.remove("hidden");
+    this.summary.className = `summary o-${answer.outcome}`;
     this.summary.replaceChildren();
     // Counted once, by the host (core's BatchCounts): the same figures as the terminal's exit code.
     const { ok, failed, declined, skipped } = answer.counts;
@@ -342,6 +377,19 @@ export class Overlay {
     }
     if (answer.done_message) {
       this.summary.append(el("div", "done-message", answer.done_message));
+    }
+    if (answer.task_diff.length > 0) {
+      // The task is finished: everything it changed since it started, the short diffs open.
+      const changes = el("div", "changes task");
+      changes.append(el("h5", "", `The task's changes: ${totals(answer.task_diff)}`));
+      for (const d of answer.task_diff) changes.append(diffView(d));
+      this.summary.append(changes);
+    } else if (answer.diff.length > 0) {
+      // What the batch changed (each diff is also under its command above).
+      const changes = el("div", "changes");
+      changes.append(el("h5", "", `Changes: ${totals(answer.diff)}`));
+      for (const d of answer.diff) changes.append(diffView(d, false));
+      this.summary.append(changes);
     }
     if (answer.review) {
       const review = el("pre", "review", answer.review);

@@ -28,7 +28,7 @@ export type {
   HostEvent,
 } from "./generated/core.js";
 export type Verdict = WatchVerdict;
-import type { Context, Delivery, DoctorLine, EffectiveTools, FollowReport, HostEvent, Mode, Pace, PageObservation, ReplyAnswer, Selectors, Settings, SiteAdapter } from "./generated/core.js";
+import type { Context, Delivery, DoctorLine, EffectiveTools, FollowReport, HostEvent, Mode, Pace, PageObservation, ReplyAnswer, RuleKind, Selectors, Settings, SiteAdapter } from "./generated/core.js";
 
 // ---- the run of one tab ----
 
@@ -97,7 +97,7 @@ export interface Requests {
   /// the last answer for this reply).
   follow: { req: { keep: number; tail: string; page: PageObservation }; res: (FollowReport & { commandsFrom: number }) | { resync: true } };
   reply: { req: { text: string }; res: ReplyOutcome };
-  answer: { req: { id: number; approve?: boolean; answer?: string }; res: { ok: boolean } };
+  answer: { req: { id: number; approve?: boolean; answer?: string; always?: RuleKind }; res: { ok: boolean } };
   cancel: { req: Record<string, never>; res: { ok: boolean } };
   tabRun: { req: Record<string, never>; res: { run: TabRun | null } };
   delivered: { req: { ok: boolean; code?: string; endToSentMs?: number }; res: { ok: boolean } };

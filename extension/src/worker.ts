@@ -303,7 +303,12 @@ const handlers: Handlers = {
     return { answer, send: !ended && s.autoSend && next.state === "running", delivery, run: next };
   },
   async answer(req) {
-    await api(v1.answer(req.id, req.answer !== undefined ? { answer: req.answer } : { approve: req.approve === true }));
+    await api(
+      v1.answer(
+        req.id,
+        req.answer !== undefined ? { answer: req.answer } : { approve: req.approve === true, ...(req.always && req.approve === true ? { always: req.always } : {}) },
+      ),
+    );
     return { ok: true };
   },
   async cancel(_req, sender) {

@@ -1,6 +1,7 @@
 //! keyless-host: the native host. The binary's `main` calls [`cli::main`]; the modules are public
 //! so benchmarks and the later server can drive the executor directly.
 
+pub mod always;
 pub mod cli;
 pub mod config;
 pub mod conn;

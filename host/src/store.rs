@@ -130,12 +130,14 @@ impl Store {
             "task_branch",
             "base_branch",
             "base_commit",
+            "task",
         ] {
             let _ = conn.execute(&format!("ALTER TABLE sessions ADD COLUMN {col} TEXT"), []);
         }
         for col in ["reply", "gate", "context"] {
             let _ = conn.execute(&format!("ALTER TABLE batches ADD COLUMN {col} TEXT"), []);
         }
+        let _ = conn.execute("ALTER TABLE results ADD COLUMN diff TEXT", []);
         Ok(Self { conn })
     }
 
@@ -305,6 +307,27 @@ impl Store {
             .optional()?)
     }
 
+    /// The id of the batch at `turn`/`batch` of a session (the newest, when a retry stored
+    /// several) and when it was created (Unix seconds).
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn batch_at(
+        &self,
+        session: &str,
+        turn: u32,
+        batch: u32,
+    ) -> Result<Option<(String, i64)>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, created_at FROM batches WHERE session_id = ?1 AND turn = ?2 AND batch = ?3 ORDER BY (status = 'done') DESC, rowid DESC LIMIT 1",
+                params![session, turn, batch],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+
     /// Claims a batch before it runs. Returns false when the id is already stored.
     ///
     /// # Errors
@@ -329,14 +352,31 @@ impl Store {
     /// # Errors
     /// SQLite failures.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, StoreError> {
-        let mut stmt = self.conn.prepare("SELECT id, created_at, turn, batch, piece_yaml IS NOT NULL FROM sessions ORDER BY created_at DESC, rowid DESC LIMIT 200")?;
+        let mut stmt = self.conn.prepare(
+            "SELECT s.id, s.created_at, s.turn, s.batch, s.piece_yaml IS NOT NULL, s.task, \
+             COALESCE(s.task_branch, s.base_branch), s.mode, \
+             (SELECT status FROM batches b WHERE b.session_id = s.id ORDER BY b.rowid DESC LIMIT 1), \
+             (SELECT end_reason FROM turns t WHERE t.session_id = s.id AND t.end_reason IS NOT NULL \
+              AND t.turn >= (SELECT MAX(turn) FROM batches b2 WHERE b2.session_id = s.id) ORDER BY t.turn DESC LIMIT 1) \
+             FROM sessions s ORDER BY s.created_at DESC, s.rowid DESC LIMIT 200",
+        )?;
         let rows = stmt.query_map([], |r| {
+            let last_batch = r
+                .get::<_, Option<String>>(8)?
+                .and_then(|b| BatchStatus::from_name(&b));
+            let last_end = r
+                .get::<_, Option<String>>(9)?
+                .and_then(|e| keyless_core::turn::TurnEnd::from_name(&e));
             Ok(SessionSummary {
                 session: r.get(0)?,
                 created_at: r.get(1)?,
                 turn: r.get(2)?,
                 batch: r.get(3)?,
                 piece: r.get(4)?,
+                task: r.get(5)?,
+                branch: r.get(6)?,
+                mode: r.get(7)?,
+                state: keyless_core::api::session_state(last_batch, last_end),
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -374,7 +414,7 @@ impl Store {
     /// SQLite failures.
     pub fn results(&self, id: &str) -> Result<Vec<CommandRecord>, StoreError> {
         let mut stmt = self.conn.prepare(
-            "SELECT number, status, code, reason, exit_code, duration_ms FROM results WHERE batch_id = ?1 ORDER BY number",
+            "SELECT number, status, code, reason, exit_code, duration_ms, diff FROM results WHERE batch_id = ?1 ORDER BY number",
         )?;
         let rows = stmt.query_map(params![id], |r| {
             Ok(CommandRecord {
@@ -384,6 +424,10 @@ impl Store {
                 reason: r.get(3)?,
                 exit_code: r.get(4)?,
                 duration_ms: r.get(5)?,
+                diff: r
+                    .get::<_, Option<String>>(6)?
+                    .and_then(|d| serde_json::from_str(&d).ok())
+                    .unwrap_or_default(),
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -429,9 +473,12 @@ impl Store {
                 ),
                 Outcome::Skipped { reason } => (None, Some(reason.to_string()), None, None),
             };
+            let diff = (!r.diff.is_empty())
+                .then(|| serde_json::to_string(&r.diff).ok())
+                .flatten();
             tx.execute(
-                "INSERT OR REPLACE INTO results (batch_id, number, command, target, status, code, reason, exit_code, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![id, r.number, r.kind.name(), r.target, st, code, reason, exit, ms.map(|m| i64::try_from(m).unwrap_or(i64::MAX))],
+                "INSERT OR REPLACE INTO results (batch_id, number, command, target, status, code, reason, exit_code, duration_ms, diff) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![id, r.number, r.kind.name(), r.target, st, code, reason, exit, ms.map(|m| i64::try_from(m).unwrap_or(i64::MAX)), diff],
             )?;
             if st != "skipped" {
                 tx.execute(
@@ -526,9 +573,50 @@ impl Store {
                 control: control
                     .map(|c| stored(4, &c, Control::from_name))
                     .transpose()?,
+                counts: keyless_core::message::BatchCounts::default(),
+                outcome: keyless_core::api::BatchOutcome::Empty,
+                undo: keyless_core::api::UndoState::NoChanges,
             })
         })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut list: Vec<BatchSummary> = rows.collect::<Result<_, _>>()?;
+        for b in &mut list {
+            b.counts = self.counts(&b.id)?;
+            b.outcome = keyless_core::api::BatchOutcome::of(b.status, &b.counts);
+        }
+        Ok(list)
+    }
+
+    /// How batch `id`'s commands ended.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn counts(&self, id: &str) -> Result<keyless_core::message::BatchCounts, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT status, code FROM results WHERE batch_id = ?1")?;
+        let mut c = keyless_core::message::BatchCounts::default();
+        let rows = stmt.query_map(params![id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+        })?;
+        for row in rows {
+            let (status, code) = row?;
+            if let Some(st) = ResultStatus::from_name(&status) {
+                c.add(st, code.as_deref());
+            }
+        }
+        Ok(c)
+    }
+
+    /// Records the task the user gave a session.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn set_task(&self, session: &str, task: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE sessions SET task = ?2 WHERE id = ?1",
+            params![session, task],
+        )?;
+        Ok(())
     }
 
     /// The audit trail, oldest first (optionally one session's).

@@ -105,9 +105,16 @@ pub fn submit(
             counts.add(r.status, r.code.as_deref());
         }
         return Ok(ReplyAnswer {
+            outcome: keyless_core::api::BatchOutcome::of(status, &counts),
             counts,
             done_message: None,
             review: None,
+            task_diff: Vec::new(),
+            diff: store
+                .results(&id)?
+                .into_iter()
+                .flat_map(|r| r.diff)
+                .collect(),
             batch_id: id,
             turn,
             batch,
@@ -238,7 +245,7 @@ pub fn submit(
         status: step.status,
         turn_ended: step.turn_ended,
     });
-    let (counts, done_message) = match &outcome {
+    let (counts, done_message, diff) = match &outcome {
         BatchOutcome::Executed {
             entries,
             done_message,
@@ -246,16 +253,31 @@ pub fn submit(
         } => (
             keyless_core::message::BatchCounts::of(entries),
             done_message.clone(),
+            entries
+                .iter()
+                .flat_map(|e| e.diff.iter().cloned())
+                .collect(),
         ),
-        BatchOutcome::Rejected { .. } => (keyless_core::message::BatchCounts::default(), None),
+        BatchOutcome::Rejected { .. } => (
+            keyless_core::message::BatchCounts::default(),
+            None,
+            Vec::new(),
+        ),
     };
     let review = (step.turn_ended == Some(TurnEnd::Done))
         .then(|| crate::exec::git::review(ctx.ws.root(), ctx.repo))
         .flatten();
+    let task_diff = match (&step.turn_ended, &ctx.repo.base_commit) {
+        (Some(TurnEnd::Done), Some(base)) => crate::exec::diffs::since_commit(ctx.ws, base, 500),
+        _ => Vec::new(),
+    };
     Ok(ReplyAnswer {
+        outcome: keyless_core::api::BatchOutcome::of(step.status, &counts),
         counts,
         done_message,
         review,
+        diff,
+        task_diff,
         batch_id: id,
         turn,
         batch,

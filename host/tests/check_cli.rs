@@ -197,7 +197,7 @@ fn policy_json_has_the_documented_shape() {
     );
     assert_eq!(
         v["reason"],
-        "segment 2: redirection writes a file (out.txt)"
+        "`echo hi > out.txt`: redirection writes a file (out.txt)"
     );
     let out = host()
         .args([

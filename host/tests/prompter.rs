@@ -80,7 +80,7 @@ fn confirmations_and_questions_go_through_the_prompter() {
     );
     assert!(tmp.path().join("one.txt").exists());
     assert!(!tmp.path().join("two.txt").exists());
-    assert!(results.contains("code: KA_COMMAND_DECLINED\nreason: the user declined (segment 1: redirection writes a file (two.txt))"), "{results}");
+    assert!(results.contains("code: KA_COMMAND_DECLINED\nreason: the user declined (redirection writes a file (two.txt))"), "{results}");
     assert_eq!(p.asked, ["Which port?"]);
     assert!(
         results.contains(

@@ -884,7 +884,12 @@ fn a_piece_session_gates_commands_and_moves_through_movements() {
         ),
         "{text}"
     );
-    assert!(text.contains("reason: movement \"plan\": segment 2: \"rm -rf src\" is not in this movement's allowed_commands"), "{text}");
+    assert!(
+        text.contains(
+            "reason: movement \"plan\": \"rm -rf src\" is not in this movement's allowed_commands"
+        ),
+        "{text}"
+    );
     assert!(
         text.contains("--- result 2/3 | #2 runcommand | ls ---\nstatus: ok"),
         "{text}"
@@ -1232,12 +1237,7 @@ fn stopping_serve_declines_what_waits_for_an_answer() {
         "a declined command never runs"
     );
     // The batch is recorded, declined.
-    let log = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
-        .args(["log", "--json", "--workspace"])
-        .arg(&e.ws)
-        .env("XDG_CONFIG_HOME", &e.config)
-        .output()
-        .expect("log");
+    let log = keyless_in(&e, &["log", "--json"]);
     let log = String::from_utf8_lossy(&log.stdout);
     assert!(log.contains("KA_COMMAND_DECLINED"), "{log}");
 }
@@ -1723,4 +1723,198 @@ fn an_as_program_cannot_take_the_server_down() {
     assert_eq!(d["value"], serde_json::json!([7, 7]), "{d}");
     assert_eq!(d["trace"]["events"][0]["func"], "main", "{d}");
     assert_eq!(d["trace"]["events"][0]["events"][0]["func"], "twice", "{d}");
+}
+
+/// `keyless-host ARGS --workspace WS` with the test's config folder.
+fn keyless_in(e: &Env, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(args)
+        .arg("--workspace")
+        .arg(&e.ws)
+        .env("XDG_CONFIG_HOME", &e.config)
+        .output()
+        .expect("keyless-host")
+}
+
+/// The first waiting confirmation (at most 20 s).
+fn first_prompt(srv: &Server) -> serde_json::Value {
+    let start = Instant::now();
+    loop {
+        let (_, v) = srv.get("/v1/confirmations");
+        if let Some(p) = v.as_array().and_then(|a| a.first()).cloned() {
+            return p;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no confirmation");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs a reply that must not ask: a confirmation that appears is declined and fails the test.
+fn reply_unasked(srv: &Server, session: &str, reply: &str) -> serde_json::Value {
+    std::thread::scope(|s| {
+        let t = s.spawn(|| srv.reply(session, reply));
+        while !t.is_finished() {
+            let (_, v) = srv.get("/v1/confirmations");
+            if let Some(p) = v.as_array().and_then(|a| a.first()) {
+                srv.post(
+                    &format!("/v1/confirmations/{}", p["id"]),
+                    &serde_json::json!({ "approve": false }),
+                );
+                panic!("asked although a rule allows it: {p}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        t.join().expect("reply")
+    })
+}
+
+/// "Always allow" (issue 27): the confirmation offers the exact line and the pattern keyless would
+/// save; the rule is kept in the user's config folder (mode 0600), never in the workspace; a later
+/// matching line runs unasked, a wider line is still asked, a Denied line is still denied, and
+/// `allow remove` takes it back. A @@deletefile's confirmation shows the diff it will make, and
+/// every file command's result carries its diff on the event stream and in the answer.
+#[test]
+fn always_allow_previews_and_diffs_through_serve() {
+    let e = env();
+    std::fs::write(e.ws.join("data.json"), "{\"b\": 1, \"a\": 2}\n").expect("write");
+    std::fs::write(e.ws.join("gone.txt"), "keep me\n").expect("write");
+    let before: Vec<_> = std::fs::read_dir(&e.ws)
+        .expect("ls")
+        .filter_map(Result::ok)
+        .map(|d| d.file_name())
+        .collect();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "ask"]);
+    let session = srv.session();
+    let line = "python3 -m json.tool data.json";
+    std::thread::scope(|s| {
+        let t = s.spawn(|| srv.reply(&session, &run_cmd(line)));
+        let p = first_prompt(&srv);
+        assert_eq!(p["offer"]["exact"]["text"], line, "{p}");
+        assert_eq!(p["offer"]["like"]["text"], "python3 -m json.tool *", "{p}");
+        assert_eq!(p["offer"]["like"]["tier"], "Execute", "{p}");
+        srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({ "approve": true, "always": "like" }),
+        );
+        let v = t.join().expect("reply");
+        assert!(
+            v["text"].as_str().is_some_and(|t| t.contains("status: ok")),
+            "{v}"
+        );
+    });
+    // Kept in the user's config folder, private; nothing new in the workspace but keyless's .agent.
+    let rules = e.config.join("keyless").join("always.json");
+    let kept = std::fs::read_to_string(&rules).expect("always.json");
+    assert!(kept.contains("python3 -m json.tool *"), "{kept}");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&rules)
+            .expect("meta")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let after: Vec<_> = std::fs::read_dir(&e.ws)
+        .expect("ls")
+        .filter_map(Result::ok)
+        .map(|d| d.file_name())
+        .filter(|n| n != ".agent")
+        .collect();
+    assert_eq!(after.len(), before.len(), "{after:?}");
+    // A later line the rule covers runs unasked…
+    let v = reply_unasked(
+        &srv,
+        &session,
+        &run_cmd("python3 -m json.tool data.json --sort-keys"),
+    );
+    assert!(
+        v["text"].as_str().is_some_and(|t| t.contains("status: ok")),
+        "{v}"
+    );
+    // …a wider one (a read outside the workspace: Risky) is asked…
+    std::thread::scope(|s| {
+        let t = s.spawn(|| srv.reply(&session, &run_cmd("python3 -m json.tool /etc/hostname")));
+        let p = first_prompt(&srv);
+        assert_eq!(p["tier"], "Risky", "{p}");
+        srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({ "approve": false }),
+        );
+        t.join().expect("reply");
+    });
+    // …and a Denied one is denied.
+    let v = reply_unasked(
+        &srv,
+        &session,
+        &run_cmd("python3 -m json.tool data.json && rm -rf /"),
+    );
+    assert!(
+        v["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("KA_COMMAND_DENIED")),
+        "{v}"
+    );
+    // The list and the removal.
+    let list = keyless_in(&e, &["allow", "list"]);
+    let shown = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        shown.contains("1. like    python3 -m json.tool *   (up to Execute)"),
+        "{shown}"
+    );
+    let rm = keyless_in(&e, &["allow", "remove", "1"]);
+    assert!(
+        rm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rm.stderr)
+    );
+    std::thread::scope(|s| {
+        let t = s.spawn(|| srv.reply(&session, &run_cmd(line)));
+        let p = first_prompt(&srv);
+        assert_eq!(
+            p["tier"], "Execute",
+            "asked again once the rule is gone: {p}"
+        );
+        srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({ "approve": true }),
+        );
+        t.join().expect("reply");
+    });
+    // The deletefile preview, and the diffs of the results.
+    let del = "@@deletefile gone.txt\n@@end\n@@newfile made.txt\n<<<CONTENT\nfresh\nCONTENT>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    std::thread::scope(|s| {
+        let t = s.spawn(|| srv.reply(&session, del));
+        let p = first_prompt(&srv);
+        assert_eq!(p["preview"][0]["change"], "deleted", "{p}");
+        assert!(
+            p["preview"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("-keep me")),
+            "{p}"
+        );
+        assert!(p["offer"].is_null(), "a deletefile offers no rule: {p}");
+        srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({ "approve": true }),
+        );
+        let v = t.join().expect("reply");
+        let diff = &v["diff"];
+        assert_eq!(diff[0]["path"], "gone.txt", "{v}");
+        assert_eq!(diff[1]["change"], "added", "{v}");
+        assert_eq!(diff[1]["added"], 1, "{v}");
+        assert!(
+            !v["text"].as_str().unwrap_or("").contains("+fresh"),
+            "no diff in the chat's text"
+        );
+        let (_, b) = srv.get(&format!(
+            "/v1/batches/{}",
+            v["batch_id"].as_str().expect("id")
+        ));
+        assert_eq!(
+            b["commands"][1]["result"]["diff"][0]["path"], "made.txt",
+            "{b}"
+        );
+        assert_eq!(b["outcome"], "ok", "{b}");
+    });
 }

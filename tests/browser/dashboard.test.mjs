@@ -45,7 +45,7 @@ test("the dashboard shows batches, approves a confirmation, and looks right", as
     await page.locator(".batch .head", { hasText: "Turn 1 · Batch 1" }).click();
     await page.locator(".results").first().waitFor();
     // Each command's outcome comes from its stored result, not from the results text.
-    const rows = page.locator(".batch .cmds tr");
+    const rows = page.locator(".batch .cmds tr:not(.diffs)");
     await rows.first().waitFor();
     const cells = await rows.evaluateAll((trs) => trs.map((tr) => [tr.querySelector(".c")?.textContent, tr.querySelector("td.o .chip")?.textContent ?? "", tr.querySelector("td.o .sub")?.textContent ?? ""]));
     assert.deepEqual(cells.map(([c, chip]) => [c, chip]), [["say", ""], ["newfile", "ok"], ["runcommand", "ok"], ["next", ""]], JSON.stringify(cells));
@@ -64,6 +64,76 @@ test("the dashboard shows batches, approves a confirmation, and looks right", as
     await page.screenshot({ path: join(shots, "dashboard.png"), fullPage: true });
     assert.deepEqual(errors, []);
     assert.ok(existsSync(join(ws, "src", "greet.rs")));
+  } finally {
+    await browser.close();
+    host.child.kill();
+  }
+});
+
+test("at 1280 px the dashboard tells the truth: a failed batch is red, diffs, the session's whole diff, undo by the rules", async () => {
+  const ws = mkdtempSync(join(tmpdir(), "keyless-dash-review-"));
+  execFileSync("git", ["init", "-q", "-b", "feature", ws]);
+  execFileSync("git", ["-C", ws, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"]);
+  writeFileSync(join(ws, "app.py"), "def greet():\n    return 'hi'\n");
+  execFileSync("git", ["-C", ws, "add", "-A"]);
+  execFileSync("git", ["-C", ws, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m", "app"]);
+  const host = await startHost(ws, mkdtempSync(join(tmpdir(), "keyless-dash-review-cfg-")));
+  const browser = await launch();
+  try {
+    const { json: s } = await api(host, "/v1/sessions", { task: "Make greet() say hello to a name, and keep the tests green" });
+    const edit = "@@editfile app.py\n<<<FIND\ndef greet():\n    return 'hi'\nFIND>>>\n<<<REPLACE\ndef greet(name):\n    return f'hello {name}'\nREPLACE>>>\n@@end\n@@newfile test_app.py\n<<<CONTENT\nfrom app import greet\n\ndef test_greet():\n    assert greet('ana') == 'hello ana'\nCONTENT>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    const r1 = await api(host, `/v1/sessions/${s.session}/replies`, { reply: edit });
+    assert.equal(r1.json.outcome, "ok");
+    assert.equal(r1.json.diff.length, 2);
+    const long = `ls ${"a-very-long-file-name-that-does-not-exist-".repeat(8)}x`;
+    const r2 = await api(host, `/v1/sessions/${s.session}/replies`, { reply: `@@runcommand\n<<<CMD\n${long}\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n` });
+    assert.equal(r2.json.status, "done");
+    assert.equal(r2.json.outcome, "failed", "a batch whose command failed is not ok");
+
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors = [];
+    page.on("pageerror", (e) => errors.push(String(e)));
+    page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+    page.on("dialog", (d) => void d.accept());
+    await page.goto(host.dashboard);
+    // The session says what it is: its task, branch and state in words.
+    await page.locator(".list .task", { hasText: "Make greet() say hello" }).waitFor({ timeout: 15000 });
+    await page.locator(".list .state", { hasText: "waiting for the model's next reply" }).waitFor();
+    assert.match(await page.locator(".list li.sel .sub").textContent(), /on feature/);
+    const failed = page.locator(".batch.o-failed .head .chip.failed");
+    await failed.waitFor();
+    assert.match(await failed.textContent(), /1 failed/);
+    assert.equal(await failed.evaluate((e) => getComputedStyle(e).color), "rgb(207, 34, 46)");
+    await page.locator(".batch.o-ok .head .chip.ok", { hasText: "2 ok" }).waitFor();
+    // The failed batch's long target wraps; nothing scrolls sideways.
+    await page.locator(".batch .head", { hasText: "Turn 1 · Batch 2" }).click();
+    await page.locator(".cmds td.t", { hasText: "a-very-long-file-name" }).waitFor();
+    // Batch 1's diffs, under their commands.
+    await page.locator(".batch .head", { hasText: "Turn 1 · Batch 1" }).click();
+    const diff = page.locator(".batch .cmds tr.diffs details.diff").first();
+    await diff.waitFor();
+    assert.match(await diff.locator("summary").textContent(), /app\.py\+2 −2/);
+    await page.locator(".d-add", { hasText: "+    return f'hello {name}'" }).first().waitFor();
+    // The session's whole diff against the commit it started from.
+    await page.locator("details.whole > summary").click();
+    await page.locator(".session-diff .sub", { hasText: "Since the session started: 2 files changed, +6 −2" }).waitFor();
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    const wide = await page.evaluate(() => [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > 1281).map((e) => `${e.tagName}.${e.className}`).slice(0, 8).join(", "));
+    assert.ok(width <= 1280, `the page scrolls sideways: ${width} px (${wide})`);
+    mkdirSync(shots, { recursive: true });
+    await page.screenshot({ path: join(shots, "dashboard-review.png"), fullPage: true });
+    // Undo: only the batch that changed files offers it; once undone, it says so.
+    assert.equal(await page.locator(".batch.o-failed .head button", { hasText: "Undo" }).count(), 0);
+    await page.locator(".batch.o-ok .head button", { hasText: "Undo" }).click();
+    await page.locator(".batch.o-ok .head .chip", { hasText: "undone" }).waitFor({ timeout: 10000 });
+    assert.equal(await page.locator(".batch.o-ok .head button", { hasText: "Undo" }).count(), 0);
+    assert.equal(readFileSync(join(ws, "app.py"), "utf8"), "def greet():\n    return 'hi'\n");
+    assert.ok(!existsSync(join(ws, "test_app.py")));
+    // The API follows the same rule: undoing it again is refused with the reason.
+    const again = await api(host, `/v1/batches/${r1.json.batch_id}/undo`, {});
+    assert.equal(again.status, 409);
+    assert.match(JSON.stringify(again.json), /already undone/);
+    assert.deepEqual(errors, []);
   } finally {
     await browser.close();
     host.child.kill();

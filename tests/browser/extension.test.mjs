@@ -126,7 +126,10 @@ test("a task runs end to end on a ChatGPT-like page", async () => {
   // overlay shows about a reply lasts only until the next one starts.
   let releaseReply3 = () => {};
   const reply3 = new Promise((resolve) => (releaseReply3 = resolve));
-  const chat = await startFakeChat(replies.map((text, i) => ({ text, chunk: 18, delayMs: 25, gate: i === 2 ? reply3 : undefined })));
+  // Reply 2 waits until batch 1's diffs have been looked at in the overlay.
+  let releaseReply2 = () => {};
+  const reply2 = new Promise((resolve) => (releaseReply2 = resolve));
+  const chat = await startFakeChat(replies.map((text, i) => ({ text, chunk: 18, delayMs: 25, gate: i === 2 ? reply3 : i === 1 ? reply2 : undefined })));
   const host = await startHost(w.ws, w.config, "ask");
   const { context, worker, extensionId } = await launchWithExtension(chat.port);
   const errors = [];
@@ -164,6 +167,18 @@ test("a task runs end to end on a ChatGPT-like page", async () => {
     assert.match(chat.received[1].text, /#4 runcommand \| wc -l src\/greet\.py ---\nstatus: ok \| exit code: 0/);
     assert.equal(readFileSync(join(w.ws, "src/greet.py"), "utf8"), `${GREET_PY}\n`);
     assert.equal(readFileSync(join(w.ws, "README.md"), "utf8"), "# demo\n\nA demo project.\n\nRun `python3 src/greet.py` to be greeted.\n");
+    // The user sees what changed: each file command's diff under its row, and the batch's changes
+    // in the summary (the chat got only the verified: lines).
+    await until("the diffs in the overlay", async () => (await overlay(page).locator("tr.diffs details.diff").count()) === 2);
+    const readmeDiff = overlay(page).locator("tr.diffs details.diff", { hasText: "README.md" });
+    assert.match(await readmeDiff.locator("summary").textContent(), /README\.md\+2 −0/);
+    assert.equal(await readmeDiff.evaluate((d) => d.open), true, "a short diff starts open");
+    assert.match(await readmeDiff.locator(".d-add").first().textContent(), /^\+\n$/);
+    assert.match(await readmeDiff.locator(".d-add").last().textContent(), /^\+Run `python3 src\/greet\.py` to be greeted\.\n$/);
+    assert.match(await overlay(page).locator(".changes h5").textContent(), /^Changes: 2 files changed, \+\d+ −0$/);
+    assert.doesNotMatch(chat.received[1].text, /\+Run `python3/);
+    await page.screenshot({ path: join(shots, "extension-diff.png") });
+    releaseReply2();
 
     // Reply 2 is not valid AgentScript: the overlay shows the problem at its line while the reply
     // still streams, then the correction goes back and nothing runs.
@@ -180,7 +195,10 @@ test("a task runs end to end on a ChatGPT-like page", async () => {
     // Reply 3 needs a confirmation in Ask mode: approve it in the overlay.
     const approve = overlay(page).locator("button", { hasText: "Approve" });
     await approve.waitFor({ timeout: 30000 });
-    assert.match(await overlay(page).locator(".prompt code").textContent(), /echo built > build\.txt/);
+    assert.match(await overlay(page).locator(".prompt code").first().textContent(), /echo built > build\.txt/);
+    // "Always allow" is offered for the exact line; a line with a redirection gets no pattern.
+    assert.equal(await overlay(page).locator("button", { hasText: "Always allow this command" }).count(), 1);
+    assert.equal(await overlay(page).locator("button", { hasText: "Always allow commands like this" }).count(), 0);
     await page.screenshot({ path: join(shots, "extension-confirm.png") });
     await approve.click();
     await until("results of the approved command", () => chat.received.length >= 4);
@@ -198,6 +216,9 @@ test("a task runs end to end on a ChatGPT-like page", async () => {
 
     // Reply 5 finishes: the overlay says done and nothing more is sent.
     await until("the done state", async () => (await pill(page).textContent()) === "done");
+    // The finished task's whole diff, in the overlay without a click.
+    assert.match(await overlay(page).locator(".changes.task h5").textContent(), /^The task's changes: 3 files changed, \+\d+ −0$/);
+    assert.equal(await overlay(page).locator(".changes.task details.diff[open]").count(), 3);
     await page.screenshot({ path: join(shots, "extension-done.png") });
     await new Promise((r) => setTimeout(r, 1500));
     assert.equal(chat.received.length, 5, "nothing is sent after @@done");
@@ -215,6 +236,7 @@ test("a task runs end to end on a ChatGPT-like page", async () => {
     console.log(`figure: end of streaming → results sent (ms): ${sent.join(", ")}`);
     assert.deepEqual(errors, []);
   } finally {
+    releaseReply2();
     releaseReply3();
     await context.close();
     host.child.kill("SIGTERM");

@@ -57,6 +57,11 @@ test("the piece editor validates live, draws the graph, saves and deletes a work
     const file = join(ws, ".agent", "pieces", "mine.yaml");
     assert.equal(readFileSync(file, "utf8"), template.replace("name: my-piece", "name: mine"));
     await page.locator("#pieces li.on", { hasText: "workspace" }).waitFor();
+    // A long line wraps in the editor, and its number takes the wrapped line's height.
+    const heights = await page.locator("#gutter span").evaluateAll((spans) => spans.map((s) => s.getBoundingClientRect().height));
+    const longest = Math.max(...heights), shortest = Math.min(...heights);
+    assert.ok(longest > shortest * 1.5, `a wrapped line's number is taller: ${heights.join(", ")}`);
+    assert.equal(await page.locator("#yaml").evaluate((t) => t.scrollWidth <= t.clientWidth), true, "nothing scrolls sideways");
     await page.screenshot({ path: join(shots, "pieces-editor.png"), fullPage: true });
 
     // A built-in piece: its graph has the ASK sentinel its fallback leads to.

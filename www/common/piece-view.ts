@@ -34,6 +34,20 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string,
   return e;
 }
 
+/** Splits a label into lines of at most `max` characters at spaces (a longer word stays whole). */
+function wrapLabel(label: string, max: number): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of label.split(/\s+/).filter((w) => w !== "")) {
+    if (line && line.length + 1 + word.length > max) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines.length > 0 ? lines : [""];
+}
+
 /** Draws the core's graph: nodes in their layers, rules as arrows, default_next dashed. */
 export function drawGraph(graph: Graph, title: string): SVGSVGElement {
   const layers = new Map<number, string[]>();
@@ -46,7 +60,7 @@ export function drawGraph(graph: Graph, title: string): SVGSVGElement {
     const ids = layers.get(d) ?? [];
     ids.forEach((id, i) => pos.set(id, { x: 30 + i * (W + GX) + ((maxPer - ids.length) * (W + GX)) / 2, y: 30 + row * (H + GY) }));
   });
-  const width = 60 + maxPer * (W + GX) - GX;
+  let width = 60 + maxPer * (W + GX) - GX;
   const height = 60 + depths.length * (H + GY) - GY;
   // Drawn at its own size (shrunk to fit, never blown up).
   const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": `movement graph of ${title}` });
@@ -63,8 +77,16 @@ export function drawGraph(graph: Graph, title: string): SVGSVGElement {
     const d = back ? `M ${a.x + W} ${a.y + H / 2} C ${a.x + W + 60} ${a.y + H / 2}, ${b.x + W + 60} ${b.y + H / 2}, ${b.x + W} ${b.y + H / 2}` : `M ${x1} ${y1} L ${x2} ${y2}`;
     root.append(svg("path", { d, fill: "none", stroke: e.fallback ? "#adb5bd" : "#6b7384", "stroke-width": 1.5, "stroke-dasharray": e.fallback ? "5 4" : "", "marker-end": "url(#arrow)" }));
     const lx = back ? Math.max(a.x, b.x) + W + 34 : (x1 + x2) / 2 + 6, ly = back ? (a.y + b.y) / 2 + H / 2 : (y1 + y2) / 2;
-    root.append(svg("text", { x: lx, y: ly, "font-size": 11, fill: "#495057" }, e.label.length > 28 ? `${e.label.slice(0, 27)}…` : e.label));
+    // The whole label, wrapped at word boundaries (never clipped); the drawing widens to hold it.
+    const lines = wrapLabel(e.label, 24);
+    const text = svg("text", { x: lx, y: ly - ((lines.length - 1) * 13) / 2, "font-size": 11, fill: "#495057" });
+    lines.forEach((line, i) => text.append(svg("tspan", { x: lx, dy: i === 0 ? 0 : 13 }, line)));
+    text.append(svg("title", {}, e.label));
+    root.append(text);
+    width = Math.max(width, lx + Math.max(...lines.map((l) => l.length)) * 6.4 + 12);
   }
+  root.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  root.setAttribute("width", String(width));
   for (const n of graph.nodes) {
     const p = pos.get(n.id);
     if (!p) continue;

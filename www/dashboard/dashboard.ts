@@ -1,12 +1,18 @@
 // The keyless host dashboard: sessions, each batch's reply and results, live output, pending
 // confirmations, the audit log, and undo. It talks to the host's API with the local token that
 // `keyless-host serve` printed in the dashboard URL. All data is written with textContent.
+import { DIFF_CSS, diffRow, diffView, totals } from "../common/diff-view";
 import { byId, el } from "../common/dom";
-import type { CommandRecord, PromptAnswer, TraceEvent } from "../../extension/src/generated/core";
+import type { BatchCounts, BatchOutcome, CommandRecord, PromptAnswer, TraceEvent } from "../../extension/src/generated/core";
 import { type Call, callHost, hostEvent, v1 } from "../common/host-api";
 import { takeToken } from "../common/token";
 
 const token = takeToken();
+
+// The diffs look the same here as in the overlay (one stylesheet, adopted: no inline styles).
+const diffSheet = new CSSStyleSheet();
+diffSheet.replaceSync(DIFF_CSS);
+document.adoptedStyleSheets = [...document.adoptedStyleSheets, diffSheet];
 
 /// One call to the host that serves this page, with the dashboard's token.
 function api<A>(call: Call<A>): Promise<A> {
@@ -57,9 +63,13 @@ async function loadSessions(): Promise<void> {
   ul.replaceChildren(
     ...list.map((s) => {
       const li = el("li", s.session === state.selected ? "sel" : "");
+      // The task first: it is what the user remembers a session by.
+      const task = el("div", "task", s.task ?? "(no task given)");
+      if (s.task) task.title = s.task;
       const top = el("div", "id", s.session);
       if (s.piece) top.append(" ", el("span", "chip piece", "piece"));
-      li.append(top, el("div", "sub", `turn ${s.turn} · batch ${s.batch} · ${time(s.created_at)}`));
+      const facts = [s.branch ? `on ${s.branch}` : "", s.mode ?? "", `turn ${s.turn} · batch ${s.batch}`, time(s.created_at)].filter((f) => f !== "");
+      li.append(task, el("div", "state", s.state), top, el("div", "sub", facts.join(" · ")));
       li.addEventListener("click", () => {
         state.selected = s.session;
         void refresh();
@@ -90,6 +100,17 @@ function outcomeCell(r: CommandRecord | null): HTMLTableCellElement {
   return td;
 }
 
+/** The words an outcome chip says: `3 ok · 1 failed`, or the batch's state. */
+function outcomeText(outcome: BatchOutcome, c: BatchCounts): string {
+  if (outcome === "rejected") return "format error";
+  if (outcome === "running" || outcome === "interrupted") return outcome;
+  const parts = [`${c.ok} ok`];
+  if (c.failed) parts.push(`${c.failed} failed`);
+  if (c.declined) parts.push(`${c.declined} declined`);
+  if (c.skipped) parts.push(`${c.skipped} skipped`);
+  return outcome === "empty" ? "nothing ran" : parts.join(" · ");
+}
+
 async function batchBody(id: string): Promise<HTMLDivElement> {
   const d = await api(v1.batch(id));
   const body = el("div", "body");
@@ -105,11 +126,24 @@ async function batchBody(id: string): Promise<HTMLDivElement> {
       }
       tr.append(el("td", "n", `#${c.number}`), el("td", "c", c.command), el("td", "t", c.target), tier, outcomeCell(c.result));
       table.append(tr);
+      // What the command changed, under it.
+      const diffs = c.result?.diff ?? [];
+      if (diffs.length > 0) table.append(diffRow(diffs, 5));
     }
     body.append(table);
   }
+  if (d.undo_note) body.append(el("div", "why undo-note", d.undo_note));
   body.append(resultsView(d.text));
   return body;
+}
+
+/** The session's whole diff against the commit it started from. */
+async function sessionDiff(id: string): Promise<HTMLDivElement> {
+  const list = await api(v1.sessionDiff(id));
+  const box = el("div", "session-diff");
+  box.append(el("div", "sub", list.length === 0 ? "Nothing changed since the session started." : `Since the session started: ${totals(list)}`));
+  for (const f of list) box.append(diffView(f, false));
+  return box;
 }
 
 async function loadBatches(): Promise<void> {
@@ -124,26 +158,47 @@ async function loadBatches(): Promise<void> {
   const running = s.batches.find((b) => b.status === "running");
   if (running && !state.runningSession) setRunning(s.session);
   if (!running && state.runningSession === s.session) setRunning("");
+  const whole = el("details", "whole");
+  whole.append(el("summary", "", "Whole diff of this session"));
+  whole.addEventListener("toggle", () => {
+    if (whole.open && whole.childElementCount === 1) {
+      sessionDiff(s.session)
+        .then((d) => whole.append(d))
+        .catch((e: unknown) => notice(String(e)));
+    }
+  });
   const cards = await Promise.all(
     [...s.batches].reverse().map(async (b) => {
-      const card = el("div", "batch");
+      const card = el("div", `batch o-${b.outcome}`);
       const head = el("div", "head");
-      const undo = el("button", "", "Undo");
-      undo.addEventListener("click", (ev) => {
-        ev.stopPropagation();
-        if (!window.confirm(`Restore the files batch ${b.id} changed?`)) return;
-        api(v1.undo(b.id))
-          .then((r) => notice(`Restored ${r.restored.length} file(s)`))
-          .catch((e: unknown) => notice(String(e)));
-      });
       head.append(
         el("span", "title", `Turn ${b.turn} · Batch ${b.batch}`),
-        el("span", `chip ${b.status}`, b.status),
+        el("span", `chip ${b.outcome}`, outcomeText(b.outcome, b.counts)),
         el("span", "chip idle", b.control ?? "—"),
         el("span", "id", b.id),
         el("span", "spacer"),
-        undo,
       );
+      // Undo follows `keyless-host undo`'s rules: only a batch it can take back offers it.
+      if (b.undo === "undoable") {
+        const undo = el("button", "", "Undo");
+        undo.addEventListener("click", (ev) => {
+          ev.stopPropagation();
+          if (!window.confirm(`Restore the files batch ${b.id} changed?`)) return;
+          api(v1.undo(b.id))
+            .then((r) => {
+              notice(`Restored ${r.restored.length} file(s)`);
+              void loadBatches();
+            })
+            .catch((e: unknown) => notice(String(e)));
+        });
+        head.append(undo);
+      } else if (b.undo === "undone") {
+        head.append(el("span", "chip idle", "undone"));
+      } else if (b.undo === "committed") {
+        const c = el("span", "chip idle", "committed");
+        c.title = "A later commit recorded its files: open the batch to see how to take it back.";
+        head.append(c);
+      }
       card.append(head);
       head.addEventListener("click", () => {
         if (state.open.has(b.id)) state.open.delete(b.id);
@@ -154,7 +209,7 @@ async function loadBatches(): Promise<void> {
       return card;
     }),
   );
-  box.replaceChildren(...cards);
+  box.replaceChildren(...(cards.length > 0 ? [whole, ...cards] : []));
   if (cards.length === 0) box.append(el("div", "empty", "No batches yet."));
 }
 
@@ -172,11 +227,24 @@ async function loadPending(): Promise<void> {
         api(v1.answer(p.id, body)).catch((e: unknown) => notice(String(e)));
       };
       if (p.kind === "confirm") {
+        for (const d of p.preview) card.append(diffView(d));
         const yes = el("button", "primary", "Approve");
         const no = el("button", "danger", "Decline");
         yes.addEventListener("click", () => answer({ approve: true }));
         no.addEventListener("click", () => answer({ approve: false }));
         row.append(yes, no);
+        if (p.offer) {
+          const exact = el("button", "", "Always allow this command");
+          exact.title = `Run \`${p.offer.exact.text}\` here without asking (never above ${p.offer.exact.tier})`;
+          exact.addEventListener("click", () => answer({ approve: true, always: "exact" }));
+          row.append(exact);
+          if (p.offer.like) {
+            const like = el("button", "", `Always allow \`${p.offer.like.text}\``);
+            like.title = `Commands like this run here without asking (never above ${p.offer.like.tier}; never a Denied one)`;
+            like.addEventListener("click", () => answer({ approve: true, always: "like" }));
+            row.append(like);
+          }
+        }
       } else {
         const input = el("input");
         input.placeholder = "Your answer";

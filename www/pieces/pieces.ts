@@ -73,7 +73,7 @@ function render(): void {
     : `✗ ${v.errors.length} error(s) — fix them to save`;
   const findings = [...v.errors, ...v.warnings];
   showFindings(findings);
-  renderGutter("gutter", yaml, new Set(findings.filter((f) => f.severity === "error" && f.line !== null).map((f) => f.line ?? 0)));
+  renderGutter("gutter", yaml, new Set(findings.filter((f) => f.severity === "error" && f.line !== null).map((f) => f.line ?? 0)), yamlBox());
   byId("graph").replaceChildren(v.piece ? drawGraph(pieceGraphModel(yaml), v.piece.name) : el("p", "timing", "Fix the errors to see the graph."));
   byId("tools").replaceChildren(...(v.piece ? toolCards(pieceTools(yaml)) : []));
   byId<HTMLButtonElement>("save").disabled = v.piece === undefined || v.piece === null;
@@ -164,6 +164,8 @@ async function main(): Promise<void> {
   await init();
   byId("where").textContent = token ? "" : "No token: open this page from the dashboard link that keyless-host serve printed.";
   yamlBox().addEventListener("input", render);
+  // Long lines wrap: the line numbers follow the wrapped lines when the editor changes width.
+  window.addEventListener("resize", render);
   syncGutter(yamlBox(), "gutter");
   nameBox().addEventListener("input", render);
   byId("save").addEventListener("click", () => void save());

@@ -238,9 +238,12 @@ fn ensure_chromium() -> Result<bool> {
 /// as the host does), the popup's reading of a pairing code before it is sent, and the prompt's
 /// "# Git" section (the task branch): measured 799 → 809 KiB raw, 324.5 → 328 KiB gzip; then the
 /// reads rules reading options as each program does (clusters, abbreviations, follow-link options,
-/// globs that may climb, links): 809 → 814 KiB raw, 328 → 331 KiB gzip.
-const WASM_BUDGET_RAW: u64 = 816 * 1024;
-const WASM_BUDGET_GZIP: u64 = 332 * 1024;
+/// globs that may climb, links): 809 → 814 KiB raw, 328 → 331 KiB gzip. Raised from 816/332 KiB
+/// for "always allow" (issue 27): the overlay judges a line with the user's rules from the host's
+/// context, as the executor does (a rule's tier ceiling and plain-words check): 814 → 818 KiB raw,
+/// 331 → 332 KiB gzip.
+const WASM_BUDGET_RAW: u64 = 820 * 1024;
+const WASM_BUDGET_GZIP: u64 = 334 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {

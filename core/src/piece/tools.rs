@@ -200,11 +200,10 @@ impl EffectiveTools {
             return Ok(());
         };
         let classified = crate::policy::classify(line);
-        for (i, seg) in classified.segments.iter().enumerate() {
+        for seg in &classified.segments {
             if !patterns.iter().any(|p| pattern_matches(p, &seg.text)) {
                 return Err(format!(
-                    "segment {}: \"{}\" is not in this movement's allowed_commands ({})",
-                    i + 1,
+                    "\"{}\" is not in this movement's allowed_commands ({})",
                     seg.text,
                     patterns.join(", ")
                 ));
@@ -373,7 +372,8 @@ pub(super) fn lint(piece: &Piece, movement_fields: &[Fields], top: &Fields, c: &
     };
     for (i, t) in piece.shared_tools.iter().enumerate() {
         if !is_known(t) && !t.starts_with("mcp__") {
-            c.warn(
+            // A misspelt tool is a mistake, not a choice: strict validation refuses it.
+            c.refuse_or_warn(
                 Code::PieceUnknownTool,
                 &format!("shared_tools[{i}]"),
                 top.entry_line("shared_tools", i),
@@ -426,7 +426,7 @@ pub(super) fn lint(piece: &Piece, movement_fields: &[Fields], top: &Fields, c: &
             let line = f.entry_line("allowed_tools", j);
             check_mcp(t, format!("movements[{i}].allowed_tools[{j}]"), line, c);
             if !is_known(t) && !t.starts_with("mcp__") {
-                c.warn(
+                c.refuse_or_warn(
                     Code::PieceUnknownTool,
                     &format!("movements[{i}].allowed_tools[{j}]"),
                     line,

@@ -107,6 +107,22 @@ impl Checker {
         self.report(Severity::Warning, code, path, line, message, help);
     }
 
+    /// A mistake the piece still loads with (a tool name that is dropped): an error in strict
+    /// mode (the editor, `piece validate`), a warning when a file-backed piece is loaded.
+    pub(super) fn refuse_or_warn(
+        &mut self,
+        code: Code,
+        path: &str,
+        line: u32,
+        message: String,
+        help: Option<String>,
+    ) {
+        match self.mode {
+            Strictness::Strict => self.error(code, path, line, message, help),
+            Strictness::Lenient => self.warn(code, path, line, message, help),
+        }
+    }
+
     /// A key the schema does not take: an error in strict mode; in lenient mode the entry is
     /// ignored with a warning under the same code.
     fn refuse_or_ignore(
@@ -117,12 +133,11 @@ impl Checker {
         message: String,
         help: Option<String>,
     ) {
-        match self.mode {
-            Strictness::Strict => self.error(code, path, line, message, help),
-            Strictness::Lenient => {
-                self.warn(code, path, line, format!("{message} (ignored)"), help)
-            }
-        }
+        let message = match self.mode {
+            Strictness::Strict => message,
+            Strictness::Lenient => format!("{message} (ignored)"),
+        };
+        self.refuse_or_warn(code, path, line, message, help);
     }
     fn object(&mut self, node: &Node, fields: &'static [Field], path: &str) -> Option<Fields> {
         let Value::Map(entries) = &node.value else {

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 pub use pattern::pattern_matches;
+pub mod always;
 
 /// Risk tiers, ordered from harmless to never-run.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -115,7 +116,8 @@ pub struct Classification {
 pub struct Verdict {
     pub tier: Tier,
     pub decision: Decision,
-    /// The deciding segment's reason, e.g. "segment 2: redirection writes a file".
+    /// The deciding reason, e.g. "redirection writes a file (out.txt)", prefixed with the
+    /// command it is about when the line has several (`` `echo hi > out.txt`: … ``).
     pub reason: String,
     pub segments: Vec<SegmentVerdict>,
 }
@@ -156,6 +158,10 @@ pub struct Context {
     /// so a read whose path has a `..` is judged as possibly leading out.
     #[serde(default)]
     pub links_any: bool,
+    /// What the user said to always allow in this workspace ([`always`]): the host reads it from
+    /// the user's config folder.
+    #[serde(default)]
+    pub always: Vec<always::AllowRule>,
 }
 
 /// Nesting depth for `sh -c`, `$(…)` and wrappers.
@@ -354,11 +360,30 @@ pub fn file_command_verdict(kind: CommandKind, target: &str, mode: Mode) -> Opti
 #[must_use]
 pub fn decide_with(line: &str, mode: Mode, allow: &[String], ctx: &Context) -> Verdict {
     let c = classify_with(line, ctx);
+    let exact = ctx
+        .always
+        .iter()
+        .find(|r| always::covers_line(r, line, c.tier));
     let mut worst: Option<(Decision, usize, String)> = None;
     for (i, s) in c.segments.iter().enumerate() {
         let allow_listed = || allow.iter().any(|p| pattern_matches(p, &s.text));
-        let decision = tier_decision(s.tier, mode, allow_listed);
+        let user_rule = exact.or_else(|| {
+            ctx.always
+                .iter()
+                .find(|r| always::covers_segment(r, &s.text, s.tier))
+        });
+        let decision = match user_rule {
+            Some(_) if s.tier != Tier::Denied => Decision::Run,
+            _ => tier_decision(s.tier, mode, allow_listed),
+        };
         let why = match (s.tier, mode, decision) {
+            (_, _, Decision::Run) if user_rule.is_some() && s.tier > Tier::Build => {
+                format!(
+                    "{} (you always allow `{}` here)",
+                    s.reason,
+                    user_rule.map_or("", |r| r.text.as_str())
+                )
+            }
             (Tier::Execute, Mode::AutoSafe, Decision::Run) => {
                 format!("{} (allow-listed)", s.reason)
             }
@@ -372,7 +397,16 @@ pub fn decide_with(line: &str, mode: Mode, allow: &[String], ctx: &Context) -> V
         }
     }
     let (decision, reason) = match worst {
-        Some((d, i, why)) => (d, format!("segment {}: {why}", i + 1)),
+        // In words: the reason alone for a line of one command, the command it is about for a
+        // line of several.
+        Some((d, _, why)) if c.segments.len() == 1 => (d, why),
+        Some((d, i, why)) => (
+            d,
+            format!(
+                "`{}`: {why}",
+                crate::text::truncate_chars(c.segments[i].text.trim(), 80)
+            ),
+        ),
         None => (Decision::Run, "nothing to run".to_string()),
     };
     Verdict {

@@ -34,7 +34,8 @@ export type SegmentVerdict = { text: string, tier: Tier, reason: string, };
 
 export type Verdict = { tier: Tier, decision: Decision, 
 /**
- * The deciding segment's reason, e.g. "segment 2: redirection writes a file".
+ * The deciding reason, e.g. "redirection writes a file (out.txt)", prefixed with the
+ * command it is about when the line has several (`` `echo hi > out.txt`: … ``).
  */
 reason: string, segments: Array<SegmentVerdict>, };
 
@@ -43,6 +44,20 @@ export type Untrusted = { name: string,
  * Where the shell would find it.
  */
 path: string, };
+
+export type RuleKind = "exact" | "like";
+
+export type AllowRule = { 
+/**
+ * `exact`: the whole line, as approved. `like`: an allow-list pattern (words, `*`).
+ */
+kind: RuleKind, text: string, 
+/**
+ * The tier of the line the user approved: the rule covers nothing rated higher.
+ */
+tier: Tier, };
+
+export type AllowOffer = { exact: AllowRule, like: AllowRule | null, };
 
 export type Context = { 
 /**
@@ -69,7 +84,37 @@ links_unknown: boolean,
  * The workspace holds symlinks (of any kind): a `..` after one climbs from where it leads,
  * so a read whose path has a `..` is judged as possibly leading out.
  */
-links_any: boolean, };
+links_any: boolean, 
+/**
+ * What the user said to always allow in this workspace ([`always`]): the host reads it from
+ * the user's config folder.
+ */
+always: Array<AllowRule>, };
+
+export type Change = "added" | "modified" | "deleted" | "moved";
+
+export type FileDiff = { 
+/**
+ * The file's path now (for a deleted file, the path it had).
+ */
+path: string, 
+/**
+ * Where a moved file was.
+ */
+from: string | null, change: Change, 
+/**
+ * Lines added and removed (0 when the diff was not computed, see `note`).
+ */
+added: number, removed: number, 
+/**
+ * The unified diff (`--- a/…`, `+++ b/…`, hunks), bounded to [`MAX_DIFF_LINES`] lines.
+ */
+text: string, 
+/**
+ * Why there are no lines to show, or why they stop: a binary file, a file too large to diff,
+ * a move that kept the content.
+ */
+note: string | null, };
 
 export type CheckDiagnostic = { code: string, line: number | null, message: string, };
 
@@ -318,9 +363,37 @@ export type SessionSummary = { session: string,
 /**
  * Unix seconds.
  */
-created_at: number, turn: number, batch: number, piece: boolean, };
+created_at: number, turn: number, batch: number, piece: boolean, 
+/**
+ * The task the user gave (the first message's `# Task`), when there was one.
+ */
+task: string | null, 
+/**
+ * The branch the session works on (its task branch, else the one it started on).
+ */
+branch: string | null, 
+/**
+ * Ask, AutoSafe or Auto, when the session set its own.
+ */
+mode: string | null, 
+/**
+ * Where the session stands, in words ([`session_state`]).
+ */
+state: string, };
 
-export type BatchSummary = { id: string, turn: number, batch: number, status: BatchStatus, control: Control | null, };
+export type BatchSummary = { id: string, turn: number, batch: number, status: BatchStatus, control: Control | null, 
+/**
+ * How its commands ended.
+ */
+counts: BatchCounts, 
+/**
+ * The colour it gets: a batch with a failed command is never "ok".
+ */
+outcome: BatchOutcome, 
+/**
+ * Whether Undo can take it back.
+ */
+undo: UndoState, };
 
 export type SessionDetail = { session: string, turn: number, batch: number, batches: Array<BatchSummary>, };
 
@@ -372,13 +445,31 @@ context: Context,
  */
 counts: BatchCounts, 
 /**
+ * The colour every view gives the batch.
+ */
+outcome: BatchOutcome, 
+/**
  * What the model said with the `@@done` that finished the task (its MSG).
  */
 done_message: string | null, 
 /**
  * When the task finished: what it left in the repository and how to merge it.
  */
-review: string | null, };
+review: string | null, 
+/**
+ * What the batch's file commands changed, command by command (for the user; the chat gets
+ * the `verified:` lines).
+ */
+diff: Array<FileDiff>, 
+/**
+ * When the task finished: everything it changed since the commit the session started from
+ * (committed or not), for the user's review.
+ */
+task_diff: Array<FileDiff>, };
+
+export type UndoState = "undoable" | "undone" | "committed" | "no_changes";
+
+export type BatchOutcome = "ok" | "failed" | "declined" | "rejected" | "running" | "interrupted" | "empty";
 
 export type CancelRequested = { session: string, cancel_requested: boolean, };
 
@@ -424,7 +515,11 @@ now: string | null, };
 
 export type ResultStatus = "ok" | "error" | "skipped";
 
-export type CommandRecord = { number: number, status: ResultStatus, code: string | null, reason: string | null, exit_code: number | null, duration_ms: number | null, };
+export type CommandRecord = { number: number, status: ResultStatus, code: string | null, reason: string | null, exit_code: number | null, duration_ms: number | null, 
+/**
+ * What the command changed in the workspace's files.
+ */
+diff: Array<FileDiff>, };
 
 export type BatchCommand = { result: CommandRecord | null, number: number, command: string, 
 /**
@@ -448,7 +543,15 @@ reply: string,
 /**
  * The text the model received (results or correction).
  */
-text: string, commands: Array<BatchCommand>, };
+text: string, commands: Array<BatchCommand>, outcome: BatchOutcome, 
+/**
+ * Whether the dashboard's Undo can take the batch back.
+ */
+undo: UndoState, 
+/**
+ * Why it cannot, and what to do instead (a later commit recorded the files, …).
+ */
+undo_note: string | null, };
 
 export type Undone = { restored: Array<string>, };
 
@@ -460,9 +563,21 @@ at: number, session: string, batch: string, command: string, target: string, sta
 
 export type PromptKind = "confirm" | "ask";
 
-export type PendingPrompt = { id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, };
+export type PendingPrompt = { id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, 
+/**
+ * What a confirmed command will change in the workspace's files.
+ */
+preview: Array<FileDiff>, 
+/**
+ * What the user may tell keyless to stop asking about in this workspace.
+ */
+offer: AllowOffer | null, };
 
-export type PromptAnswer = { approve?: boolean, answer?: string, };
+export type PromptAnswer = { approve?: boolean, answer?: string, 
+/**
+ * With `approve`: remember the offer's `exact` or `like` rule for this workspace.
+ */
+always?: RuleKind, };
 
 export type Answered = { id: number, answered: boolean, };
 
@@ -478,7 +593,11 @@ export type Trace = { events: Array<TraceEvent>, };
 
 export type AsRunState = "running" | "done" | "failed";
 
-export type HostEvent = { "type": "session", session: string, turn: number, batch: number, } | { "type": "batch_started", session: string, batch_id: string, turn: number, batch: number, } | { "type": "batch_finished", session: string, batch_id: string, status: BatchStatus, turn_ended: TurnEnd | null, } | { "type": "command_started", session: string, number: number, command: string, target: string, } | { "type": "command_finished", session: string, number: number, command: string, target: string, status: ResultStatus, code: string | null, } | { "type": "say", session: string, text: string, } | { "type": "output", session: string, text: string, } | { "type": "prompt", id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, } | { "type": "prompt_closed", id: number, session: string, } | { "type": "undone", restored: Array<string>, } | { "type": "as_run", run: string, state: AsRunState, error: string | null, } | { "type": "as_trace", run: string, event: TraceEvent, };
+export type HostEvent = { "type": "session", session: string, turn: number, batch: number, } | { "type": "batch_started", session: string, batch_id: string, turn: number, batch: number, } | { "type": "batch_finished", session: string, batch_id: string, status: BatchStatus, turn_ended: TurnEnd | null, } | { "type": "command_started", session: string, number: number, command: string, target: string, } | { "type": "command_finished", session: string, number: number, command: string, target: string, status: ResultStatus, code: string | null, 
+/**
+ * What the command changed in the workspace's files.
+ */
+diff: Array<FileDiff>, } | { "type": "say", session: string, text: string, } | { "type": "output", session: string, text: string, } | { "type": "prompt", id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, preview: Array<FileDiff>, offer: AllowOffer | null, } | { "type": "prompt_closed", id: number, session: string, } | { "type": "undone", restored: Array<string>, } | { "type": "as_run", run: string, state: AsRunState, error: string | null, } | { "type": "as_trace", run: string, event: TraceEvent, };
 
 export type AsRunRequest = { 
 /**

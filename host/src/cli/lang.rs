@@ -14,6 +14,7 @@ pub enum AsCmd {
     /// Check a program: syntax, the seed's static rules, and agent imports (cycles, their
     /// errors). Exit 0 valid, 1 invalid, 2 usage or I/O.
     Check {
+        /// The `.as` program.
         file: PathBuf,
         /// `{"ok","diagnostics":[{"code","line","column","message","help"}]}`
         #[arg(long)]
@@ -22,6 +23,7 @@ pub enum AsCmd {
     /// Run a program: print the value it returns as JSON (exit 0); a runtime error prints its
     /// code, message and agent/function stack on stderr (exit 1).
     Run {
+        /// The `.as` program.
         file: PathBuf,
         /// The agent to start (default: the main agent).
         #[arg(long)]
@@ -75,6 +77,7 @@ pub enum AsCmd {
     },
     /// Rewrite programs in the canonical form (or, with --check, list the ones that differ).
     Fmt {
+        /// The `.as` programs to format.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Change nothing; exit 1 when a file is not formatted.

@@ -14,8 +14,10 @@ use std::time::{Duration, Instant};
 pub enum McpCmd {
     /// Start every declared server and show its state and tools.
     List {
+        /// The workspace whose keyless.json declares the servers.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
+        /// Print the servers and tools as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -26,6 +28,7 @@ pub enum McpCmd {
         /// The arguments: one JSON object.
         #[arg(long)]
         args: Option<String>,
+        /// The workspace whose keyless.json declares the server.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
         /// Seconds to wait for the answer.

@@ -38,14 +38,27 @@ enum Cmd {
     Serve(serve::ServeArgs),
     /// Execute reply files in order as one session in a workspace, printing each results message.
     Run(run::RunArgs),
-    /// Restore the files one batch changed (the newest batch by default).
+    /// Restore the files one batch changed (the newest batch that can be undone by default).
+    /// A batch whose files a later commit recorded is not restored: --revert makes a new commit
+    /// that takes that commit back (when it was not pushed).
     Undo {
+        /// The workspace folder.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
-        /// The batch as `<session>/<turn>-<batch>` (see `.agent/backups`).
+        /// The batch: the id `log` and `--list` print, or `<session>/<turn>-<batch>`.
         #[arg(long)]
         batch: Option<String>,
+        /// List the batches that changed files, newest first, and whether each can be undone.
+        #[arg(long, conflicts_with_all = ["batch", "revert"])]
+        list: bool,
+        /// Revert the unpushed commits that recorded the batch's files (each as a new commit).
+        #[arg(long, requires = "batch")]
+        revert: bool,
     },
+    /// "Always allow" rules: the commands you told keyless to stop asking about, per workspace
+    /// (kept in your config folder, never in the workspace).
+    #[command(subcommand)]
+    Allow(AllowCmd),
     /// Internal: the sandbox wrapper that runs one command (`runcommand` starts it).
     #[command(name = "__sandbox", hide = true)]
     Sandbox {
@@ -82,12 +95,14 @@ enum Cmd {
     },
     /// Check the configuration, workspace, git, sandbox and tools.
     Doctor {
+        /// The workspace folder.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
     },
     /// Print a fresh one-time pairing code for the running serve (valid 10 minutes); --reset
     /// revokes every paired extension instead.
     Pair {
+        /// Revoke every paired extension (they pair again with a new code).
         #[arg(long)]
         reset: bool,
     },
@@ -116,6 +131,7 @@ enum Cmd {
     },
     /// Print the effective configuration and where each value comes from.
     Config {
+        /// The workspace folder.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
         /// Trust the workspace keyless.json as it is now: settings that widen what runs (mode,
@@ -125,6 +141,7 @@ enum Cmd {
     },
     /// Show the audit trail of file changes and commands.
     Log {
+        /// The workspace folder.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
         /// Only this session.
@@ -133,8 +150,13 @@ enum Cmd {
         /// At most this many entries (the newest).
         #[arg(long, default_value_t = 200)]
         limit: u32,
+        /// Print JSON (one array) instead of a table; times are Unix seconds.
         #[arg(long)]
         json: bool,
+        /// Show the diffs of what a batch changed (an id from the BATCH column), or, for a
+        /// session's id, everything the session changed since the commit it started from.
+        #[arg(long, value_name = "ID")]
+        diff: Option<String>,
     },
     /// Validate pieces (YAML workflows), show their tools, draw their graph.
     #[command(subcommand)]
@@ -148,6 +170,25 @@ enum Cmd {
     /// The MCP servers keyless.json declares: list them with their tools, call one tool.
     #[command(subcommand)]
     Mcp(mcp::McpCmd),
+}
+
+/// `keyless-host allow`.
+#[derive(Debug, Subcommand)]
+pub enum AllowCmd {
+    /// List the workspace's rules, numbered.
+    List {
+        /// The workspace folder.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
+    /// Remove a rule by its number in `allow list`, or by its exact text.
+    Remove {
+        /// The workspace folder.
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+        /// The rule's number or text.
+        rule: String,
+    },
 }
 
 /// Exit status: 0 valid, 1 rejected, 2 usage or I/O error.
@@ -172,7 +213,13 @@ pub fn main() -> ExitCode {
         Cmd::Ssh(c) => ssh::ssh_cmd(c),
         Cmd::Mcp(c) => mcp::mcp_cmd(c),
         Cmd::Run(a) => run::run_cmd(a),
-        Cmd::Undo { workspace, batch } => run::undo_cmd(&workspace, batch.as_deref()),
+        Cmd::Undo {
+            workspace,
+            batch,
+            list,
+            revert,
+        } => run::undo_cmd(&workspace, batch.as_deref(), list, revert),
+        Cmd::Allow(c) => setup::allow_cmd(c),
         Cmd::Config { workspace, approve } => setup::show_config(&workspace, approve),
         Cmd::Doctor { workspace } => crate::doctor::run(&workspace),
         Cmd::Sandbox {
@@ -210,7 +257,11 @@ pub fn main() -> ExitCode {
             session,
             limit,
             json,
-        } => run::log_cmd(&workspace, session.as_deref(), limit, json),
+            diff,
+        } => match diff {
+            Some(batch) => run::log_diff_cmd(&workspace, &batch, json),
+            None => run::log_cmd(&workspace, session.as_deref(), limit, json),
+        },
         Cmd::Serve(a) => serve::serve_cmd(a),
         Cmd::Pair { reset } => setup::pair_cmd(reset),
         Cmd::Install {
@@ -238,5 +289,40 @@ pub fn main() -> ExitCode {
             eprintln!("keyless-host: {} {e}", e.code());
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every option and argument a user can see says what it does (`--help` never shows a bare
+    /// flag).
+    #[test]
+    fn every_option_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if a.is_hide_set() || id == "help" || id == "version" {
+                    continue;
+                }
+                if a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.is_hide_set() {
+                    continue;
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "keyless-host", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "options without help:\n{}",
+            missing.join("\n")
+        );
     }
 }

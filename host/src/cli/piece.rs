@@ -12,22 +12,28 @@ use std::process::ExitCode;
 pub enum PieceCmd {
     /// Validate a piece file: every problem with its path and line.
     Validate {
+        /// The piece: a YAML file, or `-` for stdin.
         file: String,
         /// Load leniently (as a file-backed piece): bad shared_tools/required_mcp entries are dropped.
         #[arg(long)]
         lenient: bool,
+        /// Print the report as JSON (`{"ok","errors":[…],"warnings":[…]}`).
         #[arg(long)]
         json: bool,
     },
     /// Show each movement's effective tools and the AgentScript commands they allow.
     Tools {
+        /// The piece: a YAML file, or `-` for stdin.
         file: String,
+        /// Print the tools as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Draw the movements and rules.
     Graph {
+        /// The piece: a YAML file, or `-` for stdin.
         file: String,
+        /// mermaid (for Markdown) or dot (Graphviz).
         #[arg(long, value_enum, default_value = "mermaid")]
         format: GraphFormat,
     },

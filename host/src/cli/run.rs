@@ -3,11 +3,12 @@
 use super::args::{LimitArgs, FAILURE_MODE, MODE};
 use crate::config::{exec_settings, load_config, warn_ignored, Loaded};
 use crate::error::HostError;
-use crate::exec::batch::{ExecSettings, Prompter};
-use crate::exec::workspace::{undo_batch, Workspace};
+use crate::exec::batch::{Approval, Confirmation, ExecSettings, Prompter};
+use crate::exec::workspace::Workspace;
 use crate::store::Store;
 use crate::submit::{self, SubmitError};
 use clap::Args;
+use keyless_core::policy::always::AllowRule;
 use keyless_core::policy::Verdict;
 use keyless_core::turn::{BatchStatus, TurnEnd};
 use keyless_core::{BatchFailureMode, Mode};
@@ -71,6 +72,9 @@ pub(super) struct RunArgs {
     /// (copied to the clipboard when there is one) until the model says @@done.
     #[arg(long, conflicts_with = "replies")]
     interactive: bool,
+    /// Print each batch's diffs of the files it changed (without it: a diff stat per batch).
+    #[arg(long)]
+    diff: bool,
     #[command(flatten)]
     limits: LimitArgs,
     /// Reply files, in order; `-` reads replies from stdin, one after another, each ending with
@@ -132,6 +136,7 @@ pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
         piece: a.piece,
         task: a.task,
         interactive: a.interactive,
+        diff: a.diff,
     })
 }
 
@@ -180,6 +185,56 @@ impl TerminalPrompter {
 }
 
 impl Prompter for TerminalPrompter {
+    fn confirm_with(&mut self, c: &Confirmation<'_>) -> Approval {
+        if !c.preview.is_empty() && (self.interactive || self.yes) {
+            println!(
+                "This will change:\n{}",
+                keyless_core::diff::render(c.preview).trim_end()
+            );
+        }
+        let offer = c.offer.filter(|_| self.interactive && !self.yes);
+        let Some(offer) = offer else {
+            return if self.confirm(c.command, c.verdict) {
+                Approval::Once
+            } else {
+                Approval::Declined
+            };
+        };
+        let like = offer
+            .like
+            .as_ref()
+            .map(|r| format!(", [l] always allow commands like `{}`", r.text))
+            .unwrap_or_default();
+        let answer = Self::read_line(&format!(
+            "Run `{}`? {} — {}\n  [y] yes once, [a] always allow this exact command here{like}, [N] no: ",
+            c.command, c.verdict.tier, c.verdict.reason
+        ));
+        match answer
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "y" | "yes" => Approval::Once,
+            "a" | "always" => Approval::Always(offer.exact.clone()),
+            "l" | "like" => offer
+                .like
+                .clone()
+                .map_or(Approval::Declined, Approval::Always),
+            _ => Approval::Declined,
+        }
+    }
+
+    fn remembered(&mut self, rule: &AllowRule, result: &Result<(), String>) {
+        match result {
+            Ok(()) => println!(
+                "[always allowed here] `{}` (up to {}); `keyless-host allow list` shows the rules, `allow remove N` takes one back",
+                rule.text, rule.tier
+            ),
+            Err(why) => println!("[rule {why}] `{}`", rule.text),
+        }
+    }
+
     fn confirm(&mut self, command: &str, verdict: &Verdict) -> bool {
         if self.yes {
             println!(
@@ -238,6 +293,8 @@ pub struct RunOptions {
     pub task: Option<String>,
     /// The copy-paste loop: print the system prompt, read pasted replies, copy the results.
     pub interactive: bool,
+    /// Print each batch's diffs, not only its diff stat.
+    pub diff: bool,
 }
 
 /// Where the replies come from: files in order, where `-` stands for every reply on stdin.
@@ -440,6 +497,14 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
             .map_err(|e| store_err(&e))?,
     };
     let session = pos.id.clone();
+    if let (None, Some(task)) = (
+        &o.session,
+        o.task.as_deref().filter(|t| !t.trim().is_empty()),
+    ) {
+        store
+            .set_task(&session, task.trim())
+            .map_err(|e| store_err(&e))?;
+    }
     if let Some((yaml, piece)) = piece {
         crate::pieces::start(&store, &session, &yaml, piece).map_err(|e| piece_err(&e))?;
     }
@@ -554,6 +619,22 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
             (false, _) => {}
         }
         let _ = writeln!(out, "{}", step.text);
+        if !step.diff.is_empty() {
+            let shown = if o.diff {
+                keyless_core::diff::render(&step.diff)
+            } else {
+                keyless_core::diff::stat(&step.diff)
+            };
+            let _ = writeln!(
+                out,
+                "--- what this batch changed{} ---\n{shown}",
+                if o.diff {
+                    ""
+                } else {
+                    " (--diff shows the lines)"
+                }
+            );
+        }
         if o.interactive && step.turn_ended.is_none() {
             let copied = copy_to_clipboard(&step.text, ws.root());
             let _ = writeln!(
@@ -573,6 +654,22 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
                 }
                 if let Some(r) = &step.review {
                     let _ = writeln!(out, "\n{r}");
+                }
+                if !step.task_diff.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "\nWhat the task changed since it started{}:\n{}",
+                        if o.diff {
+                            ""
+                        } else {
+                            " (--diff shows the lines; `keyless-host log --diff SESSION` later)"
+                        },
+                        if o.diff {
+                            keyless_core::diff::render(&step.task_diff)
+                        } else {
+                            keyless_core::diff::stat(&step.task_diff)
+                        }
+                    );
                 }
                 let _ = writeln!(out, "turn {turn} done.");
             }
@@ -617,50 +714,101 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
     Ok(ExitCode::from(exit_code(last.as_ref(), cancelled)))
 }
 
-/// The newest batch backup folder in the workspace.
-fn newest_batch(ws: &Workspace) -> Option<PathBuf> {
-    let root = ws.root().join(".agent").join("backups");
-    let mut best: Option<(std::time::SystemTime, PathBuf)> = None;
-    for session in std::fs::read_dir(&root).ok()?.filter_map(Result::ok) {
-        for b in std::fs::read_dir(session.path())
-            .ok()?
-            .filter_map(Result::ok)
-        {
-            let manifest = b.path().join("manifest.json");
-            if let Ok(t) = std::fs::metadata(&manifest).and_then(|m| m.modified()) {
-                if best.as_ref().is_none_or(|(bt, _)| t > *bt) {
-                    best = Some((t, b.path()));
-                }
-            }
-        }
-    }
-    best.map(|(_, p)| p)
-}
-
-/// Restores one batch from its backups (the newest when `batch` is `None`). `batch` is
-/// `<session>/<turn>-<batch>` as printed by `run`.
+/// `keyless-host undo`: restores one batch's files (the newest that can be undone by default),
+/// lists the batches, or reverts the commits that recorded a batch.
 ///
 /// # Errors
-/// When the workspace or the backup cannot be read.
-pub fn undo_cmd(workspace: &Path, batch: Option<&str>) -> Result<ExitCode, HostError> {
+/// KA_BATCH_NOT_FOUND, KA_UNDO_REFUSED (undone already, or a later commit recorded the files),
+/// or the restore's failure.
+pub fn undo_cmd(
+    workspace: &Path,
+    batch: Option<&str>,
+    list: bool,
+    revert: bool,
+) -> Result<ExitCode, HostError> {
+    use crate::exec::undo::{self, State};
     let ws = Workspace::open(workspace).map_err(|source| HostError::Read {
         path: workspace.display().to_string(),
         source,
     })?;
-    let dir = match batch {
-        Some(b) => ws.root().join(".agent").join("backups").join(b),
-        None => newest_batch(&ws)
-            .ok_or_else(|| HostError::Usage("no batch backups in this workspace".into()))?,
-    };
-    let restored = undo_batch(&ws, &dir).map_err(|source| HostError::Read {
-        path: dir.display().to_string(),
-        source,
-    })?;
+    let fail = |f: crate::exec::Failure| HostError::Usage(format!("{} {}", f.code, f.reason));
     let mut out = io::stdout().lock();
+    if list {
+        let all = undo::list(&ws);
+        if all.is_empty() {
+            let _ = writeln!(
+                out,
+                "No batch changed files in {} yet.",
+                ws.root().display()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        let _ = writeln!(
+            out,
+            "{:<16} {:<22} {:<20} {:>5}  STATE",
+            "ID", "BATCH", "WHEN", "FILES"
+        );
+        for (f, st) in &all {
+            let state = match st {
+                State::Undoable => "can be undone".to_string(),
+                State::Undone => "undone".to_string(),
+                State::Committed { commits } => format!(
+                    "committed in {}{}",
+                    commits
+                        .iter()
+                        .map(|c| c.id.get(..10).unwrap_or(&c.id))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if commits.iter().any(|c| c.pushed) {
+                        " (pushed)"
+                    } else {
+                        " (--revert)"
+                    }
+                ),
+            };
+            let _ = writeln!(
+                out,
+                "{:<16} {:<22} {:<20} {:>5}  {state}",
+                f.id.as_deref().unwrap_or("-"),
+                f.label,
+                local_time(f.at),
+                f.files.len()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let found = match batch {
+        Some(b) => undo::find(&ws, b).map_err(fail)?,
+        // The newest batch not undone yet: `undo` again goes one batch further back, and a batch
+        // a commit recorded stops it with the reason.
+        None => undo::list(&ws)
+            .into_iter()
+            .find(|(_, st)| !matches!(st, State::Undone))
+            .map(|(f, _)| f)
+            .ok_or_else(|| {
+                HostError::Usage(format!(
+                    "{} no batch in {} is left to undo (`keyless-host undo --list` shows them all)",
+                    keyless_core::Code::BatchNotFound,
+                    ws.root().display()
+                ))
+            })?,
+    };
+    let name = found.id.clone().unwrap_or_else(|| found.label.clone());
+    if revert {
+        let Loaded { cfg, .. } = load_config(ws.root())?;
+        let exec = exec_settings(&cfg, false, ws.root());
+        let made = undo::revert(&ws, &exec.git, &found).map_err(fail)?;
+        let _ = writeln!(out, "reverted the commits that recorded batch {name}:");
+        for m in made {
+            let _ = writeln!(out, "  new commit {m}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let restored = undo::undo(&ws, &found).map_err(fail)?;
     let _ = writeln!(
         out,
-        "undid {}: {} change(s)",
-        ws.display(&dir),
+        "undid batch {name} ({}): {} file(s) restored",
+        found.label,
         restored.len()
     );
     for p in restored {
@@ -669,9 +817,106 @@ pub fn undo_cmd(workspace: &Path, batch: Option<&str>) -> Result<ExitCode, HostE
     Ok(ExitCode::SUCCESS)
 }
 
+/// Unix seconds as the local date and time (`YYYY-MM-DD HH:MM:SS`).
+fn local_time(secs: i64) -> String {
+    chrono::DateTime::from_timestamp(secs, 0).map_or_else(
+        || secs.to_string(),
+        |t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string()
+        },
+    )
+}
+
 #[must_use]
 pub fn stdin_is_terminal() -> bool {
     io::stdin().is_terminal()
+}
+
+/// `keyless-host log --diff ID`: a batch's commands and the diffs of the files they changed; for
+/// a session's id, everything the session changed since the commit it started from.
+///
+/// # Errors
+/// KA_BATCH_NOT_FOUND, or the database cannot be read.
+pub fn log_diff_cmd(workspace: &Path, batch: &str, json: bool) -> Result<ExitCode, HostError> {
+    let db = workspace.join(".agent").join("keyless.db");
+    let not_found = || {
+        HostError::Usage(format!(
+            "{} no batch `{batch}` in {} (the BATCH column of `keyless-host log` has the ids)",
+            keyless_core::Code::BatchNotFound,
+            workspace.display()
+        ))
+    };
+    if !db.is_file() {
+        return Err(not_found());
+    }
+    let store = Store::open(&db).map_err(|e| store_err(&e))?;
+    if store.session(batch).is_ok() {
+        let base = store
+            .repo(batch)
+            .map_err(|e| store_err(&e))?
+            .and_then(|r| r.base_commit);
+        let ws = Workspace::open(workspace).map_err(|source| HostError::Read {
+            path: workspace.display().to_string(),
+            source,
+        })?;
+        let all = base
+            .as_deref()
+            .map(|b| crate::exec::diffs::since_commit(&ws, b, 500))
+            .unwrap_or_default();
+        let mut out = io::stdout().lock();
+        if json {
+            let _ = serde_json::to_writer(&mut out, &all);
+            let _ = writeln!(out);
+        } else if base.is_none() {
+            let _ = writeln!(out, "session {batch} started outside a git repository (or before its first commit): there is no commit to compare with; `log --diff BATCH` shows each batch.");
+        } else if all.is_empty() {
+            let _ = writeln!(out, "Nothing changed since session {batch} started.");
+        } else {
+            let _ = write!(
+                out,
+                "session {batch}, since the commit it started from:\n{}\n{}",
+                keyless_core::diff::stat(&all),
+                keyless_core::diff::render(&all)
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let detail = store
+        .batch_detail(batch)
+        .map_err(|e| store_err(&e))?
+        .ok_or_else(not_found)?;
+    let results = store.results(batch).map_err(|e| store_err(&e))?;
+    let mut out = io::stdout().lock();
+    if json {
+        let _ = serde_json::to_writer(&mut out, &results);
+        let _ = writeln!(out);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let _ = writeln!(
+        out,
+        "batch {batch}: session {}, turn {}, batch {} ({})",
+        detail.session,
+        detail.turn,
+        detail.batch,
+        detail.status.as_str()
+    );
+    let all: Vec<keyless_core::diff::FileDiff> = results
+        .iter()
+        .flat_map(|r| r.diff.iter().cloned())
+        .collect();
+    if all.is_empty() {
+        let _ = writeln!(out, "It changed no files.");
+    } else {
+        let _ = write!(
+            out,
+            "{}\n{}",
+            keyless_core::diff::stat(&all),
+            keyless_core::diff::render(&all)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `keyless-host log`: the audit trail of file changes and commands.
@@ -705,6 +950,11 @@ pub fn log_cmd(
         let _ = serde_json::to_writer(&mut out, &entries);
         let _ = writeln!(out);
     } else {
+        let _ = writeln!(
+            out,
+            "{:<19} {:<14} {:<16} {:<11} {:<7} TARGET",
+            "WHEN", "SESSION", "BATCH", "COMMAND", "STATUS"
+        );
         for e in &entries {
             let code = e
                 .code
@@ -713,8 +963,8 @@ pub fn log_cmd(
                 .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "{} {} {} {:<10} {:<7}{code} {}",
-                e.at,
+                "{:<19} {:<14} {:<16} {:<11} {:<7}{code} {}",
+                local_time(e.at),
                 e.session,
                 e.batch,
                 e.command,
@@ -724,7 +974,7 @@ pub fn log_cmd(
         }
         let _ = writeln!(
             out,
-            "{} entr{}",
+            "{} entr{} (times are local; `log --diff BATCH` shows what a batch changed)",
             entries.len(),
             if entries.len() == 1 { "y" } else { "ies" }
         );

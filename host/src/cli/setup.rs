@@ -166,3 +166,45 @@ pub(super) fn show_config(
     w(&mut out).map_err(HostError::Write)?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// `keyless-host allow list|remove`.
+///
+/// # Errors
+/// A rule that is not there, or the rules file cannot be written.
+pub(super) fn allow_cmd(c: super::AllowCmd) -> Result<ExitCode, HostError> {
+    match c {
+        super::AllowCmd::List { workspace } => {
+            let rules = crate::always::rules(&workspace);
+            let shown = crate::dirs::real_path(&workspace);
+            if rules.is_empty() {
+                println!(
+                    "No \"always allow\" rules for {}. Answer a confirmation with \"always\" to add one.",
+                    shown.display()
+                );
+            } else {
+                println!("Always allowed in {}:", shown.display());
+                for (i, r) in rules.iter().enumerate() {
+                    let kind = match r.kind {
+                        keyless_core::policy::always::RuleKind::Exact => "exactly",
+                        keyless_core::policy::always::RuleKind::Like => "like",
+                    };
+                    println!("  {}. {kind:<7} {}   (up to {})", i + 1, r.text, r.tier);
+                }
+                if let Some(p) = crate::always::path() {
+                    println!(
+                        "(kept in {}; `keyless-host allow remove N` takes one back)",
+                        p.display()
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        super::AllowCmd::Remove { workspace, rule } => {
+            let gone = crate::always::remove(&workspace, &rule).map_err(HostError::Usage)?;
+            for r in gone {
+                println!("removed: {}", r.text);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

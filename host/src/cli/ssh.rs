@@ -13,25 +13,35 @@ pub enum SshCmd {
     Add {
         /// A name for it (unique).
         name: String,
+        /// The machine's host name or address.
         #[arg(long)]
         host: String,
+        /// The user to log in as.
         #[arg(long)]
         user: String,
+        /// The SSH port.
         #[arg(long, default_value_t = 22)]
         port: u16,
     },
     /// The registered connections.
     List {
+        /// Print the connections as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Forget a connection (by id or name).
-    Remove { connection: String },
+    Remove {
+        /// The connection's id or name.
+        connection: String,
+    },
     /// Let a piece use a connection (`--piece '*'`: any piece), or stop it with --revoke.
     Grant {
+        /// The connection's id or name.
         connection: String,
+        /// The piece's name (`*`: any piece).
         #[arg(long)]
         piece: String,
+        /// Take the grant back instead.
         #[arg(long)]
         revoke: bool,
     },

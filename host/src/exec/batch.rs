@@ -5,18 +5,52 @@ use super::git::{self, GitSettings};
 use super::shell;
 use super::workspace::{BatchBackup, Workspace};
 use super::Failure;
+use keyless_core::diff::FileDiff;
 use keyless_core::message::{correction, results, BatchRef, CommandResult, Outcome};
 use keyless_core::parse::parse_with;
 use keyless_core::plan::{failure_stops_batch, plan, SkipReason};
+use keyless_core::policy::always::{AllowOffer, AllowRule};
 use keyless_core::policy::verdict::{confirm_text, Judge};
 use keyless_core::policy::{Context, Decision, Verdict};
 use keyless_core::{BatchFailureMode, Code, CommandKind, Control, Mode, SectionName, Settings};
 use std::time::Duration;
 
+/// A confirmation the policy asks for, with what the user needs to decide.
+#[derive(Debug)]
+pub struct Confirmation<'a> {
+    /// The command as the user approves it (a line, `@@deletefile path`, …).
+    pub command: &'a str,
+    pub verdict: &'a Verdict,
+    /// What the command will change in the workspace's files (a `@@deletefile`'s file).
+    pub preview: &'a [FileDiff],
+    /// What the user may tell keyless to stop asking about in this workspace (a command line).
+    pub offer: Option<&'a AllowOffer>,
+}
+
+/// The user's answer to a [`Confirmation`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    Declined,
+    Once,
+    /// Approved, and the rule (one of the offer's) is to be remembered for the workspace.
+    Always(AllowRule),
+}
+
 /// Confirmations, questions and messages for the user.
 pub trait Prompter {
     /// Whether to run a command the policy wants confirmed.
     fn confirm(&mut self, command: &str, verdict: &Verdict) -> bool;
+    /// A confirmation with its preview and what it offers to remember; without an override, the
+    /// plain [`Prompter::confirm`].
+    fn confirm_with(&mut self, c: &Confirmation<'_>) -> Approval {
+        if self.confirm(c.command, c.verdict) {
+            Approval::Once
+        } else {
+            Approval::Declined
+        }
+    }
+    /// A rule the user asked to remember was saved (`Ok`) or refused (`Err`, in words).
+    fn remembered(&mut self, _rule: &AllowRule, _result: &Result<(), String>) {}
     /// The user's answer to `@@ask`, or `None` when there is none.
     fn ask(&mut self, question: &str) -> Option<String>;
     /// The user's answer to the question a piece run stopped on in `movement` (the seed's
@@ -168,6 +202,7 @@ impl Executor<'_> {
                 continue;
             }
             prompter.command_started(cmd);
+            let before = super::diffs::Before::take(self.ws, cmd);
             let (outcome, tier) = match backup.as_mut() {
                 Some(b) => self.run_one(cmd, b, prompter),
                 None => (
@@ -199,7 +234,10 @@ impl Executor<'_> {
             {
                 planned.stop_after(cmd.number);
             }
-            let result = CommandResult::new(cmd, outcome);
+            let mut result = CommandResult::new(cmd, outcome);
+            if let (Some(b), Outcome::Ok { .. }) = (&before, &result.outcome) {
+                result.diff = b.after(self.ws);
+            }
             prompter.command_finished(&result);
             entries.push(result);
         }
@@ -259,7 +297,13 @@ impl Executor<'_> {
         let verdict = self.judge(Context::default()).verdict(cmd);
         let tier = verdict.as_ref().map(|v| v.tier);
         if let Some(v) = &verdict {
-            if let Err(f) = admit(cmd, v, prompter) {
+            let preview = match cmd.kind {
+                CommandKind::DeleteFile => super::diffs::Before::take(self.ws, cmd)
+                    .map(|b| b.deletion())
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            if let Err(f) = admit_with(cmd, v, prompter, &preview, None) {
                 return (Err(f), tier);
             }
         }
@@ -375,15 +419,22 @@ impl Executor<'_> {
             }
         };
         let context = super::gitguard::context(self.ws.root(), Some(&guard));
-        let Some(verdict) = self.judge(context).verdict(cmd) else {
+        let Some(verdict) = self.judge(context.clone()).verdict(cmd) else {
             return (
                 Err(Failure::new(Code::Internal, "no verdict on a runcommand")),
                 None,
             );
         };
         let tier = Some(verdict.tier);
-        let approved = match admit(cmd, &verdict, prompter) {
-            Ok(approved) => approved,
+        let offer = keyless_core::policy::always::offer(line, verdict.tier, &context);
+        let approved = match admit_with(cmd, &verdict, prompter, &[], offer.as_ref()) {
+            Ok((approved, rule)) => {
+                if let Some(rule) = rule {
+                    let saved = crate::always::add(self.ws.root(), rule.clone(), &context);
+                    prompter.remembered(&rule, &saved);
+                }
+                approved
+            }
             Err(f) => return (Err(f), tier),
         };
         if let Some(tool) =
@@ -442,19 +493,48 @@ pub(super) fn admit(
     verdict: &Verdict,
     prompter: &mut dyn Prompter,
 ) -> Result<bool, Failure> {
+    admit_with(cmd, verdict, prompter, &[], None).map(|(approved, _)| approved)
+}
+
+/// [`admit`] with a preview of the change and an offer to remember: also returns the rule the
+/// user asked to remember.
+pub(super) fn admit_with(
+    cmd: &keyless_core::Command,
+    verdict: &Verdict,
+    prompter: &mut dyn Prompter,
+    preview: &[FileDiff],
+    offer: Option<&AllowOffer>,
+) -> Result<(bool, Option<AllowRule>), Failure> {
     prompter.judged(cmd, verdict);
     let shown = confirm_text(cmd);
+    let declined = || {
+        Failure::new(
+            Code::CommandDeclined,
+            format!("the user declined ({})", verdict.reason),
+        )
+    };
     match verdict.decision {
         Decision::Deny => Err(Failure::new(
             Code::CommandDenied,
             format!("denied by the command policy: {}", verdict.reason),
         )),
-        Decision::Confirm if prompter.confirm(&shown, verdict) => Ok(true),
-        Decision::Confirm => Err(Failure::new(
-            Code::CommandDeclined,
-            format!("the user declined ({})", verdict.reason),
-        )),
-        Decision::Run => Ok(false),
+        Decision::Confirm => match prompter.confirm_with(&Confirmation {
+            command: &shown,
+            verdict,
+            preview,
+            offer,
+        }) {
+            Approval::Declined => Err(declined()),
+            Approval::Once => Ok((true, None)),
+            // Only a rule from the offer is remembered, whatever the front end sent.
+            Approval::Always(rule) => Ok((
+                true,
+                offer
+                    .filter(|o| o.exact == rule || o.like.as_ref() == Some(&rule))
+                    .map(|_| rule),
+            )),
+        },
+        Decision::Run => Ok((false, None)),
     }
 }
 

@@ -60,7 +60,7 @@ pub struct RepoRecord {
     pub base_commit: Option<String>,
 }
 
-fn open_here(root: &Path) -> Option<git2::Repository> {
+pub(crate) fn open_here(root: &Path) -> Option<git2::Repository> {
     git2::Repository::open_ext(
         root,
         git2::RepositoryOpenFlags::NO_SEARCH,
@@ -194,7 +194,7 @@ pub fn start_session(
     }
 }
 
-fn git_err(what: &str, e: &git2::Error) -> Failure {
+pub(crate) fn git_err(what: &str, e: &git2::Error) -> Failure {
     Failure::new(Code::GitFailure, format!("{what}: {}", e.message()))
 }
 
@@ -257,7 +257,7 @@ fn check_recorded(
 }
 
 /// KA_BRANCH_PROTECTED when `branch` matches Git.ProtectedBranches.
-fn refuse_protected(s: &GitSettings, branch: &str) -> Result<(), Failure> {
+pub(crate) fn refuse_protected(s: &GitSettings, branch: &str) -> Result<(), Failure> {
     match keyless_core::branch::protected_by(branch, &s.protected_branches) {
         Some(p) => Err(Failure::new(
             Code::BranchProtected,
@@ -296,7 +296,7 @@ fn init_branch() -> String {
         .unwrap_or_else(|| "master".to_string())
 }
 
-fn branch_name(repo: &git2::Repository) -> Result<String, Failure> {
+pub(crate) fn branch_name(repo: &git2::Repository) -> Result<String, Failure> {
     // An unborn HEAD still names its branch.
     let head = repo
         .find_reference("HEAD")

@@ -815,6 +815,7 @@ pub fn context(workspace: &Path, guard: Option<&Guard>) -> keyless_core::policy:
         links_out,
         links_unknown: !links_whole,
         links_any,
+        always: crate::always::rules(workspace),
     }
 }
 /// The most symlinks leading out that the context lists (it travels with every session); with

@@ -6,6 +6,7 @@
 //! - [`batch`]: a reply in, a results message (or the format correction) out.
 
 pub mod batch;
+pub mod diffs;
 pub mod extension;
 pub mod files;
 pub mod git;
@@ -16,6 +17,7 @@ pub mod sandbox;
 pub mod shell;
 pub mod snapshot;
 pub mod tools;
+pub mod undo;
 pub mod workspace;
 
 use keyless_core::Code;

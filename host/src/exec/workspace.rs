@@ -873,6 +873,8 @@ pub struct BatchBackup {
     /// Relative to `.agent`.
     dir: String,
     entries: Vec<BackupEntry>,
+    /// The commit HEAD named when the batch began: undo tells the commits made after it.
+    head: Option<String>,
 }
 
 impl BatchBackup {
@@ -880,9 +882,13 @@ impl BatchBackup {
     /// When the `.agent` folder cannot be created.
     pub fn new(ws: &Workspace, session: &str, turn: u32, batch: u32) -> io::Result<Self> {
         ws.agent_dir()?;
+        let head = super::git::open_here(ws.root())
+            .and_then(|r| r.head().ok().and_then(|h| h.target()))
+            .map(|oid| oid.to_string());
         Ok(Self {
             dir: format!("backups/{session}/{turn}-{batch}"),
             entries: Vec::new(),
+            head,
         })
     }
 
@@ -928,6 +934,11 @@ impl BatchBackup {
         agent.create_dir_all(&self.dir)?;
         let d = agent.open_dir(&self.dir)?;
         let json = serde_json::to_vec_pretty(&self.entries).map_err(io::Error::other)?;
+        if let Some(head) = &self.head {
+            if d.symlink_metadata("head").is_err() {
+                write_new(&d, "head", head.as_bytes(), None)?;
+            }
+        }
         let tmp = temp_name("manifest.json");
         write_new(&d, &tmp, &json, None)?;
         d.rename(&tmp, &d, "manifest.json")

@@ -19,12 +19,14 @@ pub(super) async fn get_batch(
 ) -> Result<Response, ApiError> {
     let task_state = st.clone();
     // The tiers shown are the ones the batch met: the session's own mode, not the host's default.
-    let (d, cfg, results) = blocking(move || {
+    let (d, cfg, results, (undo, undo_note), counts) = blocking(move || {
         let store = task_state.store()?;
         let d = store.batch_detail(&id)?.ok_or(ApiError::NotFound)?;
         let cfg = session_exec(&task_state, &store, &d.session)?;
         let results = store.results(&id)?;
-        Ok((d, cfg, results))
+        let undo = undo_state(&task_state.ws, &id);
+        let counts = store.counts(&id)?;
+        Ok((d, cfg, results, undo, counts))
     })
     .await?;
     // A piece session's batch is judged with the movement's tools it ran under.
@@ -55,8 +57,33 @@ pub(super) async fn get_batch(
         reply: d.reply,
         text: d.text,
         commands,
+        outcome: api::BatchOutcome::of(d.status, &counts),
+        undo,
+        undo_note,
     })
     .into_response())
+}
+
+/// The batch's undo state, by the same rule as `keyless-host undo`.
+pub(super) fn undo_state(
+    ws: &crate::exec::workspace::Workspace,
+    id: &str,
+) -> (api::UndoState, Option<String>) {
+    use crate::exec::undo::{self, State as U};
+    match undo::find(ws, id) {
+        // A batch that changed no files has nothing to say about undo.
+        Err(_) => (api::UndoState::NoChanges, None),
+        Ok(found) => {
+            let st = undo::state(ws, &found);
+            let note = undo::refusal(&found, &st).map(|f| f.reason);
+            let state = match st {
+                U::Undoable => api::UndoState::Undoable,
+                U::Undone => api::UndoState::Undone,
+                U::Committed { .. } => api::UndoState::Committed,
+            };
+            (state, note)
+        }
+    }
 }
 
 pub(super) async fn undo_batch_route(
@@ -67,30 +94,23 @@ pub(super) async fn undo_batch_route(
     let task_state = st.clone();
     let restored = blocking(move || {
         let _guard = guard;
-        let d = task_state
-            .store()?
-            .batch_detail(&id)?
-            .ok_or(ApiError::NotFound)?;
-        let dir = task_state
-            .ws
-            .root()
-            .join(".agent")
-            .join("backups")
-            .join(&d.session)
-            .join(format!("{}-{}", d.turn, d.batch));
-        if !dir.join("manifest.json").is_file() {
-            return Err(ApiError::Conflict(
-                "this batch changed no files, or it was undone already".into(),
-            ));
-        }
-        crate::exec::workspace::undo_batch(&task_state.ws, &dir)
-            .map_err(|e| ApiError::Internal(e.to_string()))
+        let found = crate::exec::undo::find(&task_state.ws, &id).map_err(undo_err)?;
+        crate::exec::undo::undo(&task_state.ws, &found).map_err(undo_err)
     })
     .await?;
     st.emit(&HostEvent::Undone {
         restored: restored.clone(),
     });
     Ok(Json(api::Undone { restored }).into_response())
+}
+
+/// The undo rule's refusals, as HTTP: an unknown batch is 404, a refusal 409 with its words.
+fn undo_err(f: crate::exec::Failure) -> ApiError {
+    match f.code {
+        keyless_core::Code::BatchNotFound => ApiError::NotFound,
+        keyless_core::Code::UndoRefused => ApiError::Conflict(format!("{} {}", f.code, f.reason)),
+        _ => ApiError::Internal(f.reason),
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,14 +1,16 @@
 //! Confirmations and questions waiting for the user, the prompter that raises them, and the
 //! event stream.
 
+use super::state::Question;
 use super::state::{json_body, ApiError, Shared};
-use crate::exec::batch::Prompter;
+use crate::exec::batch::{Approval, Confirmation, Prompter};
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use keyless_core::api::{self, HostEvent, PromptKind};
+use keyless_core::policy::always::{AllowRule, RuleKind};
 use keyless_core::policy::Verdict;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,19 +24,53 @@ pub(super) struct ServerPrompter {
 
 impl Prompter for ServerPrompter {
     fn confirm(&mut self, command: &str, verdict: &Verdict) -> bool {
-        self.shared
-            .wait_for(
-                &self.session,
-                PromptKind::Confirm,
-                command,
-                Some(verdict.tier),
-                Some(verdict.reason.clone()),
-            )
-            .is_some_and(|a| a.approve)
+        self.confirm_with(&Confirmation {
+            command,
+            verdict,
+            preview: &[],
+            offer: None,
+        }) != Approval::Declined
+    }
+    fn confirm_with(&mut self, c: &Confirmation<'_>) -> Approval {
+        let answer = self.shared.wait_for(
+            &self.session,
+            Question {
+                kind: PromptKind::Confirm,
+                text: c.command.to_string(),
+                tier: Some(c.verdict.tier),
+                reason: Some(c.verdict.reason.clone()),
+                preview: c.preview.to_vec(),
+                offer: c.offer.cloned(),
+            },
+        );
+        match answer {
+            Some(a) if a.approve => {
+                let rule = c.offer.and_then(|o| match a.always {
+                    Some(RuleKind::Exact) => Some(o.exact.clone()),
+                    Some(RuleKind::Like) => o.like.clone(),
+                    None => None,
+                });
+                rule.map_or(Approval::Once, Approval::Always)
+            }
+            _ => Approval::Declined,
+        }
+    }
+    fn remembered(&mut self, rule: &AllowRule, result: &Result<(), String>) {
+        let text = match result {
+            Ok(()) => format!(
+                "keyless: from now on `{}` runs without asking in this workspace (`keyless-host allow list` shows the rules, `allow remove` takes one back).",
+                rule.text
+            ),
+            Err(why) => format!("keyless: the rule `{}` was {why}", rule.text),
+        };
+        self.shared.emit(&HostEvent::Say {
+            session: self.session.clone(),
+            text,
+        });
     }
     fn ask(&mut self, question: &str) -> Option<String> {
         self.shared
-            .wait_for(&self.session, PromptKind::Ask, question, None, None)
+            .wait_for(&self.session, Question::ask(question, None))
             .and_then(|a| a.answer)
             .filter(|a| !a.trim().is_empty())
     }
@@ -42,12 +78,12 @@ impl Prompter for ServerPrompter {
         self.shared
             .wait_for(
                 &self.session,
-                PromptKind::Ask,
-                question,
-                None,
-                Some(format!(
-                    "The piece stopped in movement \"{movement}\" (needs_user_input); your answer resumes it."
-                )),
+                Question::ask(
+                    question,
+                    Some(format!(
+                        "The piece stopped in movement \"{movement}\" (needs_user_input); your answer resumes it."
+                    )),
+                ),
             )
             .and_then(|a| a.answer)
             .filter(|a| !a.trim().is_empty())
@@ -90,6 +126,7 @@ impl Prompter for ServerPrompter {
             target: r.target.clone(),
             status: r.outcome.status(),
             code,
+            diff: r.diff.clone(),
         });
     }
 }
@@ -101,10 +138,12 @@ pub(super) async fn list_prompts(State(st): State<Arc<Shared>>) -> Result<Respon
         .map(|(id, q)| api::PendingPrompt {
             id: *id,
             session: q.session.clone(),
-            kind: q.kind,
-            text: q.text.clone(),
-            tier: q.tier,
-            reason: q.reason.clone(),
+            kind: q.q.kind,
+            text: q.q.text.clone(),
+            tier: q.q.tier,
+            reason: q.q.reason.clone(),
+            preview: q.q.preview.clone(),
+            offer: q.q.offer.clone(),
         })
         .collect();
     Ok(Json(list).into_response())

@@ -231,6 +231,9 @@ pub(super) async fn create_session(
                 None => None,
             };
             let pos = store.create_session(&id, &task_state.ws.root().display().to_string())?;
+            if let Some(task) = input.task.as_deref().filter(|t| !t.trim().is_empty()) {
+                store.set_task(&id, task.trim())?;
+            }
             let (_, branch_note) = crate::submit::start_repo(
                 &store,
                 &id,
@@ -301,8 +304,28 @@ pub(super) async fn get_session(
     let out = blocking(move || -> Result<_, ApiError> {
         let store = st.store()?;
         let pos = store.session(&id)?;
+        let mut batches = store.batches(&id)?;
+        // Undo's state, by the same rule as `keyless-host undo`.
+        let undoable: std::collections::HashMap<String, api::UndoState> =
+            crate::exec::undo::list(&st.ws)
+                .into_iter()
+                .filter_map(|(f, state)| {
+                    let u = match state {
+                        crate::exec::undo::State::Undoable => api::UndoState::Undoable,
+                        crate::exec::undo::State::Undone => api::UndoState::Undone,
+                        crate::exec::undo::State::Committed { .. } => api::UndoState::Committed,
+                    };
+                    f.id.map(|id| (id, u))
+                })
+                .collect();
+        for b in &mut batches {
+            b.undo = undoable
+                .get(&b.id)
+                .copied()
+                .unwrap_or(api::UndoState::NoChanges);
+        }
         Ok(api::SessionDetail {
-            batches: store.batches(&id)?,
+            batches,
             session: pos.id,
             turn: pos.turn,
             batch: pos.batch,
@@ -413,4 +436,24 @@ pub(super) async fn cancel(
 pub(super) async fn list_sessions(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
     let rows = blocking(move || Ok(st.store()?.sessions()?)).await?;
     Ok(Json(rows).into_response())
+}
+
+/// `GET /v1/sessions/{id}/diff`: everything the session changed since the commit it started
+/// from (its whole diff), at most 500 files.
+pub(super) async fn session_diff(
+    State(st): State<Arc<Shared>>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Response, ApiError> {
+    let diffs = blocking(move || {
+        let store = st.store()?;
+        store.session(&id)?;
+        let rec = store.repo(&id)?.unwrap_or_default();
+        Ok(rec
+            .base_commit
+            .as_deref()
+            .map(|base| crate::exec::diffs::since_commit(&st.ws, base, 500))
+            .unwrap_or_default())
+    })
+    .await?;
+    Ok(Json(diffs).into_response())
 }

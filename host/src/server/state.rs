@@ -218,32 +218,24 @@ impl Shared {
     }
 
     /// Waits (on a batch thread) for the user's answer to a pending prompt.
-    pub(super) fn wait_for(
-        &self,
-        session: &str,
-        kind: PromptKind,
-        text: &str,
-        tier: Option<Tier>,
-        reason: Option<String>,
-    ) -> Option<api::PromptAnswer> {
+    pub(super) fn wait_for(&self, session: &str, q: Question) -> Option<api::PromptAnswer> {
         let id = self.next_prompt.fetch_add(1, Ordering::Relaxed) + 1;
         let (tx, rx) = std::sync::mpsc::channel();
-        let pending = Pending {
-            session: session.to_string(),
-            kind,
-            text: text.to_string(),
-            tier,
-            reason,
-            reply: tx,
-        };
         self.emit(&HostEvent::Prompt {
             id,
             session: session.to_string(),
-            kind,
-            text: text.to_string(),
-            tier: pending.tier,
-            reason: pending.reason.clone(),
+            kind: q.kind,
+            text: q.text.clone(),
+            tier: q.tier,
+            reason: q.reason.clone(),
+            preview: q.preview.clone(),
+            offer: q.offer.clone(),
         });
+        let pending = Pending {
+            session: session.to_string(),
+            q,
+            reply: tx,
+        };
         if let Ok(mut p) = self.pending.lock() {
             // Checked under the lock close_prompts takes: a prompt is either closed there or
             // never waits.
@@ -348,9 +340,30 @@ impl Shared {
 #[derive(Debug)]
 pub(super) struct Pending {
     pub(super) session: String,
+    pub(super) q: Question,
+    pub(super) reply: std::sync::mpsc::Sender<api::PromptAnswer>,
+}
+
+/// What a prompt asks.
+#[derive(Debug, Clone)]
+pub(super) struct Question {
     pub(super) kind: PromptKind,
     pub(super) text: String,
     pub(super) tier: Option<Tier>,
     pub(super) reason: Option<String>,
-    pub(super) reply: std::sync::mpsc::Sender<api::PromptAnswer>,
+    pub(super) preview: Vec<keyless_core::diff::FileDiff>,
+    pub(super) offer: Option<keyless_core::policy::always::AllowOffer>,
+}
+
+impl Question {
+    pub(super) fn ask(text: &str, reason: Option<String>) -> Self {
+        Self {
+            kind: PromptKind::Ask,
+            text: text.to_string(),
+            tier: None,
+            reason,
+            preview: Vec::new(),
+            offer: None,
+        }
+    }
 }
