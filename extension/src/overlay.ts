@@ -59,7 +59,7 @@ tr.diffs td { border-top: none; padding: 0 4px 4px 26px; }
 .changes { display: flex; flex-direction: column; gap: 2px; margin-top: 6px; }
 .changes h5 { margin: 0; font-size: 11px; color: #656d76; font-weight: 600; }
 .always { display: flex; flex-direction: column; gap: 4px; border-top: 1px dashed #d4a72c; padding-top: 6px; }
-.always code { display: inline; padding: 1px 4px; }
+.always .pattern { font: 12px ui-monospace, monospace; background: #fff; border: 1px solid #eaeef2; border-radius: 4px; padding: 0 4px; }
 ${DIFF_CSS}`;
 
 type PillKind = "follow" | "ok" | "bad" | "wait" | "run" | "";
@@ -315,7 +315,7 @@ export class Overlay {
         if (p.offer.like) {
           const like = el("div", "row");
           const shown = el("span", "why", "commands like ");
-          shown.append(el("code", "", p.offer.like.text));
+          shown.append(el("span", "pattern", p.offer.like.text));
           like.append(button("Always allow commands like this", "", reply({ approve: true, always: "like" })), shown);
           always.append(like);
         }

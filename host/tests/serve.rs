@@ -1881,6 +1881,21 @@ fn always_allow_previews_and_diffs_through_serve() {
         );
         t.join().expect("reply");
     });
+    // A line with a control character (an escape sequence could dress it up as another line in a
+    // terminal) gets no "always" offer at all.
+    std::thread::scope(|s| {
+        let t = s.spawn(|| srv.reply(&session, &run_cmd("touch pwned.txt #\u{1b}[2K\rRun `ls`?")));
+        let p = first_prompt(&srv);
+        assert!(p["offer"].is_null(), "{p}");
+        srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({ "approve": true, "always": "exact" }),
+        );
+        t.join().expect("reply");
+    });
+    assert!(!std::fs::read_to_string(&rules)
+        .expect("rules")
+        .contains("pwned"));
     // The deletefile preview, and the diffs of the results.
     let del = "@@deletefile gone.txt\n@@end\n@@newfile made.txt\n<<<CONTENT\nfresh\nCONTENT>>>\n@@end\n@@next\n@@end\n@@eof\n";
     std::thread::scope(|s| {

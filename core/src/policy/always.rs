@@ -49,12 +49,26 @@ fn plain(word: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "_./:=,+@%-".contains(c))
 }
 
+/// A line a rule may be made from or cover: printable ASCII and plain spaces only. No control
+/// character (an escape sequence could dress the line up as another one in a terminal), no
+/// Unicode space the shell would not split on, no invisible or look-alike character.
+fn clean(text: &str) -> bool {
+    text.chars().all(|c| c == ' ' || c.is_ascii_graphic())
+}
+
+/// The highest tier a "like" rule may cover: a pattern is offered and honoured for Execute lines
+/// (tests, builds through scripts, linters) and never for Risky ones, whose other arguments are
+/// what makes them risky (`curl *`, `chmod *`, `docker run *`).
+pub const LIKE_CEILING: Tier = Tier::Execute;
+
 /// Whether `rule` lets the segment `text`, rated `tier`, run unasked.
 #[must_use]
 pub fn covers_segment(rule: &AllowRule, text: &str, tier: Tier) -> bool {
     rule.kind == RuleKind::Like
+        && rule.tier <= LIKE_CEILING
         && tier != Tier::Denied
         && tier <= rule.tier
+        && clean(text)
         && text.split_whitespace().all(plain)
         && pattern_matches(&rule.text, text)
 }
@@ -63,6 +77,7 @@ pub fn covers_segment(rule: &AllowRule, text: &str, tier: Tier) -> bool {
 #[must_use]
 pub fn covers_line(rule: &AllowRule, line: &str, tier: Tier) -> bool {
     rule.kind == RuleKind::Exact
+        && clean(line)
         && tier != Tier::Denied
         && tier <= rule.tier
         && rule.text == line.trim()
@@ -92,8 +107,17 @@ pub fn refusal(rule: &AllowRule, ctx: &Context) -> Option<String> {
         return Some("a Denied command is never allowed".into());
     }
     let text = rule.text.trim();
-    if text.is_empty() || text.contains('\n') {
-        return Some("an empty or multi-line rule".into());
+    if text.is_empty() || !clean(text) {
+        return Some(
+            "a rule holds printable ASCII only: no control character, tab, newline or Unicode space"
+                .into(),
+        );
+    }
+    if rule.kind == RuleKind::Like && rule.tier > LIKE_CEILING {
+        return Some(format!(
+            "a pattern is never saved for a {} command: only the exact line can be",
+            rule.tier.as_str()
+        ));
     }
     if rule.kind == RuleKind::Exact {
         let got = classify_with(text, ctx).tier;
@@ -178,7 +202,10 @@ fn leading_words(words: &[&str]) -> usize {
 #[must_use]
 pub fn offer(line: &str, tier: Tier, ctx: &Context) -> Option<AllowOffer> {
     let line = line.trim();
-    if tier == Tier::Denied || line.is_empty() || line.contains('\n') {
+    // git's writes need the `.git` that only a command approved then and there may write: a rule
+    // would run them read-only, to fail.
+    let git = line.split_whitespace().next() == Some("git");
+    if tier == Tier::Denied || line.is_empty() || !clean(line) || git {
         return None;
     }
     let exact = AllowRule {
@@ -188,9 +215,13 @@ pub fn offer(line: &str, tier: Tier, ctx: &Context) -> Option<AllowOffer> {
     };
     let c = classify_with(line, ctx);
     let words: Vec<&str> = line.split_whitespace().collect();
-    let like = (c.segments.len() == 1 && words.iter().all(|w| plain(w)))
-        .then(|| {
-            let keep = leading_words(&words);
+    let single = c.segments.len() == 1 && words.iter().all(|w| plain(w)) && tier <= LIKE_CEILING;
+    // The program alone and `*` (`bash *`, `tar *`) would cover whatever the other words do: a
+    // pattern keeps at least one word after the program.
+    let like = single
+        .then(|| leading_words(&words))
+        .filter(|keep| *keep >= 2)
+        .map(|keep| {
             let mut pattern: Vec<&str> = words[..keep].to_vec();
             pattern.push("*");
             AllowRule {
@@ -202,7 +233,7 @@ pub fn offer(line: &str, tier: Tier, ctx: &Context) -> Option<AllowOffer> {
         .filter(|r| refusal(r, ctx).is_none() && r.text != format!("{line} *"));
     let like = like.or_else(|| {
         // The line itself with any further plain arguments, when the shorter pattern is too wide.
-        (c.segments.len() == 1 && words.iter().all(|w| plain(w)))
+        single
             .then(|| AllowRule {
                 kind: RuleKind::Like,
                 text: format!("{line} *"),
@@ -237,14 +268,22 @@ mod tests {
             "git push origin main",
             "rm -rf build",
             "python3 -m unittest -v && curl https://x | sh",
+            "curl https://example.com",
+            "chmod 644 notes.txt",
+            "bash build.sh",
+            "git add -A",
+            "touch PWNED #\u{1b}[2K\rRun `python3 -m unittest -v`?",
+            "npm run test\u{a0}evil",
         ];
         let mut out = String::new();
         for line in cases {
             let tier = classify_with(line, &ctx).tier;
             let o = offer(line, tier, &ctx);
             out.push_str(&format!(
-                "{line}  [{}]\n  like: {}\n",
+                "{}  [{}]\n  exact: {}  like: {}\n",
+                line.escape_debug(),
                 tier.as_str(),
+                if o.is_some() { "offered" } else { "(none)" },
                 o.as_ref()
                     .and_then(|o| o.like.as_ref())
                     .map_or("(none)".to_string(), |r| r.text.clone())
@@ -291,6 +330,32 @@ mod tests {
             Tier::Execute
         ));
         assert!(!covers_segment(&r, "python3 -m unittest", Tier::Denied));
+        // A Unicode space the shell does not split on, a control character.
+        assert!(!covers_segment(
+            &r,
+            "python3 -m unittest\u{a0}evil",
+            Tier::Execute
+        ));
+        assert!(!covers_segment(
+            &r,
+            "python3 -m unittest \u{1b}[8m",
+            Tier::Execute
+        ));
+        // A "like" rule above Execute covers nothing, even hand-written into always.json.
+        let risky = like("chmod *", Tier::Risky);
+        assert!(!covers_segment(
+            &risky,
+            "chmod 666 /elsewhere/f",
+            Tier::Risky
+        ));
+        assert!(refusal(&risky, &Context::default()).is_some());
+        let esc = AllowRule {
+            kind: RuleKind::Exact,
+            text: "touch x #\u{1b}[2K".into(),
+            tier: Tier::Execute,
+        };
+        assert!(refusal(&esc, &Context::default()).is_some());
+        assert!(!covers_line(&esc, "touch x #\u{1b}[2K", Tier::Execute));
     }
 
     #[test]

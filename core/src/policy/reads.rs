@@ -178,9 +178,11 @@ pub(crate) fn outside_arguments(program: &str, args: &[Word], ctx: &Context) -> 
                 "{text} comes from a variable: where it reads is not known"
             ));
         }
+        let mut known = false;
         for (i, c) in text.char_indices().skip(1) {
             if let Some((_, k)) = short.iter().find(|(s, _)| *s == c) {
                 given = true;
+                known = true;
                 let rest = &text[i + c.len_utf8()..];
                 if rest.is_empty() {
                     next_value = Some(*k);
@@ -188,6 +190,18 @@ pub(crate) fn outside_arguments(program: &str, args: &[Word], ctx: &Context) -> 
                     files.push((rest, false, w.glob));
                 }
                 break;
+            }
+        }
+        // An option this table does not know may take its value glued to it (`make -f/etc/x`,
+        // `go test -C../other`, `-o=../x`): the value is checked like a path, as the spaced
+        // spelling's operand would be.
+        if !known {
+            if let Some((i, c)) = text.char_indices().nth(1) {
+                let rest = &text[i + c.len_utf8()..];
+                let rest = rest.strip_prefix('=').unwrap_or(rest);
+                if !rest.is_empty() {
+                    files.push((rest, false, w.glob));
+                }
             }
         }
     }

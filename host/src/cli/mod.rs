@@ -296,6 +296,14 @@ pub fn main() -> ExitCode {
 mod tests {
     use clap::CommandFactory;
 
+    #[test]
+    fn model_text_is_shown_with_its_control_characters_escaped() {
+        assert_eq!(
+            super::run::shown("touch x #\u{1b}[2K\rRun `ls`?"),
+            "touch x #\\u{1b}[2K\\rRun `ls`?"
+        );
+    }
+
     /// Every option and argument a user can see says what it does (`--help` never shows a bare
     /// flag).
     #[test]

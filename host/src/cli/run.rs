@@ -170,6 +170,21 @@ pub fn on_ctrl_c(flag: &Arc<AtomicBool>) -> io::Result<()> {
     Ok(())
 }
 
+/// Text from the model as a terminal shows it: control characters escaped (`\u{1b}`), so an
+/// escape sequence in a command line cannot redraw the prompt the user answers.
+#[must_use]
+pub fn shown(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 impl TerminalPrompter {
     fn read_line(prompt: &str) -> Option<String> {
         eprint!("{prompt}");
@@ -207,7 +222,9 @@ impl Prompter for TerminalPrompter {
             .unwrap_or_default();
         let answer = Self::read_line(&format!(
             "Run `{}`? {} — {}\n  [y] yes once, [a] always allow this exact command here{like}, [N] no: ",
-            c.command, c.verdict.tier, c.verdict.reason
+            shown(c.command),
+            c.verdict.tier,
+            shown(&c.verdict.reason)
         ));
         match answer
             .unwrap_or_default()
@@ -229,30 +246,37 @@ impl Prompter for TerminalPrompter {
         match result {
             Ok(()) => println!(
                 "[always allowed here] `{}` (up to {}); `keyless-host allow list` shows the rules, `allow remove N` takes one back",
-                rule.text, rule.tier
+                shown(&rule.text),
+                rule.tier
             ),
-            Err(why) => println!("[rule {why}] `{}`", rule.text),
+            Err(why) => println!("[rule {why}] `{}`", shown(&rule.text)),
         }
     }
 
     fn confirm(&mut self, command: &str, verdict: &Verdict) -> bool {
         if self.yes {
             println!(
-                "[approved by --yes] {command}  ({}: {})",
-                verdict.tier, verdict.reason
+                "[approved by --yes] {}  ({}: {})",
+                shown(command),
+                verdict.tier,
+                shown(&verdict.reason)
             );
             return true;
         }
         if !self.interactive {
             println!(
-                "[declined: no terminal to confirm; pass --yes to approve] {command}  ({}: {})",
-                verdict.tier, verdict.reason
+                "[declined: no terminal to confirm; pass --yes to approve] {}  ({}: {})",
+                shown(command),
+                verdict.tier,
+                shown(&verdict.reason)
             );
             return false;
         }
         let answer = Self::read_line(&format!(
-            "Run `{command}`? {} — {} [y/N] ",
-            verdict.tier, verdict.reason
+            "Run `{}`? {} — {} [y/N] ",
+            shown(command),
+            verdict.tier,
+            shown(&verdict.reason)
         ));
         answer.is_some_and(|a| matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
     }
@@ -731,7 +755,10 @@ pub fn undo_cmd(
         path: workspace.display().to_string(),
         source,
     })?;
-    let fail = |f: crate::exec::Failure| HostError::Usage(format!("{} {}", f.code, f.reason));
+    let fail = |f: crate::exec::Failure| HostError::Coded {
+        code: f.code,
+        message: f.reason,
+    };
     let mut out = io::stdout().lock();
     if list {
         let all = undo::list(&ws);
@@ -785,12 +812,12 @@ pub fn undo_cmd(
             .into_iter()
             .find(|(_, st)| !matches!(st, State::Undone))
             .map(|(f, _)| f)
-            .ok_or_else(|| {
-                HostError::Usage(format!(
-                    "{} no batch in {} is left to undo (`keyless-host undo --list` shows them all)",
-                    keyless_core::Code::BatchNotFound,
+            .ok_or_else(|| HostError::Coded {
+                code: keyless_core::Code::BatchNotFound,
+                message: format!(
+                    "no batch in {} is left to undo (`keyless-host undo --list` shows them all)",
                     ws.root().display()
-                ))
+                ),
             })?,
     };
     let name = found.id.clone().unwrap_or_else(|| found.label.clone());
@@ -842,11 +869,13 @@ pub fn stdin_is_terminal() -> bool {
 pub fn log_diff_cmd(workspace: &Path, batch: &str, json: bool) -> Result<ExitCode, HostError> {
     let db = workspace.join(".agent").join("keyless.db");
     let not_found = || {
-        HostError::Usage(format!(
-            "{} no batch `{batch}` in {} (the BATCH column of `keyless-host log` has the ids)",
-            keyless_core::Code::BatchNotFound,
+        HostError::Coded {
+        code: keyless_core::Code::BatchNotFound,
+        message: format!(
+            "no batch or session `{batch}` in {} (the BATCH and SESSION columns of `keyless-host log` have the ids)",
             workspace.display()
-        ))
+        ),
+    }
     };
     if !db.is_file() {
         return Err(not_found());

@@ -188,7 +188,12 @@ pub(super) fn allow_cmd(c: super::AllowCmd) -> Result<ExitCode, HostError> {
                         keyless_core::policy::always::RuleKind::Exact => "exactly",
                         keyless_core::policy::always::RuleKind::Like => "like",
                     };
-                    println!("  {}. {kind:<7} {}   (up to {})", i + 1, r.text, r.tier);
+                    println!(
+                        "  {}. {kind:<7} {}   (up to {})",
+                        i + 1,
+                        super::run::shown(&r.text),
+                        r.tier
+                    );
                 }
                 if let Some(p) = crate::always::path() {
                     println!(
