@@ -71,6 +71,11 @@ for part in extension www; do
   rm -rf "$prefix/share/keyless/$part"
   mv "$prefix/share/keyless/.$part.new" "$prefix/share/keyless/$part"
 done
+# The documentation: the README and docs/ as they are in the archive (the README links into docs/).
+rm -rf "$prefix/share/keyless/doc"
+mkdir -p "$prefix/share/keyless/doc"
+cp "$here/README.md" "$prefix/share/keyless/doc/README.md"
+cp -R "$here/docs" "$prefix/share/keyless/doc/docs"
 
 "$prefix/bin/keyless-host" install \
   --record-binary "$prefix/bin/keyless-host" \
@@ -81,6 +86,7 @@ echo
 echo "keyless $version is installed:"
 echo "  $prefix/bin/keyless-host"
 echo "  $prefix/share/keyless/extension   (the Chrome extension)"
+echo "  $prefix/share/keyless/doc/README.md   (how to use it; the rest of the docs beside it)"
 case ":${PATH:-}:" in
   *":$prefix/bin:"*) ;;
   *) echo "  $prefix/bin is not on your PATH: add  export PATH=\"$prefix/bin:\$PATH\"  to your shell's profile." ;;

@@ -25,6 +25,7 @@ pub const HARMLESS: &[&str] = &[
     "SHELL",
     "TERM",
     "PWD",
+    "OLDPWD",
     "TMPDIR",
     "HOSTNAME",
     "COLUMNS",
@@ -114,7 +115,8 @@ pub fn secret_like(name: &str) -> bool {
     // Words that count only whole: `GITLAB_PAT`, `AZURE_SAS`, but not `NODE_COMPAT`.
     const WHOLE: &[&str] = &["PAT", "SAS", "OTP", "TOTP"];
     let upper = name.to_ascii_uppercase();
-    upper != "PWD"
+    // The shell's working folders, not passwords.
+    !matches!(upper.as_str(), "PWD" | "OLDPWD")
         && upper.split(['_', '-']).any(|w| {
             // A word with a number after it counts as the word (`TOKEN2`).
             let w = w.trim_end_matches(|c: char| c.is_ascii_digit());

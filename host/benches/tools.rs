@@ -230,7 +230,16 @@ fn ssh() {
     );
 }
 
-fn main() {
+/// The sandbox wrapper is this binary (`/proc/self/exe __sandbox …`): it acts as the host then.
+fn main() -> std::process::ExitCode {
+    if let Some(code) = keyless_host::cli::wrapper_entry() {
+        return code;
+    }
+    bench();
+    std::process::ExitCode::SUCCESS
+}
+
+fn bench() {
     mcp();
     ssh();
 }

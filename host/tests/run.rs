@@ -1531,6 +1531,35 @@ fn run_shows_what_each_batch_changed_and_log_shows_a_batch_diff() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("KA_BATCH_NOT_FOUND"));
+    // At @@done: what changed since the session's start commit, and later `log --diff SESSION`.
+    let fx3 = Fixture::new();
+    let done = "@@done\n<<<MSG\nThe readme says more.\nMSG>>>\n@@end\n@@eof\n";
+    let (_, text) = fx3.run(&[&r, done], &[]);
+    let session = common::session_of(&text);
+    assert!(
+        text.contains(&format!("What changed since the commit the session started from (changes not committed before it included) (--diff shows the lines; later: keyless-host log --diff {session}):\n README.md  | 2 ++\n src/app.py | 1 +\n2 files changed, 3 insertions(+), 0 deletions(-)")),
+        "{text}"
+    );
+    let (_, shown) = host_in(
+        &fx3,
+        &[
+            "log",
+            "--workspace",
+            fx3.ws().to_str().expect("utf-8"),
+            "--diff",
+            &session,
+        ],
+    );
+    assert!(
+        shown.starts_with(&format!(
+            "session {session}: what differs from the commit it started from"
+        )),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("+More words.\n") && shown.contains("+print('hi')\n"),
+        "{shown}"
+    );
     // log: a header row and local times.
     let (_, log) = host_in(
         &fx2,
@@ -1597,6 +1626,17 @@ fn undo_knows_about_commits_twice_and_bad_ids() {
         "Revert \"Change the readme\"\n"
     );
     assert_eq!(git(&ws, &["status", "--porcelain"]), "");
+    // A reverted batch is not reverted again.
+    let (out, _) = host_in(
+        &fx,
+        &["undo", "--workspace", w, "--batch", &first, "--revert"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("already undone"), "{err}");
+    assert_eq!(
+        git(&ws, &["log", "-1", "--format=%s"]),
+        "Revert \"Change the readme\"\n"
+    );
     // A batch not committed: undone once, then "already undone".
     let again = reply(&[block("updatefile README.md", &[("CONTENT", "# again")])]);
     let (_, text) = fx.run(&[&again], &[]);

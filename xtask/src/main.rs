@@ -517,9 +517,11 @@ fn dist() -> Result<PathBuf> {
         &stage.join("install.sh"),
         0o755,
     )?;
-    for f in ["LICENSE", "LICENSE-MIT", "LICENSE-APACHE"] {
+    for f in ["LICENSE", "LICENSE-MIT", "LICENSE-APACHE", "README.md"] {
         copy_file(&root().join(f), &stage.join(f), 0o644)?;
     }
+    // The user's documentation beside the binary (README.md links into docs/).
+    copy_tree(&root().join("docs"), &stage.join("docs"))?;
     let glibc = glibc_needed(&host)?;
     write(&stage.join("GLIBC"), format!("{glibc}\n").as_bytes())?;
     let zip = stage.join(format!("keyless-extension-{version}.zip"));

@@ -340,7 +340,7 @@ pub fn file_command_verdict(kind: CommandKind, target: &str, mode: Mode) -> Opti
         ),
         CommandKind::Commit => (
             Tier::Risky,
-            "commit writes git history (add -A, commit) and pushes to origin",
+            "commit writes git history (add -A, commit) and pushes it when an origin is set",
         ),
         _ => return None,
     };

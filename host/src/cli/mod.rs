@@ -191,6 +191,18 @@ pub enum AllowCmd {
     },
 }
 
+/// The sandbox wrapper's entry for a program that runs the executor in-process (a benchmark):
+/// the wrapper is started as `/proc/self/exe __sandbox …`, so such a program must act as the
+/// host for those arguments instead of running itself again.
+#[must_use]
+pub fn wrapper_entry() -> Option<ExitCode> {
+    matches!(
+        std::env::args().nth(1).as_deref(),
+        Some("__sandbox" | "__sandbox-init")
+    )
+    .then(main)
+}
+
 /// Exit status: 0 valid, 1 rejected, 2 usage or I/O error.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

@@ -207,7 +207,11 @@ impl Prompter for TerminalPrompter {
                 keyless_core::diff::render(c.preview).trim_end()
             );
         }
-        let offer = c.offer.filter(|_| self.interactive && !self.yes);
+        if !self.interactive && !self.yes {
+            let _ = self.confirm(c.command, c.verdict);
+            return Approval::NoOneToAsk;
+        }
+        let offer = c.offer.filter(|_| !self.yes);
         let Some(offer) = offer else {
             return if self.confirm(c.command, c.verdict) {
                 Approval::Once
@@ -682,11 +686,11 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
                 if !step.task_diff.is_empty() {
                     let _ = writeln!(
                         out,
-                        "\nWhat the task changed since it started{}:\n{}",
+                        "\nWhat changed since the commit the session started from (changes not committed before it included){}:\n{}",
                         if o.diff {
-                            ""
+                            String::new()
                         } else {
-                            " (--diff shows the lines; `keyless-host log --diff SESSION` later)"
+                            format!(" (--diff shows the lines; later: keyless-host log --diff {session})")
                         },
                         if o.diff {
                             keyless_core::diff::render(&step.task_diff)
@@ -873,7 +877,7 @@ pub fn log_diff_cmd(workspace: &Path, batch: &str, json: bool) -> Result<ExitCod
         code: keyless_core::Code::BatchNotFound,
         message: format!(
             "no batch or session `{batch}` in {} (the BATCH and SESSION columns of `keyless-host log` have the ids)",
-            workspace.display()
+            crate::dirs::real_path(workspace).display()
         ),
     }
     };
@@ -901,11 +905,14 @@ pub fn log_diff_cmd(workspace: &Path, batch: &str, json: bool) -> Result<ExitCod
         } else if base.is_none() {
             let _ = writeln!(out, "session {batch} started outside a git repository (or before its first commit): there is no commit to compare with; `log --diff BATCH` shows each batch.");
         } else if all.is_empty() {
-            let _ = writeln!(out, "Nothing changed since session {batch} started.");
+            let _ = writeln!(
+                out,
+                "Nothing differs from the commit session {batch} started from."
+            );
         } else {
             let _ = write!(
                 out,
-                "session {batch}, since the commit it started from:\n{}\n{}",
+                "session {batch}: what differs from the commit it started from (changes not committed before it included):\n{}\n{}",
                 keyless_core::diff::stat(&all),
                 keyless_core::diff::render(&all)
             );

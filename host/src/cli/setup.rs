@@ -178,7 +178,7 @@ pub(super) fn allow_cmd(c: super::AllowCmd) -> Result<ExitCode, HostError> {
             let shown = crate::dirs::real_path(&workspace);
             if rules.is_empty() {
                 println!(
-                    "No \"always allow\" rules for {}. Answer a confirmation with \"always\" to add one.",
+                    "No \"always allow\" rules for {}. Add one at a confirmation: [a] or [l] on the terminal, \"Always allow…\" in the overlay or the dashboard.",
                     shown.display()
                 );
             } else {
@@ -197,7 +197,7 @@ pub(super) fn allow_cmd(c: super::AllowCmd) -> Result<ExitCode, HostError> {
                 }
                 if let Some(p) = crate::always::path() {
                     println!(
-                        "(kept in {}; `keyless-host allow remove N` takes one back)",
+                        "(\"up to\": the highest risk tier a rule lets run; a line rated higher is asked again.\n kept in {}; `keyless-host allow remove N` takes one back)",
                         p.display()
                     );
                 }

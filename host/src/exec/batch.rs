@@ -31,6 +31,8 @@ pub struct Confirmation<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
     Declined,
+    /// Nobody could be asked (no terminal, no `--yes`): declined, and the model is told why.
+    NoOneToAsk,
     Once,
     /// Approved, and the rule (one of the offer's) is to be remembered for the workspace.
     Always(AllowRule),
@@ -525,6 +527,13 @@ pub(super) fn admit_with(
             offer,
         }) {
             Approval::Declined => Err(declined()),
+            Approval::NoOneToAsk => Err(Failure::new(
+                Code::CommandDeclined,
+                format!(
+                    "not run: no one could confirm it (keyless runs without a terminal; the user may run it again with --yes) ({})",
+                    verdict.reason
+                ),
+            )),
             Approval::Once => Ok((true, None)),
             // Only a rule from the offer is remembered, whatever the front end sent.
             Approval::Always(rule) => Ok((

@@ -353,6 +353,8 @@ pub fn revert(ws: &Workspace, s: &GitSettings, f: &Found) -> Result<Vec<String>,
     for c in &commits {
         made.push(revert_one(ws, s, &repo, &c.id)?);
     }
+    // The batch is taken back: it is not reverted (or undone) a second time.
+    let _ = std::fs::rename(&f.dir, f.dir.with_extension("undone"));
     Ok(made)
 }
 
