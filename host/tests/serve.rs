@@ -1143,21 +1143,10 @@ fn deletefile_waits_for_the_user_in_ask_mode() {
     let srv = spawn(&e.ws, &e.config, &["--mode", "ask"]);
     let session = srv.session();
     let del = "@@deletefile gone.txt\n@@end\n@@next\n@@end\n@@eof\n";
-    let prompt = || -> serde_json::Value {
-        let start = Instant::now();
-        loop {
-            let (_, v) = srv.get("/v1/confirmations");
-            if let Some(p) = v.as_array().and_then(|a| a.first()).cloned() {
-                return p;
-            }
-            assert!(start.elapsed() < Duration::from_secs(20), "no confirmation");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
     for approve in [false, true] {
         std::thread::scope(|s| {
             let t = s.spawn(|| srv.reply(&session, del));
-            let p = prompt();
+            let p = first_prompt(&srv);
             assert_eq!(
                 (p["kind"].as_str(), p["tier"].as_str(), p["text"].as_str()),
                 (
