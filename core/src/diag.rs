@@ -118,6 +118,10 @@ codes! {
     AsEffect => "KA_AS_EFFECT", "a tool, memory or file the program uses failed or is not available";
     AsDepth => "KA_AS_DEPTH", "agent and function calls nested deeper than the limit (runaway recursion)";
     AsGenerate => "KA_AS_GENERATE", "generate without input, with an unknown option, or a bad shape";
+    AsChatUnavailable => "KA_AS_CHAT_UNAVAILABLE", "keyless://chat: no keyless-host serve is running, or no chat tab answers programs (the keyless popup's \"Answer .as programs here\")";
+    AsChatBusy => "KA_AS_CHAT_BUSY", "keyless://chat: the chat tab is in the middle of an AgentScript task, or serves another program";
+    AsChatClosed => "KA_AS_CHAT_CLOSED", "keyless://chat: the chat tab was closed or left the chat while the model answered";
+    AsCancelled => "KA_AS_CANCELLED", "the user cancelled the program while it waited for the model (Ctrl+C, the dashboard or the overlay)";
     SshNotDeclared => "KA_SSH_NOT_DECLARED", "no_allowed_connections_declared: the movement declares no allowed_ssh_connections";
     SshUnknown => "KA_SSH_UNKNOWN_CONNECTION", "no SSH connection is registered by that id or name";
     SshNotAllowed => "KA_SSH_NOT_ALLOWED", "the movement's allowed_ssh_connections does not list the connection";

@@ -156,6 +156,14 @@ pub fn typescript() -> String {
         api::AsRunRequest::decl(&cfg),
         api::AsRunSummary::decl(&cfg),
         api::AsRunDetail::decl(&cfg),
+        api::GenerationRequest::decl(&cfg),
+        api::GenerationState::decl(&cfg),
+        api::Generation::decl(&cfg),
+        api::GenerationAnswer::decl(&cfg),
+        api::GenerationClaim::decl(&cfg),
+        api::ChatTabReport::decl(&cfg),
+        api::ChatTabState::decl(&cfg),
+        lang::chat::GenerationReport::decl(&cfg),
         api::CoreOptions::decl(&cfg),
     ];
     let mut out = String::from(

@@ -5,7 +5,7 @@
 import { query, queryAll, send, write } from "./composer.js";
 import { replyText } from "./extract.js";
 import { Overlay } from "./overlay.js";
-import { ask, type Delivery, type FollowReport, type HostEvent, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
+import { ask, type Delivery, type FollowReport, type Generation, type HostEvent, type PageObservation, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
 
 interface Watch {
   /// Assistant messages that existed before the message this reply answers.
@@ -27,6 +27,8 @@ interface Watch {
   /// No text of this reply yet: the overlay still shows the last reply (its problems, its
   /// results) until the new one starts, so a correction's reason stays readable.
   fresh: boolean;
+  /// A `.as` program's generation this reply answers (keyless://chat), not an AgentScript reply.
+  gen?: Generation;
 }
 
 let site: SiteAdapter | null = null;
@@ -39,6 +41,8 @@ let pending: { text: string; endAt: number } | null = null;
 let unsent: { text: string; delivery: Delivery; endAt: number } | null = null;
 let lastExhaustedCheck = 0;
 let exhausted = false;
+/// This tab answers `.as` programs (keyless://chat).
+let programs = false;
 
 function errText(e: unknown): [string, string] {
   const m = e instanceof Error ? e.message : String(e);
@@ -53,6 +57,76 @@ function ui(): Overlay {
     });
   }
   return overlay;
+}
+
+/// The reply to a generation, as its watch sees it now: the live shape check, then the answer
+/// (or why there is none) to the program, once.
+async function tickGeneration(w: Watch, g: Generation, text: string, streaming: boolean, changed: boolean, page: PageObservation): Promise<void> {
+  const r = await ask("followGeneration", { text, shape: g.shape, page });
+  if (watch !== w) return;
+  const o = ui();
+  o.generationReport(r);
+  if (changed && text) o.setPhase(streaming ? "streaming" : "checking", "follow");
+  if (r.verdict === "waiting") return;
+  w.done = true;
+  if (r.verdict === "complete" || r.verdict === "complete_without_eof") {
+    o.setPhase("sending to the program", "run");
+    try {
+      await ask("generated", { id: g.id, answer: text });
+    } catch (e) {
+      const [code, msg] = errText(e);
+      o.error(code, msg);
+      return;
+    }
+    o.setPhase("answered", "ok");
+    o.note(`The answer went to the program ${Math.round(performance.now() - w.lastChange)} ms after the reply ended.${r.json && !r.fits ? " It does not fit the shape: the program decides whether to ask again." : ""}`);
+    return;
+  }
+  const code = r.code ?? "KA_REPLY_TIMEOUT";
+  const why =
+    r.verdict === "truncated"
+      ? `The reply stayed unfinished for ${settings?.truncationBudgetSeconds ?? 0} s. The program ends with ${code}; nothing is asked again.`
+      : r.verdict === "exhausted"
+        ? "The chat says it is full (a usage or length limit). The program ends; start a new chat and turn on \"Answer .as programs here\" there."
+        : `No complete reply within ${settings?.replyTimeoutSeconds ?? 0} s. The program ends.`;
+  await ask("generated", { id: g.id, error: `${code} ${why}` }).catch(() => undefined);
+  o.error(code, why);
+}
+
+/// A `.as` program asks this chat (the worker claimed the generation for this tab).
+async function onGenerate(g: Generation): Promise<void> {
+  if (!site) return;
+  const o = ui();
+  o.generation(g, () => {
+    if (watch?.gen?.id === g.id) watch = null;
+    ask("cancelGeneration", { id: g.id }).catch(() => undefined);
+    o.setPhase("cancelled", "");
+    o.note("Cancelled: the program ends with KA_AS_CANCELLED.");
+  });
+  o.setWhere(`${site.name} · .as program`);
+  o.setPhase("sending the request", "run");
+  const before = assistantMessages().length;
+  try {
+    await send(site, g.text);
+  } catch (e) {
+    const [code, msg] = errText(e);
+    await ask("generated", { id: g.id, error: `${code} ${msg}` }).catch(() => undefined);
+    o.error(code, msg);
+    return;
+  }
+  follow(before);
+  if (watch) watch.gen = g;
+  o.setPhase("waiting for the reply", "follow");
+}
+
+/// The generation this tab answers ended elsewhere (cancelled in the dashboard, Ctrl+C, the
+/// program's timeout): stop following it.
+function onGenerationEnded(g: Generation): void {
+  if (watch?.gen?.id !== g.id) return;
+  watch = null;
+  const o = ui();
+  o.setPhase(g.state === "cancelled" ? "cancelled" : "ended", "");
+  o.note(`${g.error ?? ""}`.trim() || "The program no longer waits for this reply.");
 }
 
 function assistantMessages(): Element[] {
@@ -130,6 +204,10 @@ async function tick(): Promise<void> {
       truncationBudgetSeconds: settings.truncationBudgetSeconds,
       replyTimeoutSeconds: settings.replyTimeoutSeconds,
     };
+    if (w.gen) {
+      await tickGeneration(w, w.gen, text, streaming, changed, page);
+      return;
+    }
     // Only what changed goes to the worker: the length of the text it already has, then the rest.
     const keep = commonPrefix(w.sent, text);
     const tAsk = performance.now();
@@ -376,6 +454,16 @@ chrome.runtime.onMessage.addListener((msg: TabMessage, _sender, sendResponse) =>
     case "run":
       onRun(msg.run);
       return false;
+    case "generate":
+      void onGenerate(msg.generation);
+      sendResponse(true);
+      return false;
+    case "generationEnded":
+      onGenerationEnded(msg.generation);
+      return false;
+    case "programs":
+      programs = msg.on;
+      return false;
     default:
       return false;
   }
@@ -393,7 +481,7 @@ async function main(): Promise<void> {
   }, 250);
   // Keep the worker (and its event stream) alive while this tab runs a session.
   window.setInterval(() => {
-    if (run && (run.state === "running" || run.state === "paused")) ask("ping", {}).catch(() => undefined);
+    if (programs || (run && (run.state === "running" || run.state === "paused"))) ask("ping", {}).catch(() => undefined);
   }, 20000);
   chrome.storage.onChanged.addListener((changes, area) => {
     if (area !== "local" || !changes.settings) return;
@@ -402,7 +490,10 @@ async function main(): Promise<void> {
       if (s.site) site = s.site;
     });
   });
-  run = (await ask("tabRun", {})).run;
+  const mine = await ask("tabRun", {});
+  run = mine.run;
+  programs = mine.programs;
+  if (programs) ask("ping", {}).catch(() => undefined);
   if (run && (run.state === "running" || run.state === "paused")) {
     // After a reload: follow only replies that arrive from now on (the host never runs a batch twice).
     follow(assistantMessages().length);

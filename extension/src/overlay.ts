@@ -4,7 +4,7 @@
 
 import { DIFF_CSS, diffRow, diffView, totals } from "../../www/common/diff-view.js";
 import { button, el } from "../../www/common/dom.js";
-import type { CommandView, FileDiff, PendingPrompt, RuleKind } from "./generated/core.js";
+import type { CommandView, FileDiff, Generation, GenerationReport, PendingPrompt, RuleKind } from "./generated/core.js";
 import type { Diagnostic, FollowReport, ReplyAnswer } from "./protocol.js";
 
 const CSS = `
@@ -54,6 +54,10 @@ pre.out { margin: 0; max-height: 160px; overflow: auto; background: #0d1117; col
 .summary.o-declined { border-left: 4px solid #d4a72c; }
 .say { border-left: 3px solid #1f6feb; padding: 2px 8px; color: #1f2328; }
 .foot { color: #8c959f; font-size: 11px; }
+.gen { border: 1px solid #c8b5f5; background: #fbf8ff; border-radius: 10px; padding: 8px 10px; display: flex; flex-direction: column; gap: 6px; }
+.gen .asked { margin: 0; max-height: 140px; overflow: auto; font: 11.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; white-space: pre-wrap; word-break: break-word; color: #3d444d; }
+.gen .shape { font: 12px ui-monospace, monospace; }
+.fit { padding: 4px 8px; border-radius: 6px; } .fit.yes { background: #dafbe1; color: #116329; } .fit.no { background: #fff5f5; color: #a40e26; } .fit.none { background: #f6f8fa; color: #656d76; }
 .hidden { display: none !important; }
 tr.diffs td { border-top: none; padding: 0 4px 4px 26px; }
 .changes { display: flex; flex-direction: column; gap: 2px; margin-top: 6px; }
@@ -85,6 +89,8 @@ export class Overlay {
   private readonly summary: HTMLDivElement;
   private readonly errorBox: HTMLDivElement;
   private readonly foot: HTMLDivElement;
+  private readonly gen: HTMLDivElement;
+  private genFit: HTMLDivElement | null = null;
   /// Each command's state cell (updated by host events while the batch runs).
   private readonly rows = new Map<number, HTMLTableCellElement>();
   /// Each command's row and the key of what it shows: a row is rebuilt only when its key changes.
@@ -126,7 +132,8 @@ export class Overlay {
     this.live.append(liveHead, this.out);
     this.summary = el("div", "summary hidden");
     this.foot = el("div", "foot");
-    body.append(this.errorBox, this.prompts, this.diags, this.commands, this.says, this.live, this.summary, this.foot);
+    this.gen = el("div", "section hidden");
+    body.append(this.errorBox, this.gen, this.prompts, this.diags, this.commands, this.says, this.live, this.summary, this.foot);
     this.panel.append(head, body);
     this.root.append(this.panel);
     document.documentElement.append(this.host);
@@ -159,6 +166,41 @@ export class Overlay {
     this.prompts.replaceChildren();
     this.clearError();
     this.diagKey = "";
+    this.gen.classList.add("hidden");
+    this.gen.replaceChildren();
+    this.genFit = null;
+    this.diags.replaceChildren();
+  }
+
+  /// A `.as` program's generate that this tab answers: what the chat is sent, the shape the
+  /// answer must fit, and a Cancel that ends the program's wait.
+  generation(g: Generation, onCancel: () => void): void {
+    this.reset();
+    const box = el("div", "gen");
+    const head = el("div", "row");
+    head.append(el("h4", "", `.as program ${g.file || g.run}${g.attempt > 1 ? ` · attempt ${g.attempt}` : ""}`), button("Cancel", "danger", onCancel));
+    const asked = el("pre", "asked", g.text);
+    const shape = el("div", "");
+    shape.append(el("span", "why", "answer shape "), el("span", "shape", g.shape_text));
+    this.genFit = el("div", "fit none", "No JSON yet.");
+    box.append(head, asked, shape, this.genFit);
+    this.gen.replaceChildren(box);
+    this.gen.classList.remove("hidden");
+    this.panel.classList.remove("collapsed");
+  }
+
+  /// The live shape check of the reply to a generation.
+  generationReport(r: GenerationReport): void {
+    if (!this.genFit) return;
+    const [kind, text] = r.json
+      ? r.fits
+        ? ["yes", "The JSON fits the shape."]
+        : ["no", `The JSON does not fit: ${r.problem ?? ""}. The program will ask again if its attempts allow.`]
+      : r.started
+        ? ["none", "The JSON is not complete yet."]
+        : ["none", "No JSON yet."];
+    this.genFit.className = `fit ${kind}`;
+    this.genFit.textContent = text;
   }
 
   /// Shows what the core says about the reply so far. Only what changed is drawn again: the

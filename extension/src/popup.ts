@@ -113,6 +113,22 @@ async function refresh(): Promise<void> {
     }
   }
   showRun(tab?.id === undefined ? null : (await ask("runOf", { tabId: tab.id })).run);
+  const programs = tab?.id === undefined ? { on: false, tabId: null } : await ask("programs", { tabId: tab.id });
+  showPrograms(programs.on, programs.tabId);
+}
+
+/// The "Answer .as programs here" switch: on in one tab at a time.
+function showPrograms(on: boolean, tabId: number | null): void {
+  const box = byId<HTMLInputElement>("programs");
+  box.checked = on;
+  box.disabled = !chatTab;
+  const note = byId("programs-note");
+  note.hidden = !on && tabId === null;
+  note.textContent = on
+    ? "keyless-host as run sends each keyless://chat generate to this chat. Leave the tab open and do not type in it while a program runs."
+    : tabId !== null
+      ? "Another tab answers .as programs; turning this on moves it here."
+      : "";
 }
 
 async function withTab(f: (tabId: number) => Promise<void>): Promise<void> {
@@ -154,6 +170,15 @@ for (const id of ["mode", "pace", "piece"]) {
 }
 byId("auto-send").addEventListener("change", () => {
   ask("setSettings", { autoSend: byId<HTMLInputElement>("auto-send").checked }).catch(showError);
+});
+byId("programs").addEventListener("change", () => {
+  withTab(async (tabId) => {
+    const r = await ask("programs", { tabId, on: byId<HTMLInputElement>("programs").checked });
+    showPrograms(r.on, r.tabId);
+  }).catch((e: unknown) => {
+    byId<HTMLInputElement>("programs").checked = false;
+    showError(e);
+  });
 });
 on("start", () =>
   withTab(async (tabId) => {

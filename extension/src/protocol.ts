@@ -26,9 +26,11 @@ export type {
   TurnEnd,
   ReplyAnswer,
   HostEvent,
+  Generation,
+  GenerationReport,
 } from "./generated/core.js";
 export type Verdict = WatchVerdict;
-import type { Context, Delivery, DoctorLine, EffectiveTools, FollowReport, HostEvent, Mode, Pace, PageObservation, ReplyAnswer, RuleKind, Selectors, Settings, SiteAdapter } from "./generated/core.js";
+import type { Context, Delivery, DoctorLine, EffectiveTools, FollowReport, Generation, GenerationReport, HostEvent, Mode, Pace, PageObservation, ReplyAnswer, RuleKind, Selectors, Settings, SiteAdapter } from "./generated/core.js";
 
 // ---- the run of one tab ----
 
@@ -99,10 +101,16 @@ export interface Requests {
   reply: { req: { text: string }; res: ReplyOutcome };
   answer: { req: { id: number; approve?: boolean; answer?: string; always?: RuleKind }; res: { ok: boolean } };
   cancel: { req: Record<string, never>; res: { ok: boolean } };
-  tabRun: { req: Record<string, never>; res: { run: TabRun | null } };
+  tabRun: { req: Record<string, never>; res: { run: TabRun | null; programs: boolean } };
   delivered: { req: { ok: boolean; code?: string; endToSentMs?: number }; res: { ok: boolean } };
   metric: { req: { overlayMs: number; chars: number; pageMs: number }; res: { ok: boolean } };
   ping: { req: Record<string, never>; res: { ok: boolean } };
+  /// keyless://chat: the live check of a generation's reply (completion and shape).
+  followGeneration: { req: { text: string; shape: unknown; page: PageObservation }; res: GenerationReport };
+  /// The reply to a generation (or why there is none: `KA_… message`), sent to the host once.
+  generated: { req: { id: string; answer?: string; error?: string }; res: { ok: boolean } };
+  /// The overlay's Cancel on a generation.
+  cancelGeneration: { req: { id: string }; res: { ok: boolean } };
   // from the popup and the options page
   status: { req: Record<string, never>; res: HostStatus };
   pair: { req: { hostUrl: string; code: string }; res: HostStatus };
@@ -118,6 +126,8 @@ export interface Requests {
   /// Whether a tab is a supported chat (the adapter's name), and the supported sites.
   tabSite: { req: { tabId: number }; res: { site: string | null; supported: { name: string; url: string }[] } };
   runOf: { req: { tabId: number }; res: { run: TabRun | null } };
+  /// Whether `tabId` answers `.as` programs (keyless://chat), and turning it on or off.
+  programs: { req: { tabId: number; on?: boolean }; res: { on: boolean; tabId: number | null } };
   start: { req: { tabId: number; task: string }; res: { run: TabRun } };
   pause: { req: { tabId: number }; res: { run: TabRun | null } };
   resume: { req: { tabId: number }; res: { run: TabRun | null } };
@@ -136,7 +146,10 @@ export type TabMessage =
   | { type: "event"; event: HostEvent }
   | { type: "paste"; text: string; send: boolean }
   | { type: "run"; run: TabRun | null }
-  | { type: "probe"; selectors: Selectors };
+  | { type: "probe"; selectors: Selectors }
+  | { type: "generate"; generation: Generation }
+  | { type: "generationEnded"; generation: Generation }
+  | { type: "programs"; on: boolean };
 
 /// Sends a request to the worker and unwraps its answer (throws `Error("KA_… message")`).
 export async function ask<K extends RequestType>(type: K, req: Requests[K]["req"]): Promise<Requests[K]["res"]> {

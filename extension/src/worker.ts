@@ -7,6 +7,7 @@ import init, {
   deliveryFor,
   doctorReport,
   extensionDefaults,
+  followGeneration,
   ReplyFollower,
   loadSites,
   readPairingCode,
@@ -15,6 +16,7 @@ import init, {
 import { type Call, callHost, HostError, hostEvent, v1 } from "../../www/common/host-api.js";
 import {
   type FollowReport,
+  type Generation,
   type HostStatus,
   type Metrics,
   type ReplyAnswer,
@@ -144,7 +146,7 @@ let events: AbortController | null = null;
 async function ensureEvents(): Promise<void> {
   if (events) return;
   const p = await pairing();
-  if (!p || (await activeRuns()).size === 0) return;
+  if (!p || !(await wantsEvents())) return;
   const ctl = new AbortController();
   events = ctl;
   try {
@@ -173,19 +175,121 @@ async function ensureEvents(): Promise<void> {
   } finally {
     if (events === ctl) events = null;
   }
-  if (!ctl.signal.aborted && (await activeRuns()).size > 0) {
+  if (!ctl.signal.aborted && (await wantsEvents())) {
     await sleep(1000);
     void ensureEvents();
   }
 }
 
+/// The event stream is needed while a tab runs a session or answers programs.
+async function wantsEvents(): Promise<boolean> {
+  return (await activeRuns()).size > 0 || (await programsTab()) !== null;
+}
+
 async function dispatch(data: string): Promise<void> {
   const event = hostEvent(data);
+  if (event?.type === "generation") {
+    await onGeneration(event.generation);
+    return;
+  }
   if (!event || !("session" in event)) return;
   const tab = (await activeRuns()).get(event.session);
   if (tab === undefined) return;
   const msg: TabMessage = { type: "event", event };
   chrome.tabs.sendMessage(tab, msg).catch(() => undefined);
+}
+
+// ---- keyless://chat: the tab that answers .as programs ----
+
+interface ProgramsTab {
+  tabId: number;
+  site: string;
+}
+
+async function programsTab(): Promise<ProgramsTab | null> {
+  const { programs } = await chrome.storage.session.get<{ programs?: ProgramsTab }>("programs");
+  return programs ?? null;
+}
+
+/// The generation a tab is answering (chrome.storage.session, key "gen:<tabId>").
+async function generationOf(tabId: number): Promise<string | null> {
+  const key = `gen:${tabId}`;
+  const got = await chrome.storage.session.get<Record<string, string | undefined>>(key);
+  return got[key] ?? null;
+}
+
+async function setGeneration(tabId: number, id: string | null): Promise<void> {
+  const key = `gen:${tabId}`;
+  if (id) await chrome.storage.session.set({ [key]: id });
+  else await chrome.storage.session.remove(key);
+}
+
+/// Tells the host the programs tab is there (or gone); takes the generations waiting for it.
+async function reportProgramsTab(): Promise<void> {
+  const p = await programsTab();
+  if (!p || !(await pairing())) return;
+  const state = await api(v1.chatTab({ site: p.site }));
+  for (const g of state.pending) await onGeneration(g);
+}
+
+/// A generation changed at the host: the programs tab takes a new one (unless it is busy with an
+/// AgentScript task, which refuses it), and hears when the one it answers ended elsewhere.
+async function onGeneration(g: Generation): Promise<void> {
+  const p = await programsTab();
+  if (!p) return;
+  const current = await generationOf(p.tabId);
+  if (g.state !== "pending") {
+    if (current === g.id && g.state !== "claimed") {
+      await setGeneration(p.tabId, null);
+      if (g.state !== "answered") {
+        const msg: TabMessage = { type: "generationEnded", generation: g };
+        chrome.tabs.sendMessage(p.tabId, msg).catch(() => undefined);
+      }
+    }
+    return;
+  }
+  // One generation at a time per tab: the next waits at the host until this one ends.
+  if (current !== null && current !== g.id) return;
+  const run = await runOf(p.tabId);
+  if (run && (run.state === "running" || run.state === "paused")) {
+    await api(
+      v1.answerGeneration(g.id, {
+        error: `KA_AS_CHAT_BUSY the ${p.site} tab is in the middle of an AgentScript task (session ${run.session}); stop it in the keyless popup, or turn on "Answer .as programs here" in another chat tab`,
+      }),
+    ).catch(() => undefined);
+    return;
+  }
+  let claimed: Generation;
+  try {
+    claimed = await api(v1.claimGeneration(g.id, { site: p.site }));
+  } catch {
+    // Another tab (or a retry) took it, or it ended meanwhile.
+    return;
+  }
+  await setGeneration(p.tabId, claimed.id);
+  const msg: TabMessage = { type: "generate", generation: claimed };
+  try {
+    await chrome.tabs.sendMessage(p.tabId, msg);
+  } catch {
+    await setGeneration(p.tabId, null);
+    await api(v1.answerGeneration(g.id, { error: `KA_AS_CHAT_CLOSED the ${p.site} tab did not answer; reload it` })).catch(() => undefined);
+  }
+}
+
+/// Sends a generation's end to the host, retrying network failures: the host takes one answer.
+async function postGenerated(id: string, req: { answer?: string; error?: string }): Promise<void> {
+  let wait = 500;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await api(v1.answerGeneration(id, req));
+      return;
+    } catch (e) {
+      const retry = e instanceof HostError && (e.status === 0 || e.status >= 500 || e.status === 408);
+      if (!retry || attempt >= 6) throw e;
+      await sleep(wait);
+      wait = Math.min(wait * 2, 8000);
+    }
+  }
 }
 
 // ---- sites ----
@@ -317,9 +421,12 @@ const handlers: Handlers = {
     return { ok: true };
   },
   async tabRun(_req, sender) {
-    const run = await runOf(tabOf(sender));
+    const tabId = tabOf(sender);
+    const run = await runOf(tabId);
     if (run && (run.state === "running" || run.state === "paused")) void ensureEvents();
-    return { run };
+    const programs = (await programsTab())?.tabId === tabId;
+    if (programs) void ensureEvents();
+    return { run, programs };
   },
   async delivered(req) {
     if (req.ok && req.endToSentMs !== undefined) metrics.endToSent.push(Math.round(req.endToSentMs));
@@ -337,9 +444,51 @@ const handlers: Handlers = {
     }
     return { ok: true };
   },
-  async ping() {
+  async ping(_req, sender) {
     void ensureEvents();
+    const p = await programsTab();
+    if (p && p.tabId === sender.tab?.id) await reportProgramsTab().catch(() => undefined);
     return { ok: true };
+  },
+  async followGeneration(req) {
+    await core();
+    return followGeneration(req.text, JSON.stringify(req.shape), req.page);
+  },
+  async generated(req, sender) {
+    const tabId = tabOf(sender);
+    await postGenerated(req.id, req.answer !== undefined ? { answer: req.answer } : { error: req.error ?? "KA_INTERNAL no answer" });
+    if ((await generationOf(tabId)) === req.id) await setGeneration(tabId, null);
+    // The next generation may be waiting already.
+    await reportProgramsTab().catch(() => undefined);
+    return { ok: true };
+  },
+  async cancelGeneration(req, sender) {
+    await api(v1.cancelGeneration(req.id, "the overlay"));
+    const tabId = tabOf(sender);
+    if ((await generationOf(tabId)) === req.id) await setGeneration(tabId, null);
+    return { ok: true };
+  },
+  async programs(req) {
+    const now = await programsTab();
+    if (req.on === undefined) return { on: now?.tabId === req.tabId, tabId: now?.tabId ?? null };
+    if (req.on) {
+      const tab = await chrome.tabs.get(req.tabId);
+      const site = await siteForTab(tab);
+      if (!site) throw new Error("KA_SELECTOR_NOT_FOUND this tab is not a supported chat site");
+      const old = await programsTab();
+      if (old && old.tabId !== req.tabId) chrome.tabs.sendMessage(old.tabId, { type: "programs", on: false } satisfies TabMessage).catch(() => undefined);
+      await chrome.storage.session.set({ programs: { tabId: req.tabId, site: site.name } satisfies ProgramsTab });
+      chrome.tabs.sendMessage(req.tabId, { type: "programs", on: true } satisfies TabMessage).catch(() => undefined);
+      await reportProgramsTab();
+      void ensureEvents();
+      return { on: true, tabId: req.tabId };
+    }
+    if (now?.tabId === req.tabId) {
+      chrome.tabs.sendMessage(req.tabId, { type: "programs", on: false } satisfies TabMessage).catch(() => undefined);
+      await chrome.storage.session.remove("programs");
+      await api(v1.chatTab({ site: null })).catch(() => undefined);
+    }
+    return { on: false, tabId: null };
   },
   status,
   async pair(req) {
@@ -445,6 +594,9 @@ const handlers: Handlers = {
     return { run: await runOf(req.tabId) };
   },
   async start(req) {
+    if ((await generationOf(req.tabId)) !== null) {
+      throw new Error("KA_AS_CHAT_BUSY this tab is answering a .as program right now; wait for it, or press Cancel in the overlay");
+    }
     const s = await settings();
     const tab = await chrome.tabs.get(req.tabId);
     if (!(await siteForTab(tab))) throw new Error("KA_SELECTOR_NOT_FOUND this tab is not a supported chat site");
@@ -539,6 +691,18 @@ chrome.runtime.onMessage.addListener((msg: { type?: unknown }, sender, sendRespo
 
 chrome.tabs.onRemoved.addListener((tabId) => {
   void saveRun(tabId, null);
+  void (async () => {
+    const id = await generationOf(tabId);
+    const p = await programsTab();
+    if (id) {
+      await setGeneration(tabId, null);
+      await postGenerated(id, { error: `KA_AS_CHAT_CLOSED the ${p?.site ?? "chat"} tab was closed while the model answered` }).catch(() => undefined);
+    }
+    if (p?.tabId === tabId) {
+      await chrome.storage.session.remove("programs");
+      await api(v1.chatTab({ site: null })).catch(() => undefined);
+    }
+  })();
 });
 
 // A worker that Chrome restarted picks the event stream up again for the running tabs.

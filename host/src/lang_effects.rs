@@ -43,6 +43,13 @@ pub struct HostEffects<'w> {
     pub mcp: Option<std::sync::Arc<crate::mcp::Pool>>,
     /// The SQLite memories opened so far, by workspace-relative path.
     dbs: Vec<(String, rusqlite::Connection)>,
+    /// `keyless://chat`: the serve to ask (`--host`; default: the one `serve.json` names), the
+    /// program's file (shown in the overlay), and the connection once the first generate made it.
+    pub chat_host: Option<String>,
+    pub file: String,
+    chat: Option<crate::lang_chat::ChatClient>,
+    /// Who answered the last generate (the trace's `via`).
+    via: Option<String>,
 }
 
 impl<'w> HostEffects<'w> {
@@ -66,6 +73,10 @@ impl<'w> HostEffects<'w> {
             program_tools: Vec::new(),
             mcp: None,
             dbs: Vec::new(),
+            chat_host: None,
+            file: String::new(),
+            chat: None,
+            via: None,
         }
         .configured()
     }
@@ -420,12 +431,29 @@ impl Effects for HostEffects<'_> {
                     ),
                 )
             }),
+            None if keyless_core::lang::chat::is_chat(&call.model) => {
+                if self.chat.is_none() {
+                    self.chat = Some(crate::lang_chat::ChatClient::connect(
+                        self.chat_host.as_deref(),
+                    )?);
+                }
+                let Some(chat) = self.chat.as_mut() else {
+                    return Err(EffectError::new(Code::AsChatUnavailable, "no chat"));
+                };
+                let out = chat.generate(call, &self.run, &self.file, self.model_timeout);
+                self.via = chat.site.as_ref().map(|s| format!("the {s} tab"));
+                out
+            }
             None => crate::lang_models::generate(
                 call,
                 &crate::lang_models::ProcessEnv,
                 self.model_timeout,
             ),
         }
+    }
+
+    fn answered_by(&mut self) -> Option<String> {
+        self.via.take()
     }
 
     fn tool(&mut self, uri: &str, method: &str, args: &Value) -> Result<Value, EffectError> {

@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod error;
 pub mod exec;
 pub mod install_record;
+pub mod lang_chat;
 pub mod lang_effects;
 pub mod lang_models;
 pub mod lang_repl;

@@ -131,6 +131,27 @@ pub fn valid_extension_id(id: &str) -> bool {
     id.len() == 32 && id.bytes().all(|b| (b'a'..=b'p').contains(&b))
 }
 
+/// The client id prefix of `keyless-host as run` processes' tokens.
+pub const PROGRAM_CLIENT_PREFIX: &str = "as-run-";
+
+/// Whether a process runs (its tokens are kept while it does).
+fn process_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        i32::try_from(pid).is_ok_and(|p| {
+            !matches!(
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None),
+                Err(nix::errno::Errno::ESRCH)
+            )
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
 /// The paired clients, kept on disk.
 #[derive(Debug, Clone)]
 pub struct Pairings {
@@ -179,6 +200,40 @@ impl Pairings {
         });
         self.write(&f)?;
         Ok(token)
+    }
+
+    /// A token for one `keyless-host as run` process (`as-run-PID`): it reaches only the
+    /// `keyless://chat` generations, and [`Pairings::remove`] revokes it when the run ends. Tokens
+    /// of runs whose process is gone are dropped here.
+    ///
+    /// # Errors
+    /// When the file cannot be written.
+    pub fn add_program(&self, pid: u32) -> std::io::Result<(String, String)> {
+        let id = format!("{PROGRAM_CLIENT_PREFIX}{pid}");
+        let mut f = self.read();
+        f.clients.retain(|c| {
+            c.extension_id
+                .strip_prefix(PROGRAM_CLIENT_PREFIX)
+                .and_then(|p| p.parse::<u32>().ok())
+                .is_none_or(process_alive)
+        });
+        self.write(&f)?;
+        let token = self.add(&id)?;
+        Ok((id, token))
+    }
+
+    /// Revokes one client's tokens.
+    ///
+    /// # Errors
+    /// When the file cannot be written.
+    pub fn remove(&self, client: &str) -> std::io::Result<()> {
+        let mut f = self.read();
+        let before = f.clients.len();
+        f.clients.retain(|c| c.extension_id != client);
+        if f.clients.len() != before {
+            self.write(&f)?;
+        }
+        Ok(())
     }
 
     /// The extension id a token belongs to.

@@ -241,9 +241,12 @@ fn ensure_chromium() -> Result<bool> {
 /// globs that may climb, links): 809 → 814 KiB raw, 328 → 331 KiB gzip. Raised from 816/332 KiB
 /// for "always allow" (issue 27): the overlay judges a line with the user's rules from the host's
 /// context, as the executor does (a rule's tier ceiling and plain-words check): 814 → 818 KiB raw,
-/// 331 → 332 KiB gzip.
-const WASM_BUDGET_RAW: u64 = 820 * 1024;
-const WASM_BUDGET_GZIP: u64 = 334 * 1024;
+/// 331 → 332 KiB gzip. Raised from 820/334 KiB for `keyless://chat` (issue 28): the worker follows
+/// a program's generation with the core's JSON reader and shape check (`followGeneration`), as
+/// the interpreter will judge the answer; a derived reader of the shape's tagged JSON cost
+/// 56 KiB, so it is written out: 819 → 846 KiB raw, 333 → 344 KiB gzip.
+const WASM_BUDGET_RAW: u64 = 848 * 1024;
+const WASM_BUDGET_GZIP: u64 = 346 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {

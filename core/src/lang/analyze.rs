@@ -82,10 +82,11 @@ pub fn uri_problem(kind: ImportKind, uri: &str) -> Option<(String, String)> {
     match kind {
         ImportKind::Llm => match scheme {
             Some("openai" | "anthropic") if !rest.is_empty() && !rest.contains('/') => None,
+            Some("keyless") if rest == "chat" => None,
             Some("ollama") if rest.split_once('/').is_some_and(|(h, m)| !h.is_empty() && !m.is_empty()) => None,
             _ => bad(
                 format!("\"{uri}\" is not a model URI"),
-                "use openai://MODEL, anthropic://MODEL or ollama://HOST:PORT/MODEL",
+                "use openai://MODEL, anthropic://MODEL, ollama://HOST:PORT/MODEL or keyless://chat (the chat tab keyless-host serve is paired with)",
             ),
         },
         ImportKind::Tool => match scheme {

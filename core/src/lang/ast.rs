@@ -162,7 +162,7 @@ pub struct Param {
 }
 
 /// One field of an object shape: `name type`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Field {
     pub name: String,
     pub shape: Shape,
@@ -170,7 +170,7 @@ pub struct Field {
 }
 
 /// What a value must look like.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "shape", content = "of", rename_all = "snake_case")]
 pub enum Shape {
     String,

@@ -40,9 +40,18 @@ pub const MAX_TRACE_VALUE_BYTES: usize = 64 << 10;
 pub struct ModelCall {
     /// The llm import's URI (`openai://gpt-4.1-mini`).
     pub model: String,
+    /// The whole prompt: for an attempt after the first, the first prompt and why the previous
+    /// answer was not accepted (a provider without memory of the conversation needs it all).
     pub prompt: String,
     /// `limit`, passed to the provider as its answer budget.
     pub limit: Option<u64>,
+    /// 1 for a generate's first attempt, then 2, 3, … for its retries.
+    pub attempt: u32,
+    /// Why the previous attempt's answer was not accepted (attempts after the first): a
+    /// provider that keeps the conversation (`keyless://chat`) sends only this.
+    pub correction: Option<String>,
+    /// The shape the answer must fit (an object shape).
+    pub shape: Shape,
 }
 
 /// An effect that failed, with its code.
@@ -99,6 +108,11 @@ pub trait Effects {
     fn load_agent(&mut self, from: &str, path: &str) -> Result<(String, String), EffectError>;
     /// `generate({ debug: true })`: the whole prompt, for stderr.
     fn debug(&mut self, _prompt: &str) {}
+    /// Who answered the last generate, where its model URI does not say it all (the trace's
+    /// `via`): the chat site of a `keyless://chat` answer.
+    fn answered_by(&mut self) -> Option<String> {
+        None
+    }
     /// The clock, in milliseconds from any fixed point: the trace's durations.
     fn now_ms(&mut self) -> u64;
     /// Each trace event as it completes (a call when it returns, with its nested events), for
@@ -158,6 +172,11 @@ pub enum TraceEvent {
     },
     Generate {
         model: String,
+        /// Who answered, where the model URI does not say it all (`keyless://chat`: the chat
+        /// site whose tab answered).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
+        via: Option<String>,
         #[cfg_attr(feature = "ts", ts(type = "number"))]
         duration_ms: u64,
         #[cfg_attr(feature = "ts", ts(type = "number | null"))]
@@ -1217,6 +1236,7 @@ impl Interp<'_> {
         ));
         let mut tries: Vec<Attempt> = Vec::new();
         let mut current = prompt.clone();
+        let mut correction: Option<String> = None;
         let start = self.effects.now_ms();
         let mut outcome: R<Value> = fail(Code::AsShape, "no attempt was made");
         for n in 1..=attempts {
@@ -1227,6 +1247,9 @@ impl Interp<'_> {
                 model: model.clone(),
                 prompt: current.clone(),
                 limit,
+                attempt: u32::try_from(n).unwrap_or(u32::MAX),
+                correction: correction.clone(),
+                shape: shape.clone(),
             };
             let answer = match self.effects.generate(&call) {
                 Ok(a) => {
@@ -1267,16 +1290,19 @@ impl Interp<'_> {
                     current = format!(
                         "{prompt}\nYour previous answer was not accepted: {why}. Answer again with one JSON object only.\n"
                     );
+                    correction = Some(why);
                 }
             }
         }
         let duration_ms = self.effects.now_ms().saturating_sub(start);
+        let via = self.effects.answered_by();
         let value = match outcome.as_ref().ok() {
             Some(v) => Some(self.traced(v)?),
             None => None,
         };
         self.event(TraceEvent::Generate {
             model,
+            via,
             duration_ms,
             limit,
             attempts: tries,

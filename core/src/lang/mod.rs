@@ -8,6 +8,7 @@
 
 pub mod analyze;
 pub mod ast;
+pub mod chat;
 pub mod format;
 pub mod interp;
 pub mod lexer;

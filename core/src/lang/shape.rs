@@ -109,6 +109,37 @@ pub fn check(v: &Value, shape: &Shape, path: &str) -> Result<Value, String> {
     }
 }
 
+/// A shape read back from its JSON form (as `Shape` serializes: `{"shape": "list", "of": …}`),
+/// for a generation request that carries it over the wire. Written out rather than derived: a
+/// derived reader of this tagged form costs the wasm package tens of KiB.
+#[must_use]
+pub fn shape_from_json(v: &Value) -> Option<Shape> {
+    let of = v.get("of");
+    Some(match v.get("shape")?.as_str()? {
+        "string" => Shape::String,
+        "number" => Shape::Number,
+        "boolean" => Shape::Boolean,
+        "json" => Shape::Json,
+        "list" => Shape::List(match of {
+            None | Some(Value::Null) => None,
+            Some(t) => Some(Box::new(shape_from_json(t)?)),
+        }),
+        "object" => Shape::Object(
+            of?.as_array()?
+                .iter()
+                .map(|f| {
+                    Some(Field {
+                        name: f.get("name")?.as_str()?.to_string(),
+                        shape: shape_from_json(f.get("shape")?)?,
+                        pos: super::Pos { line: 0, column: 0 },
+                    })
+                })
+                .collect::<Option<Vec<Field>>>()?,
+        ),
+        _ => return None,
+    })
+}
+
 /// The shape as the prompt shows it: `{ "ok": boolean, "items": [string] }`.
 #[must_use]
 pub fn describe_shape(shape: &Shape) -> String {

@@ -20,7 +20,7 @@ use wasm_bindgen::prelude::*;
 // extension and the web pages read the answers without casting them. `target/wasm-pkg` is where
 // `cargo xtask build` writes this package; the path is relative to it.
 #[wasm_bindgen(typescript_custom_section)]
-const CONTRACT: &str = r#"import type { AsCheckReport, CheckReport, Graph, CommandView, CoreOptions, Delivery, DoctorLine, EffectiveTools, FollowReport, PageObservation, SelectorProbe, Settings, SiteAdapter, Utf16Span, Validation, Verdict } from "../../extension/src/generated/core.js";"#;
+const CONTRACT: &str = r#"import type { AsCheckReport, CheckReport, Graph, CommandView, CoreOptions, Delivery, DoctorLine, EffectiveTools, FollowReport, GenerationReport, PageObservation, SelectorProbe, Settings, SiteAdapter, Utf16Span, Validation, Verdict } from "../../extension/src/generated/core.js";"#;
 
 /// The one error shim: every failure becomes a `js_sys::Error`-like `JsError` with its KA_ code.
 fn into_error(code: keyless_core::Code, message: impl std::fmt::Display) -> JsError {
@@ -256,6 +256,22 @@ pub fn follow_reply(
     let (s, judge) = settings(settings_js)?;
     let page: PageObservation = from_js(page)?;
     to_js(&follow(text, &s, &judge, &page))
+}
+
+/// A `keyless://chat` generation's reply: complete or not, and whether its JSON fits `shape`
+/// (the generation's shape, as the host sent it).
+#[wasm_bindgen(js_name = followGeneration, unchecked_return_type = "GenerationReport")]
+pub fn follow_generation(
+    text: &str,
+    shape_json: &str,
+    #[wasm_bindgen(unchecked_param_type = "Partial<PageObservation>")] page: JsValue,
+) -> Result<JsValue, JsError> {
+    let shape = keyless_core::lang::chat::wire_shape(shape_json)
+        .ok_or_else(|| into_error(keyless_core::Code::ConfigInvalid, "not a shape"))?;
+    let page: PageObservation = from_js(page)?;
+    to_js(&keyless_core::lang::chat::follow_generation(
+        text, &shape, &page,
+    ))
 }
 
 /// A reply followed update by update (see `keyless_core::site::Follower`): the worker keeps one

@@ -587,7 +587,12 @@ export type Attempt = { prompt: string, answer: string,
  */
 error: string | null, };
 
-export type TraceEvent = { "event": "call", agent: string, func: string, duration_ms: number, input: unknown, output: unknown | null, error: string | null, events: Array<TraceEvent>, } | { "event": "generate", model: string, duration_ms: number, limit: number | null, attempts: Array<Attempt>, value: unknown | null, } | { "event": "tool", tool: string, method: string, args: unknown, result: unknown | null, error: string | null, } | { "event": "memory", memory: string, method: string, args: unknown, result: unknown | null, error: string | null, } | { "event": "cap", line: number, cap: number, };
+export type TraceEvent = { "event": "call", agent: string, func: string, duration_ms: number, input: unknown, output: unknown | null, error: string | null, events: Array<TraceEvent>, } | { "event": "generate", model: string, 
+/**
+ * Who answered, where the model URI does not say it all (`keyless://chat`: the chat
+ * site whose tab answered).
+ */
+via?: string, duration_ms: number, limit: number | null, attempts: Array<Attempt>, value: unknown | null, } | { "event": "tool", tool: string, method: string, args: unknown, result: unknown | null, error: string | null, } | { "event": "memory", memory: string, method: string, args: unknown, result: unknown | null, error: string | null, } | { "event": "cap", line: number, cap: number, };
 
 export type Trace = { events: Array<TraceEvent>, };
 
@@ -597,7 +602,7 @@ export type HostEvent = { "type": "session", session: string, turn: number, batc
 /**
  * What the command changed in the workspace's files.
  */
-diff: Array<FileDiff>, } | { "type": "say", session: string, text: string, } | { "type": "output", session: string, text: string, } | { "type": "prompt", id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, preview: Array<FileDiff>, offer: AllowOffer | null, } | { "type": "prompt_closed", id: number, session: string, } | { "type": "undone", restored: Array<string>, } | { "type": "as_run", run: string, state: AsRunState, error: string | null, } | { "type": "as_trace", run: string, event: TraceEvent, };
+diff: Array<FileDiff>, } | { "type": "say", session: string, text: string, } | { "type": "output", session: string, text: string, } | { "type": "prompt", id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, preview: Array<FileDiff>, offer: AllowOffer | null, } | { "type": "prompt_closed", id: number, session: string, } | { "type": "undone", restored: Array<string>, } | { "type": "as_run", run: string, state: AsRunState, error: string | null, } | { "type": "as_trace", run: string, event: TraceEvent, } | { "type": "generation", generation: Generation, };
 
 export type AsRunRequest = { 
 /**
@@ -632,6 +637,104 @@ started_at: number, state: AsRunState,
  * `KA_… message` of a failed run.
  */
 error: string | null, };
+
+export type GenerationRequest = { id: string, 
+/**
+ * The `.as` run asking.
+ */
+run: string, 
+/**
+ * The program's file, for the overlay and the dashboard.
+ */
+file: string, 
+/**
+ * 1 for a generate's first attempt; 2, 3, … for its retries after a shape mismatch.
+ */
+attempt: number, 
+/**
+ * The program's whole prompt.
+ */
+prompt: string, 
+/**
+ * Why the previous attempt's answer was refused (attempts after the first).
+ */
+correction: string | null, 
+/**
+ * The shape the answer must fit (core's `lang::ast::Shape`, as JSON).
+ */
+shape: unknown, };
+
+export type GenerationState = "pending" | "claimed" | "answered" | "failed" | "cancelled";
+
+export type Generation = { id: string, run: string, file: string, attempt: number, 
+/**
+ * What the chat is sent (core's `lang::chat::message`).
+ */
+text: string, shape: unknown, 
+/**
+ * The shape as the prompt shows it.
+ */
+shape_text: string, state: GenerationState, 
+/**
+ * The chat site whose tab took it.
+ */
+site: string | null, 
+/**
+ * The reply's text, as read from the page.
+ */
+answer: string | null, 
+/**
+ * `KA_… message` of a failed or cancelled generation.
+ */
+error: string | null, 
+/**
+ * Unix milliseconds: asked, taken by a tab, ended.
+ */
+asked_at: number, claimed_at: number | null, ended_at: number | null, };
+
+export type GenerationAnswer = { answer?: string, 
+/**
+ * `KA_… message`: the reply was truncated, the chat is full, the tab closed, ….
+ */
+error?: string, };
+
+export type GenerationClaim = { 
+/**
+ * The chat site of the tab (its adapter's name).
+ */
+site: string, };
+
+export type ChatTabReport = { 
+/**
+ * The chat site's adapter name; `null` when the user turned answering programs off.
+ */
+site: string | null, };
+
+export type ChatTabState = { pending: Array<Generation>, };
+
+export type GenerationReport = { 
+/**
+ * Complete (hand the text to the host), waiting, or ended with a problem (`code`).
+ * `complete_without_eof` means the reply holds no JSON at all: it is handed on too, and the
+ * program's `attempts` decide.
+ */
+verdict: WatchVerdict, code: string | null, 
+/**
+ * A complete JSON object is in the reply.
+ */
+json: boolean, 
+/**
+ * A JSON object or a fenced block was begun (a reply that stops there is truncated).
+ */
+started: boolean, 
+/**
+ * The object fits the shape (as the interpreter will coerce it).
+ */
+fits: boolean, 
+/**
+ * Why it does not fit, once there is an object to judge.
+ */
+problem: string | null, };
 
 export type CoreOptions = { pace?: Pace, mode?: Mode, limits?: Limits, 
 /**

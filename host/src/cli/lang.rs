@@ -48,9 +48,14 @@ pub enum AsCmd {
         /// Write the trace (every call, prompt, answer, tool and memory operation) as JSON.
         #[arg(long)]
         trace: Option<PathBuf>,
-        /// How long one model answer may take, in seconds.
+        /// How long one model answer may take, in seconds (for keyless://chat: from the
+        /// request until the chat's reply is complete).
         #[arg(long, default_value_t = 120)]
         model_timeout: u64,
+        /// The keyless-host serve whose chat tab answers keyless://chat (default: the one
+        /// running, as serve.json records it), e.g. http://127.0.0.1:7331.
+        #[arg(long, value_name = "URL")]
+        host: Option<String>,
         /// Internal (runs started through the API): each trace event, then the value or the
         /// error, as JSON lines on stdout.
         #[arg(long, hide = true)]
@@ -74,6 +79,10 @@ pub enum AsCmd {
         /// How long one model answer may take, in seconds.
         #[arg(long, default_value_t = 120)]
         model_timeout: u64,
+        /// The keyless-host serve whose chat tab answers keyless://chat (default: the one
+        /// running, as serve.json records it).
+        #[arg(long, value_name = "URL")]
+        host: Option<String>,
     },
     /// Rewrite programs in the canonical form (or, with --check, list the ones that differ).
     Fmt {
@@ -205,6 +214,7 @@ struct RunOptions<'a> {
     events: bool,
     run_id: Option<String>,
     memory_limit_mib: Option<u64>,
+    host: Option<String>,
 }
 
 /// `as run`.
@@ -246,6 +256,8 @@ fn run_cmd(
     let mock = read_mock(mock)?;
     let source = read(&abs)?;
     let mut effects = crate::lang_effects::HostEffects::new(&ws, mock, model_timeout);
+    effects.chat_host.clone_from(&o.host);
+    effects.file.clone_from(&key);
     if let Some(id) = &o.run_id {
         effects.run.clone_from(id);
     }
@@ -353,6 +365,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             events,
             run_id,
             memory_limit,
+            host,
         } => {
             drop(out);
             let workspace = crate::workspace_choice::choose(Some(&workspace), unsafe_workspace)?;
@@ -372,6 +385,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                     events,
                     run_id,
                     memory_limit_mib: memory_limit,
+                    host,
                 },
             )
         }
@@ -432,6 +446,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             workspace,
             mock,
             model_timeout,
+            host,
         } => {
             drop(out);
             let workspace = crate::workspace_choice::choose(Some(&workspace), false)?;
@@ -447,6 +462,8 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                 mock,
                 std::time::Duration::from_secs(model_timeout.max(1)),
             );
+            effects.chat_host = host;
+            effects.file = "repl".into();
             let history = crate::dirs::user_config_path().map(|p| p.with_file_name("as_history"));
             let failures =
                 crate::lang_repl::repl(&mut effects, history.as_deref()).map_err(|e| {

@@ -144,6 +144,9 @@ fn run_in_child(
         .args(["--events", "--run-id", run])
         .args(["--memory-limit", &MEMORY_LIMIT_MIB.to_string()])
         .args(["--model-timeout", &MODEL_TIMEOUT.as_secs().to_string()])
+        // keyless://chat asks this server's chat tab.
+        .arg("--host")
+        .arg(format!("http://127.0.0.1:{}", st.port))
         .arg("--input")
         .arg(req.input.to_string())
         .stdin(std::process::Stdio::piped())

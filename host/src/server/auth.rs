@@ -89,6 +89,12 @@ pub(super) async fn guard(
         .then(|| st.pairings.verify(token))
         .flatten()
     {
+        // A `keyless-host as run` process's token reaches the generations only.
+        if ext.starts_with(crate::pairing::PROGRAM_CLIENT_PREFIX)
+            && !path.starts_with("/v1/generations")
+        {
+            return ApiError::Unauthorized.into_response();
+        }
         vec![format!("chrome-extension://{ext}")]
     } else {
         return ApiError::Unauthorized.into_response();

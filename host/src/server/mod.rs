@@ -23,6 +23,7 @@ mod as_runs;
 mod assets;
 mod auth;
 mod batches;
+mod generations;
 mod prompts;
 mod pure;
 mod sessions;
@@ -72,6 +73,18 @@ pub fn router(st: Arc<Shared>) -> Router {
         .route("/v1/audit", get(audit))
         .route("/v1/as/runs", post(start_run).get(list_runs))
         .route("/v1/as/runs/{id}", get(get_run))
+        .route(
+            "/v1/generations",
+            post(generations::ask).get(generations::list),
+        )
+        .route(
+            "/v1/generations/{id}",
+            get(generations::get).post(generations::answer),
+        )
+        .route("/v1/generations/{id}/claim", post(generations::claim))
+        .route("/v1/generations/{id}/cancel", post(generations::cancel))
+        .route("/v1/generations/{id}/release", post(generations::release))
+        .route("/v1/chat-tab", post(generations::chat_tab))
         .route("/", get(dashboard_index))
         .route("/assets/{file}", get(dashboard_asset))
         .route("/playground/", get(playground_index))
@@ -172,6 +185,7 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         let r = crate::conn::serve(listener, router(st), shutdown).await;
         // Nobody can answer now: the batches waiting for an answer end declined and are recorded.
         shared.close_prompts();
+        shared.close_generations();
         crate::native::forget_serve(me);
         r
     })

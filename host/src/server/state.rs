@@ -58,6 +58,9 @@ pub enum ApiError {
     PairingLocked(u64, u32, bool),
     #[error("internal error; see the host's log")]
     Internal(String),
+    /// A refusal with its own status and code (`keyless://chat`'s, …).
+    #[error("{2}")]
+    Coded(StatusCode, Code, String),
     /// A piece the API refused: its first code leads, the findings follow.
     #[error("{0}")]
     Piece(String, Code, Vec<keyless_core::piece::Finding>),
@@ -80,6 +83,7 @@ impl IntoResponse for ApiError {
             ApiError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, Code::ConfigInvalid),
             ApiError::WrongCode(_) => (StatusCode::UNAUTHORIZED, Code::Unauthorized),
             ApiError::PairingLocked(..) => (StatusCode::TOO_MANY_REQUESTS, Code::RateLimited),
+            ApiError::Coded(status, code, _) => (*status, *code),
             ApiError::Piece(_, code, _) => {
                 let status = if *code == Code::PieceNotFound {
                     StatusCode::NOT_FOUND
@@ -204,6 +208,10 @@ pub struct Shared {
     pub(super) cancel: Mutex<HashSet<String>>,
     /// The built dashboard (index.html, dashboard.js, dashboard.css), if any.
     pub(super) www: Option<PathBuf>,
+    /// `keyless://chat`: the generations, the tab that answers them, the program holding it.
+    pub(super) chat: Mutex<super::generations::Chat>,
+    /// Bumped on every change of a generation (its waiters wake).
+    pub(super) chat_changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Shared {
@@ -332,6 +340,8 @@ impl Shared {
             closing: std::sync::atomic::AtomicBool::new(false),
             cancel: Mutex::new(HashSet::new()),
             www: p.www.filter(|d| d.join("index.html").is_file()),
+            chat: Mutex::new(super::generations::Chat::default()),
+            chat_changed: tokio::sync::watch::channel(0).0,
         }))
     }
 }
