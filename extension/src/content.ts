@@ -93,12 +93,24 @@ async function tickGeneration(w: Watch, g: Generation, text: string, streaming: 
   o.error(code, why);
 }
 
+/// Stops the site's reply when it is still coming (its stop button), so a cancelled generation
+/// does not keep the chat busy.
+function stopSite(): void {
+  if (!site) return;
+  const signal = query(site.selectors.streaming);
+  const stop = signal?.closest("button") ?? signal?.querySelector("button");
+  if (stop instanceof HTMLButtonElement) stop.click();
+}
+
 /// A `.as` program asks this chat (the worker claimed the generation for this tab).
 async function onGenerate(g: Generation): Promise<void> {
   if (!site) return;
   const o = ui();
   o.generation(g, () => {
-    if (watch?.gen?.id === g.id) watch = null;
+    if (watch?.gen?.id === g.id) {
+      watch = null;
+      stopSite();
+    }
     ask("cancelGeneration", { id: g.id }).catch(() => undefined);
     o.setPhase("cancelled", "");
     o.note("Cancelled: the program ends with KA_AS_CANCELLED.");
@@ -124,6 +136,7 @@ async function onGenerate(g: Generation): Promise<void> {
 function onGenerationEnded(g: Generation): void {
   if (watch?.gen?.id !== g.id) return;
   watch = null;
+  stopSite();
   const o = ui();
   o.setPhase(g.state === "cancelled" ? "cancelled" : "ended", "");
   o.note(`${g.error ?? ""}`.trim() || "The program no longer waits for this reply.");

@@ -57,6 +57,7 @@ pre.out { margin: 0; max-height: 160px; overflow: auto; background: #0d1117; col
 .gen { border: 1px solid #c8b5f5; background: #fbf8ff; border-radius: 10px; padding: 8px 10px; display: flex; flex-direction: column; gap: 6px; }
 .gen .asked { margin: 0; max-height: 140px; overflow: auto; font: 11.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; white-space: pre-wrap; word-break: break-word; color: #3d444d; }
 .gen .shape { font: 12px ui-monospace, monospace; }
+.gen .gen-title { flex: 1; font-weight: 600; font-size: 12px; color: #6639ba; word-break: break-all; }
 .fit { padding: 4px 8px; border-radius: 6px; } .fit.yes { background: #dafbe1; color: #116329; } .fit.no { background: #fff5f5; color: #a40e26; } .fit.none { background: #f6f8fa; color: #656d76; }
 .hidden { display: none !important; }
 tr.diffs td { border-top: none; padding: 0 4px 4px 26px; }
@@ -178,7 +179,7 @@ export class Overlay {
     this.reset();
     const box = el("div", "gen");
     const head = el("div", "row");
-    head.append(el("h4", "", `.as program ${g.file || g.run}${g.attempt > 1 ? ` · attempt ${g.attempt}` : ""}`), button("Cancel", "danger", onCancel));
+    head.append(el("span", "gen-title", `.as program ${g.file || g.run}${g.attempt > 1 ? ` · attempt ${g.attempt}` : ""}`), button("Cancel", "danger", onCancel));
     const asked = el("pre", "asked", g.text);
     const shape = el("div", "");
     shape.append(el("span", "why", "answer shape "), el("span", "shape", g.shape_text));
@@ -186,6 +187,7 @@ export class Overlay {
     box.append(head, asked, shape, this.genFit);
     this.gen.replaceChildren(box);
     this.gen.classList.remove("hidden");
+    this.note("");
     this.panel.classList.remove("collapsed");
   }
 

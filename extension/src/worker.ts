@@ -211,6 +211,9 @@ async function programsTab(): Promise<ProgramsTab | null> {
   return programs ?? null;
 }
 
+/// Generations this worker is claiming right now.
+const claiming = new Set<string>();
+
 /// The generation a tab is answering (chrome.storage.session, key "gen:<tabId>").
 async function generationOf(tabId: number): Promise<string | null> {
   const key = `gen:${tabId}`;
@@ -259,12 +262,16 @@ async function onGeneration(g: Generation): Promise<void> {
     ).catch(() => undefined);
     return;
   }
+  if (current === g.id || claiming.has(g.id)) return;
   let claimed: Generation;
+  claiming.add(g.id);
   try {
     claimed = await api(v1.claimGeneration(g.id, { site: p.site }));
   } catch {
-    // Another tab (or a retry) took it, or it ended meanwhile.
+    // Taken already (the event stream and the tab's report both offer it), or ended meanwhile.
     return;
+  } finally {
+    claiming.delete(g.id);
   }
   await setGeneration(p.tabId, claimed.id);
   const msg: TabMessage = { type: "generate", generation: claimed };

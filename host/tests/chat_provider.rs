@@ -618,3 +618,48 @@ fn the_same_program_runs_unchanged_against_an_api() {
         seen[2]
     );
 }
+
+/// One program, two providers: the trace says which answered each generate.
+#[test]
+fn a_program_mixes_the_chat_with_an_api_and_the_trace_says_which_answered() {
+    let e = env();
+    let srv = serve(&e);
+    srv.tab_is_there();
+    let (port, seen) = fake_openai(vec!["{\"n\": 2}"]);
+    std::fs::write(
+        e.ws.join("mix.as"),
+        "import llm Chat from \"keyless://chat\"\nimport llm Api from \"openai://gpt-4.1-mini\"\n\nmain agent A {\n    model Chat\n\n    main func(input) {\n        a = generate({ input: \"One.\" }) {\n            return {\n                n number\n            }\n        }\n        b = second({ n: a.n })\n        return { a: a.n, b: b.n }\n    }\n\n    func second(input) {\n        model Api\n        use input\n        return generate({ input: \"Two.\" }) {\n            return {\n                n number\n            }\n        }\n    }\n}\n",
+    )
+    .expect("mix.as");
+    let trace = e.ws.join("mix-trace.json");
+    let run = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["as", "run", "mix.as", "--trace"])
+        .arg(&trace)
+        .current_dir(&e.ws)
+        .env("XDG_CONFIG_HOME", &e.config)
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let taken = tab(&srv, vec![Ok("{\"n\": 1}")]);
+    let out = finish(run);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).expect("json"),
+        json!({ "a": 1, "b": 2 })
+    );
+    assert_eq!(taken.len(), 1);
+    assert_eq!(seen.lock().expect("seen").len(), 1);
+    let tr = std::fs::read_to_string(&trace).expect("trace");
+    let tr: Value = serde_json::from_str(&tr).expect("json");
+    let main = &tr["events"][0]["events"];
+    assert_eq!(main[0]["model"], "keyless://chat", "{tr}");
+    assert_eq!(main[0]["via"], "the chatgpt tab", "{tr}");
+    assert_eq!(
+        main[1]["events"][0]["model"], "openai://gpt-4.1-mini",
+        "{tr}"
+    );
+    assert!(main[1]["events"][0].get("via").is_none(), "{tr}");
+}

@@ -310,7 +310,7 @@ function traceNode(e: TraceEvent): HTMLElement {
       node.open = true;
       break;
     case "generate":
-      summary.append(e.model, el("span", "ms", `${e.attempts.length} attempt(s) · ${e.duration_ms} ms`), " ", chip(e.value !== null, "fits", "refused"));
+      summary.append(e.via ? `${e.model} · ${e.via}` : e.model, el("span", "ms", `${e.attempts.length} attempt(s) · ${e.duration_ms} ms`), " ", chip(e.value !== null, "fits", "refused"));
       e.attempts.forEach((a, i) => {
         labelled(node, `prompt ${i + 1}`, a.prompt);
         labelled(node, `answer ${i + 1}`, a.answer);
@@ -362,6 +362,32 @@ async function loadRuns(): Promise<void> {
     }),
   );
   if (list.length === 0) byId("runs").append(el("li", "empty", "No .as runs yet: keyless-host as run, or POST /v1/as/runs."));
+}
+
+/// keyless://chat: the generations the chat tab answers (newest first), a Cancel on each that
+/// still waits.
+async function loadChat(): Promise<void> {
+  const list = await api(v1.generations());
+  byId("chat-box").hidden = list.length === 0;
+  byId("chat-count").textContent = String(list.length);
+  byId("chat").replaceChildren(
+    ...list.slice(0, 20).map((g) => {
+      const li = el("li");
+      const open = g.state === "pending" || g.state === "claimed";
+      const where = g.site ? ` · ${g.site}` : "";
+      li.append(el("div", "id", `${g.file || g.run} · attempt ${g.attempt}${where}`), el("span", `chip ${open ? "running" : g.state === "answered" ? "done" : "failed"}`, g.state));
+      li.append(el("div", "asked", g.text));
+      if (g.error) li.append(el("div", "why", g.error));
+      if (open) {
+        const cancel = el("button", "danger", "Cancel");
+        cancel.addEventListener("click", () => {
+          api(v1.cancelGeneration(g.id, "the dashboard")).catch((e: unknown) => notice(String(e)));
+        });
+        li.append(cancel);
+      }
+      return li;
+    }),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -422,6 +448,9 @@ function connect(): void {
         break;
       case "as_trace":
         break;
+      case "generation":
+        void loadChat();
+        break;
       default:
         void loadSessions();
     }
@@ -444,6 +473,7 @@ function init(): void {
   void loadStatus().catch((e: unknown) => notice(String(e)));
   void refresh();
   void loadRuns().catch((e: unknown) => notice(String(e)));
+  void loadChat().catch((e: unknown) => notice(String(e)));
   connect();
 }
 

@@ -21,24 +21,27 @@ pub fn is_chat(model: &str) -> bool {
     model == CHAT_MODEL
 }
 
-/// What is pasted into the chat for one attempt of a generate. The first attempt carries the
+/// What is pasted into the chat for one attempt of a generate (`program`: its file, or its run). The first attempt carries the
 /// program's whole prompt; a retry carries only why the last answer was refused (the chat holds
 /// the conversation). Both end with the same request: one fenced JSON block, nothing else, so a
 /// chat that was running an AgentScript task does not answer with commands.
 #[must_use]
-pub fn message(call: &ModelCall, run: &str) -> String {
+pub fn message(call: &ModelCall, program: &str) -> String {
     let shape = describe_shape(&call.shape);
     let ask = format!(
         "Answer with exactly one fenced ```json block holding one JSON object of this shape: {shape}\nWrite nothing outside the block, and no AgentScript commands: a program reads your answer, not a person."
     );
     match (&call.correction, call.attempt) {
         (Some(why), n) if n > 1 => format!(
-            "[keyless · .as program {run} · attempt {n}]\nYour previous answer was not accepted: {why}.\n\n{ask}"
+            "[keyless · .as program {program} · attempt {n}]\nYour previous answer was not accepted: {why}.\n\n{ask}"
         ),
-        _ => format!(
-            "[keyless · .as program {run}]\n{}\n\n{ask}",
-            call.prompt.trim_end()
-        ),
+        _ => {
+            // The program's own closing line asks for the same shape in fewer words.
+            let own = format!("Answer with one JSON object only, of this shape: {shape}");
+            let prompt = call.prompt.trim_end();
+            let prompt = prompt.strip_suffix(own.as_str()).unwrap_or(prompt).trim_end();
+            format!("[keyless · .as program {program}]\n{prompt}\n\n{ask}")
+        }
     }
 }
 
@@ -152,6 +155,12 @@ mod tests {
         let first = message(&call(1, None), "as-1");
         assert!(first.contains("Count."), "{first}");
         assert!(first.contains("{ \"n\": number }"), "{first}");
+        let full = ModelCall {
+            prompt: "Instruction:\nCount.\n\nAnswer with one JSON object only, of this shape: { \"n\": number }\n".into(),
+            ..call(1, None)
+        };
+        let once = message(&full, "as-1");
+        assert_eq!(once.matches("of this shape").count(), 1, "{once}");
         let retry = message(
             &call(2, Some("\"n\" must be a number, not a string")),
             "as-1",

@@ -139,7 +139,15 @@ pub(super) async fn ask(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Re
             run: req.run.clone(),
             file: req.file.clone(),
             attempt: req.attempt.max(1),
-            text: keyless_core::lang::chat::message(&call, &req.run),
+            // The chat sees which program asks: its file, else its run.
+            text: keyless_core::lang::chat::message(
+                &call,
+                if req.file.is_empty() {
+                    &req.run
+                } else {
+                    &req.file
+                },
+            ),
             shape: req.shape.clone(),
             shape_text: keyless_core::lang::shape::describe_shape(&shape),
             state: GenerationState::Pending,
@@ -237,8 +245,8 @@ fn update(
     Ok(g)
 }
 
-/// `POST /v1/generations/{id}/claim`: the first claim wins; a tab that claims again gets the
-/// same answer (its retry), another claim is refused.
+/// `POST /v1/generations/{id}/claim`: the first claim wins; every later one is refused, so a
+/// generation is pasted once even when the event stream and a tab's report both offer it.
 pub(super) async fn claim(
     State(st): State<Arc<Shared>>,
     UrlPath(id): UrlPath<String>,
@@ -252,7 +260,6 @@ pub(super) async fn claim(
             g.claimed_at = Some(unix_ms());
             Ok(true)
         }
-        GenerationState::Claimed if g.site.as_deref() == Some(req.site.as_str()) => Ok(false),
         s => Err(refused(
             Code::AsChatBusy,
             format!("generation {id} is {} already", state_word(s)),

@@ -416,9 +416,12 @@
     else if (stopBtn.isConnected) stopBtn.replaceWith(sendBtn);
     updateSend();
   }
+  // Stop before the first token aborts the request, as the real sites do.
+  let pendingRequest = null;
   stopBtn.addEventListener("click", (e) => {
     e.preventDefault();
     stopRequested = true;
+    pendingRequest?.abort();
   });
 
   async function submit() {
@@ -431,8 +434,18 @@
     userTurn(text, files);
     setStreaming(true);
     stopRequested = false;
-    const res = await fetch("/backend/conversation", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text, attachments: files }) });
-    const { text: reply, chunk, delayMs, banner } = await res.json();
+    pendingRequest = new AbortController();
+    let answer;
+    try {
+      const res = await fetch("/backend/conversation", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text, attachments: files }), signal: pendingRequest.signal });
+      answer = await res.json();
+    } catch {
+      setStreaming(false);
+      return;
+    } finally {
+      pendingRequest = null;
+    }
+    const { text: reply, chunk, delayMs, banner } = answer;
     const a = assistantTurn();
     let shown = 0;
     await new Promise((r) => setTimeout(r, 200));

@@ -30,7 +30,7 @@ function certificate() {
  * gate}
  * (`banner`: a notice the site shows under the reply, such as its "conversation is full" text).
  * Resolves with {port, received, setReplies, close}; `received` lists every message the model got:
- * {site, text, attachments: [{name, text}]}.
+ * {site, text, attachments: [{name, text}], at} (`at`: when it arrived, Unix ms).
  */
 export function startFakeChat(replies = []) {
   const state = { replies: [...replies], next: 0, received: [] };
@@ -48,7 +48,7 @@ export function startFakeChat(replies = []) {
       req.on("data", (c) => (body += c));
       req.on("end", () => {
         const msg = JSON.parse(body);
-        state.received.push({ site, text: msg.text, attachments: msg.attachments ?? [] });
+        state.received.push({ site, text: msg.text, attachments: msg.attachments ?? [], at: Date.now() });
         const r = state.replies[state.next++] ?? "I have nothing more to say.";
         const reply = typeof r === "string" ? { text: r } : r;
         // `gate`: a promise the test resolves when this reply may start (so that what the page
