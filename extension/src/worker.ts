@@ -433,6 +433,12 @@ const handlers: Handlers = {
     if (run && (run.state === "running" || run.state === "paused")) void ensureEvents();
     const programs = (await programsTab())?.tabId === tabId;
     if (programs) void ensureEvents();
+    // The page (re)started while it answered a program: the reply it followed is gone.
+    const lost = await generationOf(tabId);
+    if (lost) {
+      await setGeneration(tabId, null);
+      await postGenerated(lost, { error: "KA_AS_CHAT_CLOSED the chat tab reloaded or left the chat while the model answered" }).catch(() => undefined);
+    }
     return { run, programs };
   },
   async delivered(req) {

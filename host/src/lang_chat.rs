@@ -107,15 +107,6 @@ impl ChatClient {
         self.read(r)
     }
 
-    fn get(&self, path: &str) -> Result<(u16, String), EffectError> {
-        let r = self
-            .agent
-            .get(format!("{}{path}", self.base))
-            .header("authorization", format!("Bearer {}", self.token))
-            .call();
-        self.read(r)
-    }
-
     fn read(
         &self,
         r: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
@@ -179,6 +170,8 @@ impl ChatClient {
         out
     }
 
+    /// Waits for the generation to end: one long poll at a time in a thread (one request per
+    /// 15 s, not a stream of them), while this loop watches Ctrl+C and the timeout.
     fn wait(
         &mut self,
         id: &str,
@@ -186,6 +179,14 @@ impl ChatClient {
         int: &Interrupt,
     ) -> Result<String, EffectError> {
         let until = Instant::now() + timeout;
+        let (tx, rx) = std::sync::mpsc::channel::<Result<Generation, EffectError>>();
+        let poller = Poller {
+            base: self.base.clone(),
+            token: self.token.clone(),
+            agent: self.agent.clone(),
+            id: id.to_string(),
+        };
+        std::thread::spawn(move || poller.run(&tx));
         loop {
             if int.pressed.swap(false, Ordering::SeqCst) {
                 self.cancel(id, "Ctrl+C");
@@ -204,19 +205,19 @@ impl ChatClient {
                     ),
                 ));
             }
-            let (status, text) = self.get(&format!("/v1/generations/{id}?wait=1"))?;
-            if status != 200 {
-                return Err(refusal(status, &text));
-            }
-            let g: Generation = serde_json::from_str(&text)
-                .map_err(|e| unavailable(format!("keyless-host serve answered oddly: {e}")))?;
-            match g.state {
-                GenerationState::Answered => {
-                    self.site.clone_from(&g.site);
-                    return Ok(g.answer.unwrap_or_default());
+            let g = match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(g) => g?,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(unavailable(
+                        "lost keyless-host serve while the chat answered",
+                    ))
                 }
+            };
+            self.site.clone_from(&g.site);
+            match g.state {
+                GenerationState::Answered => return Ok(g.answer.unwrap_or_default()),
                 GenerationState::Failed | GenerationState::Cancelled => {
-                    self.site.clone_from(&g.site);
                     let e = g.error.unwrap_or_default();
                     let (code, msg) = e.split_once(' ').unwrap_or((e.as_str(), ""));
                     let code =
@@ -237,6 +238,50 @@ impl ChatClient {
             &format!("/v1/generations/{id}/cancel"),
             &serde_json::json!({ "by": by }),
         );
+    }
+}
+
+/// The long polls of one generation, until it ends or nobody listens.
+struct Poller {
+    base: String,
+    token: String,
+    agent: ureq::Agent,
+    id: String,
+}
+
+impl Poller {
+    fn run(self, tx: &std::sync::mpsc::Sender<Result<Generation, EffectError>>) {
+        loop {
+            let got = self
+                .agent
+                .get(format!("{}/v1/generations/{}?wait=15", self.base, self.id))
+                .header("authorization", format!("Bearer {}", self.token))
+                .call()
+                .map_err(|e| {
+                    unavailable(format!(
+                        "keyless-host serve cannot be reached at {}: {e}",
+                        self.base
+                    ))
+                })
+                .and_then(|res| {
+                    let status = res.status().as_u16();
+                    let text = res
+                        .into_body()
+                        .with_config()
+                        .limit(16 << 20)
+                        .read_to_string()
+                        .map_err(|e| unavailable(format!("keyless-host serve: {e}")))?;
+                    if status != 200 {
+                        return Err(refusal(status, &text));
+                    }
+                    serde_json::from_str::<Generation>(&text)
+                        .map_err(|e| unavailable(format!("keyless-host serve answered oddly: {e}")))
+                });
+            let done = got.as_ref().map_or(true, |g| g.state.finished());
+            if tx.send(got).is_err() || done {
+                return;
+            }
+        }
     }
 }
 

@@ -149,13 +149,14 @@ test("a program with two generates thinks with the chat tab; a shape mismatch is
   );
 });
 
-test("a truncated reply, a full chat, the user's Cancel and a closed tab each end the program with its own code, asking once", async () => {
+test("a truncated reply, a full chat, the user's Cancel, a reload and a closed tab each end the program with its own code, asking once", async () => {
   let never;
   const hold = new Promise((r) => (never = r));
   await withChat(
     [
       { text: "```json\n{\"kind\": \"bug\", \"sev" },
       { text: "I cannot continue here.", banner: "You've reached the maximum length for this conversation, but you can keep talking by starting a new chat." },
+      { text: "{\"kind\": \"bug\"}", gate: hold },
       { text: "{\"kind\": \"bug\"}", gate: hold },
       { text: "{\"kind\": \"bug\"}", gate: hold },
     ],
@@ -186,11 +187,17 @@ test("a truncated reply, a full chat, the user's Cancel and a closed tab each en
       await until("the request", () => chat.received.length >= 3, 30000);
       await overlay(page).locator(".gen button.danger").click();
       await ends("KA_AS_CANCELLED", 2);
-      // The tab closes while the model answers.
+      // The page reloads while the model answers.
       run = runProgram(w);
       await until("the request", () => chat.received.length >= 4, 30000);
-      await page.close();
+      await page.reload();
       await ends("KA_AS_CHAT_CLOSED", 3);
+      await page.locator(".ProseMirror").waitFor();
+      // The tab closes while the model answers.
+      run = runProgram(w);
+      await until("the request", () => chat.received.length >= 5, 30000);
+      await page.close();
+      await ends("KA_AS_CHAT_CLOSED", 4);
       never();
     },
   );
