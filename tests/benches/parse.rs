@@ -225,6 +225,15 @@ fn as_programs() {
         mbps(median),
         mbps(best)
     );
+    // A hostile model answer: 400 KB of `{` (the chat's answers reach the same reader).
+    let hostile = "{".repeat(400_000);
+    let (median, best) = measure(|| {
+        black_box(lang::shape::extract_json(black_box(&hostile)));
+    });
+    println!(
+        ".as JSON reader, 400 KB of '{{': median {median:>9.2?} ({:.0} MB/s), best {best:>9.2?}",
+        hostile.len() as f64 / median.as_secs_f64() / 1e6
+    );
     let (median, best) = measure(|| {
         black_box(lang::format::format_source(black_box(&src)).ok());
     });

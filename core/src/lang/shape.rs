@@ -160,8 +160,11 @@ pub fn describe_shape(shape: &Shape) -> String {
     }
 }
 
+/// How many `{` of an answer [`extract_json`] tries as an object's start.
+pub const MAX_OBJECT_STARTS: usize = 64;
+
 /// The first JSON object in a model's answer: the whole answer, a fenced block, or the first
-/// balanced `{ … }` that parses.
+/// balanced `{ … }` that parses, among the first [`MAX_OBJECT_STARTS`] `{` of the answer.
 #[must_use]
 pub fn extract_json(answer: &str) -> Option<Value> {
     let t = answer.trim();
@@ -178,7 +181,9 @@ pub fn extract_json(answer: &str) -> Option<Value> {
         }
     }
     let bytes = t.as_bytes();
-    for (i, _) in t.match_indices('{') {
+    // A hostile answer (100 KB of `{`) made this quadratic: at most this many `{` are tried as
+    // the start of an object, so the work is bounded by a small multiple of the answer's size.
+    for (i, _) in t.match_indices('{').take(MAX_OBJECT_STARTS) {
         let (mut depth, mut in_str, mut esc) = (0i32, false, false);
         for (j, &b) in bytes.iter().enumerate().skip(i) {
             if in_str {
@@ -207,4 +212,24 @@ pub fn extract_json(answer: &str) -> Option<Value> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_braces_are_bounded_and_an_object_after_stray_braces_is_found() {
+        // 400 KB of `{`: nothing, in bounded time (the benchmark prints the figure).
+        assert_eq!(extract_json(&"{".repeat(400_000)), None);
+        // Stray braces in prose before the object, within the bound.
+        let prose = format!(
+            "{} then {{\"ok\": true}}",
+            "{ ".repeat(MAX_OBJECT_STARTS - 1)
+        );
+        assert_eq!(extract_json(&prose), Some(serde_json::json!({"ok": true})));
+        // Past it, the reader gives up rather than scan forever.
+        let far = format!("{} then {{\"ok\": true}}", "{ ".repeat(MAX_OBJECT_STARTS));
+        assert_eq!(extract_json(&far), None);
+    }
 }

@@ -1,0 +1,27 @@
+//! Fuzzes the reading of a model's answer (`extract_json`) and a `keyless://chat` reply's
+//! follower: never a panic, whatever the answer; a value read back fits or names why not.
+#![no_main]
+
+use keyless_core::lang::ast::{Field, Shape};
+use keyless_core::lang::chat::follow_generation;
+use keyless_core::lang::shape::{check, extract_json};
+use keyless_core::lang::Pos;
+use keyless_core::site::PageObservation;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(answer) = std::str::from_utf8(data) else { return };
+    let shape = Shape::Object(vec![Field {
+        name: "items".into(),
+        shape: Shape::List(Some(Box::new(Shape::String))),
+        pos: Pos { line: 1, column: 1 },
+    }]);
+    if let Some(v) = extract_json(answer) {
+        let _ = check(&v, &shape, "");
+    }
+    let page = PageObservation {
+        quiet_ms: 5_000,
+        ..PageObservation::default()
+    };
+    let _ = follow_generation(answer, &shape, &page);
+});
