@@ -169,10 +169,28 @@ fn attempts_retry_with_the_error_and_provider_errors_do_not() {
             .map(Vec::len),
         Some(3)
     );
-    // Out of attempts.
-    let mut s = script(&["{}", "{}", "{}"]);
+    // Out of retries: `attempts: 3` is three retries, four tries.
+    let mut s = script(&["{}", "{}", "{}", "{}"]);
     let e = go(&src, json!({}), &mut s).0.expect_err("no fit");
     assert_eq!(e.code, Code::AsShape);
+    assert_eq!(s.calls.len(), 4);
+    assert!(e.message.contains("after 4 tries (3 retries)"), "{e}");
+    // Without `attempts`, one bad answer is asked again once (seed 002: default 1 retry).
+    let plain = program("        return generate({ input: \"go\" }) {\n            return {\n                ok boolean\n            }\n        }");
+    let mut s = script(&["not json", "{\"ok\": true}"]);
+    assert_eq!(
+        go(&plain, json!({}), &mut s).0.expect("retried"),
+        json!({"ok": true})
+    );
+    assert_eq!(s.calls.len(), 2);
+    // `attempts: 0`: no retry.
+    let none = program("        return generate({ input: \"go\", attempts: 0 }) {\n            return {\n                ok boolean\n            }\n        }");
+    let mut s = script(&["not json", "{\"ok\": true}"]);
+    assert_eq!(
+        go(&none, json!({}), &mut s).0.expect_err("no retry").code,
+        Code::AsShape
+    );
+    assert_eq!(s.calls.len(), 1);
     assert_eq!(e.stack, ["A.main"]);
     // A provider error: once, not retried.
     let mut s = Script {

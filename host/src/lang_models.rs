@@ -14,6 +14,9 @@ use keyless_core::Code;
 use serde_json::{json, Value};
 use std::time::Duration;
 
+/// The largest answer body read from a provider (past it: `KA_AS_LIMIT`).
+pub const MAX_ANSWER_BYTES: u64 = 16 << 20;
+
 /// Anthropic requires a `max_tokens`; this is it when the program gives no `limit`.
 const ANTHROPIC_DEFAULT_MAX_TOKENS: u64 = 4096;
 
@@ -196,12 +199,20 @@ pub fn generate(call: &ModelCall, env: &dyn Env, timeout: Duration) -> Result<St
     let body = response
         .into_body()
         .with_config()
-        .limit(16 << 20)
+        .limit(MAX_ANSWER_BYTES)
         .read_to_string()
         .map_err(|e| match e {
             ureq::Error::Timeout(_) => err(
                 Code::AsModelTimeout,
                 format!("{} did not finish its answer in time", call.model),
+            ),
+            ureq::Error::BodyExceedsLimit(_) => err(
+                Code::AsLimit,
+                format!(
+                    "{} answered more than {} MiB; an answer holds at most that",
+                    call.model,
+                    MAX_ANSWER_BYTES >> 20
+                ),
             ),
             other => err(Code::AsModelNetwork, format!("{}: {other}", call.model)),
         })?;

@@ -433,6 +433,27 @@ fn memories_have_bounds() {
 
 /// `generate({ debug: true })` prints each prompt to stderr; the value still goes to stdout.
 #[test]
+fn a_mock_past_its_limit_says_so() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    std::fs::write(
+        d.join("p.as"),
+        "import llm M from \"openai://m\"\n\nmain agent A {\n    model M\n\n    main func(input) {\n        return input\n    }\n}\n",
+    )
+    .expect("p.as");
+    let big = format!("[\"{}\"]", "x".repeat(17 << 20));
+    std::fs::write(d.join("big.json"), big).expect("big");
+    let out = run(&["run", "p.as", "--mock", "big.json"], d);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("KA_AS_LIMIT") && err.contains("more than 16 MiB"),
+        "{err}"
+    );
+    assert!(!err.contains("EOF"), "{err}");
+}
+
+#[test]
 fn debug_prints_the_prompt_to_stderr() {
     let tmp = tempfile::tempdir().expect("tmp");
     let d = tmp.path();

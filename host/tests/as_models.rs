@@ -225,6 +225,7 @@ fn provider_errors_have_their_own_codes_and_are_not_retried() {
         p if p.contains("auth") => (401, r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#.into(), Duration::ZERO),
         p if p.contains("missing") => (404, r#"{"type":"error","error":{"type":"not_found_error","message":"model: nope"}}"#.into(), Duration::ZERO),
         p if p.contains("slow") => (200, "{}".into(), Duration::from_secs(4)),
+        p if p.contains("huge") => (200, format!("{{\"pad\": \"{}\"}}", "x".repeat(17 << 20)), Duration::ZERO),
         _ => (500, r#"{"error":"model 'x' crashed"}"#.into(), Duration::ZERO),
     }
     });
@@ -251,8 +252,14 @@ fn provider_errors_have_their_own_codes_and_are_not_retried() {
     );
     let err = failed(&run(tmp.path(), "openai://m", &base("slow"), "1"));
     assert!(err.contains("KA_AS_MODEL_TIMEOUT"), "{err}");
+    // An answer past the cap is a limit, not a network failure.
+    let err = failed(&run(tmp.path(), "openai://m", &base("huge"), "30"));
+    assert!(
+        err.contains("KA_AS_LIMIT openai://m answered more than 16 MiB"),
+        "{err}"
+    );
     // One request each: never retried.
-    assert_eq!(seen.lock().expect("seen").len(), 4);
+    assert_eq!(seen.lock().expect("seen").len(), 5);
     // Nothing listening.
     let closed = TcpListener::bind("127.0.0.1:0")
         .expect("bind")

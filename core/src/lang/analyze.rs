@@ -528,6 +528,21 @@ impl<'p> Analyzer<'p> {
                             .with_help("the options are input, limit, attempts and debug"),
                         );
                     }
+                    if k == "attempts" {
+                        if let ExprKind::Num { text } = &v.kind {
+                            let max = super::interp::MAX_RETRIES;
+                            if super::whole_number(text).is_none_or(|n| n > max) {
+                                self.push(
+                                    err(
+                                        Code::AsGenerate,
+                                        v.pos,
+                                        format!("attempts must be a whole number from 0 to {max}, not {text}"),
+                                    )
+                                    .with_help("attempts counts retries after a bad answer (default 1)"),
+                                );
+                            }
+                        }
+                    }
                     self.expr(v, scopes);
                 }
             }

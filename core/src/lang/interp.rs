@@ -35,6 +35,9 @@ pub const MAX_NESTING: usize = 128;
 /// A value larger than this is kept in the trace as a short description.
 pub const MAX_TRACE_VALUE_BYTES: usize = 64 << 10;
 
+/// The most retries `attempts` may ask for.
+pub const MAX_RETRIES: u64 = 20;
+
 /// One model call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModelCall {
@@ -1147,7 +1150,9 @@ impl Interp<'_> {
 
     fn generate(&mut self, ctx: &mut Ctx, options: &[(String, Expr)], shape: &[Field]) -> R<Value> {
         let mut input = None;
-        let (mut limit, mut attempts, mut debug) = (None, 1u64, false);
+        // `attempts` counts retries (seed 002: "the number of retries when JSON parsing fails or
+        // the shape does not match; default 1"): one bad answer is asked again once by default.
+        let (mut limit, mut retries, mut debug) = (None, 1u64, false);
         for (k, e) in options {
             let v = self.expr(ctx, e)?;
             match k.as_str() {
@@ -1161,10 +1166,12 @@ impl Interp<'_> {
                     })?);
                 }
                 "attempts" => {
-                    attempts = v.as_u64().filter(|n| (1..=20).contains(n)).ok_or_else(|| {
+                    retries = v.as_u64().filter(|n| *n <= MAX_RETRIES).ok_or_else(|| {
                         Fail(
                             Code::AsGenerate,
-                            format!("attempts must be a whole number from 1 to 20, not {v}"),
+                            format!(
+                                "attempts (retries) must be a whole number from 0 to {MAX_RETRIES}, not {v}"
+                            ),
                         )
                     })?;
                 }
@@ -1239,7 +1246,7 @@ impl Interp<'_> {
         let mut correction: Option<String> = None;
         let start = self.effects.now_ms();
         let mut outcome: R<Value> = fail(Code::AsShape, "no attempt was made");
-        for n in 1..=attempts {
+        for n in 1..=retries + 1 {
             if debug {
                 self.effects.debug(&current);
             }
@@ -1285,7 +1292,12 @@ impl Interp<'_> {
                     });
                     outcome = fail(
                         Code::AsShape,
-                        format!("the model's answer did not fit after {n} attempt(s): {why}"),
+                        format!(
+                            "the model's answer did not fit after {n} {} ({} {}): {why}",
+                            if n == 1 { "try" } else { "tries" },
+                            n - 1,
+                            if n == 2 { "retry" } else { "retries" }
+                        ),
                     );
                     current = format!(
                         "{prompt}\nYour previous answer was not accepted: {why}. Answer again with one JSON object only.\n"

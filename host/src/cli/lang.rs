@@ -311,19 +311,33 @@ pub(crate) fn read_mock(
 ) -> Result<Option<std::collections::VecDeque<String>>, HostError> {
     Ok(match mock {
         Some(p) => {
-            let text = if p == Path::new("-") {
-                let mut t = String::new();
-                io::stdin()
-                    .take(lang::MAX_SOURCE_BYTES as u64 * 16)
-                    .read_to_string(&mut t)
-                    .map_err(|source| HostError::Read {
-                        path: "stdin".into(),
-                        source,
-                    })?;
-                t
+            // A scripted model's answers: at most MAX_MOCK_BYTES, said so when past it (never a
+            // JSON error about a cut-off file).
+            let max = lang::MAX_SOURCE_BYTES as u64 * 16;
+            let mut bytes = Vec::new();
+            let got = if p == Path::new("-") {
+                io::stdin().take(max + 1).read_to_end(&mut bytes)
             } else {
-                read(p)?
+                std::fs::File::open(p).and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
             };
+            got.map_err(|source| HostError::Read {
+                path: p.display().to_string(),
+                source,
+            })?;
+            if bytes.len() as u64 > max {
+                return Err(HostError::Coded {
+                    code: keyless_core::Code::AsLimit,
+                    message: format!(
+                        "{}: --mock holds more than {} MiB of answers; a scripted model takes at most that",
+                        p.display(),
+                        max >> 20
+                    ),
+                });
+            }
+            let text = String::from_utf8(bytes).map_err(|e| HostError::NotUtf8 {
+                path: p.display().to_string(),
+                offset: e.utf8_error().valid_up_to(),
+            })?;
             let answers: Vec<String> =
                 serde_json::from_str(&text).map_err(|e| HostError::Coded {
                     code: keyless_core::Code::ConfigInvalid,
