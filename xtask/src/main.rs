@@ -244,9 +244,12 @@ fn ensure_chromium() -> Result<bool> {
 /// 331 → 332 KiB gzip. Raised from 820/334 KiB for `keyless://chat` (issue 28): the worker follows
 /// a program's generation with the core's JSON reader and shape check (`followGeneration`), as
 /// the interpreter will judge the answer; a derived reader of the shape's tagged JSON cost
-/// 56 KiB, so it is written out: 819 → 846 KiB raw, 333 → 344 KiB gzip.
-const WASM_BUDGET_RAW: u64 = 848 * 1024;
-const WASM_BUDGET_GZIP: u64 = 346 * 1024;
+/// 56 KiB, so it is written out: 819 → 846 KiB raw, 333 → 344 KiB gzip. Raised from 848/346 KiB
+/// for the analyzer's new rules (issue 29: `attempts` in range, a `generate` with no model in
+/// scope, methods take one argument), which the playground and the wasm `asCheck` run too:
+/// 846 → 848 KiB raw, 344 → 345 KiB gzip.
+const WASM_BUDGET_RAW: u64 = 852 * 1024;
+const WASM_BUDGET_GZIP: u64 = 348 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {

@@ -51,6 +51,7 @@ fn methods(kind: ImportKind, uri: &str) -> &'static [&'static str] {
 #[must_use]
 pub fn analyze(program: &Program) -> Vec<LangDiagnostic> {
     let mut a = Analyzer {
+        agent_model: false,
         out: Vec::new(),
         globals: Vec::new(),
         agents: Vec::new(),
@@ -65,7 +66,13 @@ struct Analyzer<'p> {
     /// Imports and agents: (name, binding, uri).
     globals: Vec<(String, Binding, String)>,
     agents: Vec<&'p Agent>,
+    /// The agent being checked sets a model for all its functions.
+    agent_model: bool,
 }
+
+/// The name under which a function's own `model` statement is bound in its scopes (no program
+/// name can contain it): a `generate` after it, in that block or one inside, has a model.
+const MODEL_SET: &str = "\0model";
 
 fn err(code: Code, pos: Pos, msg: impl Into<String>) -> LangDiagnostic {
     LangDiagnostic::new(code, pos, msg)
@@ -196,6 +203,7 @@ impl Scopes<'_> {
             .keys()
             .cloned()
             .chain(self.frames.iter().flatten().map(|(n, _)| n.clone()))
+            .filter(|n| n != MODEL_SET)
             .collect()
     }
 }
@@ -309,6 +317,10 @@ impl<'p> Analyzer<'p> {
         for n in &names {
             base.insert((*n).to_string(), Binding::Func);
         }
+        self.agent_model = a
+            .body
+            .iter()
+            .any(|m| matches!(m, Member::Config(c) if c.key == ConfigKey::Model));
         for m in &a.body {
             match m {
                 Member::Config(c) => self.config(c.key, &c.value, c.pos),
@@ -364,7 +376,12 @@ impl<'p> Analyzer<'p> {
 
     fn stmt(&mut self, s: &Stmt, scopes: &mut Scopes) {
         match &s.kind {
-            StmtKind::Config { key, value } => self.config(*key, value, s.pos),
+            StmtKind::Config { key, value } => {
+                self.config(*key, value, s.pos);
+                if *key == ConfigKey::Model {
+                    scopes.bind(MODEL_SET, Binding::Var);
+                }
+            }
             StmtKind::Use { expr, budget } => {
                 self.expr(expr, scopes);
                 let mut root = expr;
@@ -501,6 +518,24 @@ impl<'p> Analyzer<'p> {
             }
             ExprKind::Call { callee, args } => {
                 self.call(callee, scopes);
+                // Methods (`list.add(x)`, `Memory.add({…})`, `Tool.run({…})`) take one argument.
+                if let ExprKind::Field { name: method, .. } = &callee.kind {
+                    let agent_call = matches!(&callee.kind, ExprKind::Field { target, .. } if matches!(&target.kind, ExprKind::Name { name } if matches!(scopes.find(name), Some(Binding::Agent | Binding::Import(ImportKind::Agent)))));
+                    if !agent_call && args.len() != 1 {
+                        self.push(
+                            err(
+                                Code::AsSyntax,
+                                callee.pos,
+                                format!("{method} takes exactly one argument, not {}", args.len()),
+                            )
+                            .with_help(if method == "add" {
+                                "list.add(x), Memory.add({ … })"
+                            } else {
+                                "Tool.method({ … }), Memory.query({ … })"
+                            }),
+                        );
+                    }
+                }
                 for a in args {
                     self.expr(a, scopes);
                 }
@@ -511,6 +546,16 @@ impl<'p> Analyzer<'p> {
                 self.expr(right, scopes);
             }
             ExprKind::Generate { options, .. } => {
+                if !self.agent_model && scopes.find(MODEL_SET).is_none() {
+                    self.push(
+                        err(
+                            Code::AsGenerate,
+                            e.pos,
+                            "generate has no model: neither its agent nor its function before it sets one",
+                        )
+                        .with_help("model NAME (an imported llm) in the agent, or in the function before the generate"),
+                    );
+                }
                 if !options.iter().any(|(k, _)| k == "input") {
                     self.push(
                         err(Code::AsGenerate, e.pos, "generate needs an input")
