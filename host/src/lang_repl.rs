@@ -14,6 +14,8 @@ const HELP: &str = "Type statements (x = 1, generate(…) { … }), imports or a
   :load FILE   add a file's imports and agents (the path is from the current folder)
   :trace       show the trace of each input (again to hide it)
   :vars        the variables and their values
+  :uses        the `use`s that reach every generate from now on (a `use` typed at an input's top level lasts for the session)
+  :unuse       forget them
   :quit        leave (or Ctrl-D)";
 
 /// Saves the history in the user's config folder, readable by the user only (inputs may hold
@@ -86,6 +88,21 @@ pub fn repl(effects: &mut HostEffects<'_>, history: Option<&Path>) -> Result<u32
                 for (k, v) in &session.vars {
                     let _ = writeln!(out, "{k} = {v}");
                 }
+                continue;
+            }
+            (":uses", _) => {
+                for u in &session.uses {
+                    let _ = writeln!(out, "{u}");
+                }
+                if session.uses.is_empty() {
+                    let _ = writeln!(out, "no use lasts for the session");
+                }
+                continue;
+            }
+            (":unuse", _) => {
+                let n = session.uses.len();
+                session.uses.clear();
+                let _ = writeln!(out, "forgot {n} use(s)");
                 continue;
             }
             (":load", file) => match std::fs::read_to_string(file.trim()) {

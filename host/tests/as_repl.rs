@@ -75,6 +75,10 @@ fn the_repl_runs_under_a_pty() {
         ("Helper(x)", "[\r\n  41,\r\n  41\r\n]"),
         (":trace", "trace on"),
         ("Helper(7)", "\"event\": \"call\""),
+        // A top-level `use` lasts for the session.
+        ("use x", "as> "),
+        (":uses", "use x\r\n"),
+        (":unuse", "forgot 1 use(s)"),
         (":quit", ""),
     ] {
         master

@@ -5,7 +5,9 @@
 //! An input runs as the body of `main func` of an agent `Repl`, with the session's imports and
 //! agents beside it; each variable of earlier inputs is assigned its value first, and the body
 //! ends by returning every variable. An input that ends with an expression shows its value, which
-//! is also kept as `it`. `use` lasts for one input; `model NAME` lasts for the session.
+//! is also kept as `it`. `use` (at an input's top level) and `model NAME` last for the session:
+//! a `use` typed on one line reaches a `generate` typed on the next (seed 002: `use` lasts for
+//! its scope, and the session is the REPL's scope).
 
 use super::ast::*;
 use super::interp::Entry;
@@ -21,6 +23,8 @@ pub struct Session {
     pub vars: Map<String, Value>,
     /// The model chosen with `model NAME`.
     pub model: Option<String>,
+    /// The `use` statements typed at an input's top level, as source, in order.
+    pub uses: Vec<String>,
 }
 
 /// What an input is.
@@ -145,8 +149,10 @@ impl Session {
             .as_ref()
             .map(|m| format!("    model {m}\n"))
             .unwrap_or_default();
+        // The session's `use`s open the body: after the variables (which come first, below).
+        let uses: String = self.uses.iter().map(|u| format!("        {u}\n")).collect();
         let prefix = format!(
-            "{}\n{main}agent {REPL_AGENT} {{\n{model}    main func(input) {{\n",
+            "{}\n{main}agent {REPL_AGENT} {{\n{model}    main func(input) {{\n{uses}",
             self.module
         );
         // Diagnostics name the input's own lines.
@@ -250,11 +256,58 @@ impl Session {
                 self.vars.insert(k.clone(), v.clone());
             }
         }
+        let mut before = String::new();
         for line in input.lines() {
-            if let Some(name) = line.trim().strip_prefix("model ") {
+            let top = open_depth(&before) == 0;
+            before.push_str(line);
+            before.push('\n');
+            let t = line.trim();
+            if let Some(name) = t.strip_prefix("model ") {
                 self.model = Some(name.trim().to_string());
+            } else if top && t.starts_with("use ") && !self.uses.iter().any(|u| u == t) {
+                self.uses.push(t.to_string());
             }
         }
         shows.then(|| self.vars.get("it").cloned().unwrap_or(Value::Null))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_use_typed_on_one_line_reaches_the_next_inputs() {
+        let mut s = Session {
+            module: "import llm M from \"openai://m\"\n".into(),
+            ..Session::default()
+        };
+        let notes = json_text("the notes");
+        s.absorb("notes = \"the notes\"", &notes, false);
+        s.absorb("use notes < 2k", &Value::Object(Map::new()), false);
+        assert_eq!(s.uses, ["use notes < 2k"]);
+        // A use inside a block lasts for the block only.
+        s.absorb(
+            "if true {\n    use other\n}",
+            &Value::Object(Map::new()),
+            false,
+        );
+        assert_eq!(s.uses.len(), 1);
+        let Ok(Prepared::Run { program, .. }) = s.prepare(
+            "model M\ngenerate({ input: \"go\" }) {\n    return {\n        ok boolean\n    }\n}",
+        ) else {
+            panic!("prepared");
+        };
+        let text = crate::lang::format::format_program(&program);
+        let at_use = text.find("use notes < 2k").unwrap_or(usize::MAX);
+        let at_var = text.find("notes = \"the notes\"").unwrap_or(usize::MAX);
+        let at_generate = text.find("generate(").unwrap_or(0);
+        assert!(at_var < at_use && at_use < at_generate, "{text}");
+    }
+
+    fn json_text(v: &str) -> Value {
+        let mut m = Map::new();
+        m.insert("notes".into(), Value::String(v.into()));
+        Value::Object(m)
     }
 }
