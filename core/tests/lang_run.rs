@@ -549,3 +549,23 @@ fn values_are_bounded_in_size_and_nesting() {
     );
     assert!(text.len() < 4 << 20, "{} bytes of trace", text.len());
 }
+
+/// A name assigned in every branch of an `if`/`else` (nested ones too) is known after it; one
+/// assigned in some branches only is not, before any run.
+#[test]
+fn a_name_every_branch_assigns_is_known_after_the_if() {
+    let src = program("        if input.big {\n            size = \"large\"\n        } else if input.mid {\n            size = \"medium\"\n        } else {\n            size = \"small\"\n        }\n        return size");
+    for (input, want) in [
+        (json!({"big": true}), "large"),
+        (json!({"mid": true}), "medium"),
+        (json!({}), "small"),
+    ] {
+        let (out, _) = go(&src, input, &mut script(&[]));
+        assert_eq!(out.expect("runs"), json!(want));
+    }
+    let some = program("        if input.big {\n            size = \"large\"\n        } else if input.mid {\n            size = \"medium\"\n        }\n        return size");
+    let e = go(&some, json!({}), &mut script(&[]))
+        .0
+        .expect_err("refused");
+    assert_eq!(e.code, Code::AsName, "{e}");
+}

@@ -441,6 +441,12 @@ impl<'p> Analyzer<'p> {
                 if let Some(o) = otherwise {
                     self.child(o, scopes, None);
                 }
+                // Assigned in every branch: known after the `if` (the interpreter keeps it).
+                for name in assigned_in_every_branch(then, otherwise.as_deref()) {
+                    if scopes.find(&name).is_none() {
+                        scopes.bind(&name, Binding::Var);
+                    }
+                }
             }
             StmtKind::LoopUntil { cond, cap, body } => {
                 self.cap(cap, "a loop cap");

@@ -314,3 +314,36 @@ pub enum ExprKind {
         shape: Vec<Field>,
     },
 }
+
+/// The names an `if`/`else` assigns in every branch (at a branch's top level, or through an
+/// `if`/`else` there that assigns them in every branch of its own): they are known after it,
+/// in the analyzer and at run time alike. An `if` without `else` assigns nothing for sure.
+#[must_use]
+pub fn assigned_in_every_branch(then: &[Stmt], otherwise: Option<&[Stmt]>) -> Vec<String> {
+    fn surely(body: &[Stmt]) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for s in body {
+            let names = match &s.kind {
+                StmtKind::Assign { name, .. } => vec![name.clone()],
+                StmtKind::If {
+                    then, otherwise, ..
+                } => assigned_in_every_branch(then, otherwise.as_deref()),
+                _ => Vec::new(),
+            };
+            for n in names {
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+        }
+        out
+    }
+    let Some(otherwise) = otherwise else {
+        return Vec::new();
+    };
+    let other = surely(otherwise);
+    surely(then)
+        .into_iter()
+        .filter(|n| other.contains(n))
+        .collect()
+}

@@ -804,6 +804,20 @@ impl Interp<'_> {
                 otherwise,
             } => {
                 let c = self.expr(ctx, cond)?;
+                // A name every branch assigns is known after the `if`: it is made here first,
+                // so the branch's assignment updates it instead of dropping it with the branch.
+                for name in assigned_in_every_branch(then, otherwise.as_deref()) {
+                    let known = ctx
+                        .frames
+                        .iter()
+                        .any(|f| f.vars.iter().any(|v| v.name == name));
+                    if !known {
+                        let var = self.new_var(&name, Value::Null)?;
+                        if let Some(f) = ctx.frames.last_mut() {
+                            f.vars.push(var);
+                        }
+                    }
+                }
                 if truthy(&c) {
                     return self.child(ctx, then, None);
                 } else if let Some(o) = otherwise {
