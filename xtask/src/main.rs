@@ -246,10 +246,11 @@ fn ensure_chromium() -> Result<bool> {
 /// the interpreter will judge the answer; a derived reader of the shape's tagged JSON cost
 /// 56 KiB, so it is written out: 819 → 846 KiB raw, 333 → 344 KiB gzip. Raised from 848/346 KiB
 /// for the analyzer's new rules (issue 29: `attempts` in range, a `generate` with no model in
-/// scope, methods take one argument, names every `if` branch assigns), which the playground and
-/// the wasm `asCheck` run too: 846 → 850 KiB raw, 344 → 346 KiB gzip.
-const WASM_BUDGET_RAW: u64 = 852 * 1024;
-const WASM_BUDGET_GZIP: u64 = 348 * 1024;
+/// scope, methods take one argument, names every `if` branch assigns, fields of a declared
+/// input shape with "did you mean"), which the playground and the wasm `asCheck` run too:
+/// 846 → 852 KiB raw, 344 → 347 KiB gzip.
+const WASM_BUDGET_RAW: u64 = 856 * 1024;
+const WASM_BUDGET_GZIP: u64 = 350 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {

@@ -52,6 +52,7 @@ fn methods(kind: ImportKind, uri: &str) -> &'static [&'static str] {
 pub fn analyze(program: &Program) -> Vec<LangDiagnostic> {
     let mut a = Analyzer {
         agent_model: false,
+        input_shape: None,
         out: Vec::new(),
         globals: Vec::new(),
         agents: Vec::new(),
@@ -68,6 +69,8 @@ struct Analyzer<'p> {
     agents: Vec<&'p Agent>,
     /// The agent being checked sets a model for all its functions.
     agent_model: bool,
+    /// The function's input and its declared object shape, while it is not assigned anew.
+    input_shape: Option<(String, Vec<Field>)>,
 }
 
 /// The name under which a function's own `model` statement is bound in its scopes (no program
@@ -210,7 +213,10 @@ impl Scopes<'_> {
 
 impl<'p> Analyzer<'p> {
     fn push(&mut self, d: LangDiagnostic) {
-        self.out.push(d);
+        // One problem, once (a field chain is looked at from each of its links).
+        if !self.out.contains(&d) {
+            self.out.push(d);
+        }
     }
 
     fn program(&mut self, p: &'p Program) {
@@ -356,7 +362,58 @@ impl<'p> Analyzer<'p> {
         if let Some(p) = &f.param {
             scopes.bind(&p.name, Binding::Var);
         }
+        self.input_shape = f
+            .param
+            .as_ref()
+            .and_then(|p| p.shape.clone().map(|fields| (p.name.clone(), fields)));
         self.block(&f.body, &mut scopes);
+        self.input_shape = None;
+    }
+
+    /// `input.questoin` against a declared `{ question string }`: a field the shape does not
+    /// declare (at any depth of object shapes) is refused, with the nearest declared one.
+    fn input_field(&mut self, e: &Expr) {
+        let Some((param, fields)) = &self.input_shape else {
+            return;
+        };
+        // The chain of field names from the input, outermost first.
+        let mut chain: Vec<(&str, Pos)> = Vec::new();
+        let mut at = e;
+        while let ExprKind::Field { target, name } = &at.kind {
+            chain.push((name.as_str(), at.pos));
+            at = target;
+        }
+        if !matches!(&at.kind, ExprKind::Name { name } if name == param) {
+            return;
+        }
+        chain.reverse();
+        let mut fields: &[Field] = fields;
+        let mut path = param.clone();
+        for (name, pos) in chain {
+            let Some(f) = fields.iter().find(|f| f.name == name) else {
+                let mut d = err(
+                    Code::AsName,
+                    pos,
+                    format!("{path} has no field \"{name}\" (its shape declares {})", {
+                        let names: Vec<String> =
+                            fields.iter().map(|f| format!("\"{}\"", f.name)).collect();
+                        names.join(", ")
+                    }),
+                );
+                if let Some(c) = closest(name, fields.iter().map(|f| f.name.as_str())) {
+                    d = d.with_help(format!("did you mean \"{c}\"?"));
+                }
+                self.push(d);
+                return;
+            };
+            match &f.shape {
+                Shape::Object(inner) => {
+                    fields = inner;
+                    path = format!("{path}.{name}");
+                }
+                _ => return,
+            }
+        }
     }
 
     fn block(&mut self, body: &[Stmt], scopes: &mut Scopes) {
@@ -415,6 +472,10 @@ impl<'p> Analyzer<'p> {
             }
             StmtKind::Assign { name, value } => {
                 self.expr(value, scopes);
+                if self.input_shape.as_ref().is_some_and(|(p, _)| p == name) {
+                    // A new value: its shape is no longer the declared one.
+                    self.input_shape = None;
+                }
                 match scopes.find(name) {
                     Some(Binding::Var) => {}
                     Some(b) => self.push(err(
@@ -517,7 +578,10 @@ impl<'p> Analyzer<'p> {
                     self.expr(v, scopes);
                 }
             }
-            ExprKind::Field { target, .. } => self.expr(target, scopes),
+            ExprKind::Field { target, .. } => {
+                self.input_field(e);
+                self.expr(target, scopes);
+            }
             ExprKind::Index { target, index } => {
                 self.expr(target, scopes);
                 self.expr(index, scopes);
