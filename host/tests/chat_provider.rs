@@ -131,6 +131,21 @@ impl Server {
         self.call("POST", path, Some(body), &self.token)
     }
 
+    /// What the extension's tab does with a generation: take it, then answer it.
+    fn claim_and_answer(&self, g: &Value, answer: &str) {
+        let id = g["id"].as_str().expect("id");
+        let (s, b) = self.post(
+            &format!("/v1/generations/{id}/claim"),
+            &json!({ "site": "chatgpt" }),
+        );
+        assert_eq!(s, 200, "{b}");
+        let (s, b) = self.post(
+            &format!("/v1/generations/{id}"),
+            &json!({ "answer": answer }),
+        );
+        assert_eq!(s, 200, "{b}");
+    }
+
     /// The extension's tab says it answers programs.
     fn tab_is_there(&self) {
         let (s, b) = self.post("/v1/chat-tab", &json!({ "site": "chatgpt" }));
@@ -427,29 +442,13 @@ fn one_program_at_a_time_and_a_program_token_reaches_the_generations_only() {
         "{}",
         stderr(&out)
     );
-    let id = g["id"].as_str().expect("id");
-    srv.post(
-        &format!("/v1/generations/{id}/claim"),
-        &json!({ "site": "chatgpt" }),
-    );
-    srv.post(
-        &format!("/v1/generations/{id}"),
-        &json!({ "answer": "{\"ok\": true}" }),
-    );
+    srv.claim_and_answer(&g, "{\"ok\": true}");
     let out = finish(first);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // The first released the chat when it ended: the next program may use it at once.
     let next = start_run(&e, "one.as", &[]);
     let g = wait_pending(&srv);
-    let id = g["id"].as_str().expect("id");
-    srv.post(
-        &format!("/v1/generations/{id}/claim"),
-        &json!({ "site": "chatgpt" }),
-    );
-    srv.post(
-        &format!("/v1/generations/{id}"),
-        &json!({ "answer": "{\"ok\": \"false\"}" }),
-    );
+    srv.claim_and_answer(&g, "{\"ok\": \"false\"}");
     let out = finish(next);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
@@ -493,15 +492,7 @@ fn a_run_started_through_the_api_asks_its_own_servers_chat() {
     let g = wait_pending(&srv);
     assert_eq!(g["run"], started["run"], "{g}");
     assert_eq!(g["file"], "one.as");
-    let id = g["id"].as_str().expect("id");
-    srv.post(
-        &format!("/v1/generations/{id}/claim"),
-        &json!({ "site": "chatgpt" }),
-    );
-    srv.post(
-        &format!("/v1/generations/{id}"),
-        &json!({ "answer": "{\"ok\": true}" }),
-    );
+    srv.claim_and_answer(&g, "{\"ok\": true}");
     let run = started["run"].as_str().expect("run");
     let deadline = Instant::now() + Duration::from_secs(30);
     let detail = loop {
