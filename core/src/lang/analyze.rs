@@ -340,9 +340,25 @@ impl<'p> Analyzer<'p> {
         if key == ConfigKey::Model {
             let ok = matches!(&value.kind, ExprKind::Name { name } if self.globals.iter().any(|(n, b, _)| n == name && *b == Binding::Import(ImportKind::Llm)));
             if !ok {
+                let llms: Vec<&str> = self
+                    .globals
+                    .iter()
+                    .filter(|(_, b, _)| *b == Binding::Import(ImportKind::Llm))
+                    .map(|(n, _, _)| n.as_str())
+                    .collect();
+                let near = match &value.kind {
+                    ExprKind::Name { name } => closest(name, llms.iter().copied()),
+                    _ => None,
+                };
+                let help = match near {
+                    Some(c) => format!("did you mean \"{c}\"?"),
+                    None if llms.is_empty() => {
+                        "import llm NAME from \"openai://…\", then model NAME".to_string()
+                    }
+                    None => format!("the imported llms: {}", llms.join(", ")),
+                };
                 self.push(
-                    err(Code::AsName, pos, "model must name an imported llm")
-                        .with_help("import llm NAME from \"openai://…\", then model NAME"),
+                    err(Code::AsName, pos, "model must name an imported llm").with_help(help),
                 );
             }
         } else if !matches!(value.kind, ExprKind::Str { .. }) {
