@@ -91,19 +91,7 @@ pub fn follow_generation(text: &str, shape: &Shape, page: &PageObservation) -> G
     let view = streaming_view(text, page.site_streaming);
     let value = extract_json(view).filter(Value::is_object);
     let begun = started(view);
-    let input = WatchInput {
-        has_command: begun,
-        has_eof: value.is_some(),
-        site_streaming: page.site_streaming,
-        stop_signal_seen: page.stop_signal_seen,
-        quiet_ms: page.quiet_ms,
-        waited_ms: page.waited_ms,
-        exhausted: page.exhausted,
-        has_reply: !text.trim().is_empty(),
-        truncation_budget_seconds: page.truncation_budget_seconds,
-        reply_timeout_seconds: page.reply_timeout_seconds,
-    };
-    let verdict = watch(&input);
+    let verdict = watch(&WatchInput::of(text, begun, value.is_some(), page));
     let checked = value.as_ref().map(|v| check(v, shape, ""));
     GenerationReport {
         verdict,

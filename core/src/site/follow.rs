@@ -109,18 +109,12 @@ impl Follower {
 
     /// The page's text now, and what the page shows about it.
     pub fn update(&mut self, text: &str, page: &PageObservation) -> FollowReport {
-        let verdict = watch(&WatchInput {
-            has_command: has_command_line(text),
-            has_eof: ends_with_eof(text),
-            site_streaming: page.site_streaming,
-            stop_signal_seen: page.stop_signal_seen,
-            quiet_ms: page.quiet_ms,
-            waited_ms: page.waited_ms,
-            exhausted: page.exhausted,
-            has_reply: !text.trim().is_empty(),
-            truncation_budget_seconds: page.truncation_budget_seconds,
-            reply_timeout_seconds: page.reply_timeout_seconds,
-        });
+        let verdict = watch(&WatchInput::of(
+            text,
+            has_command_line(text),
+            ends_with_eof(text),
+            page,
+        ));
         let complete = matches!(
             verdict,
             WatchVerdict::Complete | WatchVerdict::CompleteWithoutEof | WatchVerdict::Truncated

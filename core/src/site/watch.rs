@@ -28,6 +28,26 @@ pub struct WatchInput {
     pub reply_timeout_seconds: u32,
 }
 
+impl WatchInput {
+    /// The watch's input for a reply's `text` as the page shows it: the format's facts (a command
+    /// line began, its end marker is there) with the page's own.
+    #[must_use]
+    pub fn of(text: &str, has_command: bool, has_eof: bool, page: &PageObservation) -> Self {
+        WatchInput {
+            has_command,
+            has_eof,
+            site_streaming: page.site_streaming,
+            stop_signal_seen: page.stop_signal_seen,
+            quiet_ms: page.quiet_ms,
+            waited_ms: page.waited_ms,
+            exhausted: page.exhausted,
+            has_reply: !text.trim().is_empty(),
+            truncation_budget_seconds: page.truncation_budget_seconds,
+            reply_timeout_seconds: page.reply_timeout_seconds,
+        }
+    }
+}
+
 /// What to do with the reply now.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
