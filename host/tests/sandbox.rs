@@ -859,6 +859,49 @@ fn editfile_never_loses_what_another_writer_appends() {
     assert_eq!(edited + conflicts, 60, "{text}");
 }
 
+/// The edit's neighbours: a program holding the file open for writing (refused, nothing written,
+/// and what it writes later stays), a reader holding it open (the edit lands), and a second name
+/// outside the workspace (never written through).
+#[test]
+fn editfile_respects_writers_readers_and_other_names() {
+    use std::io::Write;
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let edit = |file: &str| {
+        reply(&[block(
+            &format!("editfile {file}"),
+            &[("FIND", "old\n"), ("REPLACE", "new\n")],
+        )])
+    };
+    // A writer that keeps its descriptor, as a running server keeps its log.
+    std::fs::write(ws.join("held.log"), "old\n").expect("write");
+    let mut writer = std::fs::OpenOptions::new()
+        .append(true)
+        .open(ws.join("held.log"))
+        .expect("open");
+    let (_, text) = fx.run(&[&edit("held.log")], &[]);
+    assert!(text.contains("code: KA_FILE_CHANGED"), "{text}");
+    assert!(text.contains("open for writing"), "{text}");
+    writeln!(writer, "later").expect("append");
+    drop(writer);
+    assert_eq!(fx.read("held.log"), b"old\nlater\n");
+    // A reader (a `tail -f`) does not stop the edit.
+    std::fs::write(ws.join("read.txt"), "old\n").expect("write");
+    let reader = std::fs::File::open(ws.join("read.txt")).expect("open");
+    let (_, text) = fx.run(&[&edit("read.txt")], &[]);
+    assert!(!text.contains("code: KA_"), "{text}");
+    assert_eq!(fx.read("read.txt"), b"new\n");
+    drop(reader);
+    // A second name outside the workspace keeps its content.
+    let canary = fx.root.join("canary.txt");
+    std::fs::write(&canary, "old\n").expect("write");
+    std::fs::hard_link(&canary, ws.join("linked.txt")).expect("link");
+    let (_, text) = fx.run(&[&edit("linked.txt")], &[]);
+    assert!(!text.contains("code: KA_"), "{text}");
+    assert_eq!(fx.read("linked.txt"), b"new\n");
+    assert_eq!(std::fs::read(&canary).expect("read"), b"old\n");
+}
+
 #[test]
 fn a_program_shadowed_inside_the_workspace_is_not_trusted() {
     let fx = Fixture::new();

@@ -11,6 +11,7 @@ pub mod extension;
 pub mod files;
 pub mod git;
 pub mod gitguard;
+mod lease;
 pub mod programs;
 pub mod remote;
 pub mod sandbox;

@@ -635,6 +635,20 @@ impl Workspace {
     /// untouched and the temp file removed.
     pub fn write(&self, t: &Writable, bytes: &[u8], expect: Option<&[u8]>) -> Result<(), Failure> {
         let d = self.dir_for_write(t, true)?;
+        if let Some(want) = expect {
+            match write_in_place(&d, t, bytes, want) {
+                InPlace::Written => return Ok(()),
+                InPlace::Changed => return Err(changed_on_disk(t)),
+                InPlace::Writer => {
+                    return Err(Failure::new(
+                        Code::FileChanged,
+                        format!("another program has {} open for writing and may add to it at any moment; nothing was written. Retry when that program is done with it.", t.rel),
+                    ))
+                }
+                InPlace::Failed(e) => return Err(Failure::io("cannot write", &t.rel, &e)),
+                InPlace::Rename => {}
+            }
+        }
         let perms = d
             .symlink_metadata(&t.name)
             .ok()
@@ -655,10 +669,7 @@ impl Workspace {
             if let Some(want) = expect {
                 let now = read_in(d, t, u64::MAX).ok().flatten().unwrap_or_default();
                 if now != want {
-                    return Err(Failure::new(
-                        Code::FileChanged,
-                        format!("{} changed on disk while the command ran (another program wrote it); nothing was written. Read it again, then retry.", t.rel),
-                    ));
+                    return Err(changed_on_disk(t));
                 }
             }
             Ok(())
@@ -719,6 +730,115 @@ impl Workspace {
         }
         Ok(())
     }
+}
+
+fn changed_on_disk(t: &Target) -> Failure {
+    Failure::new(
+        Code::FileChanged,
+        format!("{} changed on disk while the command ran (another program wrote it); nothing was written. Read it again, then retry.", t.rel),
+    )
+}
+
+/// What [`write_in_place`] did.
+enum InPlace {
+    /// The new bytes are in the file.
+    Written,
+    /// The file no longer holds the bytes the edit was made from; nothing was written.
+    Changed,
+    /// Another program holds the file open for writing; nothing was written.
+    Writer,
+    /// Writing failed (a full disk); the old bytes were put back.
+    Failed(io::Error),
+    /// Not done here (no such file, a hard link, no lease on this system, only readers have it
+    /// open): write a temp file and rename it over the target.
+    Rename,
+}
+
+/// How long [`write_in_place`] waits for other programs to close the file: tries, and the pause
+/// between them.
+const LEASE_TRIES: u32 = 100;
+const LEASE_PAUSE: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// Edits an existing file in place under a write lease, so that a program appending to it
+/// concurrently never writes into a replaced copy: while the lease is held no other descriptor
+/// is open on the file and any program opening it waits, so the check that the file still holds
+/// `want` and the write are one step for everyone else. A file with more than one name is never
+/// written in place (the other name may be outside the workspace).
+fn write_in_place(d: &Dir, t: &Target, bytes: &[u8], want: &[u8]) -> InPlace {
+    use super::lease::{self, Lease};
+    let mut o = OpenOptions::new();
+    o.read(true).write(true).follow(FollowSymlinks::No);
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt as _;
+        o.custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits());
+    }
+    let Ok(mut f) = d.open_with(&t.name, &o) else {
+        return InPlace::Rename;
+    };
+    let single = f.metadata().is_ok_and(|m| {
+        #[cfg(unix)]
+        let one = {
+            use cap_std::fs::MetadataExt as _;
+            m.nlink() == 1
+        };
+        #[cfg(not(unix))]
+        let one = false;
+        m.is_file() && one
+    });
+    if !single {
+        return InPlace::Rename;
+    }
+    let mut granted = Lease::Busy;
+    for _ in 0..LEASE_TRIES {
+        granted = lease::take(&f, true);
+        if granted != Lease::Busy {
+            break;
+        }
+        std::thread::sleep(LEASE_PAUSE);
+    }
+    match granted {
+        Lease::Held => {}
+        Lease::Unsupported => return InPlace::Rename,
+        Lease::Busy => {
+            // Readers only (a `tail -f`) lose nothing to a rename; a writer would.
+            drop(f);
+            let Ok(r) = d.open_with(&t.name, &nofollow_read()) else {
+                return InPlace::Rename;
+            };
+            return match lease::take(&r, false) {
+                Lease::Busy => InPlace::Writer,
+                Lease::Held | Lease::Unsupported => {
+                    lease::release(&r);
+                    InPlace::Rename
+                }
+            };
+        }
+    }
+    let mut now = Vec::new();
+    let put = |f: &mut cap_std::fs::File, b: &[u8]| -> io::Result<()> {
+        f.seek(io::SeekFrom::Start(0))?;
+        f.write_all(b)?;
+        f.set_len(b.len() as u64)?;
+        f.sync_data()
+    };
+    let done = if f.read_to_end(&mut now).is_err() {
+        InPlace::Rename
+    } else if now != want {
+        InPlace::Changed
+    } else {
+        match put(&mut f, bytes) {
+            Ok(()) => InPlace::Written,
+            Err(e) => {
+                // A full disk mid-write: put back what was there (it is shorter or the same
+                // length as what was being written, so it fits in the blocks already held).
+                let _ = put(&mut f, want);
+                InPlace::Failed(e)
+            }
+        }
+    };
+    lease::release(&f);
+    done
 }
 
 /// Temp files carry this in their name: `.NAME.keyless-PID-N.tmp`.
