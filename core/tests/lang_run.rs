@@ -158,7 +158,7 @@ fn attempts_retry_with_the_error_and_provider_errors_do_not() {
     assert!(
         s.calls[2]
             .prompt
-            .contains("\"ok\" must be a boolean, not a string"),
+            .contains("\"ok\" must be a boolean, not the string \"maybe\""),
         "{}",
         s.calls[2].prompt
     );

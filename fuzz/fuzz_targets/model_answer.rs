@@ -1,10 +1,11 @@
-//! Fuzzes the reading of a model's answer (`extract_json`) and a `keyless://chat` reply's
-//! follower: never a panic, whatever the answer; a value read back fits or names why not.
+//! Fuzzes the reading of a model's answer (`read_answer` with its forgiving reader, and
+//! `extract_json`) and a `keyless://chat` reply's follower: never a panic, whatever the answer; a
+//! value read back fits the shape.
 #![no_main]
 
 use keyless_core::lang::ast::{Field, Shape};
 use keyless_core::lang::chat::follow_generation;
-use keyless_core::lang::shape::{check, extract_json};
+use keyless_core::lang::shape::{check, extract_json, read_answer};
 use keyless_core::lang::Pos;
 use keyless_core::site::PageObservation;
 use libfuzzer_sys::fuzz_target;
@@ -18,6 +19,9 @@ fuzz_target!(|data: &[u8]| {
     }]);
     if let Some(v) = extract_json(answer) {
         let _ = check(&v, &shape, "");
+    }
+    if let Ok(v) = read_answer(answer, &shape).value {
+        assert!(check(&v, &shape, "").is_ok(), "a value read does not fit: {v}");
     }
     let page = PageObservation {
         quiet_ms: 5_000,

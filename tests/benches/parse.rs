@@ -197,7 +197,7 @@ fn as_programs() {
     );
     for i in 0..1500 {
         src.push_str(&format!(
-            "\n    func step{i}(input {{ goal string }}) {{\n        // step {i}: plan, act, record\n        use input.goal < 2k\n        files = Find.run({{ path: \"src\", name: \"*.rs\", max: 50 }})\n        done = false\n        results = []\n        loop until done < 6 {{\n            answer = generate({{ input: \"Do step {i}.\", attempts: 2 }}) {{\n                return {{\n                    ok boolean\n                    notes list[string]\n                }}\n            }}\n            results.add(answer)\n            done = answer.ok and not input.dry_run\n        }}\n        Lessons.add({{ kind: \"lesson\", text: results.summary }})\n        return results[0]\n    }}\n"
+            "\n    func step{i}(input {{ goal string, dry_run boolean }}) {{\n        // step {i}: plan, act, record\n        use input.goal < 2k\n        files = Find.run({{ path: \"src\", name: \"*.rs\", max: 50 }})\n        done = false\n        results = []\n        loop until done < 6 {{\n            answer = generate({{ input: \"Do step {i}.\", attempts: 2 }}) {{\n                return {{\n                    ok boolean\n                    notes list[string]\n                }}\n            }}\n            results.add(answer)\n            done = answer.ok and not input.dry_run\n        }}\n        Lessons.add({{ kind: \"lesson\", text: results.summary }})\n        return results[0]\n    }}\n"
         ));
     }
     src.push_str("\n    main func(input) {\n        return step0(input)\n    }\n}\n");
@@ -234,6 +234,36 @@ fn as_programs() {
         ".as JSON reader, 400 KB of '{{': median {median:>9.2?} ({:.0} MB/s), best {best:>9.2?}",
         hostile.len() as f64 / median.as_secs_f64() / 1e6
     );
+    // The forgiving reader on hostile answers: braces, open strings, quotes, commas.
+    let shape = lang::ast::Shape::Object(vec![lang::ast::Field {
+        name: "items".into(),
+        shape: lang::ast::Shape::List(Some(Box::new(lang::ast::Shape::String))),
+        pos: lang::Pos { line: 1, column: 1 },
+    }]);
+    for (name, answer) in [
+        ("400 KB of '{'", "{".repeat(400_000)),
+        (
+            "400 KB of '[\"a\",'",
+            format!("[{}", "\"a\",".repeat(100_000)),
+        ),
+        ("400 KB of '{a: \"'", "{a: \"".repeat(80_000)),
+        ("400 KB of '\", '", "\", ".repeat(133_333)),
+        (
+            "400 KB of prose, then a fence",
+            format!(
+                "{}```json\n{{\"items\": [\"x\"]}}\n```",
+                "word ".repeat(80_000)
+            ),
+        ),
+    ] {
+        let (median, best) = measure(|| {
+            black_box(lang::shape::read_answer(black_box(&answer), &shape));
+        });
+        println!(
+            ".as answer reader, {name}: median {median:>9.2?} ({:.0} MB/s), best {best:>9.2?}",
+            answer.len() as f64 / median.as_secs_f64() / 1e6
+        );
+    }
     let (median, best) = measure(|| {
         black_box(lang::format::format_source(black_box(&src)).ok());
     });

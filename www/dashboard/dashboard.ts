@@ -315,6 +315,10 @@ function traceNode(e: TraceEvent): HTMLElement {
         labelled(node, `prompt ${i + 1}`, a.prompt);
         labelled(node, `answer ${i + 1}`, a.answer);
         if (a.error !== null) labelled(node, "not accepted", a.error);
+        else if (a.source) {
+          const how = a.repairs.length === 0 ? "as it is" : `score ${a.score}: ${a.repairs.join("; ")}`;
+          labelled(node, `read ${i + 1}`, `from ${a.source} (${a.candidates} candidate(s)), ${how}`);
+        }
       });
       if (e.value !== null) labelled(node, "value", e.value);
       break;

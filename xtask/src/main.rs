@@ -248,9 +248,12 @@ fn ensure_chromium() -> Result<bool> {
 /// for the analyzer's new rules (issue 29: `attempts` in range, a `generate` with no model in
 /// scope, methods take one argument, names every `if` branch assigns, fields of a declared
 /// input shape with "did you mean"), which the playground and the wasm `asCheck` run too:
-/// 846 → 852 KiB raw, 344 → 347 KiB gzip.
-const WASM_BUDGET_RAW: u64 = 856 * 1024;
-const WASM_BUDGET_GZIP: u64 = 350 * 1024;
+/// 846 → 852 KiB raw, 344 → 347 KiB gzip. Raised from 856/350 KiB for the schema-aligned answer
+/// reader (issue 29: the forgiving JSON reader, candidates and scored coercions), which the worker
+/// runs to say whether a chat reply fits as the program will read it: 852 → 884 KiB raw,
+/// 347 → 360 KiB gzip (exact float reading, 34 KiB more, is left to the host).
+const WASM_BUDGET_RAW: u64 = 888 * 1024;
+const WASM_BUDGET_GZIP: u64 = 362 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {

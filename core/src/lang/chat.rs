@@ -6,7 +6,7 @@
 
 use super::ast::Shape;
 use super::interp::ModelCall;
-use super::shape::{check, describe_shape, extract_json};
+use super::shape::{describe_shape, extract_json, read_answer};
 use crate::diag::Code;
 use crate::site::{streaming_view, watch, PageObservation, WatchInput, WatchVerdict};
 use serde::Serialize;
@@ -92,7 +92,8 @@ pub fn follow_generation(text: &str, shape: &Shape, page: &PageObservation) -> G
     let value = extract_json(view).filter(Value::is_object);
     let begun = started(view);
     let verdict = watch(&WatchInput::of(text, begun, value.is_some(), page));
-    let checked = value.as_ref().map(|v| check(v, shape, ""));
+    // Judged as the program will read it, once a whole object is there.
+    let checked = value.as_ref().map(|_| read_answer(view, shape).value);
     GenerationReport {
         verdict,
         code: verdict.code(),

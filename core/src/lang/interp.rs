@@ -12,7 +12,7 @@
 //! - a loop that reaches its cap ends (a `cap` trace event says so); it is not an error.
 
 use super::ast::*;
-use super::shape::{check, check_object, describe_shape, extract_json, kind_of};
+use super::shape::{check_object, describe_shape, kind_of, read_answer};
 use super::{analyze, parser, whole_number};
 use crate::diag::Code;
 use serde::Serialize;
@@ -154,6 +154,18 @@ pub struct Attempt {
     pub answer: String,
     /// Why it was not accepted.
     pub error: Option<String>,
+    /// Where in the answer the value was read: "the whole answer", "fenced block 2", "line 7".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub source: Option<String>,
+    /// Every repair and coercion the reading took (empty for strict JSON that fits as it is).
+    #[serde(default)]
+    pub repairs: Vec<String>,
+    /// The chosen candidate's score (0: strict JSON that fits) and how many were weighed.
+    #[serde(default)]
+    pub score: u32,
+    #[serde(default)]
+    pub candidates: u32,
 }
 
 /// A trace event; calls nest the events they caused.
@@ -1284,16 +1296,18 @@ impl Interp<'_> {
                     break;
                 }
             };
-            let checked = match extract_json(&answer) {
-                None => Err("the answer holds no JSON object".to_string()),
-                Some(v) => check(&v, &shape, ""),
-            };
-            match checked {
+            let reading = read_answer(&answer, &shape);
+            let candidates = u32::try_from(reading.candidates).unwrap_or(u32::MAX);
+            match reading.value {
                 Ok(v) => {
                     tries.push(Attempt {
                         prompt: current.clone(),
                         answer,
                         error: None,
+                        source: Some(reading.source),
+                        repairs: reading.repairs,
+                        score: reading.score,
+                        candidates,
                     });
                     outcome = Ok(v);
                     break;
@@ -1303,6 +1317,10 @@ impl Interp<'_> {
                         prompt: current.clone(),
                         answer,
                         error: Some(why.clone()),
+                        source: None,
+                        repairs: Vec::new(),
+                        score: 0,
+                        candidates,
                     });
                     outcome = fail(
                         Code::AsShape,

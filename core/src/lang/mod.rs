@@ -12,6 +12,7 @@ pub mod chat;
 pub mod format;
 pub mod interp;
 pub mod lexer;
+pub mod loose;
 pub mod parser;
 pub mod repl;
 pub mod shape;

@@ -1,17 +1,24 @@
-//! Shapes at run time: a value checked against a shape, with the coercions a model's JSON needs.
+//! Shapes at run time: a value checked against a shape, with the coercions a model's JSON needs,
+//! and the schema-aligned reading of a model's answer ([`read_answer`]).
 //!
 //! Coercions (the seed names `"true"` → `true` and `"42"` → `42`; the rest are decisions, see
-//! docs/language.md):
-//! - `boolean`: `"true"` / `"false"` (any case, spaces trimmed);
-//! - `number`: a string holding a JSON number (`"42"`, `" 4.5 "`);
+//! docs/language.md). Each one is named in the reading's repairs and adds to its score:
+//! - `boolean`: `"true"` / `"false"` (any case, spaces trimmed); in a longer text, the one word
+//!   `true` or `false` it holds (a text holding both is refused);
+//! - `number`: a string holding a number as people write them: `"42"`, `"12,111.5"`, `"12.11."`,
+//!   `"1/5"`, or a number at the start of a text (`"1 cup"`);
 //! - `string`: a number or a boolean becomes its JSON text;
-//! - `list` / `list[T]`: each item is checked (and coerced) as `T`; a non-list is refused;
-//! - objects: every declared field must be there (a missing one is refused, `none` is not a
-//!   value of any type but `json`); fields the shape does not declare are dropped;
+//! - `list` / `list[T]`: each item is checked (and coerced) as `T`; a single value becomes a
+//!   one-item list;
+//! - objects: every declared field must be there; a key that differs only in case, spaces or
+//!   `-`/`_` is taken; a missing field and a `null` one are refused, each saying so (`null` is a
+//!   value only of `json`); fields the shape does not declare are dropped; a lone number or boolean
+//!   fills an object of one field;
 //! - `json`: anything, as it is.
 
 use super::ast::{Field, Shape};
-use serde_json::{Map, Value};
+use super::loose;
+use serde_json::{Map, Number, Value};
 
 /// Checks `v` against the object shape `fields`, coercing. `Err` says where and what.
 ///
@@ -34,6 +41,20 @@ pub fn kind_of(v: &Value) -> &'static str {
     }
 }
 
+/// What came, for a refusal: the kind and, for a scalar, the value itself (shortened).
+fn what_came(v: &Value) -> String {
+    match v {
+        Value::String(s) => {
+            let short: String = s.chars().take(40).collect();
+            let more = if s.chars().count() > 40 { "…" } else { "" };
+            format!("the string {:?}", format!("{short}{more}"))
+        }
+        Value::Number(n) => format!("the number {n}"),
+        Value::Bool(b) => format!("the boolean {b}"),
+        _ => kind_of(v).to_string(),
+    }
+}
+
 fn at(path: &str) -> String {
     if path.is_empty() {
         "the value".into()
@@ -42,32 +63,100 @@ fn at(path: &str) -> String {
     }
 }
 
+fn a_shape(shape: &Shape) -> &'static str {
+    match shape {
+        Shape::String => "a string",
+        Shape::Number => "a number",
+        Shape::Boolean => "a boolean",
+        Shape::List(_) => "a list",
+        Shape::Object(_) => "an object",
+        Shape::Json => "any JSON",
+    }
+}
+
+/// Coercions made while checking a value: named, and counted into a score.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Coercions {
+    pub notes: Vec<String>,
+    pub score: u32,
+}
+
+impl Coercions {
+    fn add(&mut self, cost: u32, note: String) {
+        self.score += cost;
+        if self.notes.len() < 32 {
+            self.notes.push(note);
+        }
+    }
+}
+
 /// Checks `v` against `shape` at `path`.
 ///
 /// # Errors
 /// Where the value does not fit.
 pub fn check(v: &Value, shape: &Shape, path: &str) -> Result<Value, String> {
-    let want = |name: &str| format!("{} must be {name}, not {}", at(path), kind_of(v));
+    coerce(v, shape, path, &mut Coercions::default())
+}
+
+/// Checks `v` against `shape` at `path`, naming every coercion in `c`.
+///
+/// # Errors
+/// Where the value does not fit: the field, the type it must have and what came.
+pub fn coerce(v: &Value, shape: &Shape, path: &str, c: &mut Coercions) -> Result<Value, String> {
+    let want = || match v {
+        Value::Null => format!("{} is null; it must be {}", at(path), a_shape(shape)),
+        _ => format!(
+            "{} must be {}, not {}",
+            at(path),
+            a_shape(shape),
+            what_came(v)
+        ),
+    };
     match shape {
         Shape::Json => Ok(v.clone()),
         Shape::String => match v {
             Value::String(_) => Ok(v.clone()),
-            Value::Number(_) | Value::Bool(_) => Ok(Value::String(v.to_string())),
-            _ => Err(want("a string")),
+            Value::Number(_) | Value::Bool(_) => {
+                c.add(
+                    1,
+                    format!("{}: read {} as a string", at(path), what_came(v)),
+                );
+                Ok(Value::String(v.to_string()))
+            }
+            _ => Err(want()),
         },
         Shape::Number => match v {
             Value::Number(_) => Ok(v.clone()),
-            Value::String(s) => match serde_json::from_str::<Value>(s.trim()) {
-                Ok(n @ Value::Number(_)) => Ok(n),
-                _ => Err(want("a number")),
+            Value::String(s) => match number_in(s) {
+                Some((n, cost)) => {
+                    c.add(
+                        cost,
+                        format!("{}: read {} as the number {n}", at(path), what_came(v)),
+                    );
+                    Ok(Value::Number(n))
+                }
+                None => Err(want()),
             },
-            _ => Err(want("a number")),
+            _ => Err(want()),
         },
         Shape::Boolean => match v {
             Value::Bool(_) => Ok(v.clone()),
-            Value::String(s) if s.trim().eq_ignore_ascii_case("true") => Ok(Value::Bool(true)),
-            Value::String(s) if s.trim().eq_ignore_ascii_case("false") => Ok(Value::Bool(false)),
-            _ => Err(want("a boolean")),
+            Value::String(s) => match boolean_in(s) {
+                Ok((b, cost)) => {
+                    c.add(cost, format!("{}: read {} as {b}", at(path), what_came(v)));
+                    Ok(Value::Bool(b))
+                }
+                Err(both) => Err(if both {
+                    format!(
+                        "{} must be a boolean, and {} holds both true and false",
+                        at(path),
+                        what_came(v)
+                    )
+                } else {
+                    want()
+                }),
+            },
+            _ => Err(want()),
         },
         Shape::List(item) => match v {
             Value::Array(items) => match item {
@@ -75,15 +164,42 @@ pub fn check(v: &Value, shape: &Shape, path: &str) -> Result<Value, String> {
                 Some(t) => items
                     .iter()
                     .enumerate()
-                    .map(|(i, x)| check(x, t, &format!("{path}[{i}]")))
+                    .map(|(i, x)| coerce(x, t, &format!("{path}[{i}]"), c))
                     .collect::<Result<Vec<_>, _>>()
                     .map(Value::Array),
             },
-            _ => Err(want("a list")),
+            Value::Null => Err(want()),
+            _ => {
+                c.add(
+                    1,
+                    format!("{}: read a single value as a one-item list", at(path)),
+                );
+                let one = match item {
+                    None => v.clone(),
+                    Some(t) => coerce(v, t, &format!("{path}[0]"), c)?,
+                };
+                Ok(Value::Array(vec![one]))
+            }
         },
         Shape::Object(fields) => {
-            let Value::Object(m) = v else {
-                return Err(want("an object"));
+            let m = match v {
+                Value::Object(m) => m,
+                Value::Number(_) | Value::Bool(_) if fields.len() == 1 => {
+                    let f = &fields[0];
+                    c.add(
+                        2,
+                        format!(
+                            "{}: put the lone {} in its one field \"{}\"",
+                            at(path),
+                            what_came(v),
+                            f.name
+                        ),
+                    );
+                    let mut one = Map::new();
+                    one.insert(f.name.clone(), v.clone());
+                    return coerce(&Value::Object(one), shape, path, c);
+                }
+                _ => return Err(want()),
             };
             let mut out = Map::new();
             for f in fields {
@@ -92,20 +208,105 @@ pub fn check(v: &Value, shape: &Shape, path: &str) -> Result<Value, String> {
                 } else {
                     format!("{path}.{}", f.name)
                 };
-                match m.get(&f.name) {
-                    None | Some(Value::Null) if f.shape != Shape::Json => {
-                        return Err(format!("\"{p}\" is missing"));
-                    }
-                    None => {
-                        out.insert(f.name.clone(), Value::Null);
-                    }
+                let found = m.get(&f.name).or_else(|| {
+                    let (k, x) = m.iter().find(|(k, _)| same_key(k, &f.name))?;
+                    c.add(1, format!("read the key {k:?} as \"{p}\""));
+                    Some(x)
+                });
+                match found {
+                    None => return Err(format!("\"{p}\" is missing")),
                     Some(x) => {
-                        out.insert(f.name.clone(), check(x, &f.shape, &p)?);
+                        out.insert(f.name.clone(), coerce(x, &f.shape, &p, c)?);
                     }
                 }
             }
             Ok(Value::Object(out))
         }
+    }
+}
+
+/// Keys that differ only in case, surrounding spaces, or `-`, `_` and spaces inside.
+fn same_key(k: &str, name: &str) -> bool {
+    let norm = |s: &str| -> String {
+        s.trim()
+            .chars()
+            .map(|c| {
+                if c == '-' || c == ' ' {
+                    '_'
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
+            .collect()
+    };
+    norm(k) == norm(name)
+}
+
+/// A number as people write it, and what reading it cost: `"42"` (1), `"12,111.5"`, `"12.11."`,
+/// `"1/5"` (2), a number at the start of a text (`"1 cup"`, 3).
+fn number_in(s: &str) -> Option<(Number, u32)> {
+    let t = s.trim();
+    let parse = |t: &str| serde_json::from_str::<Number>(t).ok();
+    if let Some(n) = parse(t) {
+        return Some((n, 1));
+    }
+    let float = |f: f64| -> Option<Number> {
+        if f.fract() == 0.0 && f.abs() < 9.0e15 {
+            #[allow(clippy::cast_possible_truncation)]
+            return Some(Number::from(f as i64));
+        }
+        Number::from_f64(f)
+    };
+    // Thousands separators, a trailing dot.
+    let plain: String = t.trim_end_matches('.').replace(',', "");
+    let grouped = t.contains(',')
+        && t.split(',')
+            .skip(1)
+            .all(|g| g.len() >= 3 && g.as_bytes()[..3].iter().all(u8::is_ascii_digit));
+    if (grouped || t.ends_with('.')) && !plain.is_empty() {
+        if let Some(n) = parse(&plain).or_else(|| plain.parse::<f64>().ok().and_then(float)) {
+            return Some((n, 2));
+        }
+    }
+    if let Some((a, b)) = t.split_once('/') {
+        if let (Ok(a), Ok(b)) = (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
+            if b != 0.0 {
+                return float(a / b).map(|n| (n, 2));
+            }
+        }
+    }
+    // A number at the start of a text, ended by a space.
+    let head = t.split(char::is_whitespace).next().unwrap_or("");
+    if head.len() < t.len() {
+        let head = head.trim_end_matches([',', ';', ':']);
+        if let Some((n, _)) = number_in(head).filter(|_| !head.is_empty() && head.len() < t.len()) {
+            return Some((n, 3));
+        }
+    }
+    None
+}
+
+/// A boolean in a text, and what reading it cost: the whole text `true`/`false` in any case (1),
+/// or the one of the two words a longer text holds (3). `Err(true)`: it holds both.
+fn boolean_in(s: &str) -> Result<(bool, u32), bool> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("true") {
+        return Ok((true, 1));
+    }
+    if t.eq_ignore_ascii_case("false") {
+        return Ok((false, 1));
+    }
+    let words = t.split(|c: char| !c.is_ascii_alphanumeric());
+    let (mut yes, mut no) = (false, false);
+    for w in words {
+        yes |= w.eq_ignore_ascii_case("true");
+        no |= w.eq_ignore_ascii_case("false");
+    }
+    match (yes, no) {
+        (true, false) => Ok((true, 3)),
+        (false, true) => Ok((false, 3)),
+        (true, true) => Err(true),
+        (false, false) => Err(false),
     }
 }
 
@@ -158,6 +359,244 @@ pub fn describe_shape(shape: &Shape) -> String {
             format!("{{ {} }}", parts.join(", "))
         }
     }
+}
+
+/// How many candidate values [`read_answer`] weighs at most.
+pub const MAX_CANDIDATES: usize = 64;
+
+/// A model's answer read against a shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// The value (coerced to the shape), or why no candidate fits.
+    pub value: Result<Value, String>,
+    /// Every repair and coercion that reading the chosen candidate took.
+    pub repairs: Vec<String>,
+    /// The chosen candidate's score: 0 when it is strict JSON that fits as it is; each repair
+    /// and coercion adds. The lowest score wins; on a tie, the first candidate.
+    pub score: u32,
+    /// Where the chosen value came from: "the whole answer", "fenced block 2", "line 7".
+    pub source: String,
+    /// How many candidates were weighed.
+    pub candidates: usize,
+}
+
+struct Candidate {
+    value: Value,
+    repairs: Vec<String>,
+    source: String,
+    /// A candidate found in prose (objects there may together be the list a shape wants).
+    prose: bool,
+}
+
+/// Reads a model's answer against `shape`, schema-aligned: the whole answer, every fenced block
+/// and every `{`/`[` in the prose are candidates, each read with [`loose`]'s repairs; each is
+/// coerced to the shape, and the one that fits with the fewest repairs wins. A `string` shape
+/// takes the answer as it is; a `list` shape also weighs all the objects in the prose together.
+/// Linear in the answer: at most [`MAX_CANDIDATES`] candidates, and the prose is read once
+/// except after a candidate cut off by the end (bounded by a budget of eight times the length).
+#[must_use]
+pub fn read_answer(answer: &str, shape: &Shape) -> Reading {
+    if *shape == Shape::String {
+        return Reading {
+            value: Ok(Value::String(answer.to_string())),
+            repairs: Vec::new(),
+            score: 0,
+            source: "the whole answer".into(),
+            candidates: 1,
+        };
+    }
+    let cands = candidates(answer, shape);
+    let mut best: Option<(u32, usize, Value, Vec<String>)> = None;
+    let mut first_refusal: Option<(String, &str)> = None;
+    for (i, cand) in cands.iter().enumerate() {
+        let mut c = Coercions::default();
+        match coerce(&cand.value, shape, "", &mut c) {
+            Ok(v) => {
+                let score = u32::try_from(cand.repairs.len()).unwrap_or(u32::MAX) + c.score;
+                if best.as_ref().is_none_or(|b| score < b.0) {
+                    let mut repairs = cand.repairs.clone();
+                    repairs.extend(c.notes);
+                    best = Some((score, i, v, repairs));
+                }
+            }
+            Err(why) => {
+                if first_refusal.is_none() {
+                    first_refusal = Some((why, &cand.source));
+                }
+            }
+        }
+    }
+    let n = cands.len();
+    match best {
+        Some((score, i, v, repairs)) => Reading {
+            value: Ok(v),
+            repairs,
+            score,
+            source: cands[i].source.clone(),
+            candidates: n,
+        },
+        None => {
+            let why = match first_refusal {
+                None => match shape {
+                    Shape::Object(_) => "the answer holds no JSON object".to_string(),
+                    _ => "the answer holds no JSON value".to_string(),
+                },
+                Some((why, _)) if n == 1 => why,
+                Some((why, source)) => {
+                    format!("{why} (in {source}; none of the {n} candidates fits)")
+                }
+            };
+            Reading {
+                value: Err(why),
+                repairs: Vec::new(),
+                score: 0,
+                source: String::new(),
+                candidates: n,
+            }
+        }
+    }
+}
+
+/// Line numbers of increasing offsets, counted once.
+struct Lines<'a> {
+    text: &'a [u8],
+    at: usize,
+    line: usize,
+}
+
+impl Lines<'_> {
+    fn of(&mut self, to: usize) -> usize {
+        let to = to.min(self.text.len());
+        if to < self.at {
+            (self.at, self.line) = (0, 1);
+        }
+        self.line += self.text[self.at..to]
+            .iter()
+            .filter(|&&c| c == b'\n')
+            .count();
+        self.at = to;
+        self.line
+    }
+}
+
+fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = Vec::new();
+    let t = answer.trim();
+    if let Ok(v) = serde_json::from_str::<Value>(t) {
+        out.push(Candidate {
+            value: v,
+            repairs: Vec::new(),
+            source: "the whole answer".into(),
+            prose: false,
+        });
+        return out;
+    }
+    // Fenced blocks, the last one possibly left open at the end.
+    let mut pos = 0;
+    let mut k = 0;
+    while out.len() < MAX_CANDIDATES {
+        let Some(open) = answer[pos..].find("```").map(|o| pos + o) else {
+            break;
+        };
+        let body = answer[open + 3..]
+            .find('\n')
+            .map_or(answer.len(), |e| open + 3 + e + 1);
+        let (content, next, closed) = match answer[body..].find("```") {
+            Some(e) => (&answer[body..body + e], body + e + 3, true),
+            None => (&answer[body..], answer.len(), false),
+        };
+        k += 1;
+        let inner = content.trim();
+        if !inner.is_empty() {
+            let source = format!("fenced block {k}");
+            if let Ok(v) = serde_json::from_str::<Value>(inner) {
+                out.push(Candidate {
+                    value: v,
+                    repairs: Vec::new(),
+                    source,
+                    prose: false,
+                });
+            } else if let Some(r) = loose::read(inner, 0) {
+                let mut repairs = r.repairs;
+                if !closed {
+                    repairs.push("read a fenced block left open at the end".into());
+                }
+                out.push(Candidate {
+                    value: r.value,
+                    repairs,
+                    source,
+                    prose: false,
+                });
+            }
+        }
+        pos = next.max(open + 3);
+    }
+    // `{` and `[` in the prose (and in the blocks: a block's label can hide its start).
+    let mut pos = 0;
+    let mut budget = answer.len().saturating_mul(8).max(1 << 16);
+    let first_prose = out.len();
+    let mut lines = Lines {
+        text: answer.as_bytes(),
+        at: 0,
+        line: 1,
+    };
+    while out.len() < MAX_CANDIDATES && budget > 0 {
+        let Some(start) = answer[pos..].find(['{', '[']).map(|o| pos + o) else {
+            break;
+        };
+        let Some(r) = loose::read(answer, start) else {
+            // Too deep: not an answer; look further on.
+            budget = budget.saturating_sub(loose::MAX_DEPTH);
+            pos = start + 1;
+            continue;
+        };
+        budget = budget.saturating_sub(r.end - start);
+        let duplicate = out.iter().any(|c| c.value == r.value);
+        if !duplicate {
+            out.push(Candidate {
+                value: r.value,
+                repairs: r.repairs,
+                source: format!("line {}", lines.of(start)),
+                prose: true,
+            });
+        }
+        // A value cut off by the end may have swallowed a later one: look again after its start.
+        pos = if r.truncated {
+            start + 1
+        } else {
+            r.end.max(start + 1)
+        };
+    }
+    if matches!(shape, Shape::List(_)) {
+        let objects: Vec<Value> = out[first_prose..]
+            .iter()
+            .filter(|c| c.prose && c.value.is_object())
+            .map(|c| c.value.clone())
+            .collect();
+        if objects.len() > 1 {
+            let repairs: Vec<String> = out[first_prose..]
+                .iter()
+                .filter(|c| c.prose && c.value.is_object())
+                .flat_map(|c| c.repairs.clone())
+                .collect();
+            out.push(Candidate {
+                source: format!("the {} objects in the answer, as a list", objects.len()),
+                value: Value::Array(objects),
+                repairs,
+                prose: false,
+            });
+        }
+    }
+    if out.is_empty() && !t.is_empty() && !matches!(shape, Shape::Object(_)) {
+        // No JSON at all: the text itself, for a shape a text can fill (a boolean, a number).
+        out.push(Candidate {
+            value: Value::String(t.to_string()),
+            repairs: vec!["read the answer's text as a string".into()],
+            source: "the answer's text".into(),
+            prose: false,
+        });
+    }
+    out
 }
 
 /// How many `{` of an answer [`extract_json`] tries as an object's start.

@@ -585,7 +585,19 @@ export type Attempt = { prompt: string, answer: string,
 /**
  * Why it was not accepted.
  */
-error: string | null, };
+error: string | null, 
+/**
+ * Where in the answer the value was read: "the whole answer", "fenced block 2", "line 7".
+ */
+source?: string, 
+/**
+ * Every repair and coercion the reading took (empty for strict JSON that fits as it is).
+ */
+repairs: Array<string>, 
+/**
+ * The chosen candidate's score (0: strict JSON that fits) and how many were weighed.
+ */
+score: number, candidates: number, };
 
 export type TraceEvent = { "event": "call", agent: string, func: string, duration_ms: number, input: unknown, output: unknown | null, error: string | null, events: Array<TraceEvent>, } | { "event": "generate", model: string, 
 /**
