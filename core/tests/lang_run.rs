@@ -569,3 +569,35 @@ fn a_name_every_branch_assigns_is_known_after_the_if() {
         .expect_err("refused");
     assert_eq!(e.code, Code::AsName, "{e}");
 }
+
+#[test]
+fn a_run_time_error_says_the_file_line_and_column() {
+    // Line 8 of the program (the LLM import, a blank, the agent, three settings and a blank,
+    // the func), column 16: `items.nope`.
+    let src = program("        items = [1, 2]\n        return items.nope");
+    let (out, _) = go(&src, json!({}), &mut script(&[]));
+    let e = out.expect_err("fails");
+    assert_eq!(e.code, Code::AsRuntime, "{e}");
+    assert_eq!(e.file.as_deref(), Some("main.as"));
+    let pos = e.pos.expect("a place");
+    assert_eq!(
+        src.lines().nth(pos.line as usize - 1),
+        Some("        return items.nope")
+    );
+    assert_eq!(pos.column, 16, "{e}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("KA_AS_RUNTIME main.as:{}:16: ", pos.line)),
+        "{e}"
+    );
+    // Inside a called function, the place is the callee's line; the stack names both.
+    let src = format!("{LLM}\nmain agent A {{\n    func inner(x) {{\n        return x.length.more\n    }}\n\n    main func(input) {{\n        return inner([1])\n    }}\n}}\n");
+    let (out, _) = go(&src, json!({}), &mut script(&[]));
+    let e = out.expect_err("fails");
+    let pos = e.pos.expect("a place");
+    assert_eq!(
+        src.lines().nth(pos.line as usize - 1),
+        Some("        return x.length.more")
+    );
+    assert_eq!(e.stack, vec!["A.main".to_string(), "A.inner".to_string()]);
+}

@@ -106,7 +106,7 @@ pub fn record(
             error: result
                 .as_ref()
                 .err()
-                .map(|e| format!("{} {}", e.code, e.message)),
+                .map(keyless_core::lang::interp::RunError::headline),
         },
         value: result
             .as_ref()

@@ -5,6 +5,7 @@ pub mod always;
 pub mod cli;
 pub mod config;
 pub mod conn;
+pub mod diagnostics;
 pub mod dirs;
 pub mod doctor;
 pub mod error;

@@ -50,6 +50,25 @@ fn check_reports_codes_lines_and_columns_and_exits_by_the_contract() {
         serde_json::json!({"ok": false, "diagnostics": [{"code": "KA_AS_NAME", "line": 3, "column": 16,
             "message": "unknown name \"inptu\"", "help": "did you mean \"input\"?"}]})
     );
+    // As a person reads it: rustc's layout, the line, a caret under the name, the help.
+    let out = run(&["check", "bad.as"], d);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "error[KA_AS_NAME]: unknown name \"inptu\"\n --> bad.as:3:16\n  |\n3 |         return inptu\n  |                ^^^^^\n  |\n  = help: did you mean \"input\"?\n\nbad.as: 1 problem(s)\n"
+    );
+    // A failure at run time is shown the same way, with the call stack.
+    std::fs::write(
+        d.join("fails.as"),
+        "main agent A {\n    func inner(x) {\n        return x.length.more\n    }\n\n    main func(input) {\n        return inner([1])\n    }\n}\n",
+    )
+    .expect("write");
+    let out = run(&["run", "fails.as"], d);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error[KA_AS_RUNTIME]: a number has no field \"more\"\n --> fails.as:3:16\n  |\n3 |         return x.length.more\n  |                ^\n  |\n  = note: in A.inner\n  = note: in A.main\n"
+    );
     // A cycle through the executor's import of the planner is found, in the file that closes it.
     std::fs::write(
         d.join("executor.as"),
@@ -275,10 +294,7 @@ fn the_examples_run_with_a_scripted_model() {
     let out = run(&["run", "summarise.as", "--mock", &answers], d);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.starts_with("keyless-host: KA_AS_MOCK_EXHAUSTED"),
-        "{err}"
-    );
+    assert!(err.starts_with("error[KA_AS_MOCK_EXHAUSTED]"), "{err}");
     assert!(err.contains("in Summariser.main"), "{err}");
 }
 
@@ -301,7 +317,7 @@ fn imports_stay_inside_the_workspace() {
         assert_eq!(out.status.code(), Some(1), "{import}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.starts_with("keyless-host: KA_PATH_OUTSIDE")
+            err.starts_with("error[KA_PATH_OUTSIDE]")
                 && !String::from_utf8_lossy(&out.stdout).contains("CANARY"),
             "{import}: {err}"
         );
@@ -351,7 +367,7 @@ fn parallel_writers_to_one_memory_lose_nothing() {
     .expect("write");
     let out = run(&["run", "bad.as"], d);
     assert!(
-        String::from_utf8_lossy(&out.stderr).starts_with("keyless-host: KA_AS_MEMORY"),
+        String::from_utf8_lossy(&out.stderr).starts_with("error[KA_AS_MEMORY]"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -377,7 +393,7 @@ fn memories_have_bounds() {
     let out = run(&["run", "add.as", "--input", "@big.json"], d);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        out.status.code() == Some(1) && err.starts_with("keyless-host: KA_AS_LIMIT"),
+        out.status.code() == Some(1) && err.starts_with("error[KA_AS_LIMIT]"),
         "{err}"
     );
     assert!(err.contains("a record holds at most 1024 KiB"), "{err}");
@@ -403,13 +419,13 @@ fn memories_have_bounds() {
     let out = run(&["run", "query.as"], d);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.starts_with("keyless-host: KA_AS_LIMIT") && err.contains("64 MiB"),
+        err.starts_with("error[KA_AS_LIMIT]") && err.contains("64 MiB"),
         "{err}"
     );
     // Adding to it is refused too, and the file is not grown further.
     let out = run(&["run", "add.as", "--input", "\"x\""], d);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with("keyless-host: KA_AS_LIMIT"), "{err}");
+    assert!(err.starts_with("error[KA_AS_LIMIT]"), "{err}");
     assert_eq!(
         std::fs::metadata(d.join("mem/log.jsonl"))
             .expect("meta")
@@ -602,10 +618,7 @@ main agent A {
         let out = run(&["run", "r.as"], d);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{call}: {err}");
-        assert!(
-            err.starts_with(&format!("keyless-host: {want}")),
-            "{call}: {err}"
-        );
+        assert!(err.starts_with(&format!("error[{want}]")), "{call}: {err}");
         assert!(
             !String::from_utf8_lossy(&out.stdout).contains("CANARY"),
             "{call}"
@@ -675,7 +688,7 @@ fn sqlite_memory_keeps_namespaces_and_parallel_writers() {
     .expect("write");
     let out = run(&["run", "s.as"], d);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with("keyless-host: KA_PATH_OUTSIDE"));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error[KA_PATH_OUTSIDE]"));
     assert!(
         !outside.path().join("evil.db").exists(),
         "nothing created outside"
@@ -722,7 +735,7 @@ fn programs_env_says_what_a_program_may_read() {
     );
     let out = get("KEYLESS_TEST_PLAIN", &config);
     assert!(String::from_utf8_lossy(&out.stderr)
-        .contains("KA_AS_TOOL_REFUSED KEYLESS_TEST_PLAIN is not a variable programs read"));
+        .contains("error[KA_AS_TOOL_REFUSED]: KEYLESS_TEST_PLAIN is not a variable programs read"));
     // The same list in the workspace's own (unapproved) keyless.json does not apply.
     std::fs::write(
         d.join("keyless.json"),
@@ -732,7 +745,7 @@ fn programs_env_says_what_a_program_may_read() {
     let out = get("KEYLESS_TEST_SECRET_TOKEN", &no_user_config());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(
-            "KA_AS_TOOL_REFUSED KEYLESS_TEST_SECRET_TOKEN is not a variable programs read"
+            "error[KA_AS_TOOL_REFUSED]: KEYLESS_TEST_SECRET_TOKEN is not a variable programs read"
         ),
         "{}",
         String::from_utf8_lossy(&out.stderr)
@@ -797,7 +810,7 @@ fn programs_tools_run_allowed_programs_in_the_sandbox_without_a_shell() {
         "Git.run({ args: [\"push\", \"--force\"] })",
     );
     assert!(
-        String::from_utf8_lossy(&out.stderr).starts_with("keyless-host: KA_AS_TOOL_REFUSED"),
+        String::from_utf8_lossy(&out.stderr).starts_with("error[KA_AS_TOOL_REFUSED]"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -806,7 +819,7 @@ fn programs_tools_run_allowed_programs_in_the_sandbox_without_a_shell() {
         "Cat.run({ args: [\"p.as\"] })",
     );
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("KA_AS_TOOL_REFUSED sh://cat"),
+        String::from_utf8_lossy(&out.stderr).contains("error[KA_AS_TOOL_REFUSED]: sh://cat"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

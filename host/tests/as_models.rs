@@ -156,7 +156,7 @@ fn openai_chat_completions() {
         .contains("[input]\nhi"));
     // Without a key nothing is sent.
     let out = run(tmp.path(), "openai://gpt-4.1-mini", &env[1..], "30");
-    assert!(failed(&out).contains("KA_AS_MODEL_AUTH OPENAI_API_KEY is not set"));
+    assert!(failed(&out).contains("error[KA_AS_MODEL_AUTH]: OPENAI_API_KEY is not set"));
     assert_eq!(seen.lock().expect("seen").len(), 1);
 }
 
@@ -247,7 +247,7 @@ fn provider_errors_have_their_own_codes_and_are_not_retried() {
     );
     let err = failed(&run(tmp.path(), "openai://m", &base("boom"), "30"));
     assert!(
-        err.contains("KA_AS_MODEL ") && err.contains("crashed"),
+        err.contains("error[KA_AS_MODEL]") && err.contains("crashed"),
         "{err}"
     );
     let err = failed(&run(tmp.path(), "openai://m", &base("slow"), "1"));
@@ -255,7 +255,7 @@ fn provider_errors_have_their_own_codes_and_are_not_retried() {
     // An answer past the cap is a limit, not a network failure.
     let err = failed(&run(tmp.path(), "openai://m", &base("huge"), "30"));
     assert!(
-        err.contains("KA_AS_LIMIT openai://m answered more than 16 MiB"),
+        err.contains("error[KA_AS_LIMIT]: openai://m answered more than 16 MiB"),
         "{err}"
     );
     // One request each: never retried.

@@ -244,7 +244,7 @@ fn a_program_thinks_with_the_chat_tab_and_a_shape_mismatch_is_corrected_in_the_s
         &srv,
         vec![
             Ok("Here you are:\n```json\n{\"kind\": \"bug\", \"severity\": \"2\"}\n```"),
-            Ok("```json\n{\"title\": \"Crash on spaces\", \"steps\": \"save 'a b'\"}\n```"),
+            Ok("```json\n{\"title\": \"Crash on spaces\", \"steps\": null}\n```"),
             Ok("```json\n{\"title\": \"Crash on spaces\", \"steps\": [\"Create a file named 'a b'\", \"Save it\"]}\n```"),
         ],
     );
@@ -277,7 +277,9 @@ fn a_program_thinks_with_the_chat_tab_and_a_shape_mismatch_is_corrected_in_the_s
     );
     assert_eq!(taken[2]["attempt"], 2);
     assert!(
-        text(2).contains("Your previous answer was not accepted: \"steps\" must be a list"),
+        text(2).contains(
+            "Your previous answer was not accepted: \"steps\" is null; it must be a list"
+        ),
         "{}",
         text(2)
     );
@@ -336,7 +338,7 @@ fn each_failure_ends_the_program_with_its_own_code_and_nothing_is_asked_twice() 
     let out = finish(start_run(&e, "one.as", &[]));
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("KA_AS_CHAT_UNAVAILABLE keyless-host serve is not running"),
+        stderr(&out).contains("error[KA_AS_CHAT_UNAVAILABLE]: keyless-host serve is not running"),
         "{}",
         stderr(&out)
     );
@@ -344,7 +346,7 @@ fn each_failure_ends_the_program_with_its_own_code_and_nothing_is_asked_twice() 
     // A serve, but no tab answers programs.
     let out = finish(start_run(&e, "one.as", &[]));
     assert!(
-        stderr(&out).contains("KA_AS_CHAT_UNAVAILABLE no chat tab answers programs"),
+        stderr(&out).contains("error[KA_AS_CHAT_UNAVAILABLE]: no chat tab answers programs"),
         "{}",
         stderr(&out)
     );
@@ -360,8 +362,9 @@ fn each_failure_ends_the_program_with_its_own_code_and_nothing_is_asked_twice() 
         let taken = tab(&srv, vec![Err(failure)]);
         let out = finish(run);
         assert_eq!(out.status.code(), Some(1));
+        let (code, message) = failure.split_once(' ').unwrap_or((failure, ""));
         assert!(
-            stderr(&out).contains(failure),
+            stderr(&out).contains(&format!("error[{code}]: {message}")),
             "{failure}: {}",
             stderr(&out)
         );
@@ -379,7 +382,7 @@ fn each_failure_ends_the_program_with_its_own_code_and_nothing_is_asked_twice() 
     assert_eq!(s, 200, "{b}");
     let out = finish(run);
     assert!(
-        stderr(&out).contains("KA_AS_CANCELLED cancelled by the dashboard"),
+        stderr(&out).contains("error[KA_AS_CANCELLED]: cancelled by the dashboard"),
         "{}",
         stderr(&out)
     );
@@ -406,7 +409,7 @@ fn each_failure_ends_the_program_with_its_own_code_and_nothing_is_asked_twice() 
     srv.tab_is_there();
     let out = finish(start_run(&e, "one.as", &["--model-timeout", "2"]));
     assert!(
-        stderr(&out).contains("KA_AS_MODEL_TIMEOUT the chat did not answer within 2s"),
+        stderr(&out).contains("error[KA_AS_MODEL_TIMEOUT]: the chat did not answer within 2s"),
         "{}",
         stderr(&out)
     );
@@ -438,7 +441,7 @@ fn one_program_at_a_time_and_a_program_token_reaches_the_generations_only() {
     // A second program while the first holds the chat.
     let out = finish(start_run(&e, "one.as", &[]));
     assert!(
-        stderr(&out).contains("KA_AS_CHAT_BUSY the chatgpt tab serves another program"),
+        stderr(&out).contains("error[KA_AS_CHAT_BUSY]: the chatgpt tab serves another program"),
         "{}",
         stderr(&out)
     );
@@ -561,7 +564,7 @@ fn the_same_program_runs_unchanged_against_an_api() {
     let e = env();
     let answers = vec![
         "Here you are:\n```json\n{\"kind\": \"bug\", \"severity\": \"2\"}\n```",
-        "```json\n{\"title\": \"Crash on spaces\", \"steps\": \"save 'a b'\"}\n```",
+        "```json\n{\"title\": \"Crash on spaces\", \"steps\": null}\n```",
         "```json\n{\"title\": \"Crash on spaces\", \"steps\": [\"Create a file named 'a b'\", \"Save it\"]}\n```",
     ];
     let (port, seen) = fake_openai(answers);

@@ -97,8 +97,8 @@ test("a program with two generates thinks with the chat tab; a shape mismatch is
   await withChat(
     [
       { text: "Here is the classification:\n\n```json\n{\"kind\": \"bug\", \"severity\": \"2\"}\n```" },
-      // The steps come as one string: the shape wants a list.
-      { text: "```json\n{\"title\": \"Crash when saving a file with a space in its name\", \"steps\": \"Save a file named 'a b'\"}\n```" },
+      // The steps come as null: the shape wants a list.
+      { text: "```json\n{\"title\": \"Crash when saving a file with a space in its name\", \"steps\": null}\n```" },
       { text: "```json\n{\"title\": \"Crash when saving a file with a space in its name\", \"steps\": [\"Create a file named 'a b.txt'\", \"Press Save\", \"The app crashes\"]}\n```", gate: third, chunk: 12, delayMs: 60 },
     ],
     async ({ w, chat, host, context, page }) => {
@@ -126,7 +126,7 @@ test("a program with two generates thinks with the chat tab; a shape mismatch is
       assert.match(second, /List the steps to reproduce it/);
       assert.match(second, /\[bug\]|bug/);
       assert.match(correction, /attempt 2\]/);
-      assert.match(correction, /Your previous answer was not accepted: "steps" must be a list, not a string\./);
+      assert.match(correction, /Your previous answer was not accepted: "steps" is null; it must be a list\./);
       assert.ok(!correction.includes("List the steps"), "a correction carries only the correction");
       // The overhead per generate beyond the model's own streaming.
       const gens = await generations(host);

@@ -13,7 +13,7 @@
 
 use super::ast::*;
 use super::shape::{check_object, describe_shape, kind_of, read_answer};
-use super::{analyze, parser, whole_number};
+use super::{analyze, parser, whole_number, Pos};
 use crate::diag::Code;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -123,22 +123,59 @@ pub trait Effects {
     fn observe(&mut self, _event: &TraceEvent) {}
 }
 
-/// Why a run failed: a code, a message, and the agent/function stack (outermost first).
+/// Why a run failed: a code, a message, the agent/function stack (outermost first), and where:
+/// the file (the module's key) and the line and column of the innermost expression or statement
+/// that failed, when the failure happened inside the program's code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RunError {
     #[serde(serialize_with = "code_str")]
     pub code: Code,
     pub message: String,
     pub stack: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pos: Option<Pos>,
+}
+
+impl RunError {
+    /// A failure outside any program code (a process that died, a refused entry).
+    #[must_use]
+    pub fn bare(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            stack: Vec::new(),
+            file: None,
+            pos: None,
+        }
+    }
 }
 
 fn code_str<S: serde::Serializer>(c: &Code, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(c.as_str())
 }
 
+impl RunError {
+    /// The code, the place when known, and the message on one line:
+    /// `KA_AS_RUNTIME main.as:4:16: a list has no field "nope"`.
+    #[must_use]
+    pub fn headline(&self) -> String {
+        match (&self.file, self.pos) {
+            (Some(file), Some(p)) => {
+                format!(
+                    "{} {file}:{}:{}: {}",
+                    self.code, p.line, p.column, self.message
+                )
+            }
+            _ => format!("{} {}", self.code, self.message),
+        }
+    }
+}
+
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.code, self.message)?;
+        write!(f, "{}", self.headline())?;
         for s in &self.stack {
             write!(f, "\n    in {s}")?;
         }
@@ -318,8 +355,13 @@ pub fn run(
         Err(d) => (
             Err(RunError {
                 code: d.code,
-                message: format!("{key}: {d}"),
+                message: d.message.clone(),
                 stack: Vec::new(),
+                file: Some(key.to_string()),
+                pos: Some(Pos {
+                    line: d.line,
+                    column: d.column,
+                }),
             }),
             Trace { events: Vec::new() },
         ),
@@ -345,6 +387,7 @@ pub fn run_program(
         loading: Vec::new(),
         held: 0,
         pending: 0,
+        failed_at: None,
     };
     let result = it.start(key, program, entry);
     let events = it.trace.into_iter().next().unwrap_or_default();
@@ -365,6 +408,9 @@ struct Interp<'e> {
     held: usize,
     /// Bytes of the values inside lists and objects being built right now.
     pending: usize,
+    /// Where the failure being returned happened: the module and the innermost expression or
+    /// statement (set once, on the way out).
+    failed_at: Option<(usize, Pos)>,
 }
 
 /// What one slot of a list or an object costs besides its value.
@@ -463,12 +509,21 @@ fn label(e: &Expr) -> String {
 
 impl Interp<'_> {
     fn start(&mut self, key: &str, program: Program, entry: &Entry) -> Result<Value, RunError> {
-        let at = |f: Fail, stack: &[String]| RunError {
-            code: f.0,
-            message: f.1,
-            stack: stack.to_vec(),
+        let at = |it: &Self, f: Fail, stack: &[String]| {
+            let place = it
+                .failed_at
+                .and_then(|(m, p)| Some((it.modules.get(m)?.key.clone(), p)));
+            RunError {
+                code: f.0,
+                message: f.1,
+                stack: stack.to_vec(),
+                file: place.as_ref().map(|(k, _)| k.clone()),
+                pos: place.map(|(_, p)| p),
+            }
         };
-        let root = self.load_program(key, program).map_err(|f| at(f, &[]))?;
+        let root = self
+            .load_program(key, program)
+            .map_err(|f| at(self, f, &[]))?;
         let program = self.modules[root].program.clone();
         let agents: Vec<(usize, &Agent)> = program.agents().enumerate().collect();
         let chosen = match &entry.agent {
@@ -487,6 +542,7 @@ impl Interp<'_> {
         let Some((ai, agent)) = chosen.copied() else {
             let names: Vec<String> = agents.iter().filter_map(|(_, a)| a.name.clone()).collect();
             return Err(at(
+                self,
                 Fail(
                     Code::AsEntry,
                     match &entry.agent {
@@ -499,11 +555,11 @@ impl Interp<'_> {
         };
         let func = match pick_func(agent, entry.func.as_deref()) {
             Ok(f) => f,
-            Err(m) => return Err(at(Fail(Code::AsEntry, m), &[])),
+            Err(m) => return Err(at(self, Fail(Code::AsEntry, m), &[])),
         };
         let name = func.name.clone();
         self.call_func(root, ai, name.as_deref(), entry.input.clone())
-            .map_err(|f| at(f, &self.stack))
+            .map_err(|f| at(self, f, &self.stack))
     }
 
     /// Parses and checks a module and, recursively, its agent imports. Returns its index.
@@ -773,6 +829,16 @@ impl Interp<'_> {
     }
 
     fn stmt(&mut self, ctx: &mut Ctx, s: &Stmt) -> R<Flow> {
+        // A failure swallowed earlier (and so never reported) must not lend this one its place.
+        self.failed_at = None;
+        let r = self.stmt_here(ctx, s);
+        if r.is_err() && self.failed_at.is_none() {
+            self.failed_at = Some((ctx.module, s.pos));
+        }
+        r
+    }
+
+    fn stmt_here(&mut self, ctx: &mut Ctx, s: &Stmt) -> R<Flow> {
         match &s.kind {
             StmtKind::Comment { .. } | StmtKind::Blank => {}
             StmtKind::Config { key, value } => {
@@ -950,6 +1016,14 @@ impl Interp<'_> {
     }
 
     fn expr(&mut self, ctx: &mut Ctx, e: &Expr) -> R<Value> {
+        let r = self.expr_here(ctx, e);
+        if r.is_err() && self.failed_at.is_none() {
+            self.failed_at = Some((ctx.module, e.pos));
+        }
+        r
+    }
+
+    fn expr_here(&mut self, ctx: &mut Ctx, e: &Expr) -> R<Value> {
         Ok(match &e.kind {
             ExprKind::Str { value } => Value::String(value.clone()),
             ExprKind::Num { text } => {

@@ -5,7 +5,7 @@ use crate::error::HostError;
 use clap::Subcommand;
 use keyless_core::lang::{self, analyze, ast, format, LangDiagnostic, Pos};
 use serde::Serialize;
-use std::io::{self, Read, Write};
+use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -284,10 +284,7 @@ fn run_cmd(
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                crate::lang_runs::print_line(&crate::lang_runs::RunLine::Error(format!(
-                    "{} {}",
-                    e.code, e.message
-                )));
+                crate::lang_runs::print_line(&crate::lang_runs::RunLine::Error(e.headline()));
                 ExitCode::from(1)
             }
         });
@@ -300,7 +297,29 @@ fn run_cmd(
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("keyless-host: {e}");
+            // The place is in the file that failed: the one run, or one it imports as an agent.
+            let (shown, text) = match &e.file {
+                Some(k) if *k == key => (file.display().to_string(), Some(source.clone())),
+                Some(k) => (k.clone(), std::fs::read_to_string(root.join(k)).ok()),
+                None => (file.display().to_string(), None),
+            };
+            let pos = e.pos.unwrap_or(Pos { line: 0, column: 0 });
+            let notes: Vec<String> = e.stack.iter().rev().map(|s| format!("in {s}")).collect();
+            eprint!(
+                "{}",
+                crate::diagnostics::render(&crate::diagnostics::Report {
+                    code: e.code.as_str(),
+                    message: &e.message,
+                    file: Some(&shown),
+                    source: text.as_deref(),
+                    line: pos.line,
+                    column: pos.column,
+                    help: None,
+                    notes,
+                    warning: false,
+                })
+            );
+            eprintln!();
             Ok(ExitCode::from(1))
         }
     }
@@ -428,20 +447,37 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                 serde_json::to_writer(&mut out, &report)?;
                 writeln!(out).map_err(HostError::Write)?;
             } else {
+                let mut sources: Vec<(PathBuf, Option<String>)> = Vec::new();
                 for (f, d) in &found {
+                    if !sources.iter().any(|(p, _)| p == f) {
+                        sources.push((f.clone(), std::fs::read_to_string(f).ok()));
+                    }
+                    let text = sources
+                        .iter()
+                        .find(|(p, _)| p == f)
+                        .and_then(|(_, t)| t.as_deref());
+                    let shown = f.display().to_string();
+                    let styled =
+                        io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
                     writeln!(
                         out,
-                        "{}:{}:{}: {} {}",
-                        f.display(),
-                        d.line,
-                        d.column,
-                        d.code,
-                        d.message
+                        "{}\n",
+                        crate::diagnostics::render_with(
+                            &crate::diagnostics::Report {
+                                code: d.code.as_str(),
+                                message: &d.message,
+                                file: Some(&shown),
+                                source: text,
+                                line: d.line,
+                                column: d.column,
+                                help: d.help.as_deref(),
+                                notes: Vec::new(),
+                                warning: false,
+                            },
+                            styled
+                        )
                     )
                     .map_err(HostError::Write)?;
-                    if let Some(h) = &d.help {
-                        writeln!(out, "    = help: {h}").map_err(HostError::Write)?;
-                    }
                 }
                 let verdict = if found.is_empty() {
                     "ok".to_string()

@@ -78,11 +78,7 @@ pub(super) async fn start_run(
             Err(e) => {
                 // The program's own process never finished (it ran out of memory or was killed):
                 // the run is kept as failed, and the server goes on.
-                let failure = keyless_core::lang::interp::RunError {
-                    code: e.0,
-                    message: e.1,
-                    stack: Vec::new(),
-                };
+                let failure = keyless_core::lang::interp::RunError::bare(e.0, e.1);
                 let trace = keyless_core::lang::interp::Trace { events: Vec::new() };
                 crate::lang_runs::record(
                     &st.ws,
