@@ -255,7 +255,7 @@ fn run_cmd(
         .replace('\\', "/");
     let mock = read_mock(mock)?;
     let source = read(&abs)?;
-    let mut effects = crate::lang_effects::HostEffects::new(&ws, mock, model_timeout);
+    let mut effects = crate::lang::effects::HostEffects::new(&ws, mock, model_timeout);
     effects.chat_host.clone_from(&o.host);
     effects.file.clone_from(&key);
     if let Some(id) = &o.run_id {
@@ -263,13 +263,13 @@ fn run_cmd(
     }
     if o.events {
         effects.observer = Some(Box::new(|e| {
-            crate::lang_runs::print_line(&crate::lang_runs::RunLine::Trace(e.clone()));
+            crate::lang::runs::print_line(&crate::lang::runs::RunLine::Trace(e.clone()));
         }));
     }
-    let started_at = crate::lang_runs::unix_now();
+    let started_at = crate::lang::runs::unix_now();
     let (result, tr) = lang::interp::run(&key, &source, &entry, &mut effects);
     let run = effects.run.clone();
-    crate::lang_runs::record(&ws, &run, &key, started_at, &result, &tr);
+    crate::lang::runs::record(&ws, &run, &key, started_at, &result, &tr);
     if let Some(t) = trace {
         let text = serde_json::to_string_pretty(&tr)?;
         std::fs::write(t, text).map_err(|source| HostError::Read {
@@ -280,11 +280,11 @@ fn run_cmd(
     if o.events {
         return Ok(match result {
             Ok(v) => {
-                crate::lang_runs::print_line(&crate::lang_runs::RunLine::Value(v));
+                crate::lang::runs::print_line(&crate::lang::runs::RunLine::Value(v));
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                crate::lang_runs::print_line(&crate::lang_runs::RunLine::Error(e.headline()));
+                crate::lang::runs::print_line(&crate::lang::runs::RunLine::Error(e.headline()));
                 ExitCode::from(1)
             }
         });
@@ -507,7 +507,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                 }
             })?;
             let mock = read_mock(mock.as_deref())?;
-            let mut effects = crate::lang_effects::HostEffects::new(
+            let mut effects = crate::lang::effects::HostEffects::new(
                 &ws,
                 mock,
                 std::time::Duration::from_secs(model_timeout.max(1)),
@@ -516,7 +516,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             effects.file = "repl".into();
             let history = crate::dirs::user_config_path().map(|p| p.with_file_name("as_history"));
             let failures =
-                crate::lang_repl::repl(&mut effects, history.as_deref()).map_err(|e| {
+                crate::lang::repl::repl(&mut effects, history.as_deref()).map_err(|e| {
                     HostError::Coded {
                         code: keyless_core::Code::FileIo,
                         message: format!("cannot read the terminal: {e}"),

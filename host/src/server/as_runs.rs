@@ -43,11 +43,11 @@ pub(super) async fn start_run(
         Ok(t.rel)
     })
     .await?;
-    let run = crate::lang_runs::new_id(RUNS.fetch_add(1, Ordering::Relaxed));
+    let run = crate::lang::runs::new_id(RUNS.fetch_add(1, Ordering::Relaxed));
     let summary = api::AsRunSummary {
         run: run.clone(),
         file: key.clone(),
-        started_at: crate::lang_runs::unix_now(),
+        started_at: crate::lang::runs::unix_now(),
         state: AsRunState::Running,
         error: None,
     };
@@ -60,7 +60,7 @@ pub(super) async fn start_run(
         trace: keyless_core::lang::interp::Trace { events: Vec::new() },
     };
     blocking(move || {
-        crate::lang_runs::save(&saver.ws, &first).map_err(|e| ApiError::Internal(e.to_string()))
+        crate::lang::runs::save(&saver.ws, &first).map_err(|e| ApiError::Internal(e.to_string()))
     })
     .await?;
     let runner = st.clone();
@@ -80,7 +80,7 @@ pub(super) async fn start_run(
                 // the run is kept as failed, and the server goes on.
                 let failure = keyless_core::lang::interp::RunError::bare(e.0, e.1);
                 let trace = keyless_core::lang::interp::Trace { events: Vec::new() };
-                crate::lang_runs::record(
+                crate::lang::runs::record(
                     &st.ws,
                     &run,
                     &key,
@@ -105,7 +105,7 @@ pub(super) async fn start_run(
 }
 
 pub(super) async fn list_runs(State(st): State<Arc<Shared>>) -> Result<Response, ApiError> {
-    let list = blocking(move || Ok(crate::lang_runs::list(&st.ws))).await?;
+    let list = blocking(move || Ok(crate::lang::runs::list(&st.ws))).await?;
     Ok(Json(list).into_response())
 }
 
@@ -114,7 +114,7 @@ pub(super) async fn get_run(
     UrlPath(id): UrlPath<String>,
 ) -> Result<Response, ApiError> {
     let detail =
-        blocking(move || crate::lang_runs::load(&st.ws, &id).ok_or(ApiError::NotFound)).await?;
+        blocking(move || crate::lang::runs::load(&st.ws, &id).ok_or(ApiError::NotFound)).await?;
     Ok(Json(detail).into_response())
 }
 
@@ -173,13 +173,13 @@ fn run_in_child(
     if let Some(out) = child.stdout.take() {
         for line in std::io::BufReader::new(out).lines() {
             let Ok(line) = line else { break };
-            match serde_json::from_str::<crate::lang_runs::RunLine>(&line) {
-                Ok(crate::lang_runs::RunLine::Trace(event)) => st.emit(&HostEvent::AsTrace {
+            match serde_json::from_str::<crate::lang::runs::RunLine>(&line) {
+                Ok(crate::lang::runs::RunLine::Trace(event)) => st.emit(&HostEvent::AsTrace {
                     run: run.to_string(),
                     event,
                 }),
-                Ok(crate::lang_runs::RunLine::Value(_)) => outcome = Some(None),
-                Ok(crate::lang_runs::RunLine::Error(e)) => outcome = Some(Some(e)),
+                Ok(crate::lang::runs::RunLine::Value(_)) => outcome = Some(None),
+                Ok(crate::lang::runs::RunLine::Error(e)) => outcome = Some(Some(e)),
                 Err(_) => {}
             }
         }

@@ -3,7 +3,7 @@
 //! through its directory handle (the executor's resolver: no `..` out, no symlink out).
 //!
 //! Memory is `file://….jsonl` (flock'd appends) or `sqlite://….db#namespace` (a fixed schema, no
-//! SQL from programs). The tools are in `lang_tools`. Real model providers, HTTP and MCP come
+//! SQL from programs). The tools are in `tools`. Real model providers, HTTP and MCP come
 //! with the next part of the work; until then a program that calls them fails with `KA_AS_MODEL`
 //! or `KA_AS_EFFECT` and says so.
 
@@ -47,7 +47,7 @@ pub struct HostEffects<'w> {
     /// program's file (shown in the overlay), and the connection once the first generate made it.
     pub chat_host: Option<String>,
     pub file: String,
-    chat: Option<crate::lang_chat::ChatClient>,
+    chat: Option<crate::lang::chat::ChatClient>,
     /// Who answered the last generate (the trace's `via`).
     via: Option<String>,
 }
@@ -66,7 +66,7 @@ impl<'w> HostEffects<'w> {
             counter: 0,
             started: std::time::Instant::now(),
             model_timeout,
-            run: crate::lang_runs::new_id(0),
+            run: crate::lang::runs::new_id(0),
             saved: 0,
             observer: None,
             env_allow: None,
@@ -433,7 +433,7 @@ impl Effects for HostEffects<'_> {
             }),
             None if keyless_core::lang::chat::is_chat(&call.model) => {
                 if self.chat.is_none() {
-                    self.chat = Some(crate::lang_chat::ChatClient::connect(
+                    self.chat = Some(crate::lang::chat::ChatClient::connect(
                         self.chat_host.as_deref(),
                     )?);
                 }
@@ -444,9 +444,9 @@ impl Effects for HostEffects<'_> {
                 self.via = chat.site.as_ref().map(|s| format!("the {s} tab"));
                 out
             }
-            None => crate::lang_models::generate(
+            None => crate::lang::models::generate(
                 call,
-                &crate::lang_models::ProcessEnv,
+                &crate::lang::models::ProcessEnv,
                 self.model_timeout,
             ),
         }
@@ -457,18 +457,18 @@ impl Effects for HostEffects<'_> {
     }
 
     fn tool(&mut self, uri: &str, method: &str, args: &Value) -> Result<Value, EffectError> {
-        let mut files = crate::lang_tools::FileTool {
+        let mut files = crate::lang::tools::FileTool {
             ws: self.ws,
             run: self.run.clone(),
             saved: self.saved,
         };
-        let allowed = crate::lang_tools::Allowed {
+        let allowed = crate::lang::tools::Allowed {
             env: self.env_allow.as_deref(),
             programs: &self.program_tools,
             mcp: self.mcp.as_deref(),
             scope: &self.run,
         };
-        let out = crate::lang_tools::call(self.ws, &mut files, &allowed, uri, method, args);
+        let out = crate::lang::tools::call(self.ws, &mut files, &allowed, uri, method, args);
         self.saved = files.saved;
         out
     }

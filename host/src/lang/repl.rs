@@ -3,7 +3,7 @@
 //! Commands: `:load FILE` (resolved from the current folder), `:trace` (show each input's trace),
 //! `:vars`, `:help`, `:quit`.
 
-use crate::lang_effects::HostEffects;
+use crate::lang::effects::HostEffects;
 use keyless_core::lang::interp;
 use keyless_core::lang::repl::{open_depth, Prepared, Session};
 use rustyline::error::ReadlineError;
