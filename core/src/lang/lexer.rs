@@ -79,6 +79,22 @@ pub struct Token {
 /// # Errors
 /// The first bad character, unterminated string or bad escape.
 pub fn tokenize(src: &str) -> Result<Vec<Token>, LangDiagnostic> {
+    lex(src, None)
+}
+
+/// Tokenizes like [`tokenize`], but steps over a character no token starts with, keeping its
+/// problem in `bad`, so that the parser can go on and report the rest of the file.
+///
+/// # Errors
+/// An unterminated string or a bad escape or number.
+pub fn tokenize_lenient(
+    src: &str,
+    bad: &mut Vec<LangDiagnostic>,
+) -> Result<Vec<Token>, LangDiagnostic> {
+    lex(src, Some(bad))
+}
+
+fn lex(src: &str, mut bad: Option<&mut Vec<LangDiagnostic>>) -> Result<Vec<Token>, LangDiagnostic> {
     let mut out = Vec::new();
     let chars: Vec<char> = src.chars().collect();
     let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
@@ -162,7 +178,14 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, LangDiagnostic> {
                         "the only comparisons are == and != (< is for budgets and caps only)",
                     );
                 }
-                return Err(d);
+                match bad.as_mut() {
+                    Some(found) => {
+                        found.push(d);
+                        i += 1;
+                        col += 1;
+                    }
+                    None => return Err(d),
+                }
             }
         }
     }

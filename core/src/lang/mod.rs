@@ -85,9 +85,9 @@ pub struct CheckReport {
 /// [`analyze::check_imports`] for the cycle check across files).
 #[must_use]
 pub fn check(src: &str) -> CheckReport {
-    let diagnostics = match parser::parse(src) {
-        Ok(program) => analyze::analyze(&program),
-        Err(d) => vec![d],
+    let diagnostics = match parser::parse_all(src) {
+        (Some(program), _) => analyze::analyze(&program),
+        (None, found) => found,
     };
     CheckReport {
         ok: diagnostics.is_empty(),

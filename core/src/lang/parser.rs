@@ -36,14 +36,66 @@ pub fn parse(src: &str) -> Res<Program> {
         tokens,
         i: 0,
         depth: 0,
+        recovered: None,
     };
     p.program()
+}
+
+/// How many syntax problems [`parse_all`] reports at most.
+pub const MAX_SYNTAX_PROBLEMS: usize = 100;
+
+/// Parses a whole file and, past a syntax error, goes on: the statement, member or item that
+/// failed is skipped to the end of its line (or to the `}` that closes its block), and parsing
+/// resumes, so every problem in the file is reported (at most [`MAX_SYNTAX_PROBLEMS`]). The tree
+/// comes back only when there was none.
+#[must_use]
+pub fn parse_all(src: &str) -> (Option<Program>, Vec<LangDiagnostic>) {
+    if src.len() > MAX_SOURCE_BYTES {
+        return (None, parse(src).err().into_iter().collect());
+    }
+    let mut bad = Vec::new();
+    let tokens = match super::lexer::tokenize_lenient(src, &mut bad) {
+        Ok(t) => t,
+        Err(d) => {
+            bad.push(d);
+            bad.sort_by_key(|d| (d.line, d.column));
+            return (None, bad);
+        }
+    };
+    let mut p = Parser {
+        tokens,
+        i: 0,
+        depth: 0,
+        recovered: Some(Vec::new()),
+    };
+    let result = p.program();
+    let mut found = p.recovered.take().unwrap_or_default();
+    let program = match result {
+        Ok(program) => Some(program),
+        Err(d) => {
+            found.push(d);
+            None
+        }
+    };
+    // A line with a bad character has that problem; what the parser then stumbled on there is
+    // the same slip.
+    found.retain(|d| !bad.iter().any(|b| b.line == d.line));
+    found.extend(bad);
+    found.sort_by_key(|d| (d.line, d.column));
+    found.truncate(MAX_SYNTAX_PROBLEMS);
+    if found.is_empty() {
+        (program, found)
+    } else {
+        (None, found)
+    }
 }
 
 struct Parser {
     tokens: Vec<Token>,
     i: usize,
     depth: u32,
+    /// When recovering ([`parse_all`]): the problems met so far.
+    recovered: Option<Vec<LangDiagnostic>>,
 }
 
 fn is_name(w: &str) -> bool {
@@ -122,6 +174,58 @@ impl Parser {
         }
     }
 
+    /// After a syntax error: keeps it and skips to where parsing can resume (the next line at
+    /// this nesting, or the `}` that closes the current block, left for the block to read).
+    /// Without recovery, or past [`MAX_SYNTAX_PROBLEMS`], the error ends the parse.
+    ///
+    /// `start` is the token where the failed statement, member or item began: brackets it opened
+    /// before the error are still open, so a multi-line object does not end the block early.
+    fn recover(&mut self, d: LangDiagnostic, depth: u32, start: usize) -> Res<()> {
+        let Some(found) = self.recovered.as_mut() else {
+            return Err(d);
+        };
+        // A limit (nesting too deep) is not a slip that the next line can survive.
+        if d.code != Code::AsSyntax || found.len() + 1 >= MAX_SYNTAX_PROBLEMS {
+            return Err(d);
+        }
+        // One place, one problem (an unclosed block and its agent both end at the file's end).
+        if found
+            .last()
+            .is_none_or(|l| (l.line, l.column) != (d.line, d.column))
+        {
+            found.push(d);
+        }
+        self.depth = depth;
+        // Braces opened since the start (a `}` past them closes the block around), and the
+        // brackets and parentheses (a line break inside them does not end the statement).
+        let (mut braces, mut others) = (0i64, 0i64);
+        let count = |t: &Tok, braces: &mut i64, others: &mut i64| match t {
+            Tok::LBrace => *braces += 1,
+            Tok::RBrace => *braces = (*braces - 1).max(0),
+            Tok::LBracket | Tok::LParen => *others += 1,
+            Tok::RBracket | Tok::RParen => *others = (*others - 1).max(0),
+            _ => {}
+        };
+        for t in &self.tokens[start.min(self.i)..self.i] {
+            count(&t.tok, &mut braces, &mut others);
+        }
+        loop {
+            match self.peek() {
+                Tok::Eof => return Ok(()),
+                Tok::RBrace if braces == 0 => return Ok(()),
+                Tok::Newline if braces == 0 && others == 0 => {
+                    self.bump();
+                    return Ok(());
+                }
+                t => {
+                    let t = t.clone();
+                    count(&t, &mut braces, &mut others);
+                }
+            }
+            self.bump();
+        }
+    }
+
     fn deeper(&mut self) -> Res<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
@@ -174,17 +278,34 @@ impl Parser {
                 items.push(Item::Blank);
             }
             let pos = self.pos();
+            let start = self.i;
             match self.peek().clone() {
                 Tok::Eof => break,
                 Tok::Comment(text) => {
                     self.bump();
                     items.push(Item::Comment { text, pos });
                 }
-                Tok::Ident(w) if w == "import" => items.push(Item::Import(self.import()?)),
-                Tok::Ident(w) if w == "agent" || w == "main" => {
-                    items.push(Item::Agent(self.agent()?));
+                Tok::Ident(w) if w == "import" => match self.import() {
+                    Ok(i) => items.push(Item::Import(i)),
+                    Err(d) => self.recover(d, 0, start)?,
+                },
+                Tok::Ident(w) if w == "agent" || w == "main" => match self.agent() {
+                    Ok(a) => items.push(Item::Agent(a)),
+                    Err(d) => {
+                        self.recover(d, 0, start)?;
+                        // The rest of a broken agent's body is read as its own, not as items.
+                        if self.peek() == &Tok::RBrace {
+                            self.bump();
+                        }
+                    }
+                },
+                _ => {
+                    let d = self.error("\"import\" or an agent");
+                    self.recover(d, 0, start)?;
+                    if self.peek() == &Tok::RBrace {
+                        self.bump();
+                    }
                 }
-                _ => return Err(self.error("\"import\" or an agent")),
             }
         }
         while matches!(items.last(), Some(Item::Blank)) {
@@ -247,6 +368,7 @@ impl Parser {
                 body.push(Member::Blank);
             }
             let at = self.pos();
+            let start = self.i;
             match self.peek().clone() {
                 Tok::RBrace => {
                     self.bump();
@@ -260,22 +382,36 @@ impl Parser {
                     if w == "func"
                         || (w == "main" && self.peek_at(1) == &Tok::Ident("func".into())) =>
                 {
-                    body.push(Member::Func(self.func()?));
+                    let depth = self.depth;
+                    match self.func() {
+                        Ok(f) => body.push(Member::Func(f)),
+                        Err(d) => self.recover(d, depth, start)?,
+                    }
                 }
                 Tok::Ident(w) if ConfigKey::from_word(&w).is_some() => {
                     self.bump();
                     let key = ConfigKey::from_word(&w).unwrap_or(ConfigKey::Model);
-                    let value = self.expr()?;
-                    let comment = self.end_of_line()?;
+                    let depth = self.depth;
+                    let value = match self.expr().and_then(|v| Ok((v, self.end_of_line()?))) {
+                        Ok(v) => v,
+                        Err(d) => {
+                            self.recover(d, depth, start)?;
+                            continue;
+                        }
+                    };
                     body.push(Member::Config(Config {
                         key,
-                        value,
+                        value: value.0,
                         pos: at,
-                        comment,
+                        comment: value.1,
                     }));
                 }
                 Tok::Eof => return Err(self.error("\"}\" to close the agent")),
-                _ => return Err(self.error("model, role, description, a func or \"}\"")),
+                _ => {
+                    let d = self.error("model, role, description, a func or \"}\"");
+                    let depth = self.depth;
+                    self.recover(d, depth, start)?;
+                }
             }
         }
         while matches!(body.last(), Some(Member::Blank)) {
@@ -341,7 +477,13 @@ impl Parser {
                     break;
                 }
                 Tok::Eof => return Err(self.error("\"}\" to close the block")),
-                _ => out.push(self.stmt()?),
+                _ => {
+                    let (depth, start) = (self.depth, self.i);
+                    match self.stmt() {
+                        Ok(st) => out.push(st),
+                        Err(d) => self.recover(d, depth, start)?,
+                    }
+                }
             }
         }
         while matches!(out.last().map(|s| &s.kind), Some(StmtKind::Blank)) {

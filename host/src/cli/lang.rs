@@ -163,10 +163,10 @@ fn check_tree(root: &Path) -> Result<Vec<(PathBuf, LangDiagnostic)>, HostError> 
                 }
             }
         };
-        let program = match lang::parser::parse(&text) {
-            Ok(p) => p,
-            Err(d) => {
-                out.push((file.clone(), d));
+        let program = match lang::parser::parse_all(&text) {
+            (Some(p), _) => p,
+            (None, found) => {
+                out.extend(found.into_iter().map(|d| (file.clone(), d)));
                 graph.push((key.display().to_string(), Vec::new()));
                 continue;
             }
