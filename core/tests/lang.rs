@@ -183,7 +183,7 @@ proptest! {
         let _ = roundtrip(&src);
         // Recovery changes what is reported, never whether the file parses.
         let (tree, found) = lang::parser::parse_all(&src);
-        let first = lang::parser::parse(&src);
+        let first = parse(&src);
         prop_assert_eq!(tree.is_some(), first.is_ok());
         prop_assert_eq!(found.is_empty(), first.is_ok());
         prop_assert!(found.len() <= lang::parser::MAX_SYNTAX_PROBLEMS);
