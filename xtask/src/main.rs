@@ -417,6 +417,10 @@ fn test() -> Result {
     let archive = dist()?;
     let pkg = root().join("target").join("wasm-pkg");
     wasm_smoke_test(&pkg)?;
+    // The editor support: the TextMate grammar through VS Code's own tokenizer.
+    run(Command::new("node")
+        .args(["--test", "tests/editors/"])
+        .current_dir(root()))?;
     if ensure_chromium()? {
         wasm_browser_tests()?;
         let host = root().join("target").join("release").join("keyless-host");

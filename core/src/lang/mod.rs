@@ -10,6 +10,7 @@ pub mod analyze;
 pub mod ast;
 pub mod chat;
 pub mod format;
+pub mod ide;
 pub mod interp;
 pub mod lexer;
 pub mod loose;

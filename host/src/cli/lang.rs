@@ -67,6 +67,9 @@ pub enum AsCmd {
         #[arg(long, hide = true)]
         memory_limit: Option<u64>,
     },
+    /// A language server on standard input and output, for editors: live diagnostics,
+    /// formatting, hover and go to definition (see editors/vscode for a VS Code extension).
+    Lsp,
     /// An interactive session: statements, imports and agents, with history (in the user's
     /// config folder), multi-line input, `:load FILE` and `:trace`.
     Repl {
@@ -491,6 +494,12 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             } else {
                 ExitCode::from(1)
             })
+        }
+        AsCmd::Lsp => {
+            drop(out);
+            crate::lang::lsp::serve()
+                .map_err(|e| usage(format!("the language server stopped: {e}")))?;
+            Ok(ExitCode::SUCCESS)
         }
         AsCmd::Repl {
             workspace,

@@ -20,6 +20,7 @@
 
 pub mod chat;
 pub mod effects;
+pub mod lsp;
 pub mod models;
 pub mod repl;
 pub mod runs;
