@@ -171,7 +171,7 @@ test("a truncated reply, a full chat, the user's Cancel, a reload and a closed t
       const ends = async (code, before) => {
         const out = await run.done;
         assert.equal(out.code, 1, out.stdout);
-        assert.match(out.stderr, new RegExp(`keyless-host: ${code} `), out.stderr);
+        assert.match(out.stderr, new RegExp(`error\\[${code}\\]: `), out.stderr);
         assert.equal(chat.received.length, before + 1, `${code}: asked once`);
       };
       let run = runProgram(w);
@@ -219,7 +219,7 @@ test("a tab in the middle of an AgentScript task refuses a program with KA_AS_CH
     await until("the task's prompt", () => chat.received.length >= 1);
     const out = await runProgram(w).done;
     assert.equal(out.code, 1);
-    assert.match(out.stderr, /KA_AS_CHAT_BUSY the ChatGPT tab is in the middle of an AgentScript task/);
+    assert.match(out.stderr, /error\[KA_AS_CHAT_BUSY\]: the ChatGPT tab is in the middle of an AgentScript task/);
     assert.equal(chat.received.length, 1, "nothing of the program reached the chat");
     release();
   });

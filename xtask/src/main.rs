@@ -251,9 +251,11 @@ fn ensure_chromium() -> Result<bool> {
 /// 846 → 852 KiB raw, 344 → 347 KiB gzip. Raised from 856/350 KiB for the schema-aligned answer
 /// reader (issue 29: the forgiving JSON reader, candidates and scored coercions), which the worker
 /// runs to say whether a chat reply fits as the program will read it: 852 → 884 KiB raw,
-/// 347 → 360 KiB gzip (exact float reading, 34 KiB more, is left to the host).
-const WASM_BUDGET_RAW: u64 = 888 * 1024;
-const WASM_BUDGET_GZIP: u64 = 362 * 1024;
+/// 347 → 360 KiB gzip (exact float reading, 34 KiB more, is left to the host). Raised from
+/// 888/362 KiB for parser recovery (issue 29: `asCheck` and the playground report every problem
+/// of a file, the lexer steps over a bad character): 884 → 899 KiB raw, 360 → 361 KiB gzip.
+const WASM_BUDGET_RAW: u64 = 904 * 1024;
+const WASM_BUDGET_GZIP: u64 = 364 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {
