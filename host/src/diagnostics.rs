@@ -27,7 +27,8 @@ pub struct Report<'a> {
     pub file: Option<&'a str>,
     /// The file's text, for the snippet.
     pub source: Option<&'a str>,
-    /// 1-based line and column (in characters); 0 when unknown.
+    /// 1-based line and column (in characters); 0 when unknown. A line without a column (0)
+    /// underlines the whole line.
     pub line: u32,
     pub column: u32,
     pub help: Option<&'a str>,
@@ -56,7 +57,17 @@ fn span(source: &str, line: u32, column: u32) -> Option<std::ops::Range<usize>> 
     };
     let text = &source[start_of_line..];
     let text = &text[..text.find('\n').unwrap_or(text.len())];
-    let col = usize::try_from(column.max(1) - 1).ok()?;
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    if column == 0 {
+        // The whole line, without its indentation.
+        let start = text.len() - text.trim_start().len();
+        let end = text
+            .trim_end()
+            .len()
+            .max(start + usize::from(!text.is_empty()));
+        return Some(start_of_line + start..start_of_line + end.min(text.len()));
+    }
+    let col = usize::try_from(column - 1).ok()?;
     let start = text.char_indices().nth(col).map_or(text.len(), |(i, _)| i);
     let rest = &text[start..];
     let word = rest
@@ -93,8 +104,11 @@ pub fn render_with(r: &Report<'_>, styled: bool) -> String {
                 .annotation(AnnotationKind::Primary.span(s)),
         ),
         None => match r.file {
-            Some(file) if r.line > 0 => {
+            Some(file) if r.line > 0 && r.column > 0 => {
                 group.element(Level::NOTE.message(format!("at {file}:{}:{}", r.line, r.column)))
+            }
+            Some(file) if r.line > 0 => {
+                group.element(Level::NOTE.message(format!("at {file}:{}", r.line)))
             }
             Some(file) => group.element(Level::NOTE.message(format!("in {file}"))),
             None => group,
@@ -120,6 +134,14 @@ pub fn render_with(r: &Report<'_>, styled: bool) -> String {
 #[must_use]
 pub fn render(r: &Report<'_>) -> String {
     let styled = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    render_with(r, styled)
+}
+
+/// The diagnostic as text for standard output (reports such as `check` and `piece validate`
+/// print there): styled when it is a terminal and `NO_COLOR` is unset.
+#[must_use]
+pub fn render_out(r: &Report<'_>) -> String {
+    let styled = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     render_with(r, styled)
 }
 

@@ -114,7 +114,8 @@ fn refused(out: &Output, what: &str) {
     assert_eq!(out.status.code(), Some(1), "{what}: {err}");
     // `as run` prints rustc's layout, the other commands one line.
     assert!(
-        err.starts_with("keyless-host: KA_PATH_OUTSIDE") || err.starts_with("error[KA_PATH_OUTSIDE]"),
+        err.starts_with("keyless-host: KA_PATH_OUTSIDE")
+            || err.starts_with("error[KA_PATH_OUTSIDE]"),
         "{what}: {err}"
     );
 }

@@ -97,7 +97,8 @@ fn validate_text_names_path_line_and_help() {
         .output()
         .expect("run");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains(":18: error KA_PIECE_SENTINEL movements[0].rules[0].next: rules[].next may not be the terminal sentinel COMPLETE"), "{text}");
+    assert!(text.contains("error[KA_PIECE_SENTINEL]: movements[0].rules[0].next: rules[].next may not be the terminal sentinel COMPLETE\n"), "{text}");
+    assert!(text.contains("err_seed_ssh_example.yaml:18:"), "{text}");
     assert!(
         text.contains("= help: COMPLETE is reached by the model's @@done"),
         "{text}"

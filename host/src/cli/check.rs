@@ -150,22 +150,19 @@ fn write_text_report(
     report: &CheckReport,
     targets: &[String],
 ) -> io::Result<()> {
-    let lines: Vec<&str> = text.split('\n').collect();
     for d in diags {
-        match d.line {
-            Some(line) => {
-                writeln!(out, "{name}:{line}: {} {}", d.code, d.message)?;
-                if let Some(src) = lines.get(line as usize - 1) {
-                    let src = src.trim_end_matches('\r');
-                    let shown: String = src.chars().take(120).collect();
-                    writeln!(out, "{line:>6} | {shown}")?;
-                }
-            }
-            None => writeln!(out, "{name}: {} {}", d.code, d.message)?,
-        }
-        if let Some(help) = &d.help {
-            writeln!(out, "       = help: {help}")?;
-        }
+        let shown = crate::diagnostics::render_out(&crate::diagnostics::Report {
+            code: d.code.as_str(),
+            message: &d.message,
+            file: Some(name),
+            source: Some(text),
+            line: d.line.unwrap_or(0),
+            column: 0,
+            help: d.help.as_deref(),
+            notes: Vec::new(),
+            warning: false,
+        });
+        writeln!(out, "{shown}\n")?;
     }
     if report.ok {
         let control = report.control.map_or("next", |c| match c {

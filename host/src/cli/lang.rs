@@ -5,7 +5,7 @@ use crate::error::HostError;
 use clap::Subcommand;
 use keyless_core::lang::{self, analyze, ast, format, LangDiagnostic, Pos};
 use serde::Serialize;
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -460,25 +460,20 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                         .find(|(p, _)| p == f)
                         .and_then(|(_, t)| t.as_deref());
                     let shown = f.display().to_string();
-                    let styled =
-                        io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
                     writeln!(
                         out,
                         "{}\n",
-                        crate::diagnostics::render_with(
-                            &crate::diagnostics::Report {
-                                code: d.code.as_str(),
-                                message: &d.message,
-                                file: Some(&shown),
-                                source: text,
-                                line: d.line,
-                                column: d.column,
-                                help: d.help.as_deref(),
-                                notes: Vec::new(),
-                                warning: false,
-                            },
-                            styled
-                        )
+                        crate::diagnostics::render_out(&crate::diagnostics::Report {
+                            code: d.code.as_str(),
+                            message: &d.message,
+                            file: Some(&shown),
+                            source: text,
+                            line: d.line,
+                            column: d.column,
+                            help: d.help.as_deref(),
+                            notes: Vec::new(),
+                            warning: false,
+                        },)
                     )
                     .map_err(HostError::Write)?;
                 }

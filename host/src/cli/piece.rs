@@ -100,22 +100,25 @@ pub fn report_json(v: &Validation) -> serde_json::Value {
     .unwrap_or(serde_json::Value::Null)
 }
 
-fn write_findings(out: &mut impl Write, file: &str, v: &Validation) -> io::Result<()> {
+fn write_findings(out: &mut impl Write, file: &str, text: &str, v: &Validation) -> io::Result<()> {
     for f in v.errors.iter().chain(&v.warnings) {
-        let sev = match f.severity {
-            keyless_core::piece::Severity::Error => "error",
-            keyless_core::piece::Severity::Warning => "warning",
-        };
-        let line = f.line.map(|l| format!("{l}:")).unwrap_or_default();
-        let path = if f.path.is_empty() {
-            String::new()
+        let message = if f.path.is_empty() {
+            f.message.clone()
         } else {
-            format!("{}: ", f.path)
+            format!("{}: {}", f.path, f.message)
         };
-        writeln!(out, "{file}:{line} {sev} {} {path}{}", f.code, f.message)?;
-        if let Some(help) = &f.help {
-            writeln!(out, "       = help: {help}")?;
-        }
+        let shown = crate::diagnostics::render_out(&crate::diagnostics::Report {
+            code: f.code.as_str(),
+            message: &message,
+            file: Some(file),
+            source: Some(text),
+            line: f.line.unwrap_or(0),
+            column: 0,
+            help: f.help.as_deref(),
+            notes: Vec::new(),
+            warning: f.severity == keyless_core::piece::Severity::Warning,
+        });
+        writeln!(out, "{shown}\n")?;
     }
     match &v.piece {
         Some(p) => writeln!(
@@ -153,7 +156,7 @@ pub fn piece_cmd(cmd: PieceCmd) -> Result<ExitCode, HostError> {
                 serde_json::to_writer(&mut out, &report_json(&v))?;
                 writeln!(out).map_err(HostError::Write)?;
             } else {
-                write_findings(&mut out, &file, &v).map_err(HostError::Write)?;
+                write_findings(&mut out, &file, &text, &v).map_err(HostError::Write)?;
             }
             Ok(if v.ok() {
                 ExitCode::SUCCESS
@@ -165,7 +168,7 @@ pub fn piece_cmd(cmd: PieceCmd) -> Result<ExitCode, HostError> {
             let text = read(&file)?;
             let v = validate(&text, Strictness::Lenient);
             let Some(piece) = &v.piece else {
-                write_findings(&mut out, &file, &v).map_err(HostError::Write)?;
+                write_findings(&mut out, &file, &text, &v).map_err(HostError::Write)?;
                 return Ok(ExitCode::from(1));
             };
             let all: Vec<_> = piece
@@ -224,7 +227,7 @@ pub fn piece_cmd(cmd: PieceCmd) -> Result<ExitCode, HostError> {
             let text = read(&file)?;
             let v = validate(&text, Strictness::Lenient);
             let Some(piece) = &v.piece else {
-                write_findings(&mut out, &file, &v).map_err(HostError::Write)?;
+                write_findings(&mut out, &file, &text, &v).map_err(HostError::Write)?;
                 return Ok(ExitCode::from(1));
             };
             let g = match format {
