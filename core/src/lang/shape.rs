@@ -568,17 +568,15 @@ fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
         };
     }
     if matches!(shape, Shape::List(_)) {
-        let objects: Vec<Value> = out[first_prose..]
+        let (mut objects, mut repairs) = (Vec::new(), Vec::new());
+        for c in out[first_prose..]
             .iter()
             .filter(|c| c.prose && c.value.is_object())
-            .map(|c| c.value.clone())
-            .collect();
+        {
+            objects.push(c.value.clone());
+            repairs.extend(c.repairs.iter().cloned());
+        }
         if objects.len() > 1 {
-            let repairs: Vec<String> = out[first_prose..]
-                .iter()
-                .filter(|c| c.prose && c.value.is_object())
-                .flat_map(|c| c.repairs.clone())
-                .collect();
             out.push(Candidate {
                 source: format!("the {} objects in the answer, as a list", objects.len()),
                 value: Value::Array(objects),

@@ -303,7 +303,15 @@ fn run_cmd(
             // The place is in the file that failed: the one run, or one it imports as an agent.
             let (shown, text) = match &e.file {
                 Some(k) if *k == key => (file.display().to_string(), Some(source.clone())),
-                Some(k) => (k.clone(), std::fs::read_to_string(root.join(k)).ok()),
+                // Read beneath the workspace handle, as the run read it (never through a link
+                // swapped in since).
+                Some(k) => (
+                    k.clone(),
+                    ws.resolve(k)
+                        .and_then(|t| ws.read(&t))
+                        .ok()
+                        .and_then(|b| String::from_utf8(b).ok()),
+                ),
                 None => (file.display().to_string(), None),
             };
             let pos = e.pos.unwrap_or(Pos { line: 0, column: 0 });
