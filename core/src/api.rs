@@ -7,9 +7,9 @@
 
 use crate::check::CommandView;
 use crate::config::{Limits, Mode, Pace};
+use crate::diag::Diagnostic;
 use crate::piece::run::RunState;
 use crate::piece::tools::EffectiveTools;
-use crate::piece::Finding;
 use crate::policy::Tier;
 use crate::reply::Control;
 use crate::turn::{BatchStatus, TurnEnd};
@@ -25,8 +25,8 @@ pub struct ErrorBody {
     pub message: String,
     /// A refused piece's findings (`PUT /v1/pieces/{name}`), with their paths and lines.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[cfg_attr(feature = "ts", ts(as = "Option<Vec<Finding>>", optional))]
-    pub findings: Vec<Finding>,
+    #[cfg_attr(feature = "ts", ts(as = "Option<Vec<Diagnostic>>", optional))]
+    pub findings: Vec<Diagnostic>,
     /// When the request may be tried again, in seconds (a pairing lock): also the `Retry-After`
     /// header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -388,7 +388,7 @@ pub struct PieceSaved {
     /// The file it was written to.
     pub source: String,
     /// Warnings of the strict validation (errors refuse the piece).
-    pub warnings: Vec<Finding>,
+    pub warnings: Vec<Diagnostic>,
     /// What the name resolved to before, when the new piece now hides it ("built-in", a user
     /// piece's path), or `null`.
     pub shadows: Option<String>,

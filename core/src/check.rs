@@ -2,6 +2,7 @@
 //! playground show the same verdict.
 
 use crate::config::Settings;
+use crate::diag::Diagnostic;
 use crate::message::correction;
 use crate::parse::ParseOutput;
 use crate::plan::{plan, Plan};
@@ -9,14 +10,6 @@ use crate::policy::verdict::Judge;
 use crate::policy::{Decision, Tier, Verdict};
 use crate::reply::{Command, CommandKind, Control};
 use serde::{Deserialize, Serialize};
-
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CheckDiagnostic {
-    pub code: String,
-    pub line: Option<u32>,
-    pub message: String,
-}
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -36,7 +29,7 @@ pub struct CheckCommand {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckReport {
     pub ok: bool,
-    pub diagnostics: Vec<CheckDiagnostic>,
+    pub diagnostics: Vec<Diagnostic>,
     pub commands: Vec<CheckCommand>,
     pub control: Option<Control>,
     pub correction: Option<String>,
@@ -137,15 +130,7 @@ pub fn check(text: &str, settings: &Settings) -> CheckReport {
         correction,
     } = checked(text, settings);
     let ok = out.ok();
-    let diagnostics = out
-        .diagnostics
-        .iter()
-        .map(|d| CheckDiagnostic {
-            code: d.code.as_str().to_string(),
-            line: d.line,
-            message: d.message.clone(),
-        })
-        .collect();
+    let diagnostics = out.diagnostics.clone();
     let commands = out
         .reply
         .commands
@@ -180,13 +165,9 @@ pub fn over_limit(bytes: usize, settings: &Settings) -> CheckReport {
     let d = crate::parse::diagnostics::response_over_limit_bytes(bytes, &settings.limits);
     CheckReport {
         ok: false,
-        diagnostics: vec![CheckDiagnostic {
-            code: d.code.as_str().to_string(),
-            line: d.line,
-            message: d.message.clone(),
-        }],
+        correction: Some(correction(std::slice::from_ref(&d), 0, false)),
+        diagnostics: vec![d],
         commands: Vec::new(),
         control: None,
-        correction: Some(correction(&[d], 0, false)),
     }
 }

@@ -1,6 +1,7 @@
-//! Stable error codes (the seed's catalog) and diagnostics: code + 1-based line + message + help.
+//! Stable error codes (the seed's catalog) and the one diagnostic carrier every layer reports
+//! problems in ([`Diagnostic`]).
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
 
 macro_rules! codes {
@@ -156,7 +157,7 @@ impl Serialize for Code {
     }
 }
 
-impl<'de> serde::Deserialize<'de> for Code {
+impl<'de> Deserialize<'de> for Code {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let name = String::deserialize(d)?;
         Code::from_name(&name)
@@ -164,30 +165,96 @@ impl<'de> serde::Deserialize<'de> for Code {
     }
 }
 
-/// One problem found in a reply: a code, the 1-based line of the reply as received (when the
-/// problem has one), a message for the model, and an optional hint on how to fix it.
+/// How serious a diagnostic is: an error refuses (the reply, the piece, the program); a warning is
+/// shown and refuses nothing.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    #[default]
+    Error,
+    Warning,
+}
+
+/// A 1-based line and column (the column in characters).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Pos {
+    pub line: u32,
+    pub column: u32,
+}
+
+/// The one diagnostic carrier of keyless, whatever found the problem: a reply's parser and
+/// validator, a piece's validator, an `.as` program's parser, analyser or interpreter. Every
+/// renderer reads this (the terminal's rustc-style snippet, the overlay, the playground, the
+/// language server), so a problem reads the same wherever it is shown.
+///
+/// - `code`: the stable `KA_…` code (serialised by its name);
+/// - `severity`: an error refuses, a warning does not;
+/// - `file`: the file as the user named it, when the problem is in one;
+/// - `line`, `column`: where it starts (1-based; the column in characters). A line without a
+///   column means the whole line;
+/// - `end`: where it ends (exclusive) when the finder knows; renderers otherwise underline the
+///   word at the start;
+/// - `key`: the place by the document's own keys, for structured documents (a piece's
+///   `movements[1].rules[0].next`);
+/// - `message`, `help`: what is wrong and how to fix it;
+/// - `notes`: more context, in order (the agent and function stack of a run-time failure).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
-    /// `KA_…` (serialised by its name).
     #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub code: Code,
+    #[serde(default)]
+    pub severity: Severity,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub file: Option<String>,
     pub line: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub column: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub end: Option<Pos>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub key: Option<String>,
     pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub help: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ts", ts(as = "Option<Vec<String>>", optional))]
+    pub notes: Vec<String>,
 }
 
 impl Diagnostic {
+    /// An error on a line (or on none).
     #[must_use]
     pub fn new(code: Code, line: Option<u32>, message: impl Into<String>) -> Self {
         Self {
             code,
+            severity: Severity::Error,
+            file: None,
             line,
+            column: None,
+            end: None,
+            key: None,
             message: message.into(),
             help: None,
+            notes: Vec::new(),
         }
+    }
+
+    /// An error at a line and column.
+    #[must_use]
+    pub fn at(code: Code, pos: Pos, message: impl Into<String>) -> Self {
+        let mut d = Self::new(code, Some(pos.line), message);
+        d.column = Some(pos.column);
+        d
     }
 
     #[must_use]
@@ -195,14 +262,126 @@ impl Diagnostic {
         self.help = Some(help.into());
         self
     }
+
+    #[must_use]
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    #[must_use]
+    pub fn with_severity(mut self, severity: Severity) -> Self {
+        self.severity = severity;
+        self
+    }
+
+    #[must_use]
+    pub fn in_file(mut self, file: impl Into<String>) -> Self {
+        self.file = Some(file.into());
+        self
+    }
+
+    #[must_use]
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    #[must_use]
+    pub fn with_end(mut self, end: Pos) -> Self {
+        self.end = Some(end);
+        self
+    }
+
+    /// Where it starts, when it has a line and a column.
+    #[must_use]
+    pub fn pos(&self) -> Option<Pos> {
+        Some(Pos {
+            line: self.line?,
+            column: self.column?,
+        })
+    }
+
+    /// The line, or 0 when it has none (for sorting and for views that need a number).
+    #[must_use]
+    pub fn line_or_zero(&self) -> u32 {
+        self.line.unwrap_or(0)
+    }
+
+    #[must_use]
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// The byte range of `source` the diagnostic points at: from its line and column to its `end`,
+    /// or the word (or the one character) at the column, or the whole line without its
+    /// indentation when it has no column. `None` when it has no line or the line is past the end.
+    /// The terminal renderer and the language server both underline this.
+    #[must_use]
+    pub fn byte_range(&self, source: &str) -> Option<std::ops::Range<usize>> {
+        let line = self.line.filter(|l| *l > 0)?;
+        let (line_start, text) = line_text(source, line)?;
+        let Some(column) = self.column.filter(|c| *c > 0) else {
+            let start = text.len() - text.trim_start().len();
+            let end = text
+                .trim_end()
+                .len()
+                .max(start + usize::from(!text.is_empty()))
+                .min(text.len());
+            return Some(line_start + start..line_start + end);
+        };
+        let start = line_start + char_offset(text, column);
+        if let Some(end) = self.end.filter(|e| (e.line, e.column) > (line, column)) {
+            if let Some((end_start, end_text)) = line_text(source, end.line) {
+                let end = end_start + char_offset(end_text, end.column);
+                return Some(start..end.max(start));
+            }
+        }
+        let rest = &source[start..line_start + text.len()];
+        let word = rest
+            .char_indices()
+            .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
+            .map_or(rest.len(), |(i, _)| i);
+        let len = if word == 0 {
+            rest.chars().next().map_or(0, char::len_utf8)
+        } else {
+            word
+        };
+        Some(start..start + len)
+    }
+}
+
+/// The byte offset where 1-based `line` starts, and its text without the line break.
+fn line_text(source: &str, line: u32) -> Option<(usize, &str)> {
+    let mut start = 0;
+    for _ in 1..line {
+        start += source[start..].find('\n')? + 1;
+    }
+    let text = &source[start..];
+    let text = &text[..text.find('\n').unwrap_or(text.len())];
+    Some((start, text.strip_suffix('\r').unwrap_or(text)))
+}
+
+/// The byte offset of 1-based character `column` in `text` (its end when the column is past it).
+fn char_offset(text: &str, column: u32) -> usize {
+    let col = usize::try_from(column.saturating_sub(1)).unwrap_or(usize::MAX);
+    text.char_indices().nth(col).map_or(text.len(), |(i, _)| i)
 }
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "line {line}: {} {}", self.code, self.message)?,
-            None => write!(f, "{} {}", self.code, self.message)?,
+        if let Some(file) = &self.file {
+            write!(f, "{file}: ")?;
         }
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => write!(f, "line {line}, column {column}: ")?,
+            (Some(line), None) => write!(f, "line {line}: ")?,
+            _ => {}
+        }
+        if self.severity == Severity::Warning {
+            f.write_str("warning: ")?;
+        }
+        write!(f, "{} {}", self.code, self.message)?;
         if let Some(help) = &self.help {
             write!(f, " (help: {help})")?;
         }

@@ -490,7 +490,7 @@ fn the_repl_session_keeps_variables_and_declarations() {
     assert_eq!(step(&mut s, "Twice(x)"), Some(json!([2, 2])));
     assert_eq!(step(&mut s, "it.length == x"), Some(json!(true)));
     let e = s.prepare("y = 1\nz = nope").expect_err("unknown name");
-    assert_eq!((e.code, e.line), (Code::AsName, 2));
+    assert_eq!((e.code, e.line), (Code::AsName, Some(2)));
     assert_eq!(open_depth("y = [1,"), 1);
     assert_eq!(open_depth("s = \"{\" // {"), 0);
 }
@@ -572,8 +572,9 @@ fn a_name_every_branch_assigns_is_known_after_the_if() {
 
 #[test]
 fn a_run_time_error_says_the_file_line_and_column() {
-    // Line 8 of the program (the LLM import, a blank, the agent, three settings and a blank,
-    // the func), column 16: `items.nope`.
+    // Line 10 of the program (the LLM import, a blank, the agent, three settings and a blank,
+    // the func, the assignment), column 22: the field's name in `items.nope`, not the start of
+    // the chain.
     let src = program("        items = [1, 2]\n        return items.nope");
     let (out, _) = go(&src, json!({}), &mut script(&[]));
     let e = out.expect_err("fails");
@@ -584,10 +585,10 @@ fn a_run_time_error_says_the_file_line_and_column() {
         src.lines().nth(pos.line as usize - 1),
         Some("        return items.nope")
     );
-    assert_eq!(pos.column, 16, "{e}");
+    assert_eq!(pos.column, 22, "{e}");
     assert!(
         e.to_string()
-            .starts_with(&format!("KA_AS_RUNTIME main.as:{}:16: ", pos.line)),
+            .starts_with(&format!("KA_AS_RUNTIME main.as:{}:22: ", pos.line)),
         "{e}"
     );
     // Inside a called function, the place is the callee's line; the stack names both.
@@ -599,5 +600,26 @@ fn a_run_time_error_says_the_file_line_and_column() {
         src.lines().nth(pos.line as usize - 1),
         Some("        return x.length.more")
     );
+    // `x.length` reads; `.more` of the number fails, at "more".
+    assert_eq!(pos.column, 25, "{e}");
     assert_eq!(e.stack, vec!["A.main".to_string(), "A.inner".to_string()]);
+    // The carrier: the place, the file and the stack as notes, innermost first.
+    let d = e.diagnostic();
+    assert_eq!(
+        (d.file.as_deref(), d.line, d.column),
+        (Some("main.as"), Some(pos.line), Some(25))
+    );
+    assert_eq!(
+        d.notes,
+        vec!["in A.inner".to_string(), "in A.main".to_string()]
+    );
+    // An index out of range points at its "[", a failing method call at the method's name.
+    for (body, column) in [
+        ("        items = [1]\n        return items[3]", 21),
+        ("        word = \"a\"\n        return word.add(1)", 21),
+    ] {
+        let src = program(body);
+        let e = go(&src, json!({}), &mut script(&[])).0.expect_err("fails");
+        assert_eq!(e.pos.map(|p| p.column), Some(column), "{body}: {e}");
+    }
 }

@@ -111,7 +111,7 @@ proptest! {
                     .errors
                     .iter()
                     .chain(&strict.warnings)
-                    .any(|g| g.code == f.code && g.path == f.path && g.line == f.line),
+                    .any(|g| g.code == f.code && g.key == f.key && g.line == f.line),
                 "lenient {:?} has no strict twin in {:?}",
                 f,
                 strict.errors

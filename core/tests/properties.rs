@@ -402,3 +402,32 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// The span a diagnostic underlines (the terminal's caret, the language server's range) is
+    /// always inside the text, on character boundaries, and never runs backwards, whatever the
+    /// line, column and end (past the text, zero, inside a multi-byte character's line).
+    #[test]
+    fn a_diagnostics_span_is_always_inside_the_text(
+        text in "([a-zé_ \\r\\t]{0,6}\\n?){0,6}",
+        line in 0u32..9,
+        column in proptest::option::of(0u32..12),
+        end in proptest::option::of((0u32..9, 0u32..12)),
+    ) {
+        use keyless_core::diag::{Code, Diagnostic, Pos};
+        let mut d = Diagnostic::new(Code::AsName, Some(line), "x");
+        d.column = column;
+        d.end = end.map(|(line, column)| Pos { line, column });
+        if let Some(r) = d.byte_range(&text) {
+            prop_assert!(r.start <= r.end && r.end <= text.len(), "{r:?} in {text:?}");
+            prop_assert!(text.is_char_boundary(r.start) && text.is_char_boundary(r.end));
+        }
+        // A line that exists always has a span.
+        let lines = text.split('\n').count();
+        if line >= 1 && (line as usize) <= lines {
+            prop_assert!(d.byte_range(&text).is_some());
+        }
+    }
+}

@@ -15,86 +15,27 @@
 //! Colours only when standard error is a terminal and `NO_COLOR` is not set.
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+use keyless_core::diag::{Diagnostic, Severity};
 use std::io::IsTerminal;
 
-/// A diagnostic to render: where the carrier came from does not matter (a static `.as` problem, a
-/// run-time failure).
-#[derive(Debug, Default, Clone)]
-pub struct Report<'a> {
-    pub code: &'a str,
-    pub message: &'a str,
-    /// The file as the user named it.
-    pub file: Option<&'a str>,
-    /// The file's text, for the snippet.
-    pub source: Option<&'a str>,
-    /// 1-based line and column (in characters); 0 when unknown. A line without a column (0)
-    /// underlines the whole line.
-    pub line: u32,
-    pub column: u32,
-    pub help: Option<&'a str>,
-    /// Printed after the snippet, each as `= note: …` (the call stack of a run-time failure).
-    pub notes: Vec<String>,
-    pub warning: bool,
-}
-
-/// The byte range to underline: the word (or the one character) at the line and column.
-fn span(source: &str, line: u32, column: u32) -> Option<std::ops::Range<usize>> {
-    let start_of_line = if line <= 1 {
-        0
-    } else {
-        let mut seen = 1;
-        let mut at = None;
-        for (i, b) in source.bytes().enumerate() {
-            if b == b'\n' {
-                seen += 1;
-                if seen == line {
-                    at = Some(i + 1);
-                    break;
-                }
-            }
-        }
-        at?
-    };
-    let text = &source[start_of_line..];
-    let text = &text[..text.find('\n').unwrap_or(text.len())];
-    let text = text.strip_suffix('\r').unwrap_or(text);
-    if column == 0 {
-        // The whole line, without its indentation.
-        let start = text.len() - text.trim_start().len();
-        let end = text
-            .trim_end()
-            .len()
-            .max(start + usize::from(!text.is_empty()));
-        return Some(start_of_line + start..start_of_line + end.min(text.len()));
-    }
-    let col = usize::try_from(column - 1).ok()?;
-    let start = text.char_indices().nth(col).map_or(text.len(), |(i, _)| i);
-    let rest = &text[start..];
-    let word = rest
-        .char_indices()
-        .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
-        .map_or(rest.len(), |(i, _)| i);
-    let len = if word == 0 {
-        rest.chars().next().map_or(0, char::len_utf8)
-    } else {
-        word
-    };
-    Some(start_of_line + start..start_of_line + start + len)
-}
-
-/// The diagnostic as text, styled for a terminal when `styled`.
+/// The diagnostic as text, styled for a terminal when `styled`. `source` is the text of the
+/// diagnostic's file, for the snippet; without it (or when the line is past its end) the place is
+/// given as a note. A diagnostic with a `key` (a piece's `movements[1].name`) names it before the
+/// message.
 #[must_use]
-pub fn render_with(r: &Report<'_>, styled: bool) -> String {
-    let level = if r.warning {
-        Level::WARNING
-    } else {
-        Level::ERROR
+pub fn render_with(d: &Diagnostic, source: Option<&str>, styled: bool) -> String {
+    let level = match d.severity {
+        Severity::Error => Level::ERROR,
+        Severity::Warning => Level::WARNING,
     };
-    let mut group = Group::with_title(level.primary_title(r.message).id(r.code));
-    let located = match (r.file, r.source) {
-        (Some(file), Some(src)) if r.line > 0 => {
-            span(src, r.line, r.column).map(|s| (file, src, s))
-        }
+    let title = match d.key.as_deref().filter(|k| !k.is_empty()) {
+        Some(key) => format!("{key}: {}", d.message),
+        None => d.message.clone(),
+    };
+    let mut group = Group::with_title(level.primary_title(title).id(d.code.as_str()));
+    let file = d.file.as_deref();
+    let located = match (file, source) {
+        (Some(file), Some(src)) => d.byte_range(src).map(|s| (file, src, s)),
         _ => None,
     };
     group = match located {
@@ -103,21 +44,22 @@ pub fn render_with(r: &Report<'_>, styled: bool) -> String {
                 .path(file)
                 .annotation(AnnotationKind::Primary.span(s)),
         ),
-        None => match r.file {
-            Some(file) if r.line > 0 && r.column > 0 => {
-                group.element(Level::NOTE.message(format!("at {file}:{}:{}", r.line, r.column)))
+        None => match (file, d.line, d.column) {
+            (Some(file), Some(line), Some(column)) => {
+                group.element(Level::NOTE.message(format!("at {file}:{line}:{column}")))
             }
-            Some(file) if r.line > 0 => {
-                group.element(Level::NOTE.message(format!("at {file}:{}", r.line)))
+            (Some(file), Some(line), None) => {
+                group.element(Level::NOTE.message(format!("at {file}:{line}")))
             }
-            Some(file) => group.element(Level::NOTE.message(format!("in {file}"))),
-            None => group,
+            (Some(file), None, _) => group.element(Level::NOTE.message(format!("in {file}"))),
+            (None, Some(line), _) => group.element(Level::NOTE.message(format!("at line {line}"))),
+            (None, None, _) => group,
         },
     };
-    if let Some(h) = r.help {
-        group = group.element(Level::HELP.message(h));
+    if let Some(h) = &d.help {
+        group = group.element(Level::HELP.message(h.as_str()));
     }
-    for n in &r.notes {
+    for n in &d.notes {
         group = group.element(Level::NOTE.message(n.as_str()));
     }
     let report: [Group<'_>; 1] = [group];
@@ -132,40 +74,39 @@ pub fn render_with(r: &Report<'_>, styled: bool) -> String {
 /// The diagnostic as text for standard error: styled when it is a terminal and `NO_COLOR` is
 /// unset.
 #[must_use]
-pub fn render(r: &Report<'_>) -> String {
+pub fn render(d: &Diagnostic, source: Option<&str>) -> String {
     let styled = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    render_with(r, styled)
+    render_with(d, source, styled)
 }
 
 /// The diagnostic as text for standard output (reports such as `check` and `piece validate`
 /// print there): styled when it is a terminal and `NO_COLOR` is unset.
 #[must_use]
-pub fn render_out(r: &Report<'_>) -> String {
+pub fn render_out(d: &Diagnostic, source: Option<&str>) -> String {
     let styled = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    render_with(r, styled)
+    render_with(d, source, styled)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use keyless_core::diag::{Code, Pos};
 
     #[test]
     fn a_report_shows_the_line_and_a_caret_under_the_word() {
         let src = "main agent A {\n    main func(input) {\n        return reslt\n    }\n}\n";
-        let text = render_with(
-            &Report {
-                code: "KA_AS_NAME",
-                message: "unknown name \"reslt\"",
-                file: Some("t.as"),
-                source: Some(src),
+        let d = Diagnostic::at(
+            Code::AsName,
+            Pos {
                 line: 3,
                 column: 16,
-                help: Some("did you mean \"result\"?"),
-                notes: vec!["in A.main".into()],
-                warning: false,
             },
-            false,
-        );
+            "unknown name \"reslt\"",
+        )
+        .in_file("t.as")
+        .with_help("did you mean \"result\"?")
+        .with_note("in A.main");
+        let text = render_with(&d, Some(src), false);
         assert!(
             text.starts_with("error[KA_AS_NAME]: unknown name \"reslt\"\n"),
             "{text}"
@@ -176,18 +117,39 @@ mod tests {
         assert!(text.contains("= help: did you mean \"result\"?"), "{text}");
         assert!(text.contains("= note: in A.main"), "{text}");
         // Out of range: no snippet, still the place.
-        let text = render_with(
-            &Report {
-                code: "KA_AS_RUNTIME",
-                message: "boom",
-                file: Some("t.as"),
-                source: Some("x"),
-                line: 9,
-                column: 1,
-                ..Report::default()
-            },
-            false,
-        );
+        let d = Diagnostic::at(Code::AsRuntime, Pos { line: 9, column: 1 }, "boom").in_file("t.as");
+        let text = render_with(&d, Some("x"), false);
         assert!(text.contains("at t.as:9:1"), "{text}");
+        // An end past the start underlines the whole span, across the words.
+        let d = Diagnostic::at(
+            Code::AsRuntime,
+            Pos {
+                line: 3,
+                column: 16,
+            },
+            "boom",
+        )
+        .in_file("t.as")
+        .with_end(Pos {
+            line: 3,
+            column: 21,
+        });
+        let text = render_with(&d, Some("a\nb\n        return r.slt\n"), false);
+        assert!(
+            text.ends_with("  |                ^^^^^\n")
+                || text.ends_with("  |                ^^^^^"),
+            "{text}"
+        );
+        // A warning with a key (a piece's place) and no column underlines the whole line.
+        let d = Diagnostic::new(Code::PieceUnknownTool, Some(2), "\"nope\" is dropped")
+            .with_severity(Severity::Warning)
+            .with_key("movements[0].allowed_tools[1]")
+            .in_file("p.yaml");
+        let text = render_with(&d, Some("name: p\n  - nope  \n"), false);
+        assert!(
+            text.starts_with("warning[KA_PIECE_UNKNOWN_TOOL]: movements[0].allowed_tools[1]: \"nope\" is dropped"),
+            "{text}"
+        );
+        assert!(text.contains("  |   ^^^^^^"), "{text}");
     }
 }

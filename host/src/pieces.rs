@@ -3,8 +3,9 @@
 
 use crate::exec::workspace::Workspace;
 use crate::store::{Store, StoreError};
+use keyless_core::diag::Diagnostic;
 use keyless_core::piece::run::{PieceRun, RunSnapshot, RunState};
-use keyless_core::piece::{validate, Finding, Piece, Strictness};
+use keyless_core::piece::{validate, Piece, Strictness};
 use keyless_core::Code;
 use std::path::{Path, PathBuf};
 
@@ -23,8 +24,8 @@ pub enum PieceError {
     #[error("{0}")]
     Invalid(String),
     /// `PUT /v1/pieces/{name}`: strict validation refused the piece; the findings say where.
-    #[error("the piece is invalid: {} problem(s); the first: {}", .0.len(), .0.first().map_or(String::new(), |f| format!("{} {} (line {}): {}", f.code, f.path, f.line.unwrap_or(0), f.message)))]
-    Rejected(Vec<Finding>),
+    #[error("the piece is invalid: {} problem(s); the first: {}", .0.len(), .0.first().map_or(String::new(), |f| format!("{} {} (line {}): {}", f.code, f.key.as_deref().unwrap_or(""), f.line_or_zero(), f.message)))]
+    Rejected(Vec<Diagnostic>),
     /// No workspace piece by that name (to read or delete).
     #[error("{0}")]
     NotFound(String),
@@ -68,8 +69,8 @@ pub fn validated(yaml: &str, strictness: Strictness) -> Result<Piece, PieceError
                 format!(
                     "{} {} (line {}): {}",
                     f.code,
-                    f.path,
-                    f.line.unwrap_or(0),
+                    f.key.as_deref().unwrap_or(""),
+                    f.line_or_zero(),
                     f.message
                 )
             })
@@ -285,7 +286,7 @@ pub fn store_piece(
     ws: &Workspace,
     name: &str,
     yaml: &str,
-) -> Result<(String, Vec<Finding>, Option<String>), PieceError> {
+) -> Result<(String, Vec<Diagnostic>, Option<String>), PieceError> {
     check_name(name)?;
     let v = keyless_core::piece::validate_as(yaml, name);
     if v.piece.is_none() {

@@ -47,7 +47,7 @@ fn check_reports_codes_lines_and_columns_and_exits_by_the_contract() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(
         v,
-        serde_json::json!({"ok": false, "diagnostics": [{"code": "KA_AS_NAME", "line": 3, "column": 16,
+        serde_json::json!({"ok": false, "diagnostics": [{"code": "KA_AS_NAME", "severity": "error", "line": 3, "column": 16,
             "message": "unknown name \"inptu\"", "help": "did you mean \"input\"?"}]})
     );
     // As a person reads it: rustc's layout, the line, a caret under the name, the help.
@@ -67,7 +67,14 @@ fn check_reports_codes_lines_and_columns_and_exits_by_the_contract() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "error[KA_AS_RUNTIME]: a number has no field \"more\"\n --> fails.as:3:16\n  |\n3 |         return x.length.more\n  |                ^\n  |\n  = note: in A.inner\n  = note: in A.main\n"
+        format!("error[KA_AS_RUNTIME]: a number has no field \"more\"\n --> fails.as:3:25\n  |\n3 |         return x.length.more\n  |{}^^^^\n  |\n  = note: in A.inner\n  = note: in A.main\n", " ".repeat(25))
+    );
+    // A static problem met by `as run` reads as `as check` shows it: the place and the help.
+    let out = run(&["run", "bad.as"], d);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error[KA_AS_NAME]: unknown name \"inptu\"\n --> bad.as:3:16\n  |\n3 |         return inptu\n  |                ^^^^^\n  |\n  = help: did you mean \"input\"?\n"
     );
     // A cycle through the executor's import of the planner is found, in the file that closes it.
     std::fs::write(

@@ -55,7 +55,7 @@ fn validate_json_matches_the_fixtures_in_both_modes() {
                                     .map(|f| {
                                         (
                                             f["code"].to_string(),
-                                            f["path"].to_string(),
+                                            f["key"].to_string(),
                                             f["line"].clone(),
                                             f["message"].to_string(),
                                         )

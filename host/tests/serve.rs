@@ -1397,7 +1397,7 @@ fn the_piece_api_stores_checks_and_deletes_workspace_pieces() {
     );
     let f = &v["findings"][0];
     assert_eq!(
-        (f["path"].as_str(), f["line"].as_u64()),
+        (f["key"].as_str(), f["line"].as_u64()),
         (Some("movements[0].persna"), Some(13)),
         "{v}"
     );
@@ -1415,7 +1415,7 @@ fn the_piece_api_stores_checks_and_deletes_workspace_pieces() {
     );
     assert_eq!(
         (
-            v["findings"][0]["path"].as_str(),
+            v["findings"][0]["key"].as_str(),
             v["findings"][0]["line"].as_u64()
         ),
         (Some("name"), Some(1)),

@@ -2,6 +2,7 @@
 // dashboard both call the host through this table, so a route's body and its answer have one
 // type each (defined in Rust, core/src/api.rs).
 import type {
+  Diagnostic,
   Answered,
   AsRunDetail,
   AsRunRequest,
@@ -13,7 +14,6 @@ import type {
   ChatTabState,
   ErrorBody,
   FileDiff,
-  Finding,
   Generation,
   GenerationAnswer,
   GenerationClaim,
@@ -92,7 +92,7 @@ export class HostError extends Error {
     readonly detail: string,
     readonly status: number,
     /// A refused piece's findings (`PUT /v1/pieces/{name}`).
-    readonly findings: Finding[] = [],
+    readonly findings: Diagnostic[] = [],
     /// When the call may be tried again, in seconds (a pairing lock).
     readonly retryAfterSeconds?: number,
   ) {

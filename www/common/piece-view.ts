@@ -1,19 +1,8 @@
-// The views of a piece shared by the playground and the piece editor: its findings, its
-// movements' effective tools, and its movement graph. The data comes from the wasm core
+// The views of a piece shared by the playground and the piece editor: its movements' effective
+// tools and its movement graph (its findings are drawn by diagnostics.ts). The data comes from the wasm core
 // (validatePiece, pieceTools, pieceGraphModel); these functions only draw it.
 import { el } from "./dom";
-import type { EffectiveTools, Finding, Graph } from "../../extension/src/generated/core";
-
-/** One list item per finding: its code, its line, its path and message, and its help. */
-export function findingItems(findings: Finding[]): HTMLLIElement[] {
-  if (findings.length === 0) return [el("li", "empty", "None.")];
-  return findings.map((f) => {
-    const li = el("li", f.severity);
-    li.dataset["line"] = f.line === null ? "" : String(f.line);
-    li.append(el("span", "dcode", f.code), el("span", "ln", f.line === null ? "" : `line ${f.line}`), `${f.path}: ${f.message}${f.help ? ` — ${f.help}` : ""}`);
-    return li;
-  });
-}
+import type { EffectiveTools, Graph } from "../../extension/src/generated/core";
 
 /** One card per movement: the commands it allows and its runcommand patterns. */
 export function toolCards(all: EffectiveTools[]): HTMLDivElement[] {

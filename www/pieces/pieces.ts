@@ -5,9 +5,10 @@ import init, { pieceGraphModel, pieceTools, validatePieceAs } from "../../target
 import { byId, el } from "../common/dom";
 import { callHost, type Call, HostError, v1 } from "../common/host-api";
 import { renderGutter, selectLine, syncGutter } from "../common/editor";
-import { drawGraph, findingItems, toolCards } from "../common/piece-view";
+import { drawGraph, toolCards } from "../common/piece-view";
+import { diagnosticItems, errorLines } from "../common/diagnostics";
 import { takeToken } from "../common/token";
-import type { Finding, PieceSummary } from "../../extension/src/generated/core";
+import type { Diagnostic, PieceSummary } from "../../extension/src/generated/core";
 
 const token = takeToken();
 
@@ -52,13 +53,8 @@ function saved(text: string, bad = false): void {
   box.className = `saved${bad ? " bad" : ""}`;
 }
 
-function showFindings(findings: Finding[]): void {
-  const items = findingItems(findings);
-  for (const li of items) {
-    const line = Number(li.dataset["line"]);
-    if (line > 0) li.addEventListener("click", () => selectLine(yamlBox(), line));
-  }
-  byId("findings").replaceChildren(...items);
+function showFindings(findings: Diagnostic[]): void {
+  byId("findings").replaceChildren(...diagnosticItems(findings, (line) => selectLine(yamlBox(), line)));
 }
 
 /** Validates what is in the editor, as saving it would, and redraws everything from the core. */
@@ -73,7 +69,7 @@ function render(): void {
     : `✗ ${v.errors.length} error(s) — fix them to save`;
   const findings = [...v.errors, ...v.warnings];
   showFindings(findings);
-  renderGutter("gutter", yaml, new Set(findings.filter((f) => f.severity === "error" && f.line !== null).map((f) => f.line ?? 0)), yamlBox());
+  renderGutter("gutter", yaml, errorLines(findings), yamlBox());
   byId("graph").replaceChildren(v.piece ? drawGraph(pieceGraphModel(yaml), v.piece.name) : el("p", "timing", "Fix the errors to see the graph."));
   byId("tools").replaceChildren(...(v.piece ? toolCards(pieceTools(yaml)) : []));
   byId<HTMLButtonElement>("save").disabled = v.piece === undefined || v.piece === null;

@@ -6,7 +6,8 @@
 import init, { asCheck, asFormat, checkReply, commandViews, pieceGraphModel, pieceTools, validatePiece } from "../../target/wasm-pkg/keyless_wasm.js";
 import { byId, el, oneOf } from "../common/dom";
 import { renderGutter, selectLine, syncGutter } from "../common/editor";
-import { drawGraph, findingItems, toolCards } from "../common/piece-view";
+import { drawGraph, toolCards } from "../common/piece-view";
+import { diagnosticItems, errorLines } from "../common/diagnostics";
 
 import { MODES, PACES, type CoreOptions } from "../../extension/src/generated/core";
 
@@ -126,26 +127,13 @@ function renderReply(): void {
   // The same rows the overlay and the dashboard show: what runs, and each runcommand's verdict.
   const views = commandViews(text, settings());
   const elapsed = performance.now() - t0;
-  const bad = new Set(report.diagnostics.flatMap((d) => (d.line === null ? [] : [d.line])));
-  renderGutter("gutter", text, bad);
+  renderGutter("gutter", text, errorLines(report.diagnostics));
   const verdict = byId("verdict");
   verdict.className = `verdict ${report.ok ? "ok" : "bad"}`;
   verdict.textContent = report.ok
     ? `✓ Valid — ${report.commands.length} block(s), control: ${report.control ?? "next"}`
     : `✗ Rejected — ${report.diagnostics.length} problem(s); nothing would run`;
-  const diags = byId("diags");
-  diags.replaceChildren(
-    ...report.diagnostics.map((d) => {
-      const li = el("li");
-      li.append(el("span", "dcode", d.code), el("span", "ln", d.line === null ? "" : `line ${d.line}`), d.message);
-      if (d.line !== null) {
-        const line = d.line;
-        li.addEventListener("click", () => selectLine(area, line));
-      }
-      return li;
-    }),
-  );
-  if (report.diagnostics.length === 0) diags.append(el("li", "empty", "None."));
+  byId("diags").replaceChildren(...diagnosticItems(report.diagnostics, (line) => selectLine(area, line)));
   const plan = byId("plan");
   plan.replaceChildren(
     ...views.map((c) => {
@@ -176,7 +164,7 @@ function renderPiece(): void {
   const verdict = byId("piece-verdict");
   verdict.className = `verdict ${v.piece ? "ok" : "bad"}`;
   verdict.textContent = v.piece ? `✓ Valid piece "${v.piece.name}" — ${v.piece.movements.length} movement(s), ${v.warnings.length} warning(s)` : `✗ Invalid — ${v.errors.length} error(s)`;
-  byId("findings").replaceChildren(...findingItems([...v.errors, ...v.warnings]));
+  byId("findings").replaceChildren(...diagnosticItems([...v.errors, ...v.warnings]));
   byId("graph").replaceChildren(v.piece ? drawGraph(pieceGraphModel(yaml), v.piece.name) : el("p", "timing", "Fix the errors to see the graph."));
   // The same data the CLI's `piece tools` prints.
   byId("tools").replaceChildren(...(v.piece ? toolCards(pieceTools(yaml)) : []));
@@ -241,20 +229,11 @@ function renderAs(): void {
     formatted = `(not formatted: ${e instanceof Error ? e.message : String(e)})`;
   }
   const elapsed = performance.now() - t0;
-  renderGutter("as-gutter", src, new Set(report.diagnostics.map((d) => d.line)));
+  renderGutter("as-gutter", src, errorLines(report.diagnostics));
   const verdict = byId("as-verdict");
   verdict.className = `verdict ${report.ok ? "ok" : "bad"}`;
   verdict.textContent = report.ok ? "✓ Valid program" : `✗ ${report.diagnostics.length} problem(s)`;
-  byId("as-diags").replaceChildren(
-    ...(report.diagnostics.length === 0
-      ? [el("li", "empty", "None.")]
-      : report.diagnostics.map((d) => {
-          const li = el("li");
-          li.append(el("span", "dcode", d.code), el("span", "ln", `line ${d.line}, column ${d.column}`), d.message, d.help ? ` — ${d.help}` : "");
-          li.addEventListener("click", () => selectLine(area, d.line));
-          return li;
-        })),
-  );
+  byId("as-diags").replaceChildren(...diagnosticItems(report.diagnostics, (line) => selectLine(area, line)));
   byId("as-formatted").textContent = formatted;
   byId("as-timing").textContent = `${src.length.toLocaleString()} characters checked and formatted in ${elapsed.toFixed(2)} ms by the wasm core`;
 }

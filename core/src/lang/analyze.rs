@@ -2,7 +2,7 @@
 //! program. Diagnostics come sorted by position.
 
 use super::ast::*;
-use super::{LangDiagnostic, Pos};
+use super::{Diagnostic, Pos};
 use crate::diag::Code;
 use crate::text::edit_distance;
 use std::collections::BTreeMap;
@@ -49,7 +49,7 @@ fn methods(kind: ImportKind, uri: &str) -> &'static [&'static str] {
 
 /// Every static problem of `program`.
 #[must_use]
-pub fn analyze(program: &Program) -> Vec<LangDiagnostic> {
+pub fn analyze(program: &Program) -> Vec<Diagnostic> {
     let mut a = Analyzer {
         agent_model: false,
         input_shape: None,
@@ -63,7 +63,7 @@ pub fn analyze(program: &Program) -> Vec<LangDiagnostic> {
 }
 
 struct Analyzer<'p> {
-    out: Vec<LangDiagnostic>,
+    out: Vec<Diagnostic>,
     /// Imports and agents: (name, binding, uri).
     globals: Vec<(String, Binding, String)>,
     agents: Vec<&'p Agent>,
@@ -77,8 +77,8 @@ struct Analyzer<'p> {
 /// name can contain it): a `generate` after it, in that block or one inside, has a model.
 const MODEL_SET: &str = "\0model";
 
-fn err(code: Code, pos: Pos, msg: impl Into<String>) -> LangDiagnostic {
-    LangDiagnostic::new(code, pos, msg)
+fn err(code: Code, pos: Pos, msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::at(code, pos, msg)
 }
 
 /// Why `uri` does not fit an import of `kind`, if it does not.
@@ -212,7 +212,7 @@ impl Scopes<'_> {
 }
 
 impl<'p> Analyzer<'p> {
-    fn push(&mut self, d: LangDiagnostic) {
+    fn push(&mut self, d: Diagnostic) {
         // One problem, once (a field chain is looked at from each of its links).
         if !self.out.contains(&d) {
             self.out.push(d);
@@ -395,8 +395,13 @@ impl<'p> Analyzer<'p> {
         // The chain of field names from the input, outermost first.
         let mut chain: Vec<(&str, Pos)> = Vec::new();
         let mut at = e;
-        while let ExprKind::Field { target, name } = &at.kind {
-            chain.push((name.as_str(), at.pos));
+        while let ExprKind::Field {
+            target,
+            name,
+            at: name_at,
+        } = &at.kind
+        {
+            chain.push((name.as_str(), *name_at));
             at = target;
         }
         if !matches!(&at.kind, ExprKind::Name { name } if name == param) {
@@ -598,7 +603,7 @@ impl<'p> Analyzer<'p> {
                 self.input_field(e);
                 self.expr(target, scopes);
             }
-            ExprKind::Index { target, index } => {
+            ExprKind::Index { target, index, .. } => {
                 self.expr(target, scopes);
                 self.expr(index, scopes);
             }
@@ -696,6 +701,7 @@ impl<'p> Analyzer<'p> {
             ExprKind::Field {
                 target,
                 name: method,
+                ..
             } => {
                 if let ExprKind::Name { name } = &target.kind {
                     match scopes.find(name) {
@@ -760,7 +766,7 @@ pub type Imports = Vec<(String, Pos)>;
 /// `(file, [(imported file, position)])`, with paths already resolved by the host, the checked
 /// file first. The first import that closes a cycle is reported in the file that holds it.
 #[must_use]
-pub fn import_cycles(graph: &[(String, Imports)]) -> Vec<(String, LangDiagnostic)> {
+pub fn import_cycles(graph: &[(String, Imports)]) -> Vec<(String, Diagnostic)> {
     let mut out = Vec::new();
     let edges = |f: &str| {
         graph

@@ -292,10 +292,17 @@ pub enum ExprKind {
     Field {
         target: Box<Expr>,
         name: String,
+        /// Where the field's name is (a failure to read the field points there, not at the
+        /// start of the whole chain).
+        #[serde(skip)]
+        at: Pos,
     },
     Index {
         target: Box<Expr>,
         index: Box<Expr>,
+        /// Where the `[` is.
+        #[serde(skip)]
+        at: Pos,
     },
     Call {
         callee: Box<Expr>,

@@ -6,7 +6,7 @@
 
 use super::ast::*;
 use super::parser::parse;
-use super::LangDiagnostic;
+use super::Diagnostic;
 use std::fmt::Write as _;
 
 const WIDTH: usize = 80;
@@ -16,7 +16,7 @@ const INDENT: &str = "    ";
 ///
 /// # Errors
 /// The syntax error, when `src` does not parse (nothing is formatted then).
-pub fn format_source(src: &str) -> Result<String, LangDiagnostic> {
+pub fn format_source(src: &str) -> Result<String, Diagnostic> {
     Ok(format_program(&parse(src)?))
 }
 
@@ -279,8 +279,8 @@ fn expr(e: &Expr, depth: usize) -> String {
             format!("[{}]", parts.join(", "))
         }
         ExprKind::Object { entries } => object(entries, depth),
-        ExprKind::Field { target, name } => format!("{}.{name}", wrap(target, 5, depth)),
-        ExprKind::Index { target, index } => {
+        ExprKind::Field { target, name, .. } => format!("{}.{name}", wrap(target, 5, depth)),
+        ExprKind::Index { target, index, .. } => {
             format!("{}[{}]", wrap(target, 5, depth), expr(index, depth))
         }
         ExprKind::Call { callee, args } => {

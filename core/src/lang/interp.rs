@@ -136,6 +136,9 @@ pub struct RunError {
     pub file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pos: Option<Pos>,
+    /// How to fix it, when the failure is a static problem found as the program loaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
 }
 
 impl RunError {
@@ -148,6 +151,7 @@ impl RunError {
             stack: Vec::new(),
             file: None,
             pos: None,
+            help: None,
         }
     }
 }
@@ -170,6 +174,22 @@ impl RunError {
             }
             _ => format!("{} {}", self.code, self.message),
         }
+    }
+}
+
+impl RunError {
+    /// The failure as the one diagnostic carrier: its file and place, its message, and the
+    /// agent and function stack as notes, innermost first.
+    #[must_use]
+    pub fn diagnostic(&self) -> crate::diag::Diagnostic {
+        let mut d = match self.pos {
+            Some(p) => crate::diag::Diagnostic::at(self.code, p, self.message.clone()),
+            None => crate::diag::Diagnostic::new(self.code, None, self.message.clone()),
+        };
+        d.file.clone_from(&self.file);
+        d.help.clone_from(&self.help);
+        d.notes = self.stack.iter().rev().map(|s| format!("in {s}")).collect();
+        d
     }
 }
 
@@ -358,10 +378,8 @@ pub fn run(
                 message: d.message.clone(),
                 stack: Vec::new(),
                 file: Some(key.to_string()),
-                pos: Some(Pos {
-                    line: d.line,
-                    column: d.column,
-                }),
+                pos: d.pos(),
+                help: d.help,
             }),
             Trace { events: Vec::new() },
         ),
@@ -388,6 +406,7 @@ pub fn run_program(
         held: 0,
         pending: 0,
         failed_at: None,
+        static_problem: None,
     };
     let result = it.start(key, program, entry);
     let events = it.trace.into_iter().next().unwrap_or_default();
@@ -411,6 +430,8 @@ struct Interp<'e> {
     /// Where the failure being returned happened: the module and the innermost expression or
     /// statement (set once, on the way out).
     failed_at: Option<(usize, Pos)>,
+    /// The static problem that stopped a file from loading (parse or analysis), and the file's key.
+    static_problem: Option<(String, crate::diag::Diagnostic)>,
 }
 
 /// What one slot of a list or an object costs besides its value.
@@ -499,17 +520,41 @@ fn cut(text: &str, budget: Option<u64>) -> String {
 fn label(e: &Expr) -> String {
     match &e.kind {
         ExprKind::Name { name } => name.clone(),
-        ExprKind::Field { target, name } => format!("{}.{name}", label(target)),
-        ExprKind::Index { target, index } => format!("{}[{}]", label(target), label(index)),
+        ExprKind::Field { target, name, .. } => format!("{}.{name}", label(target)),
+        ExprKind::Index { target, index, .. } => format!("{}[{}]", label(target), label(index)),
         ExprKind::Num { text } => text.clone(),
         ExprKind::Str { value } => format!("{value:?}"),
         _ => "value".into(),
     }
 }
 
+/// Where an expression's own operation is, for a failure of that operation (its parts, failing
+/// first, name their own places): a field's name, an index's `[`, a method call's name; the start
+/// of anything else.
+fn operation_at(e: &Expr) -> Pos {
+    match &e.kind {
+        ExprKind::Field { at, .. } | ExprKind::Index { at, .. } => *at,
+        ExprKind::Call { callee, .. } => match &callee.kind {
+            ExprKind::Field { at, .. } => *at,
+            _ => e.pos,
+        },
+        _ => e.pos,
+    }
+}
+
 impl Interp<'_> {
     fn start(&mut self, key: &str, program: Program, entry: &Entry) -> Result<Value, RunError> {
         let at = |it: &Self, f: Fail, stack: &[String]| {
+            if let Some((key, d)) = &it.static_problem {
+                return RunError {
+                    code: f.0,
+                    message: f.1,
+                    stack: stack.to_vec(),
+                    file: Some(key.clone()),
+                    pos: d.pos(),
+                    help: d.help.clone(),
+                };
+            }
             let place = it
                 .failed_at
                 .and_then(|(m, p)| Some((it.modules.get(m)?.key.clone(), p)));
@@ -519,6 +564,7 @@ impl Interp<'_> {
                 stack: stack.to_vec(),
                 file: place.as_ref().map(|(k, _)| k.clone()),
                 pos: place.map(|(_, p)| p),
+                help: None,
             }
         };
         let root = self
@@ -567,8 +613,15 @@ impl Interp<'_> {
         if let Some(i) = self.modules.iter().position(|m| m.key == key) {
             return Ok(i);
         }
-        let program = parser::parse(source).map_err(|d| Fail(d.code, format!("{key}: {d}")))?;
+        let program = parser::parse(source).map_err(|d| self.static_fail(key, d))?;
         self.load_program(key, program)
+    }
+
+    /// A file that does not load: the failure carries the problem's own place and help.
+    fn static_fail(&mut self, key: &str, d: crate::diag::Diagnostic) -> Fail {
+        let f = Fail(d.code, d.message.clone());
+        self.static_problem = Some((key.to_string(), d));
+        f
     }
 
     fn load_program(&mut self, key: &str, program: Program) -> R<usize> {
@@ -579,7 +632,7 @@ impl Interp<'_> {
             );
         }
         if let Some(d) = analyze::analyze(&program).into_iter().next() {
-            return fail(d.code, format!("{key}: {d}"));
+            return Err(self.static_fail(key, d));
         }
         let index = self.modules.len();
         self.loading.push(key.to_string());
@@ -1018,7 +1071,7 @@ impl Interp<'_> {
     fn expr(&mut self, ctx: &mut Ctx, e: &Expr) -> R<Value> {
         let r = self.expr_here(ctx, e);
         if r.is_err() && self.failed_at.is_none() {
-            self.failed_at = Some((ctx.module, e.pos));
+            self.failed_at = Some((ctx.module, operation_at(e)));
         }
         r
     }
@@ -1061,11 +1114,11 @@ impl Interp<'_> {
                 self.pending = mark;
                 Value::Object(m)
             }
-            ExprKind::Field { target, name } => {
+            ExprKind::Field { target, name, .. } => {
                 let t = self.expr(ctx, target)?;
                 field(&t, name)?
             }
-            ExprKind::Index { target, index } => {
+            ExprKind::Index { target, index, .. } => {
                 let t = self.expr(ctx, target)?;
                 let i = self.expr(ctx, index)?;
                 let Value::Array(items) = &t else {
@@ -1131,6 +1184,7 @@ impl Interp<'_> {
             ExprKind::Field {
                 target,
                 name: method,
+                ..
             } => {
                 if let ExprKind::Name { name } = &target.kind {
                     let is_var = ctx
@@ -1481,7 +1535,7 @@ fn add(ctx: &mut Ctx, place: &Expr, v: Value, size: usize, depth: usize) -> R<()
                 path.push(name);
                 break;
             }
-            ExprKind::Field { target, name } => {
+            ExprKind::Field { target, name, .. } => {
                 path.push(name);
                 e = target;
             }

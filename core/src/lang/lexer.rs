@@ -8,7 +8,7 @@
 //!   their spelling, and are read as values only when a program runs;
 //! - newlines are tokens: they end statements and separate object and shape entries.
 
-use super::{LangDiagnostic, Pos};
+use super::{Diagnostic, Pos};
 use crate::diag::Code;
 
 /// What a token is.
@@ -78,7 +78,7 @@ pub struct Token {
 ///
 /// # Errors
 /// The first bad character, unterminated string or bad escape.
-pub fn tokenize(src: &str) -> Result<Vec<Token>, LangDiagnostic> {
+pub fn tokenize(src: &str) -> Result<Vec<Token>, Diagnostic> {
     lex(src, None)
 }
 
@@ -87,14 +87,11 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, LangDiagnostic> {
 ///
 /// # Errors
 /// An unterminated string or a bad escape or number.
-pub fn tokenize_lenient(
-    src: &str,
-    bad: &mut Vec<LangDiagnostic>,
-) -> Result<Vec<Token>, LangDiagnostic> {
+pub fn tokenize_lenient(src: &str, bad: &mut Vec<Diagnostic>) -> Result<Vec<Token>, Diagnostic> {
     lex(src, Some(bad))
 }
 
-fn lex(src: &str, mut bad: Option<&mut Vec<LangDiagnostic>>) -> Result<Vec<Token>, LangDiagnostic> {
+fn lex(src: &str, mut bad: Option<&mut Vec<Diagnostic>>) -> Result<Vec<Token>, Diagnostic> {
     let mut out = Vec::new();
     let chars: Vec<char> = src.chars().collect();
     let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
@@ -168,7 +165,7 @@ fn lex(src: &str, mut bad: Option<&mut Vec<LangDiagnostic>>) -> Result<Vec<Token
                 push(Tok::Ident(word), n, &mut i, &mut col);
             }
             other => {
-                let mut d = LangDiagnostic::new(
+                let mut d = Diagnostic::at(
                     Code::AsSyntax,
                     start,
                     format!("unexpected character {other:?}"),
@@ -204,16 +201,14 @@ fn comment(rest: &[char]) -> (String, usize) {
     (text.to_string(), n)
 }
 
-fn string(chars: &[char], start: Pos) -> Result<(String, usize, u32), LangDiagnostic> {
+fn string(chars: &[char], start: Pos) -> Result<(String, usize, u32), Diagnostic> {
     let mut out = String::new();
     let mut i = 1;
     loop {
         match chars.get(i) {
             None | Some('\n') => {
-                return Err(
-                    LangDiagnostic::new(Code::AsSyntax, start, "unterminated string")
-                        .with_help("close it with \" on the same line; write \\n for a newline"),
-                )
+                return Err(Diagnostic::at(Code::AsSyntax, start, "unterminated string")
+                    .with_help("close it with \" on the same line; write \\n for a newline"))
             }
             Some('"') => return Ok((out, i + 1, 0)),
             Some('\\') => {
@@ -252,12 +247,12 @@ fn string(chars: &[char], start: Pos) -> Result<(String, usize, u32), LangDiagno
     }
 }
 
-fn bad_escape(start: Pos) -> LangDiagnostic {
-    LangDiagnostic::new(Code::AsSyntax, start, "bad escape in a string")
+fn bad_escape(start: Pos) -> Diagnostic {
+    Diagnostic::at(Code::AsSyntax, start, "bad escape in a string")
         .with_help("the escapes are \\\" \\\\ \\n \\t \\r and \\u{HEX}")
 }
 
-fn number(chars: &[char], start: Pos) -> Result<(String, usize), LangDiagnostic> {
+fn number(chars: &[char], start: Pos) -> Result<(String, usize), Diagnostic> {
     let int = chars.iter().take_while(|c| c.is_ascii_digit()).count();
     let mut n = int;
     if chars.get(n) == Some(&'.') && chars.get(n + 1).is_some_and(char::is_ascii_digit) {
@@ -280,7 +275,7 @@ fn number(chars: &[char], start: Pos) -> Result<(String, usize), LangDiagnostic>
             .take_while(|c| c.is_alphanumeric() || **c == '_' || **c == '.')
             .take(40)
             .collect();
-        return Err(LangDiagnostic::new(
+        return Err(Diagnostic::at(
             Code::AsSyntax,
             start,
             format!("\"{shown}\" is not a number"),

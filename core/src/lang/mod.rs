@@ -18,68 +18,16 @@ pub mod parser;
 pub mod repl;
 pub mod shape;
 
-use crate::diag::Code;
 use serde::Serialize;
 
-/// A 1-based line and column (in characters).
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Pos {
-    pub line: u32,
-    pub column: u32,
-}
-
-/// One problem in an `.as` program: a code, where it is, a message and optional help.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LangDiagnostic {
-    #[cfg_attr(feature = "ts", ts(type = "string"))]
-    pub code: Code,
-    pub line: u32,
-    pub column: u32,
-    pub message: String,
-    pub help: Option<String>,
-}
-
-impl LangDiagnostic {
-    #[must_use]
-    pub fn new(code: Code, pos: Pos, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            line: pos.line,
-            column: pos.column,
-            message: message.into(),
-            help: None,
-        }
-    }
-
-    #[must_use]
-    pub fn with_help(mut self, help: impl Into<String>) -> Self {
-        self.help = Some(help.into());
-        self
-    }
-}
-
-impl std::fmt::Display for LangDiagnostic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} line {}, column {}: {}",
-            self.code, self.line, self.column, self.message
-        )?;
-        if let Some(h) = &self.help {
-            write!(f, " (help: {h})")?;
-        }
-        Ok(())
-    }
-}
+pub use crate::diag::{Diagnostic, Pos};
 
 /// What `keyless-host as check --json` prints: `{"ok","diagnostics":[…]}`.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "AsCheckReport"))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CheckReport {
     pub ok: bool,
-    pub diagnostics: Vec<LangDiagnostic>,
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 /// Parses and analyzes one file on its own (agent imports are not followed; see

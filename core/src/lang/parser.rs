@@ -4,7 +4,7 @@
 
 use super::ast::*;
 use super::lexer::{tokenize, Tok, Token};
-use super::{LangDiagnostic, Pos, MAX_DEPTH, MAX_SOURCE_BYTES};
+use super::{Diagnostic, Pos, MAX_DEPTH, MAX_SOURCE_BYTES};
 use crate::diag::Code;
 
 /// The seed's reserved words: not names.
@@ -14,7 +14,7 @@ pub const RESERVED: &[&str] = &[
     "number", "boolean", "json", "list",
 ];
 
-type Res<T> = Result<T, LangDiagnostic>;
+type Res<T> = Result<T, Diagnostic>;
 
 /// Parses a whole file.
 ///
@@ -22,7 +22,7 @@ type Res<T> = Result<T, LangDiagnostic>;
 /// The first syntax error, or a file or nesting over the limits.
 pub fn parse(src: &str) -> Res<Program> {
     if src.len() > MAX_SOURCE_BYTES {
-        return Err(LangDiagnostic::new(
+        return Err(Diagnostic::at(
             Code::AsLimit,
             Pos { line: 1, column: 1 },
             format!(
@@ -49,7 +49,7 @@ pub const MAX_SYNTAX_PROBLEMS: usize = 100;
 /// resumes, so every problem in the file is reported (at most [`MAX_SYNTAX_PROBLEMS`]). The tree
 /// comes back only when there was none.
 #[must_use]
-pub fn parse_all(src: &str) -> (Option<Program>, Vec<LangDiagnostic>) {
+pub fn parse_all(src: &str) -> (Option<Program>, Vec<Diagnostic>) {
     if src.len() > MAX_SOURCE_BYTES {
         return (None, parse(src).err().into_iter().collect());
     }
@@ -95,7 +95,7 @@ struct Parser {
     i: usize,
     depth: u32,
     /// When recovering ([`parse_all`]): the problems met so far.
-    recovered: Option<Vec<LangDiagnostic>>,
+    recovered: Option<Vec<Diagnostic>>,
 }
 
 fn is_name(w: &str) -> bool {
@@ -127,9 +127,9 @@ impl Parser {
         matches!(self.peek(), Tok::Ident(s) if s == w)
     }
 
-    fn error(&self, expected: &str) -> LangDiagnostic {
+    fn error(&self, expected: &str) -> Diagnostic {
         let found = self.peek().describe();
-        let mut d = LangDiagnostic::new(
+        let mut d = Diagnostic::at(
             Code::AsSyntax,
             self.pos(),
             format!("expected {expected}, found {found}"),
@@ -164,7 +164,7 @@ impl Parser {
                 self.bump();
                 Ok(w)
             }
-            Tok::Ident(w) => Err(LangDiagnostic::new(
+            Tok::Ident(w) => Err(Diagnostic::at(
                 Code::AsSyntax,
                 self.pos(),
                 format!("expected {what}, found the reserved word \"{w}\""),
@@ -180,7 +180,7 @@ impl Parser {
     ///
     /// `start` is the token where the failed statement, member or item began: brackets it opened
     /// before the error are still open, so a multi-line object does not end the block early.
-    fn recover(&mut self, d: LangDiagnostic, depth: u32, start: usize) -> Res<()> {
+    fn recover(&mut self, d: Diagnostic, depth: u32, start: usize) -> Res<()> {
         let Some(found) = self.recovered.as_mut() else {
             return Err(d);
         };
@@ -229,7 +229,7 @@ impl Parser {
     fn deeper(&mut self) -> Res<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(LangDiagnostic::new(
+            return Err(Diagnostic::at(
                 Code::AsLimit,
                 self.pos(),
                 format!("nested more than {MAX_DEPTH} levels deep"),
@@ -575,7 +575,7 @@ impl Parser {
                 }
                 w if self.peek_at(1) == &Tok::Assign => {
                     if !is_name(w) {
-                        return Err(LangDiagnostic::new(
+                        return Err(Diagnostic::at(
                             Code::AsSyntax,
                             pos,
                             format!("\"{w}\" is a reserved word and cannot be assigned"),
@@ -712,7 +712,7 @@ impl Parser {
         loop {
             links += 1;
             if links > MAX_DEPTH * 4 {
-                return Err(LangDiagnostic::new(
+                return Err(Diagnostic::at(
                     Code::AsLimit,
                     self.pos(),
                     "too many calls, fields or indexes in a row",
@@ -721,6 +721,7 @@ impl Parser {
             match self.peek() {
                 Tok::Dot => {
                     self.bump();
+                    let at = self.pos();
                     let name = match self.peek().clone() {
                         // Field names may be any word (`.length`, `.add`, `plan.steps`).
                         Tok::Ident(w) => {
@@ -734,10 +735,12 @@ impl Parser {
                         kind: ExprKind::Field {
                             target: Box::new(e),
                             name,
+                            at,
                         },
                     };
                 }
                 Tok::LBracket => {
+                    let at = self.pos();
                     self.bump();
                     self.skip_newlines();
                     let index = self.expr()?;
@@ -748,6 +751,7 @@ impl Parser {
                         kind: ExprKind::Index {
                             target: Box::new(e),
                             index: Box::new(index),
+                            at,
                         },
                     };
                 }
@@ -927,7 +931,7 @@ impl Parser {
                 Tok::RBrace => {}
                 Tok::Comment(_) => {
                     // A comment inside a shape is not kept: refuse it rather than lose it.
-                    return Err(LangDiagnostic::new(
+                    return Err(Diagnostic::at(
                         Code::AsSyntax,
                         self.pos(),
                         "comments are not allowed inside a shape",
@@ -961,7 +965,7 @@ impl Parser {
                         }
                     }
                     other => {
-                        return Err(LangDiagnostic::new(
+                        return Err(Diagnostic::at(
                             Code::AsGenerate,
                             self.tokens[self.i - 1].pos,
                             format!("\"{other}\" is not a shape type"),

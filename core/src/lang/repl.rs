@@ -11,7 +11,7 @@
 
 use super::ast::*;
 use super::interp::Entry;
-use super::{parser, LangDiagnostic, Pos};
+use super::{parser, Diagnostic, Pos};
 use serde_json::{Map, Value};
 
 /// The REPL's state between inputs.
@@ -122,7 +122,7 @@ impl Session {
     ///
     /// # Errors
     /// The input's syntax or static problem.
-    pub fn prepare(&self, input: &str) -> Result<Prepared, LangDiagnostic> {
+    pub fn prepare(&self, input: &str) -> Result<Prepared, Diagnostic> {
         let first = input.trim_start();
         let declares = ["import ", "agent ", "main agent"]
             .iter()
@@ -157,9 +157,12 @@ impl Session {
         );
         // Diagnostics name the input's own lines.
         let offset = u32::try_from(prefix.matches('\n').count()).unwrap_or(0);
-        let mine = |mut d: LangDiagnostic| {
-            if d.line > offset {
-                d.line -= offset;
+        let mine = |mut d: Diagnostic| {
+            if let Some(line) = d.line.filter(|l| *l > offset) {
+                d.line = Some(line - offset);
+            }
+            if let Some(end) = d.end.as_mut().filter(|e| e.line > offset) {
+                end.line -= offset;
             }
             d
         };
@@ -171,7 +174,7 @@ impl Session {
             .rev()
             .find(|i| matches!(i, Item::Agent(a) if a.name.as_deref() == Some(REPL_AGENT)))
         else {
-            return Err(LangDiagnostic::new(
+            return Err(Diagnostic::at(
                 crate::diag::Code::AsSyntax,
                 Pos { line: 1, column: 1 },
                 "the input did not fit the REPL",
@@ -179,7 +182,7 @@ impl Session {
         };
         let Some(Member::Func(func)) = agent.body.iter_mut().find(|m| matches!(m, Member::Func(_)))
         else {
-            return Err(LangDiagnostic::new(
+            return Err(Diagnostic::at(
                 crate::diag::Code::AsSyntax,
                 Pos { line: 1, column: 1 },
                 "the input did not fit the REPL",

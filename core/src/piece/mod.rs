@@ -17,8 +17,8 @@ pub mod yaml;
 pub use schema::{Field, Format, Ty, MOVEMENT, RULE, TOP, TRIGGERS};
 pub use validate::{valid_file_name, validate, validate_as};
 
-use crate::diag::Code;
-use serde::{Deserialize, Serialize};
+pub use crate::diag::{Diagnostic, Severity};
+use serde::Serialize;
 
 /// Reserved terminal sentinels: reachable only through `@@done` (`status=aborted`,
 /// `status=needs_user_input`) and `default_next`.
@@ -34,29 +34,6 @@ pub const DEFAULT_MAX_CONSECUTIVE_REVISITS: u32 = 3;
 pub enum Strictness {
     Strict,
     Lenient,
-}
-
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-}
-
-/// One problem in a piece: where it is (path and line), what it is, and how to fix it.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finding {
-    #[cfg_attr(feature = "ts", ts(type = "string"))]
-    pub code: Code,
-    pub severity: Severity,
-    pub path: String,
-    pub line: Option<u32>,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional))]
-    pub help: Option<String>,
 }
 
 /// A transition rule.
@@ -127,8 +104,8 @@ impl Piece {
 pub struct Validation {
     /// The piece, when it has no errors.
     pub piece: Option<Piece>,
-    pub errors: Vec<Finding>,
-    pub warnings: Vec<Finding>,
+    pub errors: Vec<Diagnostic>,
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl Validation {

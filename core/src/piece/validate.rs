@@ -57,8 +57,8 @@ impl Fields {
 
 pub(super) struct Checker {
     mode: Strictness,
-    errors: Vec<Finding>,
-    warnings: Vec<Finding>,
+    errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
 }
 
 impl Checker {
@@ -71,14 +71,10 @@ impl Checker {
         message: String,
         help: Option<String>,
     ) {
-        let f = Finding {
-            code,
-            severity,
-            path: path.to_string(),
-            line: Some(line),
-            message,
-            help,
-        };
+        let mut f = Diagnostic::new(code, Some(line), message)
+            .with_severity(severity)
+            .with_key(path);
+        f.help = help;
         match severity {
             Severity::Error => self.errors.push(f),
             Severity::Warning => self.warnings.push(f),
@@ -659,7 +655,7 @@ pub fn validate(text: &str, mode: Strictness) -> Validation {
     };
     let piece = build_piece(&top);
     cross_rules(&piece, &top, &mut c);
-    let sort = |v: &mut Vec<Finding>| v.sort_by(|a, b| (a.line, &a.path).cmp(&(b.line, &b.path)));
+    let sort = |v: &mut Vec<Diagnostic>| v.sort_by(|a, b| (a.line, &a.key).cmp(&(b.line, &b.key)));
     sort(&mut c.errors);
     sort(&mut c.warnings);
     Validation {
@@ -711,14 +707,9 @@ pub fn validate_as(text: &str, name: &str) -> Validation {
             .and_then(|i| u32::try_from(i + 1).ok());
         v.errors.insert(
             0,
-            Finding {
-                code: Code::PieceFormat,
-                severity: Severity::Error,
-                path: "name".into(),
-                line,
-                message,
-                help: Some(help),
-            },
+            Diagnostic::new(Code::PieceFormat, line, message)
+                .with_key("name")
+                .with_help(help),
         );
         v.piece = None;
     }

@@ -199,7 +199,10 @@ fn loaded(yaml: &str) -> Result<keyless_core::piece::Piece, JsError> {
     let v = validate(yaml, Strictness::Lenient);
     match (v.piece, v.errors.first()) {
         (Some(p), _) => Ok(p),
-        (None, Some(e)) => Err(into_error(e.code, format!("{}: {}", e.path, e.message))),
+        (None, Some(e)) => Err(into_error(
+            e.code,
+            format!("{}: {}", e.key.as_deref().unwrap_or(""), e.message),
+        )),
         (None, None) => Err(into_error(
             keyless_core::Code::Internal,
             "the piece did not load",

@@ -20,11 +20,11 @@ export type ComposerKind = "prosemirror" | "quill" | "textarea";
 
 export type SiteAdapter = { id: string, name: string, hosts: Array<string>, composer_kind: ComposerKind, max_paste_chars: number, selectors: Selectors, exhausted_phrases: Array<string>, };
 
-export type Diagnostic = { 
-/**
- * `KA_…` (serialised by its name).
- */
-code: string, line: number | null, message: string, help?: string, };
+export type Severity = "error" | "warning";
+
+export type Pos = { line: number, column: number, };
+
+export type Diagnostic = { code: string, severity: Severity, file?: string, line: number | null, column?: number, end?: Pos, key?: string, message: string, help?: string, notes?: Array<string>, };
 
 export type Tier = "ReadOnly" | "Build" | "Execute" | "Risky" | "Denied";
 
@@ -116,15 +116,13 @@ text: string,
  */
 note: string | null, };
 
-export type CheckDiagnostic = { code: string, line: number | null, message: string, };
-
 export type CheckCommand = { number: number, command: string, argument: string | null, 
 /**
  * What the command acts on, as every view shows it ([`crate::Command::target`]).
  */
 target: string, line: number, run: boolean, skip_reason: string | null, };
 
-export type CheckReport = { ok: boolean, diagnostics: Array<CheckDiagnostic>, commands: Array<CheckCommand>, control: Control | null, correction: string | null, };
+export type CheckReport = { ok: boolean, diagnostics: Array<Diagnostic>, commands: Array<CheckCommand>, control: Control | null, correction: string | null, };
 
 export type Control = "next" | "done";
 
@@ -182,10 +180,6 @@ export type Limits = { MaxCommandsPerResponse: number, MaxResponseChars: number,
 
 export type CommandKind = "say" | "newfile" | "updatefile" | "editfile" | "deletefile" | "movefile" | "readfile" | "mkdir" | "runcommand" | "ask" | "commit" | "next" | "done" | "mcp" | "sshexec" | "sshupload" | "sshdownload";
 
-export type Severity = "error" | "warning";
-
-export type Finding = { code: string, severity: Severity, path: string, line: number | null, message: string, help?: string, };
-
 export type Rule = { condition: string, next: string, 
 /**
  * Line of the rule's `next` value.
@@ -200,7 +194,7 @@ export type Validation = {
 /**
  * The piece, when it has no errors.
  */
-piece: Piece | null, errors: Array<Finding>, warnings: Array<Finding>, };
+piece: Piece | null, errors: Array<Diagnostic>, warnings: Array<Diagnostic>, };
 
 export type Source = "shared" | "allowed" | "meta" | "edit_gate";
 
@@ -261,15 +255,13 @@ export type Graph = { nodes: Array<GraphNode>, edges: Array<GraphEdge>, };
 
 export type Utf16Span = { line: number, start: number, end: number, };
 
-export type LangDiagnostic = { code: string, line: number, column: number, message: string, help: string | null, };
-
-export type AsCheckReport = { ok: boolean, diagnostics: Array<LangDiagnostic>, };
+export type AsCheckReport = { ok: boolean, diagnostics: Array<Diagnostic>, };
 
 export type ErrorBody = { code: string, message: string, 
 /**
  * A refused piece's findings (`PUT /v1/pieces/{name}`), with their paths and lines.
  */
-findings?: Array<Finding>, 
+findings?: Array<Diagnostic>, 
 /**
  * When the request may be tried again, in seconds (a pairing lock): also the `Retry-After`
  * header.
@@ -500,7 +492,7 @@ source: string,
 /**
  * Warnings of the strict validation (errors refuse the piece).
  */
-warnings: Array<Finding>, 
+warnings: Array<Diagnostic>, 
 /**
  * What the name resolved to before, when the new piece now hides it ("built-in", a user
  * piece's path), or `null`.

@@ -151,17 +151,7 @@ fn write_text_report(
     targets: &[String],
 ) -> io::Result<()> {
     for d in diags {
-        let shown = crate::diagnostics::render_out(&crate::diagnostics::Report {
-            code: d.code.as_str(),
-            message: &d.message,
-            file: Some(name),
-            source: Some(text),
-            line: d.line.unwrap_or(0),
-            column: 0,
-            help: d.help.as_deref(),
-            notes: Vec::new(),
-            warning: false,
-        });
+        let shown = crate::diagnostics::render_out(&d.clone().in_file(name), Some(text));
         writeln!(out, "{shown}\n")?;
     }
     if report.ok {

@@ -3,7 +3,7 @@
 
 use crate::error::HostError;
 use clap::Subcommand;
-use keyless_core::lang::{self, analyze, ast, format, LangDiagnostic, Pos};
+use keyless_core::lang::{self, analyze, ast, format, Diagnostic, Pos};
 use serde::Serialize;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -118,26 +118,15 @@ fn read(path: &Path) -> Result<String, HostError> {
     })
 }
 
-/// One diagnostic of `as check --json`; `file` is set for problems in an imported file.
+/// `as check --json`: the carriers, each with `file` set when the problem is in an imported file.
 #[derive(Serialize)]
-struct JsonDiagnostic<'a> {
-    code: &'a str,
-    line: u32,
-    column: u32,
-    message: &'a str,
-    help: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    file: Option<String>,
-}
-
-#[derive(Serialize)]
-struct JsonReport<'a> {
+struct JsonReport {
     ok: bool,
-    diagnostics: Vec<JsonDiagnostic<'a>>,
+    diagnostics: Vec<Diagnostic>,
 }
 
 /// The diagnostics of `root` and of the `.as` files it imports as agents, by file.
-fn check_tree(root: &Path) -> Result<Vec<(PathBuf, LangDiagnostic)>, HostError> {
+fn check_tree(root: &Path) -> Result<Vec<(PathBuf, Diagnostic)>, HostError> {
     let mut out = Vec::new();
     let mut graph: Vec<(String, Vec<(String, Pos)>)> = Vec::new();
     let mut queue = vec![root.to_path_buf()];
@@ -156,7 +145,7 @@ fn check_tree(root: &Path) -> Result<Vec<(PathBuf, LangDiagnostic)>, HostError> 
                 Err(e) => {
                     out.push((
                         root.to_path_buf(),
-                        LangDiagnostic::new(
+                        Diagnostic::at(
                             keyless_core::Code::AsImport,
                             Pos { line: 1, column: 1 },
                             format!("cannot read the imported agent file: {e}"),
@@ -314,22 +303,8 @@ fn run_cmd(
                 ),
                 None => (file.display().to_string(), None),
             };
-            let pos = e.pos.unwrap_or(Pos { line: 0, column: 0 });
-            let notes: Vec<String> = e.stack.iter().rev().map(|s| format!("in {s}")).collect();
-            eprint!(
-                "{}",
-                crate::diagnostics::render(&crate::diagnostics::Report {
-                    code: e.code.as_str(),
-                    message: &e.message,
-                    file: Some(&shown),
-                    source: text.as_deref(),
-                    line: pos.line,
-                    column: pos.column,
-                    help: None,
-                    notes,
-                    warning: false,
-                })
-            );
+            let d = e.diagnostic().in_file(shown);
+            eprint!("{}", crate::diagnostics::render(&d, text.as_deref()));
             eprintln!();
             Ok(ExitCode::from(1))
         }
@@ -445,13 +420,10 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                     ok: found.is_empty(),
                     diagnostics: found
                         .iter()
-                        .map(|(f, d)| JsonDiagnostic {
-                            code: d.code.as_str(),
-                            line: d.line,
-                            column: d.column,
-                            message: &d.message,
-                            help: d.help.as_deref(),
-                            file: elsewhere(f),
+                        .map(|(f, d)| {
+                            let mut d = d.clone();
+                            d.file = elsewhere(f);
+                            d
                         })
                         .collect(),
                 };
@@ -467,23 +439,9 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                         .iter()
                         .find(|(p, _)| p == f)
                         .and_then(|(_, t)| t.as_deref());
-                    let shown = f.display().to_string();
-                    writeln!(
-                        out,
-                        "{}\n",
-                        crate::diagnostics::render_out(&crate::diagnostics::Report {
-                            code: d.code.as_str(),
-                            message: &d.message,
-                            file: Some(&shown),
-                            source: text,
-                            line: d.line,
-                            column: d.column,
-                            help: d.help.as_deref(),
-                            notes: Vec::new(),
-                            warning: false,
-                        },)
-                    )
-                    .map_err(HostError::Write)?;
+                    let shown = d.clone().in_file(f.display().to_string());
+                    writeln!(out, "{}\n", crate::diagnostics::render_out(&shown, text))
+                        .map_err(HostError::Write)?;
                 }
                 let verdict = if found.is_empty() {
                     "ok".to_string()
@@ -551,8 +509,8 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
                             out,
                             "{}:{}:{}: {} {}",
                             file.display(),
-                            d.line,
-                            d.column,
+                            d.line_or_zero(),
+                            d.column.unwrap_or(0),
                             d.code,
                             d.message
                         )

@@ -2,8 +2,9 @@
 
 use crate::error::HostError;
 use clap::{Subcommand, ValueEnum};
+use keyless_core::diag::Diagnostic;
 use keyless_core::piece::tools::effective;
-use keyless_core::piece::{graph, validate, Finding, Strictness, Validation};
+use keyless_core::piece::{graph, validate, Strictness, Validation};
 use serde::Serialize;
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
@@ -63,61 +64,28 @@ fn read(file: &str) -> Result<String, HostError> {
 }
 
 #[derive(Serialize)]
-struct FindingJson<'a> {
-    code: &'a str,
-    path: &'a str,
-    line: Option<u32>,
-    message: &'a str,
-}
-
-#[derive(Serialize)]
 struct ValidateJson<'a> {
     ok: bool,
-    errors: Vec<FindingJson<'a>>,
-    warnings: Vec<FindingJson<'a>>,
+    errors: &'a [Diagnostic],
+    warnings: &'a [Diagnostic],
 }
 
-fn to_json(findings: &[Finding]) -> Vec<FindingJson<'_>> {
-    findings
-        .iter()
-        .map(|f| FindingJson {
-            code: f.code.as_str(),
-            path: &f.path,
-            line: f.line,
-            message: &f.message,
-        })
-        .collect()
-}
-
-/// The `piece validate --json` report: `{"ok","errors":[{code,path,line,message}],"warnings":[…]}`.
+/// The `piece validate --json` report: `{"ok","errors":[diagnostic…],"warnings":[…]}`, each
+/// diagnostic with its `code`, `severity`, `line`, `key` (the place by the piece's keys),
+/// `message` and `help`.
 #[must_use]
 pub fn report_json(v: &Validation) -> serde_json::Value {
     serde_json::to_value(ValidateJson {
         ok: v.ok(),
-        errors: to_json(&v.errors),
-        warnings: to_json(&v.warnings),
+        errors: &v.errors,
+        warnings: &v.warnings,
     })
     .unwrap_or(serde_json::Value::Null)
 }
 
 fn write_findings(out: &mut impl Write, file: &str, text: &str, v: &Validation) -> io::Result<()> {
     for f in v.errors.iter().chain(&v.warnings) {
-        let message = if f.path.is_empty() {
-            f.message.clone()
-        } else {
-            format!("{}: {}", f.path, f.message)
-        };
-        let shown = crate::diagnostics::render_out(&crate::diagnostics::Report {
-            code: f.code.as_str(),
-            message: &message,
-            file: Some(file),
-            source: Some(text),
-            line: f.line.unwrap_or(0),
-            column: 0,
-            help: f.help.as_deref(),
-            notes: Vec::new(),
-            warning: f.severity == keyless_core::piece::Severity::Warning,
-        });
+        let shown = crate::diagnostics::render_out(&f.clone().in_file(file), Some(text));
         writeln!(out, "{shown}\n")?;
     }
     match &v.piece {

@@ -7,7 +7,7 @@
 //! the imported file. Positions are converted between core's characters and the protocol's
 //! UTF-16 code units here.
 
-use keyless_core::lang::{self, ide, parser, LangDiagnostic};
+use keyless_core::lang::{self, ide, parser, Diagnostic};
 use lsp_server::{Connection, Message, Notification, Request, Response};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -142,18 +142,34 @@ fn range_at(text: &str, line: u32, column: u32) -> Value {
     })
 }
 
+/// The protocol's position (0-based line, UTF-16 offset) of a byte offset of the text.
+fn position_at(text: &str, byte: usize) -> Value {
+    let before = &text[..byte.min(text.len())];
+    let row = before.matches('\n').count();
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let character: usize = before[line_start..].chars().map(char::len_utf16).sum();
+    json!({ "line": row, "character": character })
+}
+
+/// The range a diagnostic underlines, as the terminal renderer does
+/// ([`Diagnostic::byte_range`]); the first character when it points nowhere in the text.
+fn range_of(text: &str, d: &Diagnostic) -> Value {
+    let r = d.byte_range(text).unwrap_or(0..0);
+    json!({ "start": position_at(text, r.start), "end": position_at(text, r.end) })
+}
+
 /// Every problem of the document, as protocol diagnostics.
 fn diagnostics(text: &str) -> Vec<Value> {
     lang::check(text)
         .diagnostics
         .iter()
-        .map(|d: &LangDiagnostic| {
+        .map(|d: &Diagnostic| {
             let message = match &d.help {
                 Some(h) => format!("{}\nhelp: {h}", d.message),
                 None => d.message.clone(),
             };
             json!({
-                "range": range_at(text, d.line.max(1), d.column.max(1)),
+                "range": range_of(text, d),
                 "severity": 1,
                 "code": d.code.as_str(),
                 "source": "keyless",

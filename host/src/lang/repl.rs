@@ -122,7 +122,7 @@ pub fn repl(effects: &mut HostEffects<'_>, history: Option<&Path>) -> Result<u32
         match session.prepare(&source) {
             Err(d) => {
                 failures += 1;
-                let _ = writeln!(out, "{} line {}: {}", d.code, d.line, d.message);
+                let _ = writeln!(out, "{} line {}: {}", d.code, d.line_or_zero(), d.message);
                 if let Some(h) = &d.help {
                     let _ = writeln!(out, "    = help: {h}");
                 }

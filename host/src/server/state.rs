@@ -63,7 +63,7 @@ pub enum ApiError {
     Coded(StatusCode, Code, String),
     /// A piece the API refused: its first code leads, the findings follow.
     #[error("{0}")]
-    Piece(String, Code, Vec<keyless_core::piece::Finding>),
+    Piece(String, Code, Vec<keyless_core::diag::Diagnostic>),
 }
 
 impl IntoResponse for ApiError {
