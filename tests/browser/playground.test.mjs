@@ -64,11 +64,22 @@ test("the playground shows the core's verdict live", async () => {
     await page.locator("#as-verdict.bad").waitFor();
     const asDiags = await page.locator("#as-diags li").allTextContents();
     assert.deepEqual(asDiags, ["KA_AS_SYNTAX" + "line 34, column 20" + "expected the end of the line, found \"y\""], asDiags.join("\n"));
-    assert.match(await page.locator("#as-formatted").textContent(), /not formatted: KA_AS_SYNTAX line 34, column 20/);
+    assert.match(await page.locator("#as-formatted").textContent(), /not formatted: line 34, column 20: KA_AS_SYNTAX/);
     await page.locator("#as-src").fill(program.replace("results.add(result)", "results.add(reslt)"));
     await page.locator("#as-diags li", { hasText: "KA_AS_NAME" }).waitFor();
     const nameDiag = await page.locator("#as-diags li").first().textContent();
-    assert.equal(nameDiag, "KA_AS_NAMEline 38, column 25unknown name \"reslt\" — did you mean \"result\"?");
+    assert.equal(nameDiag, "KA_AS_NAMEline 38, column 25unknown name \"reslt\"help: did you mean \"result\"?");
+    // The editor is coloured by the grammar VS Code uses, and follows each change: the painted
+    // copy holds exactly the program's text.
+    const paint = page.locator("#as-paint");
+    assert.equal(await paint.evaluate((p) => p.textContent), (await page.locator("#as-src").inputValue()) + "\n");
+    const scopeOf = (text) => paint.evaluate((p, t) => [...p.querySelectorAll("span")].find((s) => s.textContent === t)?.dataset.scope ?? null, text);
+    assert.equal(await scopeOf("Controller"), "entity.name.type.agent.keyless-as");
+    assert.equal(await scopeOf("import"), "keyword.control.import.keyless-as");
+    assert.equal(await scopeOf("reslt"), null, "a plain name has no scope of its own");
+    // Painted text is transparent in the textarea; the colours are the paint's.
+    assert.equal(await page.locator("#as-src").evaluate((a) => getComputedStyle(a).color), "rgba(0, 0, 0, 0)");
+    assert.notEqual(await paint.locator('[data-scope^="keyword.control"]').first().evaluate((s) => getComputedStyle(s).color), await paint.locator('[data-scope^="comment"]').first().evaluate((s) => getComputedStyle(s).color));
     assert.deepEqual(await page.locator("#as-gutter .bad").allTextContents(), ["38"]);
     await page.locator("#as-diags li").first().click();
     const picked = await page.locator("#as-src").evaluate((a) => a.value.slice(a.selectionStart, a.selectionEnd));

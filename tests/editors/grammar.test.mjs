@@ -95,3 +95,60 @@ test("the example programs are coloured as an editor shows them", async () => {
   assert.ok(toks.some(([t, s]) => t === "Summariser" && s === "entity.name.type.agent.keyless-as"));
   assert.ok(toks.some(([t, s]) => t.includes("Summarise faithfully") && s === "string.quoted.double.keyless-as"));
 });
+
+/** The playground's TextMate engine (www/common/textmate.ts), bundled as the playground is. */
+async function playgroundEngine() {
+  const esbuild = require("esbuild");
+  const out = await esbuild.build({
+    entryPoints: [join(root, "www", "common", "textmate.ts")],
+    bundle: true,
+    format: "esm",
+    target: "es2022",
+    write: false,
+  });
+  const code = out.outputFiles[0].text;
+  return import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
+}
+
+/** The innermost scope of every character of every line, as a flat list. */
+function perCharacter(lines) {
+  return lines.flatMap((toks) => toks.flatMap(([text, scope]) => [...text].map(() => scope)));
+}
+
+test("the playground colours with the same grammar as VS Code, character by character", async () => {
+  const g = await grammar();
+  const { Grammar } = await playgroundEngine();
+  const mine = new Grammar(JSON.parse(readFileSync(grammarPath, "utf8")));
+  const theirs = (text) => {
+    let stack = vsctm.INITIAL;
+    return text.split("\n").map((line) => {
+      const r = g.tokenizeLine(line, stack);
+      stack = r.ruleStack;
+      return r.tokens.map((t) => [line.slice(t.startIndex, t.endIndex), t.scopes[t.scopes.length - 1]]);
+    });
+  };
+  const ours = (text) => mine.tokenize(text).map((toks) => toks.map((t) => [t.text, t.scopes[t.scopes.length - 1]]));
+  const tricky = [
+    'x = "unterminated \\q and \\u12 and \\u00e9',
+    "y = .5k + 12.25 + 4k  // a number, a comment",
+    "  main agent A { model Fast\n role \"r\" }",
+    "a.b.c(d)[0].e: f == g != h < 3 * 2",
+    "import tool Files from \"keyless://tools/files\" # hash comment",
+    "plan {steps list, done boolean}\n  title string",
+    "",
+    'z = "a \\"quoted\\" word" + "é🙂"',
+  ];
+  let chars = 0;
+  for (const text of [...examples().map((f) => readFileSync(f, "utf8")), ...tricky]) {
+    const a = perCharacter(ours(text));
+    const b = perCharacter(theirs(text));
+    assert.equal(a.length, b.length, text.slice(0, 80));
+    for (let i = 0; i < a.length; i++) {
+      if (a[i] !== b[i]) {
+        assert.fail(`character ${i} of ${JSON.stringify(text.slice(0, 60))}: playground ${a[i]}, VS Code ${b[i]}`);
+      }
+    }
+    chars += a.length;
+  }
+  assert.ok(chars > 2000, `compared ${chars} characters`);
+});

@@ -8,6 +8,7 @@ import { byId, el, oneOf } from "../common/dom";
 import { renderGutter, selectLine, syncGutter } from "../common/editor";
 import { drawGraph, toolCards } from "../common/piece-view";
 import { diagnosticItems, errorLines } from "../common/diagnostics";
+import { asProgramGrammar, highlightEditor } from "../common/highlight";
 
 import { MODES, PACES, type CoreOptions } from "../../extension/src/generated/core";
 
@@ -258,6 +259,8 @@ async function main(): Promise<void> {
   const asSrc = byId<HTMLTextAreaElement>("as-src");
   asSrc.value = AS_PROGRAM;
   asSrc.addEventListener("input", renderAs);
+  // Coloured by the grammar VS Code uses (editors/vscode/syntaxes/keyless-as.tmLanguage.json).
+  highlightEditor(asSrc, byId("as-paint"), asProgramGrammar());
   syncGutter(asSrc, "as-gutter");
   piece.addEventListener("input", renderPiece);
   example.addEventListener("change", () => {

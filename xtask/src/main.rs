@@ -254,7 +254,10 @@ fn ensure_chromium() -> Result<bool> {
 /// 347 → 360 KiB gzip (exact float reading, 34 KiB more, is left to the host). Raised from
 /// 888/362 KiB for parser recovery (issue 29: `asCheck` and the playground report every problem
 /// of a file, the lexer steps over a bad character): 884 → 899 KiB raw, 360 → 361 KiB gzip.
-const WASM_BUDGET_RAW: u64 = 904 * 1024;
+/// Raised from 904 KiB raw for the one diagnostic carrier (issue 29: every report the exports
+/// give, a reply's, a piece's and a program's, carries severity, column, end, key, help and
+/// notes): 899 → 905 KiB raw, 361 → 362 KiB gzip.
+const WASM_BUDGET_RAW: u64 = 910 * 1024;
 const WASM_BUDGET_GZIP: u64 = 364 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
