@@ -23,7 +23,7 @@ pub use crate::message::ResultStatus;
 pub struct ErrorBody {
     pub code: String,
     pub message: String,
-    /// A refused piece's findings (`PUT /v1/pieces/{name}`), with their paths and lines.
+    /// A refused piece's findings (`PUT /v1/pieces/{name}`), each with its key and line.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "ts", ts(as = "Option<Vec<Diagnostic>>", optional))]
     pub findings: Vec<Diagnostic>,

@@ -472,6 +472,7 @@ fn the_repl_session_keeps_variables_and_declarations() {
                 program,
                 entry,
                 shows,
+                ..
             } => {
                 let (out, _) = run_program("repl.as", *program, &entry, &mut script(&[]));
                 let v = out.expect("runs");
@@ -491,6 +492,23 @@ fn the_repl_session_keeps_variables_and_declarations() {
     assert_eq!(step(&mut s, "it.length == x"), Some(json!(true)));
     let e = s.prepare("y = 1\nz = nope").expect_err("unknown name");
     assert_eq!((e.code, e.line), (Code::AsName, Some(2)));
+    // A failure at run time names the input's own line and column too.
+    let Prepared::Run {
+        program,
+        entry,
+        offset,
+        ..
+    } = s.prepare("y = 1\nz = x.nope").expect("prepares")
+    else {
+        panic!("a run");
+    };
+    let (out, _) = run_program("repl.as", *program, &entry, &mut script(&[]));
+    let e = Prepared::localize(offset, out.expect_err("fails"));
+    assert_eq!(
+        (e.code, e.pos.map(|p| (p.line, p.column))),
+        (Code::AsRuntime, Some((2, 7))),
+        "{e}"
+    );
     assert_eq!(open_depth("y = [1,"), 1);
     assert_eq!(open_depth("s = \"{\" // {"), 0);
 }

@@ -137,6 +137,10 @@ test("the playground colours with the same grammar as VS Code, character by char
     "plan {steps list, done boolean}\n  title string",
     "",
     'z = "a \\"quoted\\" word" + "é🙂"',
+    // Unicode words (Oniguruma's \b knows them), a CR and a line separator in a comment.
+    "éfor = ñreturn + for_x + xfor + 名前if",
+    "x = 1 // a comment\r",
+    "y = 2 // split\u2028here",
   ];
   let chars = 0;
   for (const text of [...examples().map((f) => readFileSync(f, "utf8")), ...tricky]) {

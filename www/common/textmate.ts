@@ -7,8 +7,10 @@
 //
 // What it implements of TextMate: `patterns`, `include` (`#name` and `$self`), `match` with `name`
 // and `captures`, `begin`/`end` with `name`, `contentName`, `beginCaptures`, `endCaptures`,
-// `captures` and nested `patterns`; the rule state carries from line to line. Not implemented
-// (the grammar does not use them): back-references in `end`, `while`, injections, other grammars.
+// `captures` and nested `patterns`; the rule state carries from line to line. Oniguruma's `\b`
+// (Unicode words) is translated; lines past MAX_LINE_LENGTH stay plain, as in VS Code. Not
+// implemented (the grammar does not use them): back-references in `end`, `while`, `\G`,
+// injections, other grammars.
 
 export interface RawCapture {
   name?: string;
@@ -62,7 +64,36 @@ interface Frame {
 /** The state between lines: the begin/end rules still open. */
 export type LineState = readonly Frame[];
 
-const regex = (source: string): RegExp => new RegExp(source, "dg");
+/** Oniguruma's word characters (letters, marks, decimal digits, connectors), which its `\b`
+ *  reads; JavaScript's `\b` knows only ASCII ones. */
+const WORD = "[\\p{L}\\p{M}\\p{Nd}\\p{Pc}]";
+const BOUNDARY = `(?:(?<=${WORD})(?!${WORD})|(?<!${WORD})(?=${WORD}))`;
+
+/** The grammar's expression as JavaScript reads Oniguruma's: `\b` at Unicode word edges, `.`
+ *  anything but the line's end (Oniguruma's `.` takes a CR and U+2028 too). */
+export function translate(source: string): string {
+  let out = "";
+  let inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i]!;
+    if (c === "\\") {
+      const next = source[i + 1] ?? "";
+      out += !inClass && next === "b" ? BOUNDARY : c + next;
+      i++;
+    } else {
+      if (c === "[") inClass = true;
+      else if (c === "]") inClass = false;
+      out += c;
+    }
+  }
+  return out;
+}
+
+const regex = (source: string): RegExp => new RegExp(translate(source), "dgsu");
+
+/** Lines longer than this are not tokenized (VS Code's `maxTokenizationLineLength`): they keep
+ *  the scopes they start in, so a pasted minified blob never stalls typing. */
+export const MAX_LINE_LENGTH = 20_000;
 
 export class Grammar {
   private readonly root: Rule;
@@ -112,6 +143,22 @@ export class Grammar {
     const stack: Frame[] = [...state];
     const tokens: Token[] = [];
     const base = [this.raw.scopeName];
+    if (line.length > MAX_LINE_LENGTH) {
+      const top = stack[stack.length - 1];
+      return { tokens: [{ text: line, scopes: top ? innerScopes(top) : base }], state: stack };
+    }
+    // Each expression's first match at or after the place last asked (or null: none to the end
+    // of the line). Still the first match while it is not behind the place, so each expression
+    // scans the line about once, not once per token.
+    const found = new Map<RegExp, RegExpExecArray | null>();
+    const search = (re: RegExp, pos: number): RegExpExecArray | null => {
+      const known = found.get(re);
+      if (known === null) return null;
+      if (known !== undefined && known.index >= pos) return known;
+      const m = execAt(re, line, pos);
+      found.set(re, m);
+      return m;
+    };
     const emit = (from: number, to: number, scopes: string[]): void => {
       if (to <= from) return;
       const last = tokens[tokens.length - 1];
@@ -146,13 +193,13 @@ export class Grammar {
       // The open rule's end wins a tie with its patterns (TextMate's default).
       let best: { m: RegExpExecArray; rule: Rule | null } | null = null;
       if (top?.rule.end) {
-        const m = execAt(top.rule.end, line, pos);
+        const m = search(top.rule.end, pos);
         if (m) best = { m, rule: null };
       }
       for (const rule of rules) {
         const re = rule.match ?? rule.begin;
         if (!re) continue;
-        const m = execAt(re, line, pos);
+        const m = search(re, pos);
         if (m && (best === null || m.index < best.m.index)) best = { m, rule };
       }
       if (best === null) {

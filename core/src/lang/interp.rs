@@ -165,7 +165,7 @@ impl RunError {
     /// `KA_AS_RUNTIME main.as:4:16: a list has no field "nope"`.
     #[must_use]
     pub fn headline(&self) -> String {
-        match (&self.file, self.pos) {
+        let mut line = match (&self.file, self.pos) {
             (Some(file), Some(p)) => {
                 format!(
                     "{} {file}:{}:{}: {}",
@@ -173,7 +173,13 @@ impl RunError {
                 )
             }
             _ => format!("{} {}", self.code, self.message),
+        };
+        if let Some(help) = &self.help {
+            line.push_str(" (help: ");
+            line.push_str(help);
+            line.push(')');
         }
+        line
     }
 }
 

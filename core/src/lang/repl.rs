@@ -38,8 +38,28 @@ pub enum Prepared {
         program: Box<Program>,
         entry: Entry,
         shows: bool,
+        /// Lines the session put before the input (see [`Prepared::localize`]).
+        offset: u32,
     },
 }
+
+impl Prepared {
+    /// A failure of this run, placed in the input's own lines: a place in the lines the session
+    /// put around the input (its declarations, the variables it carries) is dropped.
+    #[must_use]
+    pub fn localize(offset: u32, mut e: super::interp::RunError) -> super::interp::RunError {
+        if e.file.as_deref() == Some(REPL_FILE) {
+            e.pos = e.pos.filter(|p| p.line > offset).map(|p| Pos {
+                line: p.line - offset,
+                column: p.column,
+            });
+        }
+        e
+    }
+}
+
+/// The name a REPL input runs under.
+pub const REPL_FILE: &str = "repl.as";
 
 const REPL_AGENT: &str = "Repl";
 
@@ -160,9 +180,10 @@ impl Session {
         let mine = |mut d: Diagnostic| {
             if let Some(line) = d.line.filter(|l| *l > offset) {
                 d.line = Some(line - offset);
-            }
-            if let Some(end) = d.end.as_mut().filter(|e| e.line > offset) {
-                end.line -= offset;
+                // The end moves with its start (it is never before it).
+                if let Some(end) = d.end.as_mut() {
+                    end.line = end.line.saturating_sub(offset).max(line - offset);
+                }
             }
             d
         };
@@ -248,6 +269,7 @@ impl Session {
                 input: Value::Null,
             },
             shows,
+            offset,
         })
     }
 

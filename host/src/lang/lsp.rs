@@ -152,9 +152,9 @@ fn position_at(text: &str, byte: usize) -> Value {
 }
 
 /// The range a diagnostic underlines, as the terminal renderer does
-/// ([`Diagnostic::byte_range`]); the first character when it points nowhere in the text.
+/// ([`Diagnostic::byte_range`]); the end of the text when its line is past it.
 fn range_of(text: &str, d: &Diagnostic) -> Value {
-    let r = d.byte_range(text).unwrap_or(0..0);
+    let r = d.byte_range(text).unwrap_or(text.len()..text.len());
     json!({ "start": position_at(text, r.start), "end": position_at(text, r.end) })
 }
 

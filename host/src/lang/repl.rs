@@ -5,7 +5,7 @@
 
 use crate::lang::effects::HostEffects;
 use keyless_core::lang::interp;
-use keyless_core::lang::repl::{open_depth, Prepared, Session};
+use keyless_core::lang::repl::{open_depth, Prepared, Session, REPL_FILE};
 use rustyline::error::ReadlineError;
 use std::io::Write;
 use std::path::Path;
@@ -135,8 +135,10 @@ pub fn repl(effects: &mut HostEffects<'_>, history: Option<&Path>) -> Result<u32
                 program,
                 entry,
                 shows,
+                offset,
             }) => {
-                let (result, trace) = interp::run_program("repl.as", *program, &entry, effects);
+                let (result, trace) = interp::run_program(REPL_FILE, *program, &entry, effects);
+                let result = result.map_err(|e| Prepared::localize(offset, e));
                 if show_trace {
                     let _ = writeln!(
                         out,
