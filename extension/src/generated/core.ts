@@ -259,7 +259,7 @@ export type AsCheckReport = { ok: boolean, diagnostics: Array<Diagnostic>, };
 
 export type ErrorBody = { code: string, message: string, 
 /**
- * A refused piece's findings (`PUT /v1/pieces/{name}`), with their paths and lines.
+ * A refused piece's findings (`PUT /v1/pieces/{name}`), each with its key and line.
  */
 findings?: Array<Diagnostic>, 
 /**
