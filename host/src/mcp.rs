@@ -87,8 +87,67 @@ pub struct ServerStatus {
 }
 
 struct Live {
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, Client>,
     tools: Vec<McpTool>,
+    /// The tools that declare an `outputSchema`: their `structuredContent` is their result.
+    structured: std::collections::HashSet<String>,
+}
+
+/// keyless as an MCP client: what it tells a server of itself (`clientInfo`: keyless-host and its
+/// version; the protocol version; the roots capability) and its answers to what a server asks.
+/// Roots are the workspace folder and nothing else, so a file server can be pointed at it.
+#[derive(Debug, Clone)]
+pub struct Client {
+    /// The workspace as a `file://` URI (none when it cannot be written as one).
+    root: Option<String>,
+}
+
+impl Client {
+    #[must_use]
+    pub fn new(workspace: &std::path::Path) -> Self {
+        Self {
+            root: url::Url::from_directory_path(workspace)
+                .ok()
+                .map(|u| u.to_string()),
+        }
+    }
+
+    /// What `initialize` says: keyless-host and its version, the newest protocol version that
+    /// still has the `initialize` handshake, and roots (not elicitation or sampling: nothing
+    /// answers those yet, so a server is told not to ask).
+    #[must_use]
+    pub fn config() -> rmcp::model::ClientConfig {
+        use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+        let capabilities = ClientCapabilities::builder().enable_roots().build();
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("keyless-host", env!("CARGO_PKG_VERSION"))
+                .with_title("keyless")
+                .with_description(
+                    "keyless-host: the chat you already have open, as a coding agent on your machine",
+                ),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+impl rmcp::ClientHandler for Client {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        Self::config()
+    }
+
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        use rmcp::model::{ListRootsResult, Root};
+        Ok(ListRootsResult::new(
+            self.root
+                .iter()
+                .map(|u| Root::new(u.clone()).with_name("workspace"))
+                .collect(),
+        ))
+    }
 }
 
 /// The running servers, by (scope, server): a scope is a session (or one `.as` run, or one CLI
@@ -217,7 +276,14 @@ impl Pool {
             Some(c) => Some(stdio_program(c, &cfg.args, &self.workspace).map_err(unavailable)?),
             None => None,
         };
-        let fut = start(server.to_string(), cfg, program, Arc::clone(&stderr));
+        let client = Client::new(&self.workspace);
+        let fut = start(
+            server.to_string(),
+            cfg,
+            program,
+            client,
+            Arc::clone(&stderr),
+        );
         let live = match self.wait(fut, Instant::now() + START_TIMEOUT, || false) {
             Ok(Ok(l)) => Arc::new(l),
             Ok(Err(why)) => {
@@ -334,7 +400,7 @@ impl Pool {
         );
         let duration = started.elapsed();
         match answer {
-            Ok(Ok(r)) => Ok(output(r, duration)),
+            Ok(Ok(r)) => Ok(output(r, duration, live.structured.contains(tool))),
             Ok(Err(e)) => Err(McpError::Unavailable {
                 server: server.to_string(),
                 why: e.to_string(),
@@ -471,6 +537,7 @@ async fn start(
     name: String,
     cfg: ServerConfig,
     program: Option<PathBuf>,
+    client: Client,
     stderr: Arc<Mutex<String>>,
 ) -> Result<Live, String> {
     let service = match (&program, &cfg.url) {
@@ -505,7 +572,7 @@ async fn start(
                     }
                 });
             }
-            ().serve(transport).await.map_err(|e| e.to_string())?
+            client.serve(transport).await.map_err(|e| e.to_string())?
         }
         (None, Some(url)) => {
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -520,7 +587,7 @@ async fn start(
                 config.custom_headers.insert(h, v);
             }
             let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-            ().serve(transport).await.map_err(|e| e.to_string())?
+            client.serve(transport).await.map_err(|e| e.to_string())?
         }
         (None, None) => return Err("neither Command nor Url".into()),
     };
@@ -528,6 +595,11 @@ async fn start(
         .list_all_tools()
         .await
         .map_err(|e| format!("tools/list failed: {e}"))?;
+    let structured = listed
+        .iter()
+        .filter(|t| t.output_schema.is_some())
+        .map(|t| t.name.to_string())
+        .collect();
     let tools = listed
         .into_iter()
         .filter(|t| keyless_core::mcp::valid_tool(&t.name))
@@ -543,12 +615,28 @@ async fn start(
                     .unwrap_or(false),
         })
         .collect();
-    Ok(Live { service, tools })
+    Ok(Live {
+        service,
+        tools,
+        structured,
+    })
 }
 
-/// A tool result as text: text blocks as they are, structured content as JSON, other blocks by
-/// kind (an image is never pasted into a chat as base64).
-fn output(r: CallToolResult, duration: Duration) -> CallOutput {
+/// A tool result as text. A tool that declares an `outputSchema` answers with its
+/// `structuredContent`, as JSON (the protocol's result for such a tool; its text blocks are only a
+/// courtesy copy). Otherwise: text blocks as they are, other blocks by kind (an image is never
+/// pasted into a chat as base64), and structured content when there is nothing else.
+fn output(r: CallToolResult, duration: Duration, declares_output: bool) -> CallOutput {
+    if declares_output && !r.is_error.unwrap_or(false) {
+        if let Some(s) = &r.structured_content {
+            return CallOutput {
+                text: s.to_string(),
+                is_error: false,
+                structured: r.structured_content,
+                duration,
+            };
+        }
+    }
     let mut text = String::new();
     for block in &r.content {
         if !text.is_empty() {

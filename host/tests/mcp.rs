@@ -148,6 +148,29 @@ fn mcp_list_and_call_reach_stdio_and_http_servers() {
     let env = String::from_utf8_lossy(&out.stdout);
     assert!(env.contains("declared"), "{env}");
     assert!(!env.contains("must-not-leak"), "{env}");
+    // Roots: the workspace folder, and nothing else.
+    let out = host(&fx, &["mcp", "call", "everything.get-roots-list"]);
+    let roots = String::from_utf8_lossy(&out.stdout);
+    let ws = fx.ws().canonicalize().expect("ws");
+    assert!(
+        roots.contains(&format!("file://{}/", ws.display())),
+        "{roots}"
+    );
+    assert!(roots.contains("1 root") || roots.matches("file://").count() == 1, "{roots}");
+    // A tool that declares an outputSchema answers with its structured content.
+    let out = host(
+        &fx,
+        &[
+            "mcp",
+            "call",
+            "everything.get-structured-content",
+            "--args",
+            r#"{"location":"New York"}"#,
+        ],
+    );
+    let structured: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{out:?}"));
+    assert!(structured["temperature"].is_number(), "{structured}");
     // Errors carry their codes.
     let out = host(&fx, &["mcp", "call", "everything.nope"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("KA_MCP_UNKNOWN_TOOL"));
@@ -326,4 +349,78 @@ fn a_server_the_model_could_write_is_never_started() {
         "{text}"
     );
     assert!(!canary.exists(), "a workspace file ran as an MCP server");
+}
+
+/// What keyless tells a server (recorded by tests/mcp/recorder.mjs, a server on the official
+/// TypeScript SDK): `clientInfo` keyless-host and its version, protocol 2025-11-25, the roots
+/// capability and the workspace as the one root; and a call it stops waiting for (its timeout)
+/// is cancelled with `notifications/cancelled` for that request.
+#[test]
+fn keyless_introduces_itself_and_cancels_what_it_stops_waiting_for() {
+    if !mcp::available() {
+        return;
+    }
+    let fx = Fixture::new();
+    let record = fx.home().join("record.jsonl");
+    let recorder = mcp::own_server("recorder.mjs");
+    std::fs::create_dir_all(fx.user_config()).expect("config");
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        serde_json::json!({ "Mcp": { "Servers": { "recorder": {
+            "Command": "node",
+            "Args": [recorder],
+            "Env": {"KEYLESS_RECORD": record}
+        }}}})
+        .to_string(),
+    )
+    .expect("keyless.json");
+    let out = host(&fx, &["mcp", "call", "recorder.roots"]);
+    assert!(out.status.success(), "{out:?}");
+    let roots: serde_json::Value = serde_json::from_slice(&out.stdout).expect("roots");
+    let ws = fx.ws().canonicalize().expect("ws");
+    assert_eq!(
+        roots,
+        serde_json::json!([{"uri": format!("file://{}/", ws.display()), "name": "workspace"}])
+    );
+    let out = host(&fx, &["mcp", "call", "recorder.wait", "--timeout", "1"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("KA_TIMEOUT"),
+        "{out:?}"
+    );
+    // The server learns of it (the notification may land just after the host exits).
+    let lines = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&record)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !lines().iter().any(|l| l.get("aborted").is_some()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let seen = lines();
+    let init = seen
+        .iter()
+        .find(|m| m["method"] == "initialize")
+        .expect("initialize");
+    assert_eq!(init["params"]["clientInfo"]["name"], "keyless-host", "{init}");
+    assert_eq!(
+        init["params"]["clientInfo"]["version"],
+        env!("CARGO_PKG_VERSION"),
+        "{init}"
+    );
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25", "{init}");
+    assert!(init["params"]["capabilities"]["roots"].is_object(), "{init}");
+    assert!(init["params"]["capabilities"].get("elicitation").is_none(), "{init}");
+    let call = seen
+        .iter()
+        .rev()
+        .find(|m| m["method"] == "tools/call" && m["params"]["name"] == "wait")
+        .expect("the call");
+    let cancelled = seen
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .unwrap_or_else(|| panic!("no notifications/cancelled in {seen:?}"));
+    assert_eq!(cancelled["params"]["requestId"], call["id"], "{cancelled}");
 }

@@ -13,6 +13,12 @@ fn root() -> PathBuf {
         .unwrap_or_default()
 }
 
+/// A server of this repository's own, in tests/mcp/ (`recorder.mjs`).
+#[must_use]
+pub fn own_server(file: &str) -> PathBuf {
+    root().join("tests").join("mcp").join(file)
+}
+
 /// `dist/index.js` of an `@modelcontextprotocol` server package.
 #[must_use]
 pub fn server(package: &str) -> PathBuf {

