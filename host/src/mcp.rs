@@ -117,8 +117,11 @@ impl Client {
     /// answers those yet, so a server is told not to ask).
     #[must_use]
     pub fn config() -> rmcp::model::ClientConfig {
-        use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
-        let capabilities = ClientCapabilities::builder().enable_roots().build();
+        use rmcp::model::{
+            ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, RootsCapabilities,
+        };
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.roots = Some(RootsCapabilities::default());
         ClientConfig::new(
             capabilities,
             Implementation::new("keyless-host", env!("CARGO_PKG_VERSION"))
@@ -136,6 +139,9 @@ impl rmcp::ClientHandler for Client {
         Self::config()
     }
 
+    // Roots are part of 2025-11-25, the revision keyless speaks; rmcp marks them deprecated for
+    // the revision after it (SEP-2577), which has no `initialize` to offer them in.
+    #[allow(deprecated)]
     async fn list_roots(
         &self,
         _context: rmcp::service::RequestContext<RoleClient>,
@@ -389,29 +395,70 @@ impl Pool {
                     .join(", "),
             });
         }
+        use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
+        use rmcp::service::PeerRequestOptions;
         let peer = live.service.peer().clone();
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = args;
         let started = Instant::now();
+        // The request's id, once sent: a call keyless stops waiting for is cancelled with it.
+        let (sent, sent_id) = mpsc::channel();
         let answer = self.wait(
-            async move { peer.call_tool(params).await },
+            async move {
+                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                let handle = peer
+                    .send_cancellable_request(request, PeerRequestOptions::no_options())
+                    .await?;
+                let _ = sent.send(handle.id.clone());
+                handle.await_response().await
+            },
             started + timeout,
             cancel,
         );
         let duration = started.elapsed();
+        let stopped = |reason: &str| {
+            if let Ok(id) = sent_id.try_recv() {
+                self.notify_cancelled(&live, id, reason);
+            }
+        };
         match answer {
-            Ok(Ok(r)) => Ok(output(r, duration, live.structured.contains(tool))),
+            Ok(Ok(ServerResult::CallToolResult(r))) => {
+                Ok(output(r, duration, live.structured.contains(tool)))
+            }
+            Ok(Ok(_)) => Err(McpError::Unavailable {
+                server: server.to_string(),
+                why: "the answer to tools/call is not a tool result".into(),
+            }),
             Ok(Err(e)) => Err(McpError::Unavailable {
                 server: server.to_string(),
                 why: e.to_string(),
             }),
-            Err(Waited::Timeout) => Err(McpError::Timeout {
-                server: server.to_string(),
-                tool: tool.to_string(),
-                seconds: timeout.as_secs(),
-            }),
-            Err(Waited::Cancelled) => Err(McpError::Cancelled),
+            Err(Waited::Timeout) => {
+                stopped("timed out");
+                Err(McpError::Timeout {
+                    server: server.to_string(),
+                    tool: tool.to_string(),
+                    seconds: timeout.as_secs(),
+                })
+            }
+            Err(Waited::Cancelled) => {
+                stopped("cancelled by the user");
+                Err(McpError::Cancelled)
+            }
         }
+    }
+
+    /// Tells the server keyless no longer waits for request `id` (`notifications/cancelled`),
+    /// waiting at most a second for the message to leave.
+    fn notify_cancelled(&self, live: &Live, id: rmcp::model::RequestId, reason: &str) {
+        use rmcp::model::CancelledNotificationParam;
+        let peer = live.service.peer().clone();
+        let param = CancelledNotificationParam::new(Some(id), Some(reason.to_string()));
+        let _ = self.wait(
+            async move { peer.notify_cancelled(param).await },
+            Instant::now() + Duration::from_secs(1),
+            || false,
+        );
     }
 
     /// Every declared server started for `scope`, with its state and tools (`mcp list`, doctor).

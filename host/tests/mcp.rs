@@ -156,7 +156,10 @@ fn mcp_list_and_call_reach_stdio_and_http_servers() {
         roots.contains(&format!("file://{}/", ws.display())),
         "{roots}"
     );
-    assert!(roots.contains("1 root") || roots.matches("file://").count() == 1, "{roots}");
+    assert!(
+        roots.contains("1 root") || roots.matches("file://").count() == 1,
+        "{roots}"
+    );
     // A tool that declares an outputSchema answers with its structured content.
     let out = host(
         &fx,
@@ -396,7 +399,9 @@ fn keyless_introduces_itself_and_cancels_what_it_stops_waiting_for() {
             .collect()
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !lines().iter().any(|l| l.get("aborted").is_some()) && std::time::Instant::now() < deadline {
+    while !lines().iter().any(|l| l.get("aborted").is_some())
+        && std::time::Instant::now() < deadline
+    {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let seen = lines();
@@ -404,15 +409,24 @@ fn keyless_introduces_itself_and_cancels_what_it_stops_waiting_for() {
         .iter()
         .find(|m| m["method"] == "initialize")
         .expect("initialize");
-    assert_eq!(init["params"]["clientInfo"]["name"], "keyless-host", "{init}");
+    assert_eq!(
+        init["params"]["clientInfo"]["name"], "keyless-host",
+        "{init}"
+    );
     assert_eq!(
         init["params"]["clientInfo"]["version"],
         env!("CARGO_PKG_VERSION"),
         "{init}"
     );
     assert_eq!(init["params"]["protocolVersion"], "2025-11-25", "{init}");
-    assert!(init["params"]["capabilities"]["roots"].is_object(), "{init}");
-    assert!(init["params"]["capabilities"].get("elicitation").is_none(), "{init}");
+    assert!(
+        init["params"]["capabilities"]["roots"].is_object(),
+        "{init}"
+    );
+    assert!(
+        init["params"]["capabilities"].get("elicitation").is_none(),
+        "{init}"
+    );
     let call = seen
         .iter()
         .rev()

