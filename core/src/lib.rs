@@ -24,6 +24,7 @@ pub mod check;
 pub mod config;
 pub mod diag;
 pub mod diff;
+pub mod elicit;
 pub mod environment;
 pub mod gitcontrol;
 pub mod keyless_json;

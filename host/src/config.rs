@@ -109,13 +109,15 @@ pub fn approve_workspace_file(workspace: &std::path::Path) -> Result<String, Hos
 }
 
 /// The executor's settings from a loaded configuration, for the workspace at `root` (where its
-/// MCP servers start).
+/// MCP servers start). `answers`: whether a user answers the MCP servers' forms (elicitation)
+/// in this front end.
 pub fn exec_settings(
     cfg: &KeylessConfig,
     push: bool,
     root: &std::path::Path,
+    answers: bool,
 ) -> crate::exec::batch::ExecSettings {
-    let tools = crate::exec::tools::Tools::new(cfg, root).unwrap_or_else(|e| {
+    let tools = crate::exec::tools::Tools::new(cfg, root, answers).unwrap_or_else(|e| {
         eprintln!(
             "keyless-host: {} cannot prepare the MCP client: {e}",
             Code::McpUnavailable

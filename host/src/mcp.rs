@@ -87,6 +87,8 @@ pub struct ServerStatus {
 }
 
 struct Live {
+    /// Where the server's elicitations go: the call waiting on it (see [`Pool::call`]).
+    questions: Questions,
     service: RunningService<RoleClient, Client>,
     tools: Vec<McpTool>,
     /// The tools that declare an `outputSchema`: their `structuredContent` is their result.
@@ -100,28 +102,67 @@ struct Live {
 pub struct Client {
     /// The workspace as a `file://` URI (none when it cannot be written as one).
     root: Option<String>,
+    /// Whether a user answers this client's elicitations: only then is the capability offered.
+    answers: bool,
+    questions: Questions,
 }
+
+/// A server's elicitation, on its way to the user who waits on the call.
+#[derive(Debug)]
+pub struct Question {
+    pub form: keyless_core::elicit::Form,
+    reply: tokio::sync::oneshot::Sender<keyless_core::elicit::Answer>,
+}
+
+/// The call waiting on a server, if any: where its elicitations go.
+type Questions = Arc<Mutex<Option<mpsc::Sender<Question>>>>;
+
+/// Who waits on a tool call: asked, while it waits, whether to stop, and to answer the form a
+/// server sends (its elicitation). Nobody to ask declines.
+pub trait CallUser {
+    fn cancel_requested(&mut self) -> bool {
+        false
+    }
+    /// The user's answer to `server`'s form (never the model's).
+    fn elicit(&mut self, server: &str, form: &keyless_core::elicit::Form) -> keyless_core::elicit::Answer {
+        let _ = (server, form);
+        keyless_core::elicit::Answer::Decline
+    }
+}
+
+/// A call nobody waits on (an `.as` program's): it is never cancelled and declines forms.
+pub struct Nobody;
+
+impl CallUser for Nobody {}
 
 impl Client {
     #[must_use]
-    pub fn new(workspace: &std::path::Path) -> Self {
+    pub fn new(workspace: &std::path::Path, answers: bool) -> Self {
         Self {
             root: url::Url::from_directory_path(workspace)
                 .ok()
                 .map(|u| u.to_string()),
+            answers,
+            questions: Arc::new(Mutex::new(None)),
         }
     }
 
     /// What `initialize` says: keyless-host and its version, the newest protocol version that
-    /// still has the `initialize` handshake, and roots (not elicitation or sampling: nothing
-    /// answers those yet, so a server is told not to ask).
+    /// still has the `initialize` handshake, roots, and elicitation (forms) when a user answers
+    /// them (`answers`). Never sampling: the model is not the server's to ask.
     #[must_use]
-    pub fn config() -> rmcp::model::ClientConfig {
+    pub fn config(answers: bool) -> rmcp::model::ClientConfig {
         use rmcp::model::{
-            ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, RootsCapabilities,
+            ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
+            Implementation, ProtocolVersion, RootsCapabilities,
         };
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = Some(RootsCapabilities::default());
+        if answers {
+            let mut e = ElicitationCapability::new();
+            e.form = Some(FormElicitationCapability::new().with_schema_validation(true));
+            capabilities.elicitation = Some(e);
+        }
         ClientConfig::new(
             capabilities,
             Implementation::new("keyless-host", env!("CARGO_PKG_VERSION"))
@@ -136,7 +177,51 @@ impl Client {
 
 impl rmcp::ClientHandler for Client {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        Self::config()
+        Self::config(self.answers)
+    }
+
+    /// A form goes to the user waiting on the call (checked and completed by core: defaults,
+    /// types, ranges); a URL elicitation, or one with nobody waiting, is declined.
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        use keyless_core::elicit::Answer;
+        use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+        let decline = Ok(ElicitResult::new(ElicitationAction::Decline));
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            return decline;
+        };
+        if !self.answers {
+            return decline;
+        }
+        let schema = serde_json::to_value(&requested_schema)
+            .map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))?;
+        let form = keyless_core::elicit::form(&message, &schema)
+            .map_err(|e| rmcp::ErrorData::invalid_params(e, None))?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let sent = self
+            .questions
+            .lock()
+            .ok()
+            .and_then(|q| q.as_ref().map(|s| s.send(Question { form, reply }).is_ok()))
+            .unwrap_or(false);
+        if !sent {
+            return decline;
+        }
+        // The call ended (its timeout, Stop) before the user answered: cancelled.
+        Ok(match answer.await.unwrap_or(Answer::Cancel) {
+            Answer::Accept(content) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(serde_json::Value::Object(content)),
+            Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            Answer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
     }
 
     // Roots are part of 2025-11-25, the revision keyless speaks; rmcp marks them deprecated for
@@ -166,6 +251,8 @@ pub struct Pool {
     workspace: PathBuf,
     live: Mutex<HashMap<(String, String), Arc<Live>>>,
     scopes: Mutex<Vec<String>>,
+    /// Whether a user answers the servers' elicitations ([`Pool::answering`]).
+    answers: bool,
 }
 
 impl std::fmt::Debug for Pool {
@@ -208,7 +295,16 @@ impl Pool {
             workspace,
             live: Mutex::new(HashMap::new()),
             scopes: Mutex::new(Vec::new()),
+            answers: false,
         })
+    }
+
+    /// The pool of a front end where a user answers forms (a terminal, `--answer`): its servers
+    /// are told they may ask (elicitation), and their questions go to the call's [`CallUser`].
+    #[must_use]
+    pub fn answering(mut self, answers: bool) -> Self {
+        self.answers = answers;
+        self
     }
 
     /// The declared servers' names.
@@ -232,6 +328,18 @@ impl Pool {
         deadline: Instant,
         mut cancel: impl FnMut() -> bool,
     ) -> Result<T, Waited> {
+        self.wait_with(fut, deadline, move |_| cancel())
+    }
+
+    /// [`Pool::wait`], where `tick` (asked every 25 ms) may also move the deadline (the time a
+    /// user takes to answer a server's form does not count against the call).
+    fn wait_with<T: Send + 'static>(
+        &self,
+        fut: impl std::future::Future<Output = T> + Send + 'static,
+        deadline: Instant,
+        mut tick: impl FnMut(&mut Instant) -> bool,
+    ) -> Result<T, Waited> {
+        let mut deadline = deadline;
         let (tx, rx) = mpsc::channel();
         let Some(rt) = &self.rt else {
             return Err(Waited::Timeout);
@@ -248,7 +356,7 @@ impl Pool {
             match rx.recv_timeout((deadline - now).min(Duration::from_millis(25))) {
                 Ok(v) => return Ok(v),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if cancel() {
+                    if tick(&mut deadline) {
                         task.abort();
                         return Err(Waited::Cancelled);
                     }
@@ -282,12 +390,14 @@ impl Pool {
             Some(c) => Some(stdio_program(c, &cfg.args, &self.workspace).map_err(unavailable)?),
             None => None,
         };
-        let client = Client::new(&self.workspace);
+        let client = Client::new(&self.workspace, self.answers);
+        let questions = Arc::clone(&client.questions);
         let fut = start(
             server.to_string(),
             cfg,
             program,
             client,
+            questions,
             Arc::clone(&stderr),
         );
         let live = match self.wait(fut, Instant::now() + START_TIMEOUT, || false) {
@@ -368,8 +478,9 @@ impl Pool {
         self.live(scope, server).map(|l| l.tools.clone())
     }
 
-    /// Calls `server`'s `tool` with `args` for `scope`, waiting at most `timeout`; `cancel` is
-    /// asked while it waits.
+    /// Calls `server`'s `tool` with `args` for `scope`, waiting at most `timeout` (plus the time
+    /// `user` takes to answer the server's forms); `user` is asked while it waits whether to stop,
+    /// and answers the forms.
     ///
     /// # Errors
     /// KA_MCP_NOT_CONFIGURED, KA_MCP_UNAVAILABLE, KA_MCP_UNKNOWN_TOOL, KA_TIMEOUT, KA_CANCELLED.
@@ -380,7 +491,7 @@ impl Pool {
         tool: &str,
         args: Option<serde_json::Map<String, serde_json::Value>>,
         timeout: Duration,
-        cancel: impl FnMut() -> bool,
+        user: &mut dyn CallUser,
     ) -> Result<CallOutput, McpError> {
         let live = self.live(scope, server)?;
         if !live.tools.iter().any(|t| t.name == tool) {
@@ -403,7 +514,11 @@ impl Pool {
         let started = Instant::now();
         // The request's id, once sent: a call keyless stops waiting for is cancelled with it.
         let (sent, sent_id) = mpsc::channel();
-        let answer = self.wait(
+        let (ask, asked) = mpsc::channel::<Question>();
+        if let Ok(mut q) = live.questions.lock() {
+            *q = Some(ask);
+        }
+        let answer = self.wait_with(
             async move {
                 let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
                 let handle = peer
@@ -413,8 +528,18 @@ impl Pool {
                 handle.await_response().await
             },
             started + timeout,
-            cancel,
+            |deadline| {
+                while let Ok(q) = asked.try_recv() {
+                    let t = Instant::now();
+                    let _ = q.reply.send(user.elicit(server, &q.form));
+                    *deadline += t.elapsed();
+                }
+                user.cancel_requested()
+            },
         );
+        if let Ok(mut q) = live.questions.lock() {
+            *q = None;
+        }
         let duration = started.elapsed();
         let stopped = |reason: &str| {
             if let Ok(id) = sent_id.try_recv() {
@@ -585,6 +710,7 @@ async fn start(
     cfg: ServerConfig,
     program: Option<PathBuf>,
     client: Client,
+    questions: Questions,
     stderr: Arc<Mutex<String>>,
 ) -> Result<Live, String> {
     let service = match (&program, &cfg.url) {
@@ -663,6 +789,7 @@ async fn start(
         })
         .collect();
     Ok(Live {
+        questions,
         service,
         tools,
         structured,

@@ -235,7 +235,7 @@ pub(super) fn prompt_cmd(a: &PromptArgs) -> Result<ExitCode, HostError> {
     let git = match &a.workspace {
         Some(w) => {
             let cfg = crate::config::load_config(w)?.cfg;
-            let git = crate::config::exec_settings(&cfg, true, w).git;
+            let git = crate::config::exec_settings(&cfg, true, w, false).git;
             Some(crate::exec::git::RepoRecord::capture(w).facts(w, &git))
         }
         None => None,

@@ -34,6 +34,10 @@ pub enum McpCmd {
         /// Seconds to wait for the answer.
         #[arg(long, default_value_t = 60)]
         timeout: u64,
+        /// Answers the server's next form (elicitation), in order: accept (its defaults),
+        /// decline, cancel, or one JSON object of values. Without it, a terminal asks.
+        #[arg(long = "answer", value_name = "ANSWER")]
+        answers: Vec<String>,
     },
 }
 
@@ -111,6 +115,7 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
             args,
             workspace,
             timeout,
+            answers,
         } => {
             let (server, name) = tool
                 .split_once('.')
@@ -127,7 +132,12 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
                     }
                 },
             };
-            let pool = pool(&workspace)?;
+            let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+            let mut user = FormsOnTheTerminal {
+                answers: answers.into(),
+                interactive,
+            };
+            let pool = pool(&workspace)?.answering(interactive || !user.answers.is_empty());
             let t = Instant::now();
             pool.tools("cli", server)
                 .map_err(|e| coded(e.code(), e.to_string()))?;
@@ -139,9 +149,12 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
                     name,
                     args,
                     Duration::from_secs(timeout),
-                    || false,
-                )
-                .map_err(|e| coded(e.code(), e.to_string()))?;
+                    &mut user,
+                );
+            // Closed before the answer is shown, failed or not: what keyless still had to tell
+            // the server (a call's cancellation) leaves before the process ends.
+            pool.close_scope("cli");
+            let r = r.map_err(|e| coded(e.code(), e.to_string()))?;
             let _ = writeln!(out, "{}", r.text);
             eprintln!(
                 "keyless-host: {tool}: server ready in {} ms, call {} ms{}",
@@ -153,12 +166,34 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
                     ""
                 }
             );
-            pool.close_scope("cli");
             Ok(if r.is_error {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
             })
         }
+    }
+}
+
+/// `mcp call`'s user: `--answer` and the terminal answer the server's forms.
+struct FormsOnTheTerminal {
+    answers: std::collections::VecDeque<String>,
+    interactive: bool,
+}
+
+impl crate::mcp::CallUser for FormsOnTheTerminal {
+    fn elicit(
+        &mut self,
+        server: &str,
+        form: &keyless_core::elicit::Form,
+    ) -> keyless_core::elicit::Answer {
+        // The tool's answer is standard output; the form's lines go to standard error.
+        super::run::terminal_form(
+            server,
+            form,
+            &mut self.answers,
+            self.interactive,
+            &mut std::io::stderr(),
+        )
     }
 }

@@ -114,7 +114,8 @@ pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
         cfg.set("Git.AutoInit", &serde_json::json!(true), src)?;
     }
     cfg.allow_list.extend(a.allow);
-    let exec = exec_settings(&cfg, !a.no_push, &workspace);
+    let answers = stdin_is_terminal() || !a.answers.is_empty();
+    let exec = exec_settings(&cfg, !a.no_push, &workspace, answers);
     let interrupted = Arc::new(AtomicBool::new(false));
     on_ctrl_c(&interrupted).map_err(|e| HostError::Usage(format!("cannot handle Ctrl+C: {e}")))?;
     let prompter = TerminalPrompter {
@@ -183,6 +184,112 @@ pub fn shown(text: &str) -> String {
             }
         })
         .collect()
+}
+
+/// A server's form (MCP elicitation) on the terminal. The next `--answer` answers it first
+/// (`accept` takes the defaults, `decline`, `cancel`, or one JSON object of values); else, with a
+/// terminal, each field is asked in turn (Enter keeps its default); else it is declined. The
+/// server's words are shown as its own, escaped; what keyless says goes to `out`.
+pub fn terminal_form(
+    server: &str,
+    form: &keyless_core::elicit::Form,
+    answers: &mut VecDeque<String>,
+    interactive: bool,
+    out: &mut dyn Write,
+) -> keyless_core::elicit::Answer {
+    use keyless_core::elicit::{Answer, Kind};
+    let _ = writeln!(
+        out,
+        
+        "[form] the MCP server \"{}\" asks: {}",
+        shown(server),
+        shown(form.message.trim_end())
+    );
+    if let Some(a) = answers.pop_front() {
+        return match form.scripted(&a) {
+            Ok(answer) => {
+                let _ = writeln!(
+        out,
+        "[answer] {}", answer.action());
+                answer
+            }
+            Err(e) => {
+                let _ = writeln!(
+        out,
+        "[answer] {}: {e}; declined", shown(&a));
+                Answer::Decline
+            }
+        };
+    }
+    if !interactive {
+        let _ = writeln!(
+        out,
+        "[no answer: no terminal; pass --answer accept, decline, cancel or a JSON object]");
+        return Answer::Decline;
+    }
+    match TerminalPrompter::read_line("Fill it in? [y]es, [n]o (decline), [c]ancel the call: ")
+        .map(|a| a.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("y" | "yes") => {}
+        Some("n" | "no") => return Answer::Decline,
+        _ => return Answer::Cancel,
+    }
+    let mut typed = std::collections::BTreeMap::new();
+    for f in &form.fields {
+        let hint = match &f.kind {
+            Kind::Text { .. } => "text".to_string(),
+            Kind::Number { integer: true, .. } => "a whole number".to_string(),
+            Kind::Number { .. } => "a number".to_string(),
+            Kind::Boolean => "yes or no".to_string(),
+            Kind::Choice { options } | Kind::Choices { options, .. } => options
+                .iter()
+                .enumerate()
+                .map(|(i, (_, label))| format!("{} {}", i + 1, shown(label)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        let default = f
+            .default
+            .as_ref()
+            .map(|d| format!(" [{}]", shown(&d.to_string())))
+            .unwrap_or_default();
+        if let Some(d) = &f.description {
+            let _ = writeln!(
+        out,
+        "  {}", shown(d));
+        }
+        loop {
+            let Some(line) = TerminalPrompter::read_line(&format!(
+                "{} ({hint}){}{default}: ",
+                shown(f.label()),
+                if f.required { " *" } else { "" }
+            )) else {
+                return Answer::Cancel;
+            };
+            if line.trim().is_empty() {
+                if f.default.is_some() || !f.required {
+                    break;
+                }
+                eprintln!("  required");
+                continue;
+            }
+            match f.read(&line) {
+                Ok(_) => {
+                    typed.insert(f.name.clone(), line);
+                    break;
+                }
+                Err(e) => eprintln!("  {e}"),
+            }
+        }
+    }
+    match form.accept_typed(&typed) {
+        Ok(content) => Answer::Accept(content),
+        Err(e) => {
+            eprintln!("  {e}; declined");
+            Answer::Decline
+        }
+    }
 }
 
 impl TerminalPrompter {
@@ -299,6 +406,20 @@ impl Prompter for TerminalPrompter {
 
     fn say(&mut self, message: &str) {
         println!("[say] {}", message.trim_end());
+    }
+
+    fn elicit(
+        &mut self,
+        server: &str,
+        form: &keyless_core::elicit::Form,
+    ) -> keyless_core::elicit::Answer {
+        terminal_form(
+            server,
+            form,
+            &mut self.answers,
+            self.interactive,
+            &mut io::stdout(),
+        )
     }
 
     fn cancel_requested(&mut self) -> bool {
@@ -827,7 +948,7 @@ pub fn undo_cmd(
     let name = found.id.clone().unwrap_or_else(|| found.label.clone());
     if revert {
         let Loaded { cfg, .. } = load_config(ws.root())?;
-        let exec = exec_settings(&cfg, false, ws.root());
+        let exec = exec_settings(&cfg, false, ws.root(), false);
         let made = undo::revert(&ws, &exec.git, &found).map_err(fail)?;
         let _ = writeln!(out, "reverted the commits that recorded batch {name}:");
         for m in made {

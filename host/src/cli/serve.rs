@@ -53,7 +53,8 @@ pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
     let www = a.www.or_else(default_www);
     crate::server::serve(crate::server::ServeOptions {
         port,
-        exec: exec_settings(&cfg, true, &workspace),
+        // The overlay and the dashboard do not show servers' forms yet: no elicitation offered.
+        exec: exec_settings(&cfg, true, &workspace, false),
         workspace,
         pairings,
         www,

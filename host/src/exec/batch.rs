@@ -61,6 +61,16 @@ pub trait Prompter {
         let _ = movement;
         self.ask(question)
     }
+    /// The user's answer to the form an MCP server sent while its tool ran (elicitation);
+    /// nobody to ask declines. The model never answers one.
+    fn elicit(
+        &mut self,
+        server: &str,
+        form: &keyless_core::elicit::Form,
+    ) -> keyless_core::elicit::Answer {
+        let _ = (server, form);
+        keyless_core::elicit::Answer::Decline
+    }
     /// A `@@say` message.
     fn say(&mut self, message: &str);
     /// Live output of a running command.

@@ -132,9 +132,14 @@ impl Executor<'_> {
             },
         };
         let out = pool
-            .call(self.session, server, tool, args, timeout, || {
-                prompter.cancel_requested()
-            })
+            .call(
+                self.session,
+                server,
+                tool,
+                args,
+                timeout,
+                &mut Waiting(prompter),
+            )
             .map_err(|e| Failure::new(e.code(), e.to_string()))?;
         let mut cap = OutputCap::new(self.max_output());
         cap.push(&out.text);
@@ -287,4 +292,22 @@ fn ssh_outcome(out: &super::shell::ShellOutput, timeout: Duration) -> Outcome {
         }
     }
     outcome
+}
+
+/// The batch's prompter as the user waiting on an MCP call: it cancels, and it answers the
+/// server's forms.
+struct Waiting<'a>(&'a mut dyn Prompter);
+
+impl crate::mcp::CallUser for Waiting<'_> {
+    fn cancel_requested(&mut self) -> bool {
+        self.0.cancel_requested()
+    }
+
+    fn elicit(
+        &mut self,
+        server: &str,
+        form: &keyless_core::elicit::Form,
+    ) -> keyless_core::elicit::Answer {
+        self.0.elicit(server, form)
+    }
 }

@@ -35,14 +35,14 @@ impl Tools {
     pub fn new(
         cfg: &keyless_core::keyless_json::KeylessConfig,
         root: &std::path::Path,
+        answers: bool,
     ) -> std::io::Result<Self> {
         let mcp = if cfg.mcp_servers.is_empty() {
             None
         } else {
-            Some(Arc::new(Pool::new(
-                cfg.mcp_servers.clone(),
-                root.to_path_buf(),
-            )?))
+            Some(Arc::new(
+                Pool::new(cfg.mcp_servers.clone(), root.to_path_buf())?.answering(answers),
+            ))
         };
         Ok(Self {
             ssh: SshOptions::from_env(),

@@ -454,7 +454,7 @@ fn mcp_call(allowed: &Allowed<'_>, rest: &str, args: &Value) -> Result<Value, Ef
             tool,
             Some(arguments),
             std::time::Duration::from_millis(timeout),
-            || false,
+            &mut crate::mcp::Nobody,
         )
         .map_err(|e| EffectError::new(e.code(), e.to_string()))?;
     if out.is_error {

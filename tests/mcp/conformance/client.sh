@@ -24,7 +24,8 @@ case "${MCP_CONFORMANCE_SCENARIO:-}" in
   sse-retry)
     "$host" mcp call conformance.test_reconnection ;;
   elicitation-sep1034-client-defaults)
-    "$host" mcp call conformance.test_client_elicitation_defaults ;;
+    # The server asks for a form; the user accepts it as it is (its defaults).
+    "$host" mcp call conformance.test_client_elicitation_defaults --answer accept ;;
   *)
     # The authorization scenarios: list the server's tools, then call the first one.
     tool="$("$host" mcp list --json | sed -n 's/.*"tools":\[{"server":"conformance","name":"\([^"]*\)".*/\1/p')"

@@ -1,0 +1,513 @@
+//! MCP elicitation: the form a server's `elicitation/create` asks the user to fill in, read from
+//! its requested schema (a flat object of strings, numbers, integers, booleans, single and
+//! multiple choices), and the user's answer turned into the content the server gets: each given
+//! value read by its field's type, each omitted field its default (SEP-1034), every constraint
+//! checked. The model never answers one: only the user, through the host's prompts.
+//!
+//! Pure: the host shows the form and reads the answers; this decides what they mean.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// How many fields a form may have, and how long a text answer may be.
+pub const MAX_FIELDS: usize = 64;
+pub const MAX_ANSWER_CHARS: usize = 10_000;
+
+/// The form of one elicitation request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Form {
+    /// The server's message, as it wrote it (shown to the user as the server's words).
+    pub message: String,
+    pub fields: Vec<Field>,
+}
+
+/// One field of the form, in the schema's order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Field {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub kind: Kind,
+    pub required: bool,
+    /// The schema's default, already checked against the field.
+    pub default: Option<Value>,
+}
+
+/// What a field takes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Kind {
+    Text {
+        /// `email`, `uri`, `date` or `date-time`, when the schema names one.
+        format: Option<String>,
+        min_length: Option<u64>,
+        max_length: Option<u64>,
+    },
+    Number {
+        integer: bool,
+        minimum: Option<f64>,
+        maximum: Option<f64>,
+    },
+    Boolean,
+    /// One of the options: (value sent, label shown).
+    Choice { options: Vec<(String, String)> },
+    /// Several of the options.
+    Choices {
+        options: Vec<(String, String)>,
+        min_items: Option<u64>,
+        max_items: Option<u64>,
+    },
+}
+
+/// The user's answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", content = "content", rename_all = "snake_case")]
+pub enum Answer {
+    /// The content the server gets (every field with a value: given or default).
+    Accept(Map<String, Value>),
+    /// The user declines to answer; the operation may go on without it.
+    Decline,
+    /// The user stops the whole operation.
+    Cancel,
+}
+
+impl Answer {
+    /// The protocol's name of the action.
+    #[must_use]
+    pub fn action(&self) -> &'static str {
+        match self {
+            Self::Accept(_) => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+        }
+    }
+}
+
+fn text(v: Option<&Value>) -> Option<String> {
+    v.and_then(Value::as_str).map(str::to_string)
+}
+
+/// The options of an enum: `enum` (with `enumNames` as labels), or `oneOf`/`anyOf` of
+/// `{const, title}`.
+fn options(schema: &Map<String, Value>) -> Option<Vec<(String, String)>> {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        let names = schema.get("enumNames").and_then(Value::as_array);
+        return values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let value = v.as_str()?.to_string();
+                let label = names
+                    .and_then(|n| n.get(i))
+                    .and_then(Value::as_str)
+                    .map_or_else(|| value.clone(), str::to_string);
+                Some((value, label))
+            })
+            .collect();
+    }
+    let list = schema
+        .get("oneOf")
+        .or_else(|| schema.get("anyOf"))
+        .and_then(Value::as_array)?;
+    list.iter()
+        .map(|o| {
+            let value = o.get("const")?.as_str()?.to_string();
+            let label = text(o.get("title")).unwrap_or_else(|| value.clone());
+            Some((value, label))
+        })
+        .collect()
+}
+
+fn kind(name: &str, schema: &Map<String, Value>) -> Result<Kind, String> {
+    let ty = schema.get("type").and_then(Value::as_str).unwrap_or("");
+    let u = |k: &str| schema.get(k).and_then(Value::as_u64);
+    let f = |k: &str| schema.get(k).and_then(Value::as_f64);
+    Ok(match ty {
+        "string" => match options(schema) {
+            Some(options) if !options.is_empty() => Kind::Choice { options },
+            Some(_) => return Err(format!("field \"{name}\": an enum without options")),
+            None => Kind::Text {
+                format: text(schema.get("format")),
+                min_length: u("minLength"),
+                max_length: u("maxLength"),
+            },
+        },
+        "number" | "integer" => Kind::Number {
+            integer: ty == "integer",
+            minimum: f("minimum"),
+            maximum: f("maximum"),
+        },
+        "boolean" => Kind::Boolean,
+        "array" => {
+            let items = schema
+                .get("items")
+                .and_then(Value::as_object)
+                .ok_or_else(|| format!("field \"{name}\": a list without items"))?;
+            let options = options(items)
+                .filter(|o| !o.is_empty())
+                .ok_or_else(|| format!("field \"{name}\": a list is only of choices"))?;
+            Kind::Choices {
+                options,
+                min_items: u("minItems"),
+                max_items: u("maxItems"),
+            }
+        }
+        other => return Err(format!("field \"{name}\": type \"{other}\" is not a form field")),
+    })
+}
+
+/// The form of a request: its message and its requested schema.
+///
+/// # Errors
+/// A schema that is not a flat object of the field types above, or a default that does not fit
+/// its field.
+pub fn form(message: &str, schema: &Value) -> Result<Form, String> {
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or("the requested schema has no properties")?;
+    if props.len() > MAX_FIELDS {
+        return Err(format!(
+            "the form has {} fields; at most {MAX_FIELDS}",
+            props.len()
+        ));
+    }
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut fields = Vec::new();
+    for (name, s) in props {
+        let s = s
+            .as_object()
+            .ok_or_else(|| format!("field \"{name}\" is not a schema"))?;
+        let mut field = Field {
+            name: name.clone(),
+            title: text(s.get("title")),
+            description: text(s.get("description")),
+            kind: kind(name, s)?,
+            required: required.contains(&name.as_str()),
+            default: None,
+        };
+        if let Some(d) = s.get("default") {
+            field.default = Some(
+                field
+                    .check(d)
+                    .map_err(|e| format!("field \"{name}\": its default {d}: {e}"))?,
+            );
+        }
+        fields.push(field);
+    }
+    Ok(Form {
+        message: message.to_string(),
+        fields,
+    })
+}
+
+impl Field {
+    /// The name the user sees: its title, else its name.
+    #[must_use]
+    pub fn label(&self) -> &str {
+        self.title.as_deref().unwrap_or(&self.name)
+    }
+
+    /// A JSON value for this field, checked (numbers in range, whole for an integer, a choice
+    /// among the options, a text within its lengths).
+    ///
+    /// # Errors
+    /// What does not fit, in words.
+    pub fn check(&self, v: &Value) -> Result<Value, String> {
+        match &self.kind {
+            Kind::Text {
+                min_length,
+                max_length,
+                ..
+            } => {
+                let s = v.as_str().ok_or("a text is expected")?;
+                let n = s.chars().count() as u64;
+                if min_length.is_some_and(|m| n < m) || max_length.is_some_and(|m| n > m) {
+                    return Err(format!(
+                        "{n} characters; {} to {}",
+                        min_length.unwrap_or(0),
+                        max_length.map_or_else(|| "any".to_string(), |m| m.to_string())
+                    ));
+                }
+                Ok(v.clone())
+            }
+            Kind::Number {
+                integer,
+                minimum,
+                maximum,
+            } => {
+                let x = v.as_f64().ok_or("a number is expected")?;
+                if *integer && x.fract() != 0.0 {
+                    return Err("a whole number is expected".into());
+                }
+                if minimum.is_some_and(|m| x < m) || maximum.is_some_and(|m| x > m) {
+                    return Err(format!(
+                        "{x} is out of range ({} to {})",
+                        minimum.map_or_else(|| "any".to_string(), |m| m.to_string()),
+                        maximum.map_or_else(|| "any".to_string(), |m| m.to_string())
+                    ));
+                }
+                Ok(v.clone())
+            }
+            Kind::Boolean => v
+                .as_bool()
+                .map(Value::Bool)
+                .ok_or_else(|| "true or false is expected".into()),
+            Kind::Choice { options } => {
+                let s = v.as_str().ok_or("one of the options is expected")?;
+                if options.iter().any(|(o, _)| o == s) {
+                    Ok(v.clone())
+                } else {
+                    Err(format!("\"{s}\" is not one of {}", names(options)))
+                }
+            }
+            Kind::Choices {
+                options,
+                min_items,
+                max_items,
+            } => {
+                let list = v.as_array().ok_or("a list of options is expected")?;
+                for item in list {
+                    let s = item.as_str().ok_or("a list of options is expected")?;
+                    if !options.iter().any(|(o, _)| o == s) {
+                        return Err(format!("\"{s}\" is not one of {}", names(options)));
+                    }
+                }
+                let n = list.len() as u64;
+                if min_items.is_some_and(|m| n < m) || max_items.is_some_and(|m| n > m) {
+                    return Err(format!("{n} chosen; {} to {}", min_items.unwrap_or(0), max_items.map_or_else(|| "any".to_string(), |m| m.to_string())));
+                }
+                Ok(v.clone())
+            }
+        }
+    }
+
+    /// A typed-in answer read by the field's type: a number, `y`/`yes`/`true` or
+    /// `n`/`no`/`false`, an option's value or label (or its number in the list, from 1), several
+    /// separated by commas.
+    ///
+    /// # Errors
+    /// What does not fit, in words.
+    pub fn read(&self, typed: &str) -> Result<Value, String> {
+        let t = typed.trim();
+        if t.chars().count() > MAX_ANSWER_CHARS {
+            return Err(format!("at most {MAX_ANSWER_CHARS} characters"));
+        }
+        let pick = |options: &[(String, String)], one: &str| -> Result<Value, String> {
+            let one = one.trim();
+            if let Ok(i) = one.parse::<usize>() {
+                if let Some((v, _)) = i.checked_sub(1).and_then(|i| options.get(i)) {
+                    return Ok(Value::String(v.clone()));
+                }
+            }
+            options
+                .iter()
+                .find(|(v, l)| v == one || l.eq_ignore_ascii_case(one))
+                .map(|(v, _)| Value::String(v.clone()))
+                .ok_or_else(|| format!("\"{one}\" is not one of {}", names(options)))
+        };
+        let v = match &self.kind {
+            Kind::Text { .. } => Value::String(typed.to_string()),
+            Kind::Number { .. } => {
+                let x: f64 = t.parse().map_err(|_| format!("\"{t}\" is not a number"))?;
+                serde_json::Number::from_f64(x)
+                    .map(|n| {
+                        if x.fract() == 0.0 && x.abs() < 9e15 {
+                            #[allow(clippy::cast_possible_truncation)]
+                            Value::from(x as i64)
+                        } else {
+                            Value::Number(n)
+                        }
+                    })
+                    .ok_or_else(|| format!("\"{t}\" is not a number"))?
+            }
+            Kind::Boolean => match t.to_ascii_lowercase().as_str() {
+                "y" | "yes" | "true" => Value::Bool(true),
+                "n" | "no" | "false" => Value::Bool(false),
+                _ => return Err("answer yes or no".into()),
+            },
+            Kind::Choice { options } => pick(options, t)?,
+            Kind::Choices { options, .. } => Value::Array(
+                t.split(',')
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| pick(options, s))
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        self.check(&v)
+    }
+}
+
+fn names(options: &[(String, String)]) -> String {
+    let list: Vec<String> = options.iter().map(|(v, _)| format!("\"{v}\"")).collect();
+    list.join(", ")
+}
+
+impl Form {
+    /// The content of an accept: each given value checked by its field, each omitted field its
+    /// default. A required field with neither is refused, and so is a value for a field the form
+    /// does not have.
+    ///
+    /// # Errors
+    /// The first field that does not fit, by name.
+    pub fn accept(&self, given: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+        if let Some(extra) = given
+            .keys()
+            .find(|k| !self.fields.iter().any(|f| &f.name == *k))
+        {
+            return Err(format!("the form has no field \"{extra}\""));
+        }
+        let mut out = Map::new();
+        for f in &self.fields {
+            match (given.get(&f.name), &f.default) {
+                (Some(v), _) => {
+                    out.insert(
+                        f.name.clone(),
+                        f.check(v).map_err(|e| format!("{}: {e}", f.label()))?,
+                    );
+                }
+                (None, Some(d)) => {
+                    out.insert(f.name.clone(), d.clone());
+                }
+                (None, None) if f.required => {
+                    return Err(format!("{} is required and has no default", f.label()));
+                }
+                (None, None) => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// Typed-in answers (by field name; an empty one takes the default), as an accept.
+    ///
+    /// # Errors
+    /// As [`Form::accept`], and a typed answer that does not read.
+    pub fn accept_typed(&self, typed: &BTreeMap<String, String>) -> Result<Map<String, Value>, String> {
+        let mut given = Map::new();
+        for f in &self.fields {
+            if let Some(t) = typed.get(&f.name).filter(|t| !t.trim().is_empty()) {
+                given.insert(
+                    f.name.clone(),
+                    f.read(t).map_err(|e| format!("{}: {e}", f.label()))?,
+                );
+            }
+        }
+        self.accept(&given)
+    }
+
+    /// A scripted answer (`--answer`): `accept` (the defaults), `decline`, `cancel`, or one JSON
+    /// object of values (accepted, the defaults filling the rest).
+    ///
+    /// # Errors
+    /// Anything else, or values that do not fit.
+    pub fn scripted(&self, answer: &str) -> Result<Answer, String> {
+        let a = answer.trim();
+        match a.to_ascii_lowercase().as_str() {
+            "accept" => return self.accept(&Map::new()).map(Answer::Accept),
+            "decline" => return Ok(Answer::Decline),
+            "cancel" => return Ok(Answer::Cancel),
+            _ => {}
+        }
+        match serde_json::from_str::<Value>(a) {
+            Ok(Value::Object(m)) => self.accept(&m).map(Answer::Accept),
+            _ => Err(
+                "answer a form with accept, decline, cancel or one JSON object of values".into(),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The conformance suite's SEP-1034 request: every field has a default, none is required.
+    fn defaults() -> Form {
+        form(
+            "please accept with defaults",
+            &json!({"type": "object", "properties": {
+                "name": {"type": "string", "default": "John Doe"},
+                "age": {"type": "integer", "default": 30},
+                "score": {"type": "number", "default": 95.5},
+                "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+                "verified": {"type": "boolean", "default": true}
+            }, "required": []}),
+        )
+        .expect("form")
+    }
+
+    #[test]
+    fn an_accept_takes_the_defaults_of_omitted_fields() {
+        let f = defaults();
+        assert_eq!(
+            f.scripted("accept").expect("accept"),
+            Answer::Accept(
+                json!({"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": true})
+                    .as_object()
+                    .cloned()
+                    .expect("object")
+            )
+        );
+        let Answer::Accept(m) = f.scripted(r#"{"age": 41}"#).expect("json") else {
+            panic!("accept")
+        };
+        assert_eq!((m["age"].clone(), m["name"].clone()), (json!(41), json!("John Doe")));
+        assert_eq!(f.scripted("Decline"), Ok(Answer::Decline));
+        assert_eq!(f.scripted("cancel"), Ok(Answer::Cancel));
+        assert!(f.scripted("sure").is_err());
+    }
+
+    #[test]
+    fn values_are_checked_and_typed_answers_read_by_type() {
+        let f = form(
+            "m",
+            &json!({"type": "object", "properties": {
+                "n": {"type": "integer", "minimum": 1, "maximum": 5},
+                "c": {"type": "string", "oneOf": [{"const": "a", "title": "Alpha"}, {"const": "b", "title": "Beta"}]},
+                "many": {"type": "array", "items": {"type": "string", "enum": ["x", "y", "z"]}, "maxItems": 2},
+                "who": {"type": "string", "minLength": 2, "title": "Your name"},
+                "ok": {"type": "boolean"}
+            }, "required": ["who"]}),
+        )
+        .expect("form");
+        assert!(f.scripted(r#"{"n": 7, "who": "me"}"#).is_err(), "out of range");
+        assert!(f.scripted(r#"{"n": 2.5, "who": "me"}"#).is_err(), "not whole");
+        assert!(f.scripted(r#"{"c": "q", "who": "me"}"#).is_err(), "not an option");
+        assert!(f.scripted(r#"{"nope": 1, "who": "me"}"#).is_err(), "no such field");
+        assert_eq!(
+            f.scripted("accept").unwrap_err(),
+            "Your name is required and has no default"
+        );
+        let typed: BTreeMap<String, String> = [
+            ("n", "3"),
+            ("c", "beta"),
+            ("many", "1, z"),
+            ("who", "Ann"),
+            ("ok", "y"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(
+            Value::Object(f.accept_typed(&typed).expect("typed")),
+            json!({"n": 3, "c": "b", "many": ["x", "z"], "who": "Ann", "ok": true})
+        );
+        let mut bad = typed.clone();
+        bad.insert("many".into(), "x,y,z".into());
+        assert!(f.accept_typed(&bad).is_err(), "too many");
+    }
+
+    #[test]
+    fn schemas_that_are_not_forms_are_refused() {
+        assert!(form("m", &json!({"type": "object"})).is_err());
+        assert!(form("m", &json!({"properties": {"a": {"type": "object"}}})).is_err());
+        assert!(form("m", &json!({"properties": {"a": {"type": "integer", "default": "x"}}})).is_err());
+        assert!(form("m", &json!({"properties": {"a": {"type": "array", "items": {"type": "string"}}}})).is_err());
+    }
+}
