@@ -51,7 +51,9 @@ pub enum Kind {
     },
     Boolean,
     /// One of the options: (value sent, label shown).
-    Choice { options: Vec<(String, String)> },
+    Choice {
+        options: Vec<(String, String)>,
+    },
     /// Several of the options.
     Choices {
         options: Vec<(String, String)>,
@@ -153,7 +155,11 @@ fn kind(name: &str, schema: &Map<String, Value>) -> Result<Kind, String> {
                 max_items: u("maxItems"),
             }
         }
-        other => return Err(format!("field \"{name}\": type \"{other}\" is not a form field")),
+        other => {
+            return Err(format!(
+                "field \"{name}\": type \"{other}\" is not a form field"
+            ))
+        }
     })
 }
 
@@ -280,7 +286,11 @@ impl Field {
                 }
                 let n = list.len() as u64;
                 if min_items.is_some_and(|m| n < m) || max_items.is_some_and(|m| n > m) {
-                    return Err(format!("{n} chosen; {} to {}", min_items.unwrap_or(0), max_items.map_or_else(|| "any".to_string(), |m| m.to_string())));
+                    return Err(format!(
+                        "{n} chosen; {} to {}",
+                        min_items.unwrap_or(0),
+                        max_items.map_or_else(|| "any".to_string(), |m| m.to_string())
+                    ));
                 }
                 Ok(v.clone())
             }
@@ -387,7 +397,10 @@ impl Form {
     ///
     /// # Errors
     /// As [`Form::accept`], and a typed answer that does not read.
-    pub fn accept_typed(&self, typed: &BTreeMap<String, String>) -> Result<Map<String, Value>, String> {
+    pub fn accept_typed(
+        &self,
+        typed: &BTreeMap<String, String>,
+    ) -> Result<Map<String, Value>, String> {
         let mut given = Map::new();
         for f in &self.fields {
             if let Some(t) = typed.get(&f.name).filter(|t| !t.trim().is_empty()) {
@@ -457,7 +470,10 @@ mod tests {
         let Answer::Accept(m) = f.scripted(r#"{"age": 41}"#).expect("json") else {
             panic!("accept")
         };
-        assert_eq!((m["age"].clone(), m["name"].clone()), (json!(41), json!("John Doe")));
+        assert_eq!(
+            (m["age"].clone(), m["name"].clone()),
+            (json!(41), json!("John Doe"))
+        );
         assert_eq!(f.scripted("Decline"), Ok(Answer::Decline));
         assert_eq!(f.scripted("cancel"), Ok(Answer::Cancel));
         assert!(f.scripted("sure").is_err());
@@ -476,10 +492,22 @@ mod tests {
             }, "required": ["who"]}),
         )
         .expect("form");
-        assert!(f.scripted(r#"{"n": 7, "who": "me"}"#).is_err(), "out of range");
-        assert!(f.scripted(r#"{"n": 2.5, "who": "me"}"#).is_err(), "not whole");
-        assert!(f.scripted(r#"{"c": "q", "who": "me"}"#).is_err(), "not an option");
-        assert!(f.scripted(r#"{"nope": 1, "who": "me"}"#).is_err(), "no such field");
+        assert!(
+            f.scripted(r#"{"n": 7, "who": "me"}"#).is_err(),
+            "out of range"
+        );
+        assert!(
+            f.scripted(r#"{"n": 2.5, "who": "me"}"#).is_err(),
+            "not whole"
+        );
+        assert!(
+            f.scripted(r#"{"c": "q", "who": "me"}"#).is_err(),
+            "not an option"
+        );
+        assert!(
+            f.scripted(r#"{"nope": 1, "who": "me"}"#).is_err(),
+            "no such field"
+        );
         assert_eq!(
             f.scripted("accept").unwrap_err(),
             "Your name is required and has no default"
@@ -507,7 +535,15 @@ mod tests {
     fn schemas_that_are_not_forms_are_refused() {
         assert!(form("m", &json!({"type": "object"})).is_err());
         assert!(form("m", &json!({"properties": {"a": {"type": "object"}}})).is_err());
-        assert!(form("m", &json!({"properties": {"a": {"type": "integer", "default": "x"}}})).is_err());
-        assert!(form("m", &json!({"properties": {"a": {"type": "array", "items": {"type": "string"}}}})).is_err());
+        assert!(form(
+            "m",
+            &json!({"properties": {"a": {"type": "integer", "default": "x"}}})
+        )
+        .is_err());
+        assert!(form(
+            "m",
+            &json!({"properties": {"a": {"type": "array", "items": {"type": "string"}}}})
+        )
+        .is_err());
     }
 }

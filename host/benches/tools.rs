@@ -66,7 +66,7 @@ fn mcp() {
                 "echo",
                 args("hi"),
                 Duration::from_secs(30),
-                || false,
+                &mut keyless_host::mcp::Nobody,
             )
             .expect("first call");
         assert!(out.text.contains("hi"));
@@ -89,7 +89,7 @@ fn mcp() {
                 "echo",
                 args(&format!("m{i}")),
                 Duration::from_secs(30),
-                || false,
+                &mut keyless_host::mcp::Nobody,
             )
             .expect("call");
             t.elapsed()

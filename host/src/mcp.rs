@@ -124,13 +124,18 @@ pub trait CallUser {
         false
     }
     /// The user's answer to `server`'s form (never the model's).
-    fn elicit(&mut self, server: &str, form: &keyless_core::elicit::Form) -> keyless_core::elicit::Answer {
+    fn elicit(
+        &mut self,
+        server: &str,
+        form: &keyless_core::elicit::Form,
+    ) -> keyless_core::elicit::Answer {
         let _ = (server, form);
         keyless_core::elicit::Answer::Decline
     }
 }
 
 /// A call nobody waits on (an `.as` program's): it is never cancelled and declines forms.
+#[derive(Debug)]
 pub struct Nobody;
 
 impl CallUser for Nobody {}

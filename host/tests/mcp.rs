@@ -437,4 +437,58 @@ fn keyless_introduces_itself_and_cancels_what_it_stops_waiting_for() {
         .find(|m| m["method"] == "notifications/cancelled")
         .unwrap_or_else(|| panic!("no notifications/cancelled in {seen:?}"));
     assert_eq!(cancelled["params"]["requestId"], call["id"], "{cancelled}");
+    // A server's form goes to the user (here --answer): values checked, defaults filled in.
+    let out = host(
+        &fx,
+        &[
+            "mcp",
+            "call",
+            "recorder.ask",
+            "--answer",
+            r#"{"name": "Ann"}"#,
+        ],
+    );
+    let answer: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{out:?}"));
+    assert_eq!(
+        answer,
+        serde_json::json!({"action": "accept", "content": {"name": "Ann", "count": 3, "go": false}})
+    );
+    // The server's words reach the terminal escaped, on standard error.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("Deploy \\u{1b}[31mnow"), "{said}");
+    for (given, action) in [("decline", "decline"), ("cancel", "cancel")] {
+        let out = host(&fx, &["mcp", "call", "recorder.ask", "--answer", given]);
+        let answer: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(answer["action"], action, "{answer}");
+    }
+    // A value that does not fit is not sent: the form is declined.
+    let out = host(
+        &fx,
+        &[
+            "mcp",
+            "call",
+            "recorder.ask",
+            "--answer",
+            r#"{"name": "Ann", "count": 12}"#,
+        ],
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(answer["action"], "decline", "{answer}");
+    // Nobody to answer (no terminal, no --answer): the capability is not offered at all.
+    let out = host(&fx, &["mcp", "call", "recorder.ask"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("no form"),
+        "{out:?}"
+    );
+    let inits: Vec<serde_json::Value> = lines()
+        .into_iter()
+        .filter(|m| m["method"] == "initialize")
+        .collect();
+    assert!(inits
+        .iter()
+        .any(|m| m["params"]["capabilities"]["elicitation"]["form"].is_object()));
+    assert!(inits
+        .last()
+        .is_some_and(|m| m["params"]["capabilities"].get("elicitation").is_none()));
 }

@@ -1,7 +1,8 @@
 // A stdio MCP server on the official TypeScript SDK that records what a client sends it, for
 // host/tests/mcp.rs: every JSON-RPC message it receives goes, one JSON line each, to the file
-// KEYLESS_RECORD names. Its tools: `wait` (answers only when cancelled: it records the abort) and
-// `roots` (asks the client for its roots and answers with them).
+// KEYLESS_RECORD names. Its tools: `wait` (answers only when cancelled: it records the abort),
+// `roots` (asks the client for its roots and answers with them) and `ask` (asks the user a form,
+// elicitation, and answers with what came back).
 import { appendFileSync } from "node:fs";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -14,9 +15,29 @@ server.setRequestHandler(ListToolsRequestSchema, async () => ({
   tools: [
     { name: "wait", description: "Waits until cancelled.", inputSchema: { type: "object", properties: {} } },
     { name: "roots", description: "The client's roots.", inputSchema: { type: "object", properties: {} } },
+    { name: "ask", description: "Asks the user a form.", inputSchema: { type: "object", properties: {} } },
   ],
 }));
 server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  if (request.params.name === "ask") {
+    try {
+      const answer = await server.elicitInput({
+        message: "Deploy \u001b[31mnow\u001b[0m?",
+        requestedSchema: {
+          type: "object",
+          properties: {
+            name: { type: "string", title: "Your name" },
+            count: { type: "integer", minimum: 1, maximum: 9, default: 3 },
+            go: { type: "boolean", default: false },
+          },
+          required: ["name"],
+        },
+      });
+      return { content: [{ type: "text", text: JSON.stringify(answer) }] };
+    } catch (e) {
+      return { content: [{ type: "text", text: `no form: ${e.message}` }], isError: true };
+    }
+  }
   if (request.params.name === "roots") {
     const { roots } = await server.listRoots();
     return { content: [{ type: "text", text: JSON.stringify(roots) }] };

@@ -142,15 +142,14 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
             pool.tools("cli", server)
                 .map_err(|e| coded(e.code(), e.to_string()))?;
             let started = t.elapsed();
-            let r = pool
-                .call(
-                    "cli",
-                    server,
-                    name,
-                    args,
-                    Duration::from_secs(timeout),
-                    &mut user,
-                );
+            let r = pool.call(
+                "cli",
+                server,
+                name,
+                args,
+                Duration::from_secs(timeout),
+                &mut user,
+            );
             // Closed before the answer is shown, failed or not: what keyless still had to tell
             // the server (a call's cancellation) leaves before the process ends.
             pool.close_scope("cli");

@@ -200,7 +200,6 @@ pub fn terminal_form(
     use keyless_core::elicit::{Answer, Kind};
     let _ = writeln!(
         out,
-        
         "[form] the MCP server \"{}\" asks: {}",
         shown(server),
         shown(form.message.trim_end())
@@ -208,23 +207,20 @@ pub fn terminal_form(
     if let Some(a) = answers.pop_front() {
         return match form.scripted(&a) {
             Ok(answer) => {
-                let _ = writeln!(
-        out,
-        "[answer] {}", answer.action());
+                let _ = writeln!(out, "[answer] {}", answer.action());
                 answer
             }
             Err(e) => {
-                let _ = writeln!(
-        out,
-        "[answer] {}: {e}; declined", shown(&a));
+                let _ = writeln!(out, "[answer] {}: {e}; declined", shown(&a));
                 Answer::Decline
             }
         };
     }
     if !interactive {
         let _ = writeln!(
-        out,
-        "[no answer: no terminal; pass --answer accept, decline, cancel or a JSON object]");
+            out,
+            "[no answer: no terminal; pass --answer accept, decline, cancel or a JSON object]"
+        );
         return Answer::Decline;
     }
     match TerminalPrompter::read_line("Fill it in? [y]es, [n]o (decline), [c]ancel the call: ")
@@ -255,9 +251,7 @@ pub fn terminal_form(
             .map(|d| format!(" [{}]", shown(&d.to_string())))
             .unwrap_or_default();
         if let Some(d) = &f.description {
-            let _ = writeln!(
-        out,
-        "  {}", shown(d));
+            let _ = writeln!(out, "  {}", shown(d));
         }
         loop {
             let Some(line) = TerminalPrompter::read_line(&format!(
