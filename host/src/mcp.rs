@@ -90,9 +90,44 @@ struct Live {
     /// Where the server's elicitations go: the call waiting on it (see [`Pool::call`]).
     questions: Questions,
     service: RunningService<RoleClient, Client>,
+    tools: Mutex<Catalogue>,
+    /// Set when the server says its tools changed (`notifications/tools/list_changed`): they are
+    /// listed again before the next use.
+    stale: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// A server's tools as keyless offers them, and those that declare an `outputSchema` (their
+/// `structuredContent` is their result).
+#[derive(Debug, Default)]
+struct Catalogue {
     tools: Vec<McpTool>,
-    /// The tools that declare an `outputSchema`: their `structuredContent` is their result.
     structured: std::collections::HashSet<String>,
+}
+
+impl Catalogue {
+    fn of(server: &str, cfg: &ServerConfig, listed: Vec<rmcp::model::Tool>) -> Self {
+        let structured = listed
+            .iter()
+            .filter(|t| t.output_schema.is_some())
+            .map(|t| t.name.to_string())
+            .collect();
+        let tools = listed
+            .into_iter()
+            .filter(|t| keyless_core::mcp::valid_tool(&t.name))
+            .map(|t| McpTool {
+                server: server.to_string(),
+                name: t.name.to_string(),
+                description: t.description.as_deref().unwrap_or("").to_string(),
+                input_schema: serde_json::to_string(&*t.input_schema).unwrap_or_default(),
+                read_only: cfg.trust_read_only
+                    && t.annotations
+                        .as_ref()
+                        .and_then(|a| a.read_only_hint)
+                        .unwrap_or(false),
+            })
+            .collect();
+        Self { tools, structured }
+    }
 }
 
 /// keyless as an MCP client: what it tells a server of itself (`clientInfo`: keyless-host and its
@@ -105,23 +140,47 @@ pub struct Client {
     /// Whether a user answers this client's elicitations: only then is the capability offered.
     answers: bool,
     questions: Questions,
+    stale: Arc<std::sync::atomic::AtomicBool>,
 }
 
-/// A server's elicitation, on its way to the user who waits on the call.
+/// What a server sends the user who waits on its tool call.
 #[derive(Debug)]
-pub struct Question {
-    pub form: keyless_core::elicit::Form,
-    reply: tokio::sync::oneshot::Sender<keyless_core::elicit::Answer>,
+pub enum Notice {
+    /// A form to fill in (elicitation), and where the answer goes.
+    Question {
+        form: keyless_core::elicit::Form,
+        reply: tokio::sync::oneshot::Sender<keyless_core::elicit::Answer>,
+    },
+    /// A progress notification, as one line (`progress 3/10: copying`).
+    Progress(String),
 }
 
-/// The call waiting on a server, if any: where its elicitations go.
-type Questions = Arc<Mutex<Option<mpsc::Sender<Question>>>>;
+/// The call waiting on a server, if any: where its questions and progress go.
+type Questions = Arc<Mutex<Option<mpsc::Sender<Notice>>>>;
+
+/// A progress notification as one line: `progress 3/10: copying` (the server's message cut to
+/// 200 characters).
+fn progress_line(p: &rmcp::model::ProgressNotificationParam) -> String {
+    let mut line = match p.total {
+        Some(t) => format!("progress {}/{}", p.progress, t),
+        None => format!("progress {}", p.progress),
+    };
+    if let Some(m) = p.message.as_deref().filter(|m| !m.trim().is_empty()) {
+        line.push_str(": ");
+        line.push_str(&keyless_core::text::truncate_chars(m.trim(), 200));
+    }
+    line
+}
 
 /// Who waits on a tool call: asked, while it waits, whether to stop, and to answer the form a
 /// server sends (its elicitation). Nobody to ask declines.
 pub trait CallUser {
     fn cancel_requested(&mut self) -> bool {
         false
+    }
+    /// A progress line from `server` while its tool runs.
+    fn progress(&mut self, server: &str, line: &str) {
+        let _ = (server, line);
     }
     /// The user's answer to `server`'s form (never the model's).
     fn elicit(
@@ -149,6 +208,7 @@ impl Client {
                 .map(|u| u.to_string()),
             answers,
             questions: Arc::new(Mutex::new(None)),
+            stale: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
     }
 
@@ -180,7 +240,33 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Hands `notice` to the call waiting on the server; false when none waits.
+    fn notify(&self, notice: Notice) -> bool {
+        self.questions
+            .lock()
+            .ok()
+            .and_then(|q| q.as_ref().map(|s| s.send(notice).is_ok()))
+            .unwrap_or(false)
+    }
+}
+
 impl rmcp::ClientHandler for Client {
+    /// The tools are listed again before their next use (the movement offers the new list from
+    /// the next reply on).
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.stale.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Shown live to whoever waits on the call (the overlay's output, the terminal).
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let _ = self.notify(Notice::Progress(progress_line(&params)));
+    }
+
     fn get_info(&self) -> rmcp::model::ClientConfig {
         Self::config(self.answers)
     }
@@ -211,12 +297,7 @@ impl rmcp::ClientHandler for Client {
         let form = keyless_core::elicit::form(&message, &schema)
             .map_err(|e| rmcp::ErrorData::invalid_params(e, None))?;
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let sent = self
-            .questions
-            .lock()
-            .ok()
-            .and_then(|q| q.as_ref().map(|s| s.send(Question { form, reply }).is_ok()))
-            .unwrap_or(false);
+        let sent = self.notify(Notice::Question { form, reply });
         if !sent {
             return decline;
         }
@@ -382,6 +463,9 @@ impl Pool {
         let key = (scope.to_string(), server.to_string());
         if let Some(l) = self.live.lock().ok().and_then(|m| m.get(&key).cloned()) {
             if !l.service.is_closed() {
+                if l.stale.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    self.relist(server, &l);
+                }
                 return Ok(l);
             }
         }
@@ -396,13 +480,11 @@ impl Pool {
             None => None,
         };
         let client = Client::new(&self.workspace, self.answers);
-        let questions = Arc::clone(&client.questions);
         let fut = start(
             server.to_string(),
             cfg,
             program,
             client,
-            questions,
             Arc::clone(&stderr),
         );
         let live = match self.wait(fut, Instant::now() + START_TIMEOUT, || false) {
@@ -433,6 +515,24 @@ impl Pool {
             m.insert(key, Arc::clone(&live));
         }
         Ok(live)
+    }
+
+    /// Lists a running server's tools again (it said they changed); on failure the old list
+    /// stays.
+    fn relist(&self, server: &str, live: &Live) {
+        let Ok(cfg) = self.config(server) else {
+            return;
+        };
+        let peer = live.service.peer().clone();
+        if let Ok(Ok(listed)) = self.wait(
+            async move { peer.list_all_tools().await },
+            Instant::now() + START_TIMEOUT,
+            || false,
+        ) {
+            if let Ok(mut t) = live.tools.lock() {
+                *t = Catalogue::of(server, cfg, listed);
+            }
+        }
     }
 
     /// Records that `scope` uses servers; beyond [`SESSIONS_KEPT`] scopes, the oldest one's
@@ -480,7 +580,8 @@ impl Pool {
     /// # Errors
     /// KA_MCP_NOT_CONFIGURED, KA_MCP_UNAVAILABLE.
     pub fn tools(&self, scope: &str, server: &str) -> Result<Vec<McpTool>, McpError> {
-        self.live(scope, server).map(|l| l.tools.clone())
+        self.live(scope, server)
+            .map(|l| l.tools.lock().map(|t| t.tools.clone()).unwrap_or_default())
     }
 
     /// Calls `server`'s `tool` with `args` for `scope`, waiting at most `timeout` (plus the time
@@ -499,16 +600,16 @@ impl Pool {
         user: &mut dyn CallUser,
     ) -> Result<CallOutput, McpError> {
         let live = self.live(scope, server)?;
-        if !live.tools.iter().any(|t| t.name == tool) {
+        let known: Vec<String> = live
+            .tools
+            .lock()
+            .map(|t| t.tools.iter().map(|t| t.name.clone()).collect())
+            .unwrap_or_default();
+        if !known.iter().any(|t| t == tool) {
             return Err(McpError::UnknownTool {
                 server: server.to_string(),
                 tool: tool.to_string(),
-                known: live
-                    .tools
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                known: known.join(", "),
             });
         }
         use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
@@ -519,7 +620,7 @@ impl Pool {
         let started = Instant::now();
         // The request's id, once sent: a call keyless stops waiting for is cancelled with it.
         let (sent, sent_id) = mpsc::channel();
-        let (ask, asked) = mpsc::channel::<Question>();
+        let (ask, asked) = mpsc::channel::<Notice>();
         if let Ok(mut q) = live.questions.lock() {
             *q = Some(ask);
         }
@@ -534,10 +635,15 @@ impl Pool {
             },
             started + timeout,
             |deadline| {
-                while let Ok(q) = asked.try_recv() {
-                    let t = Instant::now();
-                    let _ = q.reply.send(user.elicit(server, &q.form));
-                    *deadline += t.elapsed();
+                while let Ok(notice) = asked.try_recv() {
+                    match notice {
+                        Notice::Question { form, reply } => {
+                            let t = Instant::now();
+                            let _ = reply.send(user.elicit(server, &form));
+                            *deadline += t.elapsed();
+                        }
+                        Notice::Progress(line) => user.progress(server, &line),
+                    }
                 }
                 user.cancel_requested()
             },
@@ -553,7 +659,8 @@ impl Pool {
         };
         match answer {
             Ok(Ok(ServerResult::CallToolResult(r))) => {
-                Ok(output(r, duration, live.structured.contains(tool)))
+                let structured = live.tools.lock().is_ok_and(|t| t.structured.contains(tool));
+                Ok(output(r, duration, structured))
             }
             Ok(Ok(_)) => Err(McpError::Unavailable {
                 server: server.to_string(),
@@ -715,9 +822,10 @@ async fn start(
     cfg: ServerConfig,
     program: Option<PathBuf>,
     client: Client,
-    questions: Questions,
     stderr: Arc<Mutex<String>>,
 ) -> Result<Live, String> {
+    let questions = Arc::clone(&client.questions);
+    let stale = Arc::clone(&client.stale);
     let service = match (&program, &cfg.url) {
         (Some(command), _) => {
             let mut cmd = tokio::process::Command::new(command);
@@ -773,31 +881,11 @@ async fn start(
         .list_all_tools()
         .await
         .map_err(|e| format!("tools/list failed: {e}"))?;
-    let structured = listed
-        .iter()
-        .filter(|t| t.output_schema.is_some())
-        .map(|t| t.name.to_string())
-        .collect();
-    let tools = listed
-        .into_iter()
-        .filter(|t| keyless_core::mcp::valid_tool(&t.name))
-        .map(|t| McpTool {
-            server: name.clone(),
-            name: t.name.to_string(),
-            description: t.description.as_deref().unwrap_or("").to_string(),
-            input_schema: serde_json::to_string(&*t.input_schema).unwrap_or_default(),
-            read_only: cfg.trust_read_only
-                && t.annotations
-                    .as_ref()
-                    .and_then(|a| a.read_only_hint)
-                    .unwrap_or(false),
-        })
-        .collect();
     Ok(Live {
         questions,
+        tools: Mutex::new(Catalogue::of(&name, &cfg, listed)),
         service,
-        tools,
-        structured,
+        stale,
     })
 }
 

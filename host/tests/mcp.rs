@@ -437,6 +437,35 @@ fn keyless_introduces_itself_and_cancels_what_it_stops_waiting_for() {
         .find(|m| m["method"] == "notifications/cancelled")
         .unwrap_or_else(|| panic!("no notifications/cancelled in {seen:?}"));
     assert_eq!(cancelled["params"]["requestId"], call["id"], "{cancelled}");
+    // Progress is shown live, as the server's words, escaped.
+    let out = host(&fx, &["mcp", "call", "recorder.steps"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    for i in 1..=3 {
+        assert!(
+            said.contains(&format!("[recorder] progress {i}/3: step {i}\\u{{1b}}[2J")),
+            "{said}"
+        );
+    }
+    // A server whose tools change says so; the next use lists them again (one `.as` run, one
+    // pool: `extra` exists only after `grow`).
+    let program = fx.ws().join("grow.as");
+    std::fs::write(
+        &program,
+        "import tool Grow from \"mcp://recorder/grow\"\nimport tool Extra from \"mcp://recorder/extra\"\n\nmain agent G {\n    main func(input) {\n        first = Grow.call({})\n        return Extra.call({})\n    }\n}\n",
+    )
+    .expect("program");
+    let out = fx
+        .host()
+        .args(["as", "run"])
+        .arg(&program)
+        .arg("--workspace")
+        .arg(fx.ws())
+        .output()
+        .expect("as run");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("extra here"),
+        "{out:?}"
+    );
     // A server's form goes to the user (here --answer): values checked, defaults filled in.
     let out = host(
         &fx,

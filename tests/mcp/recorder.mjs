@@ -10,12 +10,17 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprot
 
 const record = (entry) => appendFileSync(process.env.KEYLESS_RECORD, `${JSON.stringify(entry)}\n`);
 
-const server = new Server({ name: "recorder", version: "1.0.0" }, { capabilities: { tools: {} } });
+const server = new Server({ name: "recorder", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });
+// `grow` adds `extra` and says the tools changed (notifications/tools/list_changed).
+let grown = false;
 server.setRequestHandler(ListToolsRequestSchema, async () => ({
   tools: [
+    ...(grown ? [{ name: "extra", description: "Came later.", inputSchema: { type: "object", properties: {} } }] : []),
+    { name: "grow", description: "Adds the tool extra.", inputSchema: { type: "object", properties: {} } },
     { name: "wait", description: "Waits until cancelled.", inputSchema: { type: "object", properties: {} } },
     { name: "roots", description: "The client's roots.", inputSchema: { type: "object", properties: {} } },
     { name: "ask", description: "Asks the user a form.", inputSchema: { type: "object", properties: {} } },
+    { name: "steps", description: "Three steps, with progress.", inputSchema: { type: "object", properties: {} } },
   ],
 }));
 server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -37,6 +42,22 @@ server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     } catch (e) {
       return { content: [{ type: "text", text: `no form: ${e.message}` }], isError: true };
     }
+  }
+  if (request.params.name === "grow") {
+    grown = true;
+    await server.sendToolListChanged();
+    return { content: [{ type: "text", text: "grown" }] };
+  }
+  if (request.params.name === "extra") {
+    return { content: [{ type: "text", text: "extra here" }] };
+  }
+  if (request.params.name === "steps") {
+    const token = request.params._meta?.progressToken;
+    for (let i = 1; i <= 3 && token !== undefined; i++) {
+      await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: i, total: 3, message: `step ${i}\u001b[2J` } });
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    return { content: [{ type: "text", text: "three steps" }] };
   }
   if (request.params.name === "roots") {
     const { roots } = await server.listRoots();

@@ -181,6 +181,14 @@ struct FormsOnTheTerminal {
 }
 
 impl crate::mcp::CallUser for FormsOnTheTerminal {
+    fn progress(&mut self, server: &str, line: &str) {
+        eprintln!(
+            "[{}] {}",
+            super::run::shown(server),
+            super::run::shown(line)
+        );
+    }
+
     fn elicit(
         &mut self,
         server: &str,

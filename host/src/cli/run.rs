@@ -402,6 +402,10 @@ impl Prompter for TerminalPrompter {
         println!("[say] {}", message.trim_end());
     }
 
+    fn progress(&mut self, server: &str, line: &str) {
+        println!("[{}] {}", shown(server), shown(line));
+    }
+
     fn elicit(
         &mut self,
         server: &str,

@@ -71,6 +71,10 @@ pub trait Prompter {
         let _ = (server, form);
         keyless_core::elicit::Answer::Decline
     }
+    /// A progress line from an MCP server whose tool runs: shown with the live output.
+    fn progress(&mut self, server: &str, line: &str) {
+        self.output(&format!("[{server}] {line}\n"));
+    }
     /// A `@@say` message.
     fn say(&mut self, message: &str);
     /// Live output of a running command.

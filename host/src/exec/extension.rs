@@ -303,6 +303,10 @@ impl crate::mcp::CallUser for Waiting<'_> {
         self.0.cancel_requested()
     }
 
+    fn progress(&mut self, server: &str, line: &str) {
+        self.0.progress(server, line);
+    }
+
     fn elicit(
         &mut self,
         server: &str,
