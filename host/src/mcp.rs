@@ -600,11 +600,18 @@ impl Pool {
         user: &mut dyn CallUser,
     ) -> Result<CallOutput, McpError> {
         let live = self.live(scope, server)?;
-        let known: Vec<String> = live
-            .tools
-            .lock()
-            .map(|t| t.tools.iter().map(|t| t.name.clone()).collect())
-            .unwrap_or_default();
+        let names = |live: &Live| -> Vec<String> {
+            live.tools
+                .lock()
+                .map(|t| t.tools.iter().map(|t| t.name.clone()).collect())
+                .unwrap_or_default()
+        };
+        let mut known = names(&live);
+        if !known.iter().any(|t| t == tool) {
+            // The server may have added it since (its list_changed can still be on its way).
+            self.relist(server, &live);
+            known = names(&live);
+        }
         if !known.iter().any(|t| t == tool) {
             return Err(McpError::UnknownTool {
                 server: server.to_string(),
