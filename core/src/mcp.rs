@@ -97,7 +97,9 @@ pub fn qualified(server: &str, tool: &str) -> String {
 /// One server of keyless.json's `Mcp.Servers`: a program spoken to over stdio (`Command`, `Args`,
 /// `Env`) or a Streamable HTTP endpoint (`Url`, `Headers`, whose values may name environment
 /// variables as `${NAME}`, so no secret is written in the file). `TrustReadOnly` lets the
-/// server's `readOnlyHint` lower its tools to the ReadOnly tier.
+/// server's `readOnlyHint` lower its tools to the ReadOnly tier. `ClientId` is an OAuth client
+/// registered for keyless beforehand at the server's authorization server (`mcp login`), and
+/// `ClientSecretEnv` the environment variable its secret is read from (never the secret itself).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct ServerConfig {
@@ -113,6 +115,10 @@ pub struct ServerConfig {
     pub headers: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     pub trust_read_only: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret_env: Option<String>,
 }
 
 /// Reads `Mcp.Servers`.
@@ -144,6 +150,12 @@ pub fn servers_from_json(
                     "{name}: give either Command (stdio) or Url (Streamable HTTP)"
                 ))
             }
+        }
+        if s.client_id.is_some() && s.url.is_none() {
+            return Err(format!("{name}: ClientId is for a server with a Url"));
+        }
+        if s.client_secret_env.is_some() && s.client_id.is_none() {
+            return Err(format!("{name}: ClientSecretEnv needs a ClientId"));
         }
         out.insert(name.clone(), s);
     }

@@ -13,6 +13,7 @@ pub mod exec;
 pub mod install_record;
 pub mod lang;
 pub mod mcp;
+pub mod mcp_auth;
 pub mod native;
 pub mod pairing;
 pub mod pieces;

@@ -879,8 +879,32 @@ async fn start(
                     .map_err(|e| format!("header {header}: {e}"))?;
                 config.custom_headers.insert(h, v);
             }
-            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-            client.serve(transport).await.map_err(|e| e.to_string())?
+            // A server the user logged in to gets its token (refreshed when it expires).
+            let login = |e: String| {
+                if e.contains("authorization required") || e.contains("AuthRequired") {
+                    format!("needs login: run `keyless-host mcp login {name}` ({e})")
+                } else {
+                    e
+                }
+            };
+            match crate::mcp_auth::authorized_client(url).await? {
+                Some(auth) => {
+                    let transport =
+                        rmcp::transport::StreamableHttpClientTransport::with_client(auth, config);
+                    client
+                        .serve(transport)
+                        .await
+                        .map_err(|e| login(e.to_string()))?
+                }
+                None => {
+                    let transport =
+                        rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                    client
+                        .serve(transport)
+                        .await
+                        .map_err(|e| login(e.to_string()))?
+                }
+            }
         }
         (None, None) => return Err("neither Command nor Url".into()),
     };

@@ -39,6 +39,21 @@ pub enum McpCmd {
         #[arg(long = "answer", value_name = "ANSWER")]
         answers: Vec<String>,
     },
+    /// Log in to a remote server that needs authorization (OAuth): opens the browser ($BROWSER,
+    /// else xdg-open; the URL is printed too), receives the answer on 127.0.0.1, and keeps the
+    /// tokens in your keyless config folder (mode 0600).
+    Login {
+        /// The server's name in keyless.json (Mcp.Servers), with a Url.
+        server: String,
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
+    /// Forget the tokens of a server you logged in to.
+    Logout {
+        server: String,
+        #[arg(long, default_value = ".")]
+        workspace: PathBuf,
+    },
 }
 
 fn coded(code: Code, message: impl Into<String>) -> HostError {
@@ -61,9 +76,52 @@ fn pool(workspace: &std::path::Path) -> Result<Pool, HostError> {
     Pool::new(cfg.mcp_servers, root).map_err(|e| coded(Code::McpUnavailable, e.to_string()))
 }
 
+/// The declared server `name` of the workspace's configuration.
+fn declared(workspace: &std::path::Path, name: &str) -> Result<keyless_core::mcp::ServerConfig, HostError> {
+    let Loaded { cfg, ignored, .. } = load_config(workspace)?;
+    warn_ignored(&ignored);
+    cfg.mcp_servers.get(name).cloned().ok_or_else(|| {
+        coded(
+            Code::McpNotConfigured,
+            format!("MCP server \"{name}\" is not declared in keyless.json (Mcp.Servers)"),
+        )
+    })
+}
+
 pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
     let mut out = std::io::stdout().lock();
     match cmd {
+        McpCmd::Login { server, workspace } => {
+            let cfg = declared(&workspace, &server)?;
+            crate::mcp_auth::login(&server, &cfg, &mut std::io::stderr())
+                .map_err(|e| coded(Code::McpUnavailable, format!("login to \"{server}\": {e}")))?;
+            let _ = writeln!(
+                out,
+                "logged in to MCP server \"{server}\"; its tokens are in {}",
+                crate::mcp_auth::tokens_path().unwrap_or_default().display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        McpCmd::Logout { server, workspace } => {
+            let cfg = declared(&workspace, &server)?;
+            let url = cfg.url.ok_or_else(|| {
+                coded(Code::McpUnavailable, format!("MCP server \"{server}\" has no Url"))
+            })?;
+            let path = crate::mcp_auth::tokens_path().map_err(|e| coded(Code::FileIo, e))?;
+            let had = crate::mcp_auth::FileStore::new(path, &url)
+                .forget()
+                .map_err(|e| coded(Code::FileIo, e))?;
+            let _ = writeln!(
+                out,
+                "{}",
+                if had {
+                    format!("logged out of MCP server \"{server}\"")
+                } else {
+                    format!("no tokens were kept for MCP server \"{server}\"")
+                }
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         McpCmd::List { workspace, json } => {
             let pool = pool(&workspace)?;
             let status = pool.status("cli");

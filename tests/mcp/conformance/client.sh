@@ -13,8 +13,18 @@ trap 'rm -rf "$home"' EXIT
 export HOME="$home" XDG_CONFIG_HOME="$home/.config"
 unset KEYLESS_CONFIG_DIR || true
 mkdir -p "$XDG_CONFIG_HOME/keyless" "$home/work"
-# Mcp.Servers is a trust key: the user's own keyless.json declares the server.
-printf '{"Mcp": {"Servers": {"conformance": {"Url": "%s"}}}}\n' "$url" >"$XDG_CONFIG_HOME/keyless/keyless.json"
+# Mcp.Servers is a trust key: the user's own keyless.json declares the server. A scenario that
+# pre-registers a client names it in MCP_CONFORMANCE_CONTEXT: it becomes ClientId, its secret an
+# environment variable (ClientSecretEnv), as a user would write them.
+context="${MCP_CONFORMANCE_CONTEXT:-{\}}"
+client_id="$(node -e 'const c = JSON.parse(process.argv[1]); process.stdout.write(c.client_id ?? "")' "$context")"
+export CONFORMANCE_CLIENT_SECRET="$(node -e 'const c = JSON.parse(process.argv[1]); process.stdout.write(c.client_secret ?? "")' "$context")"
+extra=""
+if [ -n "$client_id" ]; then
+  extra=", \"ClientId\": \"$client_id\""
+  if [ -n "$CONFORMANCE_CLIENT_SECRET" ]; then extra="$extra, \"ClientSecretEnv\": \"CONFORMANCE_CLIENT_SECRET\""; fi
+fi
+printf '{"Mcp": {"Servers": {"conformance": {"Url": "%s"%s}}}}\n' "$url" "$extra" >"$XDG_CONFIG_HOME/keyless/keyless.json"
 cd "$home/work"
 case "${MCP_CONFORMANCE_SCENARIO:-}" in
   initialize)
@@ -26,8 +36,13 @@ case "${MCP_CONFORMANCE_SCENARIO:-}" in
   elicitation-sep1034-client-defaults)
     # The server asks for a form; the user accepts it as it is (its defaults).
     "$host" mcp call conformance.test_client_elicitation_defaults --answer accept ;;
-  *)
-    # The authorization scenarios: list the server's tools, then call the first one.
-    tool="$("$host" mcp list --json | sed -n 's/.*"tools":\[{"server":"conformance","name":"\([^"]*\)".*/\1/p')"
+  auth/*)
+    # The authorization scenarios: log in (the "browser" is curl, which follows the
+    # authorization server's redirect back to keyless-host on 127.0.0.1), then list the tools and
+    # call the first one with the stored token.
+    BROWSER="curl -fsSL -o /dev/null" "$host" mcp login conformance
+    tool="$("$host" mcp list --json | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { const l = JSON.parse(s); process.stdout.write(l[0]?.tools?.[0]?.name ?? ""); })')"
     if [ -n "$tool" ]; then "$host" mcp call "conformance.$tool" --args '{}'; fi ;;
+  *)
+    "$host" mcp list ;;
 esac
