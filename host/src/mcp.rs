@@ -48,6 +48,10 @@ pub enum McpError {
     },
     #[error("cancelled by the user")]
     Cancelled,
+    /// The server refused the token for this call (expired beyond refresh, or a scope it does
+    /// not grant): `challenge` is its `WWW-Authenticate`, for logging in again with what it asks.
+    #[error("MCP server \"{server}\" needs you to log in (again) for this: run `keyless-host mcp login {server}`")]
+    NeedsLogin { server: String, challenge: String },
 }
 
 impl McpError {
@@ -59,6 +63,7 @@ impl McpError {
             Self::UnknownTool { .. } => Code::McpUnknownTool,
             Self::Timeout { .. } => Code::Timeout,
             Self::Cancelled => Code::Cancelled,
+            Self::NeedsLogin { .. } => Code::McpUnavailable,
         }
     }
 }
@@ -673,9 +678,15 @@ impl Pool {
                 server: server.to_string(),
                 why: "the answer to tools/call is not a tool result".into(),
             }),
-            Ok(Err(e)) => Err(McpError::Unavailable {
-                server: server.to_string(),
-                why: e.to_string(),
+            Ok(Err(e)) => Err(match e.auth_challenge() {
+                Some(challenge) => McpError::NeedsLogin {
+                    server: server.to_string(),
+                    challenge: challenge.to_string(),
+                },
+                None => McpError::Unavailable {
+                    server: server.to_string(),
+                    why: e.to_string(),
+                },
             }),
             Err(Waited::Timeout) => {
                 stopped("timed out");

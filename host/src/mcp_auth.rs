@@ -154,9 +154,7 @@ impl CredentialStore for FileStore {
 ///
 /// # Errors
 /// When the stored tokens cannot be read, or the server's metadata cannot be found again.
-pub async fn authorized_client(
-    url: &str,
-) -> Result<Option<AuthClient<reqwest::Client>>, String> {
+pub async fn authorized_client(url: &str) -> Result<Option<AuthClient<reqwest::Client>>, String> {
     let store = FileStore::new(tokens_path()?, url);
     if !store.has_tokens() {
         return Ok(None);
@@ -229,9 +227,7 @@ fn open_browser(url: &str) -> bool {
 /// Waits for the browser's redirect on `listener`: the callback URL it was sent to (with its
 /// `code` and `state`), answered with a page saying the login is done.
 fn receive_redirect(listener: &std::net::TcpListener) -> Result<String, String> {
-    listener
-        .set_nonblocking(false)
-        .map_err(|e| e.to_string())?;
+    listener.set_nonblocking(false).map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
     loop {
         if started.elapsed() > LOGIN_TIMEOUT {
@@ -248,7 +244,9 @@ fn receive_redirect(listener: &std::net::TcpListener) -> Result<String, String> 
         }
         let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
         if !target.starts_with("/callback") {
-            let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = stream.write_all(
+                b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
             continue;
         }
         let page = "<!doctype html><title>keyless</title><p>keyless-host is logged in. You can close this tab.</p>";
@@ -266,9 +264,17 @@ fn receive_redirect(listener: &std::net::TcpListener) -> Result<String, String> 
 /// variable `ClientSecretEnv` names) is a pre-registered client; otherwise the client registers
 /// itself where the authorization server allows it.
 ///
+/// `challenge`: the server's `WWW-Authenticate` that asked for more (a call's 403
+/// `insufficient_scope`: step-up); without it, the server is asked for its challenge first.
+///
 /// # Errors
 /// Why the login did not complete, in words.
-pub fn login(name: &str, cfg: &ServerConfig, out: &mut dyn Write) -> Result<(), String> {
+pub fn login(
+    name: &str,
+    cfg: &ServerConfig,
+    challenge_given: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<(), String> {
     let url = cfg
         .url
         .clone()
@@ -290,7 +296,11 @@ pub fn login(name: &str, cfg: &ServerConfig, out: &mut dyn Write) -> Result<(), 
         let mut request = AuthorizationRequest::new(redirect.clone())
             .with_client_name("keyless-host")
             .with_initial_scope_selection();
-        if let Some(h) = challenge(&url).await {
+        let found = match challenge_given {
+            Some(h) => Some(h.to_string()),
+            None => challenge(&url).await,
+        };
+        if let Some(h) = found {
             request = request.with_challenge(h);
         }
         if let Some(id) = cfg.client_id.as_deref() {

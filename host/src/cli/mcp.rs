@@ -77,7 +77,10 @@ fn pool(workspace: &std::path::Path) -> Result<Pool, HostError> {
 }
 
 /// The declared server `name` of the workspace's configuration.
-fn declared(workspace: &std::path::Path, name: &str) -> Result<keyless_core::mcp::ServerConfig, HostError> {
+fn declared(
+    workspace: &std::path::Path,
+    name: &str,
+) -> Result<keyless_core::mcp::ServerConfig, HostError> {
     let Loaded { cfg, ignored, .. } = load_config(workspace)?;
     warn_ignored(&ignored);
     cfg.mcp_servers.get(name).cloned().ok_or_else(|| {
@@ -93,7 +96,7 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
     match cmd {
         McpCmd::Login { server, workspace } => {
             let cfg = declared(&workspace, &server)?;
-            crate::mcp_auth::login(&server, &cfg, &mut std::io::stderr())
+            crate::mcp_auth::login(&server, &cfg, None, &mut std::io::stderr())
                 .map_err(|e| coded(Code::McpUnavailable, format!("login to \"{server}\": {e}")))?;
             let _ = writeln!(
                 out,
@@ -105,7 +108,10 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
         McpCmd::Logout { server, workspace } => {
             let cfg = declared(&workspace, &server)?;
             let url = cfg.url.ok_or_else(|| {
-                coded(Code::McpUnavailable, format!("MCP server \"{server}\" has no Url"))
+                coded(
+                    Code::McpUnavailable,
+                    format!("MCP server \"{server}\" has no Url"),
+                )
             })?;
             let path = crate::mcp_auth::tokens_path().map_err(|e| coded(Code::FileIo, e))?;
             let had = crate::mcp_auth::FileStore::new(path, &url)
@@ -195,22 +201,51 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
                 answers: answers.into(),
                 interactive,
             };
-            let pool = pool(&workspace)?.answering(interactive || !user.answers.is_empty());
+            let answering = interactive || !user.answers.is_empty();
             let t = Instant::now();
-            pool.tools("cli", server)
-                .map_err(|e| coded(e.code(), e.to_string()))?;
-            let started = t.elapsed();
-            let r = pool.call(
-                "cli",
-                server,
-                name,
-                args,
-                Duration::from_secs(timeout),
-                &mut user,
-            );
-            // Closed before the answer is shown, failed or not: what keyless still had to tell
-            // the server (a call's cancellation) leaves before the process ends.
-            pool.close_scope("cli");
+            let mut started = Duration::ZERO;
+            let mut stepped_up = false;
+            let r = loop {
+                let pool = pool(&workspace)?.answering(answering);
+                pool.tools("cli", server)
+                    .map_err(|e| coded(e.code(), e.to_string()))?;
+                started = started.max(t.elapsed());
+                let r = pool.call(
+                    "cli",
+                    server,
+                    name,
+                    args.clone(),
+                    Duration::from_secs(timeout),
+                    &mut user,
+                );
+                // Closed before the answer is shown, failed or not: what keyless still had to
+                // tell the server (a call's cancellation) leaves before the process ends.
+                pool.close_scope("cli");
+                match r {
+                    // The server asks for more than the token grants (step-up): log in again
+                    // with its challenge, where someone can (a terminal, or $BROWSER), once.
+                    Err(crate::mcp::McpError::NeedsLogin { challenge, .. })
+                        if !stepped_up
+                            && (interactive || std::env::var_os("BROWSER").is_some()) =>
+                    {
+                        stepped_up = true;
+                        eprintln!(
+                            "keyless-host: MCP server \"{server}\" asks for more access for this call; logging in again"
+                        );
+                        let cfg = declared(&workspace, server)?;
+                        crate::mcp_auth::login(
+                            server,
+                            &cfg,
+                            Some(&challenge),
+                            &mut std::io::stderr(),
+                        )
+                        .map_err(|e| {
+                            coded(Code::McpUnavailable, format!("login to \"{server}\": {e}"))
+                        })?;
+                    }
+                    other => break other,
+                }
+            };
             let r = r.map_err(|e| coded(e.code(), e.to_string()))?;
             let _ = writeln!(out, "{}", r.text);
             eprintln!(

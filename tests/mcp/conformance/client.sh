@@ -39,8 +39,9 @@ case "${MCP_CONFORMANCE_SCENARIO:-}" in
   auth/*)
     # The authorization scenarios: log in (the "browser" is curl, which follows the
     # authorization server's redirect back to keyless-host on 127.0.0.1), then list the tools and
-    # call the first one with the stored token.
-    BROWSER="curl -fsSL -o /dev/null" "$host" mcp login conformance
+    # call the first one with the stored token (a call that needs more scopes logs in again).
+    export BROWSER="curl -fsSL -o /dev/null"
+    "$host" mcp login conformance
     tool="$("$host" mcp list --json | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { const l = JSON.parse(s); process.stdout.write(l[0]?.tools?.[0]?.name ?? ""); })')"
     if [ -n "$tool" ]; then "$host" mcp call "conformance.$tool" --args '{}'; fi ;;
   *)
