@@ -34,6 +34,12 @@ pub const HARMLESS: &[&str] = &[
     "NO_COLOR",
 ];
 
+/// keyless's own secrets in the user's keyless config folder (relative to it): the pairing tokens
+/// and the tokens of the MCP servers the user logged in to. The sandbox hides them from every
+/// command like [`HOME_SECRETS`] (the rest of the folder stays readable: snapshot scripts run
+/// from it).
+pub const KEYLESS_SECRETS: &[&str] = &["pairing.json", "mcp-tokens.json"];
+
 /// Where credentials live in a home folder (relative to it): the sandbox hides these from every
 /// command (an empty, read-only folder over a folder, an empty file over a file), so neither a
 /// read nor a build nor a test prints them into the results. Folders and files a build needs to

@@ -610,7 +610,14 @@ fn credentials_in_the_home_are_hidden_from_every_command() {
         std::fs::write(&p, text).expect("write");
     }
     std::os::unix::fs::symlink(&home, fx.ws().join("h")).expect("link");
-    let cmd = "cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc ~/.config/gh/hosts.yml h/.ssh/id_ed25519 .?/home/.netrc 2>&1; ls -A ~/.ssh | wc -l; grep -r CANARY ~ 2>/dev/null; echo listed";
+    // keyless's own tokens in its config folder: the MCP servers' and the pairing ones.
+    std::fs::create_dir_all(fx.user_config()).expect("config");
+    std::fs::write(
+        fx.user_config().join("mcp-tokens.json"),
+        r#"{"https://mcp.example/mcp": {"client_id": "c", "token_response": {"access_token": "CANARY-MCP"}}}"#,
+    )
+    .expect("tokens");
+    let cmd = "cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc ~/.config/gh/hosts.yml h/.ssh/id_ed25519 .?/home/.netrc 2>&1; ls -A ~/.ssh | wc -l; grep -r CANARY ~ 2>/dev/null; grep -r CANARY \"$XDG_CONFIG_HOME\" 2>/dev/null; echo listed";
     let (_, text) = fx.run(&[&run_cmd(cmd)], &["--mode", "auto"]);
     assert!(text.contains("listed"), "{text}");
     assert!(

@@ -138,16 +138,27 @@ pub struct Spec {
 }
 
 /// The user's credential folders and files that exist ([`keyless_core::secrets::HOME_SECRETS`]
-/// under `$HOME`), each resolved to where it really is; none that holds the workspace.
+/// under `$HOME`, and keyless's own [`keyless_core::secrets::KEYLESS_SECRETS`] in its config
+/// folder: pairing and MCP tokens), each resolved to where it really is; none that holds the
+/// workspace.
 #[must_use]
 pub fn hidden_paths(workspace: &Path) -> Vec<PathBuf> {
-    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
-        return Vec::new();
-    };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let config = crate::dirs::user_config_dir();
     let real_ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-    let mut out: Vec<PathBuf> = keyless_core::secrets::HOME_SECRETS
-        .iter()
-        .filter_map(|rel| std::fs::canonicalize(home.join(rel)).ok())
+    let in_home = home.iter().flat_map(|h| {
+        keyless_core::secrets::HOME_SECRETS
+            .iter()
+            .map(move |rel| h.join(rel))
+    });
+    let in_config = config.iter().flat_map(|c| {
+        keyless_core::secrets::KEYLESS_SECRETS
+            .iter()
+            .map(move |rel| c.join(rel))
+    });
+    let mut out: Vec<PathBuf> = in_home
+        .chain(in_config)
+        .filter_map(|p| std::fs::canonicalize(p).ok())
         .filter(|p| !real_ws.starts_with(p) && p != Path::new("/"))
         .collect();
     out.sort();
