@@ -45,12 +45,15 @@ pub enum McpCmd {
     Login {
         /// The server's name in keyless.json (Mcp.Servers), with a Url.
         server: String,
+        /// The workspace whose keyless.json declares the server.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
     },
     /// Forget the tokens of a server you logged in to.
     Logout {
+        /// The server's name in keyless.json (Mcp.Servers).
         server: String,
+        /// The workspace whose keyless.json declares the server.
         #[arg(long, default_value = ".")]
         workspace: PathBuf,
     },
