@@ -890,12 +890,13 @@ async fn start(
                     .map_err(|e| format!("header {header}: {e}"))?;
                 config.custom_headers.insert(h, v);
             }
-            // A server the user logged in to gets its token (refreshed when it expires).
-            let login = |e: String| {
-                if e.contains("authorization required") || e.contains("AuthRequired") {
-                    format!("needs login: run `keyless-host mcp login {name}` ({e})")
+            // A server the user logged in to gets its token (refreshed when it expires); one
+            // that answers `initialize` with a challenge needs a login first.
+            let login = |e: rmcp::service::ClientInitializeError| {
+                if e.auth_challenge().is_some() {
+                    format!("needs login: run `keyless-host mcp login {name}`")
                 } else {
-                    e
+                    e.to_string()
                 }
             };
             match crate::mcp_auth::authorized_client(url).await? {
@@ -905,7 +906,7 @@ async fn start(
                     client
                         .serve(transport)
                         .await
-                        .map_err(|e| login(e.to_string()))?
+                        .map_err(login)?
                 }
                 None => {
                     let transport =
@@ -913,7 +914,7 @@ async fn start(
                     client
                         .serve(transport)
                         .await
-                        .map_err(|e| login(e.to_string()))?
+                        .map_err(login)?
                 }
             }
         }

@@ -41,6 +41,12 @@ case "${MCP_CONFORMANCE_SCENARIO:-}" in
     # authorization server's redirect back to keyless-host on 127.0.0.1), then list the tools and
     # call the first one with the stored token (a call that needs more scopes logs in again).
     export BROWSER="curl -fsSL -o /dev/null"
+    # Before the login, the server is listed as needing one (not as a bare failure).
+    listed="$("$host" mcp list || true)"
+    if ! grep -q "needs login: run \`keyless-host mcp login conformance\`" <<<"$listed"; then
+      echo "mcp list did not say the server needs a login" >&2
+      exit 1
+    fi
     "$host" mcp login conformance
     tool="$("$host" mcp list --json | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { const l = JSON.parse(s); process.stdout.write(l[0]?.tools?.[0]?.name ?? ""); })')"
     if [ -n "$tool" ]; then "$host" mcp call "conformance.$tool" --args '{}'; fi ;;
