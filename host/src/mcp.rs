@@ -903,27 +903,24 @@ async fn start(
                 Some(auth) => {
                     let transport =
                         rmcp::transport::StreamableHttpClientTransport::with_client(auth, config);
-                    client
-                        .serve(transport)
-                        .await
-                        .map_err(login)?
+                    client.serve(transport).await.map_err(login)?
                 }
                 None => {
                     let transport =
                         rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                    client
-                        .serve(transport)
-                        .await
-                        .map_err(login)?
+                    client.serve(transport).await.map_err(login)?
                 }
             }
         }
         (None, None) => return Err("neither Command nor Url".into()),
     };
-    let listed = service
-        .list_all_tools()
-        .await
-        .map_err(|e| format!("tools/list failed: {e}"))?;
+    let listed = service.list_all_tools().await.map_err(|e| {
+        if e.auth_challenge().is_some() {
+            format!("needs login: run `keyless-host mcp login {name}`")
+        } else {
+            format!("tools/list failed: {e}")
+        }
+    })?;
     Ok(Live {
         questions,
         tools: Mutex::new(Catalogue::of(&name, &cfg, listed)),
