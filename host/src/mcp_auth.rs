@@ -102,8 +102,11 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().ok_or(std::io::ErrorKind::InvalidInput)?;
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(".{TOKENS_FILE}.{}.tmp", std::process::id()));
+    // A temp file left by a process that died is removed; the new one is created, never
+    // opened through whatever is at its name (a link planted there is not followed).
+    let _ = std::fs::remove_file(&tmp);
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
