@@ -494,11 +494,13 @@ pub enum PromptKind {
     Confirm,
     /// The model's `@@ask`: a free-text answer.
     Ask,
+    /// An MCP server's form (elicitation): fill it in, decline, or cancel the tool call.
+    Form,
 }
 
 /// A question waiting for the user (`GET /v1/confirmations`, and the `prompt` event).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingPrompt {
     #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub id: u64,
@@ -513,6 +515,9 @@ pub struct PendingPrompt {
     /// What the user may tell keyless to stop asking about in this workspace.
     #[serde(default)]
     pub offer: Option<crate::policy::always::AllowOffer>,
+    /// A `form` prompt's fields (the MCP server's requested schema, read).
+    #[serde(default)]
+    pub form: Option<crate::elicit::Form>,
 }
 
 /// `POST /v1/confirmations/{id}`: approve a confirmation, or answer a question.
@@ -527,6 +532,12 @@ pub struct PromptAnswer {
     /// With `approve`: remember the offer's `exact` or `like` rule for this workspace.
     #[cfg_attr(feature = "ts", ts(optional))]
     pub always: Option<crate::policy::always::RuleKind>,
+    /// A form's values by field name, with `approve` (omitted fields take their defaults).
+    #[cfg_attr(feature = "ts", ts(optional, type = "Record<string, unknown>"))]
+    pub values: Option<serde_json::Map<String, serde_json::Value>>,
+    /// A form without `approve`: cancel the whole tool call rather than decline the form.
+    #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional))]
+    pub cancel: bool,
 }
 
 /// The answer to `POST /v1/confirmations/{id}`.
@@ -540,7 +551,7 @@ pub struct Answered {
 
 /// One event of `GET /v1/events` (server-sent, one JSON object per `data:` line).
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostEvent {
     /// A session was created or resumed.
@@ -595,6 +606,8 @@ pub enum HostEvent {
         preview: Vec<crate::diff::FileDiff>,
         #[serde(default)]
         offer: Option<crate::policy::always::AllowOffer>,
+        #[serde(default)]
+        form: Option<crate::elicit::Form>,
     },
     /// The question was answered, or timed out.
     PromptClosed {

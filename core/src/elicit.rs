@@ -6,7 +6,7 @@
 //!
 //! Pure: the host shows the form and reads the answers; this decides what they mean.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -15,7 +15,8 @@ pub const MAX_FIELDS: usize = 64;
 pub const MAX_ANSWER_CHARS: usize = 10_000;
 
 /// The form of one elicitation request.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Form {
     /// The server's message, as it wrote it (shown to the user as the server's words).
     pub message: String,
@@ -23,7 +24,8 @@ pub struct Form {
 }
 
 /// One field of the form, in the schema's order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Field {
     pub name: String,
     pub title: Option<String>,
@@ -31,11 +33,13 @@ pub struct Field {
     pub kind: Kind,
     pub required: bool,
     /// The schema's default, already checked against the field.
+    #[cfg_attr(feature = "ts", ts(type = "unknown"))]
     pub default: Option<Value>,
 }
 
 /// What a field takes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "FieldKind"))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Kind {
     Text {
@@ -86,8 +90,9 @@ impl Answer {
     }
 }
 
+/// A server's words, as the user reads them (escape sequences and controls dropped).
 fn text(v: Option<&Value>) -> Option<String> {
-    v.and_then(Value::as_str).map(str::to_string)
+    v.and_then(Value::as_str).map(crate::text::printable)
 }
 
 /// The options of an enum: `enum` (with `enumNames` as labels), or `oneOf`/`anyOf` of
@@ -103,7 +108,7 @@ fn options(schema: &Map<String, Value>) -> Option<Vec<(String, String)>> {
                 let label = names
                     .and_then(|n| n.get(i))
                     .and_then(Value::as_str)
-                    .map_or_else(|| value.clone(), str::to_string);
+                    .map_or_else(|| crate::text::printable(&value), crate::text::printable);
                 Some((value, label))
             })
             .collect();
@@ -115,7 +120,7 @@ fn options(schema: &Map<String, Value>) -> Option<Vec<(String, String)>> {
     list.iter()
         .map(|o| {
             let value = o.get("const")?.as_str()?.to_string();
-            let label = text(o.get("title")).unwrap_or_else(|| value.clone());
+            let label = text(o.get("title")).unwrap_or_else(|| crate::text::printable(&value));
             Some((value, label))
         })
         .collect()
@@ -206,8 +211,11 @@ pub fn form(message: &str, schema: &Value) -> Result<Form, String> {
         }
         fields.push(field);
     }
+    // The required fields first: the schema's own order does not survive the SDK (its
+    // properties are a sorted map), so the fields that must be filled in lead.
+    fields.sort_by_key(|f| !f.required);
     Ok(Form {
-        message: message.to_string(),
+        message: crate::text::printable(message),
         fields,
     })
 }

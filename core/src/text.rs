@@ -19,6 +19,52 @@ pub fn chars_over(s: &str, limit: usize) -> Option<usize> {
     (n > limit).then_some(n)
 }
 
+/// Text from outside (an MCP server's words, a tool's progress) as the user reads it, on a page
+/// or a terminal: terminal escape sequences (CSI, OSC, two-character escapes) and the
+/// direction overrides that reorder what is shown are dropped, and so is every other control
+/// character but newline and tab.
+#[must_use]
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    let csi = |it: &mut std::iter::Peekable<std::str::Chars<'_>>| {
+        // Parameters and intermediates, up to the final byte (0x40..=0x7e).
+        for c in it.by_ref() {
+            if ('\u{40}'..='\u{7e}').contains(&c) {
+                break;
+            }
+        }
+    };
+    while let Some(c) = it.next() {
+        match c {
+            '\u{1b}' => match it.next() {
+                Some('[') => csi(&mut it),
+                Some(']') => {
+                    // An operating system command, up to BEL or ESC \.
+                    while let Some(c) = it.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' {
+                            if it.peek() == Some(&'\\') {
+                                it.next();
+                            }
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\u{9b}' => csi(&mut it),
+            '\n' | '\t' => out.push(c),
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Escapes a snippet for a one-line, double-quoted display.
 #[must_use]
 pub fn escape_snippet(s: &str) -> String {
@@ -153,5 +199,31 @@ mod tests {
                 None
             ]
         );
+    }
+
+    #[test]
+    fn printable_drops_what_a_screen_would_act_on() {
+        assert_eq!(printable("Deploy \u{1b}[31mnow\u{1b}[0m?"), "Deploy now?");
+        assert_eq!(printable("step 1\u{1b}[2J"), "step 1");
+        assert_eq!(printable("a\u{1b}]0;title\u{7}b"), "ab");
+        assert_eq!(printable("a\u{1b}]8;;http://x\u{1b}\\link"), "alink");
+        assert_eq!(printable("x\u{9b}1;2Hy\rz\u{0}"), "xyz");
+        assert_eq!(printable("abc\u{202e}fed\u{2066}"), "abcfed");
+        assert_eq!(
+            printable("two\nlines\tand a tab\u{1b}"),
+            "two\nlines\tand a tab"
+        );
+        assert_eq!(printable("é ✓ 日本"), "é ✓ 日本");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn printable_leaves_no_control_but_newline_and_tab(s in "\\PC*|[\\x00-\\x7f\\u{9b}\\u{202e}]*") {
+            let p = printable(&s);
+            proptest::prop_assert!(p.chars().all(|c| c == '\n' || c == '\t' || !c.is_control()));
+            proptest::prop_assert!(!p.contains('\u{202e}'), "a direction override is left");
+            // Idempotent: what is shown once is shown the same again.
+            proptest::prop_assert_eq!(printable(&p), p);
+        }
     }
 }

@@ -379,12 +379,16 @@ function onEvent(e: HostEvent): void {
       o.say(e.text);
       break;
     case "prompt":
-      o.prompt(e, (a) => {
-        ask("answer", { id: e.id, ...a }).catch((err: unknown) => {
+      o.prompt(e, async (a) => {
+        try {
+          await ask("answer", { id: e.id, ...a });
+          o.setPhase("running", "run");
+        } catch (err: unknown) {
           const [code, msg] = errText(err);
-          o.error(code, msg);
-        });
-        o.setPhase("running", "run");
+          // A form shows the refusal under itself and stays open; the others in the error box.
+          if (e.kind !== "form") o.error(code, msg);
+          throw new Error(msg);
+        }
       });
       break;
     case "prompt_closed":

@@ -4,7 +4,8 @@
 
 import { DIFF_CSS, diffRow, diffView, totals } from "../../www/common/diff-view.js";
 import { button, el } from "../../www/common/dom.js";
-import type { CommandView, FileDiff, Generation, GenerationReport, PendingPrompt, RuleKind } from "./generated/core.js";
+import { FORM_CSS, formView } from "../../www/common/form-view.js";
+import type { CommandView, FileDiff, Generation, GenerationReport, PendingPrompt, PromptAnswer } from "./generated/core.js";
 import type { Diagnostic, FollowReport, ReplyAnswer } from "./protocol.js";
 
 const CSS = `
@@ -65,15 +66,19 @@ tr.diffs td { border-top: none; padding: 0 4px 4px 26px; }
 .changes h5 { margin: 0; font-size: 11px; color: #656d76; font-weight: 600; }
 .always { display: flex; flex-direction: column; gap: 4px; border-top: 1px dashed #d4a72c; padding-top: 6px; }
 .always .pattern { font: 12px ui-monospace, monospace; background: #fff; border: 1px solid #eaeef2; border-radius: 4px; padding: 0 4px; }
-${DIFF_CSS}`;
+${DIFF_CSS}
+${FORM_CSS}`;
 
 type PillKind = "follow" | "ok" | "bad" | "wait" | "run" | "";
 
 /// A question waiting for the user, as the host's `prompt` event carries it.
-export type PromptEvent = Pick<PendingPrompt, "id" | "kind" | "text" | "tier" | "reason"> & Partial<Pick<PendingPrompt, "preview" | "offer">>;
+export type PromptEvent = Pick<PendingPrompt, "id" | "kind" | "text" | "tier" | "reason"> & Partial<Pick<PendingPrompt, "preview" | "offer" | "form">>;
 
-/** The user's answer to a prompt: approve (once, or always for the offer's rule) or an answer. */
-export type PromptReply = { approve?: boolean; answer?: string; always?: RuleKind };
+/**
+ * The user's answer to a prompt: approve (once, or always for the offer's rule), an answer, or a
+ * form's values; it settles when the host took it.
+ */
+export type PromptReply = PromptAnswer;
 
 export class Overlay {
   readonly host: HTMLElement;
@@ -330,10 +335,16 @@ export class Overlay {
     this.says.append(el("div", "say", text));
   }
 
-  prompt(p: PromptEvent, answer: (a: PromptReply) => void): void {
+  prompt(p: PromptEvent, answer: (a: PromptReply) => Promise<void>): void {
     const box = el("div", "prompt");
     box.dataset.prompt = String(p.id);
-    if (p.kind === "confirm") {
+    if (p.kind === "form" && p.form) {
+      // An MCP server's form: it stays until the host takes the answer (values that do not fit
+      // are refused and shown under it).
+      box.append(el("div", "", "An MCP server asks you to fill in a form:"));
+      if (p.reason) box.append(el("div", "why", p.reason));
+      box.append(formView(p.form, answer, () => box.remove()));
+    } else if (p.kind === "confirm") {
       const title = el("div", "", "Run this command?");
       if (p.tier) title.append(el("span", `badge t-${p.tier}`, p.tier));
       box.append(title, el("code", "", p.text));
@@ -344,7 +355,7 @@ export class Overlay {
         for (const d of p.preview) box.append(diffView(d));
       }
       const reply = (a: PromptReply) => () => {
-        answer(a);
+        void answer(a).catch(() => undefined);
         box.remove();
       };
       const row = el("div", "row");
@@ -374,7 +385,7 @@ export class Overlay {
       const input = el("input", "answer");
       input.placeholder = "Your answer";
       const go = () => {
-        answer({ answer: input.value });
+        void answer({ answer: input.value }).catch(() => undefined);
         box.remove();
       };
       input.addEventListener("keydown", (e) => {
@@ -385,7 +396,7 @@ export class Overlay {
     }
     this.prompts.append(box);
     for (const cell of this.rows.values()) {
-      if (cell.textContent === "running…") cell.replaceChildren(el("span", "s-running", p.kind === "confirm" ? "asks you" : "asks"));
+      if (cell.textContent === "running…") cell.replaceChildren(el("span", "s-running", p.kind === "ask" ? "asks" : "asks you"));
     }
     this.setPhase("waiting for you", "wait");
     this.panel.classList.remove("collapsed");

@@ -30,7 +30,7 @@ export type {
   GenerationReport,
 } from "./generated/core.js";
 export type Verdict = WatchVerdict;
-import type { Context, Delivery, DoctorLine, EffectiveTools, FollowReport, Generation, GenerationReport, HostEvent, Mode, Pace, PageObservation, ReplyAnswer, RuleKind, Selectors, Settings, SiteAdapter } from "./generated/core.js";
+import type { Context, Delivery, DoctorLine, EffectiveTools, FollowReport, Generation, GenerationReport, HostEvent, Mode, Pace, PageObservation, PromptAnswer, ReplyAnswer, Selectors, Settings, SiteAdapter } from "./generated/core.js";
 
 // ---- the run of one tab ----
 
@@ -99,7 +99,8 @@ export interface Requests {
   /// the last answer for this reply).
   follow: { req: { keep: number; tail: string; page: PageObservation }; res: (FollowReport & { commandsFrom: number }) | { resync: true } };
   reply: { req: { text: string }; res: ReplyOutcome };
-  answer: { req: { id: number; approve?: boolean; answer?: string; always?: RuleKind }; res: { ok: boolean } };
+  /// A prompt's answer, as `POST /v1/confirmations/{id}` takes it.
+  answer: { req: { id: number } & PromptAnswer; res: { ok: boolean } };
   cancel: { req: Record<string, never>; res: { ok: boolean } };
   tabRun: { req: Record<string, never>; res: { run: TabRun | null; programs: boolean } };
   delivered: { req: { ok: boolean; code?: string; endToSentMs?: number }; res: { ok: boolean } };

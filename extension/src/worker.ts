@@ -414,12 +414,8 @@ const handlers: Handlers = {
     return { answer, send: !ended && s.autoSend && next.state === "running", delivery, run: next };
   },
   async answer(req) {
-    await api(
-      v1.answer(
-        req.id,
-        req.answer !== undefined ? { answer: req.answer } : { approve: req.approve === true, ...(req.always && req.approve === true ? { always: req.always } : {}) },
-      ),
-    );
+    const { id, ...body } = req;
+    await api(v1.answer(id, body));
     return { ok: true };
   },
   async cancel(_req, sender) {

@@ -163,8 +163,8 @@ pub enum Notice {
 /// The call waiting on a server, if any: where its questions and progress go.
 type Questions = Arc<Mutex<Option<mpsc::Sender<Notice>>>>;
 
-/// A progress notification as one line: `progress 3/10: copying` (the server's message cut to
-/// 200 characters).
+/// A progress notification as one line: `progress 3/10: copying` (the server's message, its
+/// escape sequences and controls dropped, cut to 200 characters).
 fn progress_line(p: &rmcp::model::ProgressNotificationParam) -> String {
     let mut line = match p.total {
         Some(t) => format!("progress {}/{}", p.progress, t),
@@ -172,6 +172,7 @@ fn progress_line(p: &rmcp::model::ProgressNotificationParam) -> String {
     };
     if let Some(m) = p.message.as_deref().filter(|m| !m.trim().is_empty()) {
         line.push_str(": ");
+        let m = keyless_core::text::printable(m);
         line.push_str(&keyless_core::text::truncate_chars(m.trim(), 200));
     }
     line

@@ -639,3 +639,94 @@ test("a piece's MCP tool shows in the overlay with its server and tier, is confi
     await chat.close();
   }
 });
+
+test("an MCP server's form goes to the user in the overlay and the dashboard, and its progress shows live", async () => {
+  const w = workspace();
+  // A server on the official TypeScript SDK: `steps` sends three progress notifications, `ask`
+  // asks the user a form (a required name, a count of 1 to 9 defaulting to 3, a yes/no).
+  const server = join(root, "tests/mcp/recorder.mjs");
+  mkdirSync(join(w.config, "keyless"), { recursive: true });
+  const record = join(w.dir, "record.jsonl");
+  writeFileSync(
+    join(w.config, "keyless", "keyless.json"),
+    JSON.stringify({ Mcp: { Servers: { recorder: { Command: "node", Args: [server], Env: { KEYLESS_RECORD: record } } } } }),
+  );
+  mkdirSync(join(w.ws, ".agent", "pieces"), { recursive: true });
+  writeFileSync(
+    join(w.ws, ".agent", "pieces", "mcp-form.yaml"),
+    [
+      "name: mcp-form",
+      "description: A tool that asks the user",
+      "max_movements: 3",
+      "initial_movement: talk",
+      "required_mcp: [recorder]",
+      "movements:",
+      "  - name: talk",
+      "    edit: false",
+      "    persona: an assistant",
+      "    instruction: Ask through the server.",
+      "    allowed_tools: [Read, mcp__recorder__ask, mcp__recorder__steps]",
+      "    rules: []",
+      "",
+    ].join("\n"),
+  );
+  const call = (tool) => ["@@mcp recorder." + tool, "<<<ARGS", "{}", "ARGS>>>", "@@end"];
+  const replies = [
+    fenced([...call("steps"), ...call("ask"), "@@next", "@@end", "@@eof"].join("\n")),
+    fenced([...call("ask"), "@@next", "@@end", "@@eof"].join("\n")),
+    fenced(["@@say", "<<<MSG", "Asked.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),
+  ];
+  const chat = await startFakeChat(replies.map((text) => ({ text, chunk: 24, delayMs: 20 })));
+  const host = await startHost(w.ws, w.config, "auto");
+  const { context, worker, extensionId } = await launchWithExtension(chat.port);
+  try {
+    const page = await context.newPage();
+    await page.goto("https://chatgpt.com/");
+    await page.locator("#prompt-textarea").waitFor();
+    const tabId = await until("the chat tab", () => tabIdOf(worker, "https://chatgpt.com/*"));
+    await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "Ask me through the server.", piece: "mcp-form" });
+    await page.bringToFront();
+    // The form, in the overlay: the server's words, a field per schema property, the default in.
+    const form = overlay(page).locator(".prompt .eform");
+    await form.waitFor({ timeout: 60000 });
+    assert.match(await overlay(page).locator(".prompt").textContent(), /The MCP server "recorder" asks this/);
+    // The server's words without its escape sequences; the required field first.
+    assert.equal(await form.locator(".server-words").textContent(), "Deploy now?");
+    assert.equal(await form.locator("label.f").first().getAttribute("data-field"), "name");
+    assert.equal(await form.locator('[data-field="count"] input').inputValue(), "3");
+    assert.match(await form.locator('[data-field="name"]').textContent(), /Your name \*/);
+    // The tool's progress came before, live, with the output.
+    const live = await overlay(page).locator("pre.out").textContent();
+    for (const i of [1, 2, 3]) assert.ok(live.includes(`[recorder] progress ${i}/3: step ${i}\n`), live);
+    // A count out of range is refused by the host, said under the form, and the form stays.
+    await form.locator('[data-field="name"] input').fill("Ada");
+    await form.locator('[data-field="count"] input').fill("12");
+    await form.locator("button", { hasText: "Send" }).click();
+    await until("the refusal", async () => /count: .*9/.test((await form.locator(".f-error").textContent()) ?? ""));
+    await page.screenshot({ path: join(shots, "extension-mcp-form.png") });
+    await form.locator('[data-field="count"] input').fill("4");
+    await form.locator('[data-field="go"] input').check();
+    await form.locator("button", { hasText: "Send" }).click();
+    await until("the results", () => chat.received.length >= 2);
+    const first = chat.received[1].text;
+    assert.match(first, /#1 mcp \| recorder\.steps ---\nstatus: ok/);
+    assert.match(first, /three steps/);
+    assert.ok(first.includes('{"action":"accept","content":{"count":4,"go":true,"name":"Ada"}}'), first);
+    // The second form is answered in the dashboard: the whole call is cancelled.
+    const dash = await context.newPage();
+    await dash.goto(host.dashboard);
+    const card = dash.locator("#pending .prompt .eform");
+    await card.waitFor({ timeout: 30000 });
+    assert.equal(await card.locator('[data-field="count"] input').inputValue(), "3");
+    await dash.screenshot({ path: join(shots, "dashboard-mcp-form.png"), fullPage: true });
+    await card.locator("button", { hasText: "Cancel the tool call" }).click();
+    await until("the second results", () => chat.received.length >= 3);
+    assert.ok(chat.received[2].text.includes('{"action":"cancel"}'), chat.received[2].text);
+    await until("the form gone from the overlay", async () => (await overlay(page).locator(".prompt .eform").count()) === 0);
+    await until("the done state", async () => (await pill(page).textContent()) === "done");
+  } finally {
+    await context.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+});

@@ -3,15 +3,16 @@
 // `keyless-host serve` printed in the dashboard URL. All data is written with textContent.
 import { DIFF_CSS, diffRow, diffView, totals } from "../common/diff-view";
 import { byId, el } from "../common/dom";
+import { FORM_CSS, formView } from "../common/form-view";
 import type { BatchCounts, BatchOutcome, CommandRecord, PromptAnswer, TraceEvent } from "../../extension/src/generated/core";
-import { type Call, callHost, hostEvent, v1 } from "../common/host-api";
+import { type Call, callHost, HostError, hostEvent, v1 } from "../common/host-api";
 import { takeToken } from "../common/token";
 
 const token = takeToken();
 
 // The diffs look the same here as in the overlay (one stylesheet, adopted: no inline styles).
 const diffSheet = new CSSStyleSheet();
-diffSheet.replaceSync(DIFF_CSS);
+diffSheet.replaceSync(`${DIFF_CSS}\n${FORM_CSS}`);
 document.adoptedStyleSheets = [...document.adoptedStyleSheets, diffSheet];
 
 /// One call to the host that serves this page, with the dashboard's token.
@@ -220,13 +221,28 @@ async function loadPending(): Promise<void> {
   box.replaceChildren(
     ...list.map((p) => {
       const card = el("div", "prompt");
-      card.append(el("div", "q", p.text));
+      // A form shows the server's message itself.
+      if (p.kind !== "form") card.append(el("div", "q", p.text));
       if (p.reason) card.append(el("div", "why", p.tier ? `${p.tier} — ${p.reason}` : p.reason));
       const row = el("div", "row");
       const answer = (body: PromptAnswer): void => {
         api(v1.answer(p.id, body)).catch((e: unknown) => notice(String(e)));
       };
-      if (p.kind === "confirm") {
+      if (p.kind === "form" && p.form) {
+        // An MCP server's form: refused values are shown under it; the event stream redraws the
+        // list once the host took the answer.
+        card.append(
+          formView(
+            p.form,
+            async (body) => {
+              await api(v1.answer(p.id, body)).catch((e: unknown) => {
+                throw e instanceof HostError ? new Error(e.detail) : e;
+              });
+            },
+            () => card.remove(),
+          ),
+        );
+      } else if (p.kind === "confirm") {
         for (const d of p.preview) card.append(diffView(d));
         const yes = el("button", "primary", "Approve");
         const no = el("button", "danger", "Decline");

@@ -553,7 +553,25 @@ export type AuditEntry = {
  */
 at: number, session: string, batch: string, command: string, target: string, status: ResultStatus, code: string | null, };
 
-export type PromptKind = "confirm" | "ask";
+export type FieldKind = { "type": "text", 
+/**
+ * `email`, `uri`, `date` or `date-time`, when the schema names one.
+ */
+format: string | null, min_length: number | null, max_length: number | null, } | { "type": "number", integer: boolean, minimum: number | null, maximum: number | null, } | { "type": "boolean" } | { "type": "choice", options: Array<[string, string]>, } | { "type": "choices", options: Array<[string, string]>, min_items: number | null, max_items: number | null, };
+
+export type Field = { name: string, title: string | null, description: string | null, kind: FieldKind, required: boolean, 
+/**
+ * The schema's default, already checked against the field.
+ */
+default: unknown, };
+
+export type Form = { 
+/**
+ * The server's message, as it wrote it (shown to the user as the server's words).
+ */
+message: string, fields: Array<Field>, };
+
+export type PromptKind = "confirm" | "ask" | "form";
 
 export type PendingPrompt = { id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, 
 /**
@@ -563,13 +581,25 @@ preview: Array<FileDiff>,
 /**
  * What the user may tell keyless to stop asking about in this workspace.
  */
-offer: AllowOffer | null, };
+offer: AllowOffer | null, 
+/**
+ * A `form` prompt's fields (the MCP server's requested schema, read).
+ */
+form: Form | null, };
 
 export type PromptAnswer = { approve?: boolean, answer?: string, 
 /**
  * With `approve`: remember the offer's `exact` or `like` rule for this workspace.
  */
-always?: RuleKind, };
+always?: RuleKind, 
+/**
+ * A form's values by field name, with `approve` (omitted fields take their defaults).
+ */
+values?: Record<string, unknown>, 
+/**
+ * A form without `approve`: cancel the whole tool call rather than decline the form.
+ */
+cancel?: boolean, };
 
 export type Answered = { id: number, answered: boolean, };
 
@@ -606,7 +636,7 @@ export type HostEvent = { "type": "session", session: string, turn: number, batc
 /**
  * What the command changed in the workspace's files.
  */
-diff: Array<FileDiff>, } | { "type": "say", session: string, text: string, } | { "type": "output", session: string, text: string, } | { "type": "prompt", id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, preview: Array<FileDiff>, offer: AllowOffer | null, } | { "type": "prompt_closed", id: number, session: string, } | { "type": "undone", restored: Array<string>, } | { "type": "as_run", run: string, state: AsRunState, error: string | null, } | { "type": "as_trace", run: string, event: TraceEvent, } | { "type": "generation", generation: Generation, };
+diff: Array<FileDiff>, } | { "type": "say", session: string, text: string, } | { "type": "output", session: string, text: string, } | { "type": "prompt", id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, preview: Array<FileDiff>, offer: AllowOffer | null, form: Form | null, } | { "type": "prompt_closed", id: number, session: string, } | { "type": "undone", restored: Array<string>, } | { "type": "as_run", run: string, state: AsRunState, error: string | null, } | { "type": "as_trace", run: string, event: TraceEvent, } | { "type": "generation", generation: Generation, };
 
 export type AsRunRequest = { 
 /**

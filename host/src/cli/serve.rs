@@ -53,8 +53,8 @@ pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
     let www = a.www.or_else(default_www);
     crate::server::serve(crate::server::ServeOptions {
         port,
-        // The overlay and the dashboard do not show servers' forms yet: no elicitation offered.
-        exec: exec_settings(&cfg, true, &workspace, false),
+        // Servers' forms are shown in the overlay and the dashboard: elicitation is offered.
+        exec: exec_settings(&cfg, true, &workspace, true),
         workspace,
         pairings,
         www,

@@ -41,6 +41,7 @@ impl Prompter for ServerPrompter {
                 reason: Some(c.verdict.reason.clone()),
                 preview: c.preview.to_vec(),
                 offer: c.offer.cloned(),
+                form: None,
             },
         );
         match answer {
@@ -87,6 +88,25 @@ impl Prompter for ServerPrompter {
             )
             .and_then(|a| a.answer)
             .filter(|a| !a.trim().is_empty())
+    }
+    fn elicit(
+        &mut self,
+        server: &str,
+        form: &keyless_core::elicit::Form,
+    ) -> keyless_core::elicit::Answer {
+        use keyless_core::elicit::Answer;
+        let answer = self
+            .shared
+            .wait_for(&self.session, Question::form(server, form));
+        match answer {
+            // Checked again here (answer_prompt refused what does not fit): what the server
+            // gets is what the form accepts.
+            Some(a) if a.approve => form
+                .accept(&a.values.unwrap_or_default())
+                .map_or(Answer::Decline, Answer::Accept),
+            Some(a) if a.cancel => Answer::Cancel,
+            _ => Answer::Decline,
+        }
     }
     fn say(&mut self, message: &str) {
         self.shared.emit(&HostEvent::Say {
@@ -144,6 +164,7 @@ pub(super) async fn list_prompts(State(st): State<Arc<Shared>>) -> Result<Respon
             reason: q.q.reason.clone(),
             preview: q.q.preview.clone(),
             offer: q.q.offer.clone(),
+            form: q.q.form.clone(),
         })
         .collect();
     Ok(Json(list).into_response())
@@ -159,6 +180,18 @@ pub(super) async fn answer_prompt(
     let Some(q) = p.get(&id) else {
         return Err(ApiError::NotFound);
     };
+    // A form's values that do not fit are refused here and the form keeps waiting, so the user
+    // can mend them.
+    if let (Some(form), true) = (&q.q.form, answer.approve) {
+        form.accept(&answer.values.clone().unwrap_or_default())
+            .map_err(|e| {
+                ApiError::Coded(
+                    axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                    keyless_core::Code::ConfigValidation,
+                    e,
+                )
+            })?;
+    }
     let _ = q.reply.send(answer);
     Ok(Json(api::Answered { id, answered: true }).into_response())
 }

@@ -238,6 +238,7 @@ impl Shared {
             reason: q.reason.clone(),
             preview: q.preview.clone(),
             offer: q.offer.clone(),
+            form: q.form.clone(),
         });
         let pending = Pending {
             session: session.to_string(),
@@ -363,6 +364,7 @@ pub(super) struct Question {
     pub(super) reason: Option<String>,
     pub(super) preview: Vec<keyless_core::diff::FileDiff>,
     pub(super) offer: Option<keyless_core::policy::always::AllowOffer>,
+    pub(super) form: Option<keyless_core::elicit::Form>,
 }
 
 impl Question {
@@ -374,6 +376,22 @@ impl Question {
             reason,
             preview: Vec::new(),
             offer: None,
+            form: None,
+        }
+    }
+
+    /// An MCP server's form: its message as the text, the server named in the reason.
+    pub(super) fn form(server: &str, form: &keyless_core::elicit::Form) -> Self {
+        Self {
+            kind: PromptKind::Form,
+            text: form.message.clone(),
+            tier: None,
+            reason: Some(format!(
+                "The MCP server \"{server}\" asks this while its tool runs. Your answer goes to that server, never to the model."
+            )),
+            preview: Vec::new(),
+            offer: None,
+            form: Some(form.clone()),
         }
     }
 }
