@@ -496,6 +496,9 @@ pub enum PromptKind {
     Ask,
     /// An MCP server's form (elicitation): fill it in, decline, or cancel the tool call.
     Form,
+    /// An MCP server asks for more access than the stored login grants (step-up): log in again
+    /// in the browser now? (yes or no)
+    Login,
 }
 
 /// A question waiting for the user (`GET /v1/confirmations`, and the `prompt` event).

@@ -344,6 +344,16 @@ export class Overlay {
       box.append(el("div", "", "An MCP server asks you to fill in a form:"));
       if (p.reason) box.append(el("div", "why", p.reason));
       box.append(formView(p.form, answer, () => box.remove()));
+    } else if (p.kind === "login") {
+      // An MCP server refused the stored login for this call (step-up): log in again?
+      box.append(el("div", "", p.text), el("div", "why", p.reason ?? ""));
+      const reply = (a: PromptReply) => () => {
+        void answer(a).catch(() => undefined);
+        box.remove();
+      };
+      const row = el("div", "row");
+      row.append(button("Log in", "primary", reply({ approve: true })), button("Not now", "", reply({ approve: false })));
+      box.append(row);
     } else if (p.kind === "confirm") {
       const title = el("div", "", "Run this command?");
       if (p.tier) title.append(el("span", `badge t-${p.tier}`, p.tier));

@@ -458,7 +458,11 @@ impl Pool {
         }
     }
 
-    fn config(&self, server: &str) -> Result<&ServerConfig, McpError> {
+    /// How keyless.json declares `server`.
+    ///
+    /// # Errors
+    /// KA_MCP_NOT_CONFIGURED when it does not.
+    pub fn config(&self, server: &str) -> Result<&ServerConfig, McpError> {
         self.servers
             .get(server)
             .ok_or_else(|| McpError::NotConfigured(server.to_string()))

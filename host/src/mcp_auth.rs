@@ -152,6 +152,14 @@ impl CredentialStore for FileStore {
     }
 }
 
+/// The scopes a server's `WWW-Authenticate` challenge asks for, when it names them (read by
+/// rmcp's own parser).
+#[must_use]
+pub fn challenge_scope(challenge: &str, server_url: &str) -> Option<String> {
+    let base = url::Url::parse(server_url).ok()?;
+    rmcp::transport::auth::WWWAuthenticateParams::parse(challenge, &base).scope
+}
+
 /// The HTTP client of a server the user logged in to: it sends the stored token and refreshes
 /// it. `None` when no tokens are stored for the server's URL.
 ///

@@ -521,3 +521,138 @@ fn keyless_introduces_itself_and_cancels_what_it_stops_waiting_for() {
         .last()
         .is_some_and(|m| m["params"]["capabilities"].get("elicitation").is_none()));
 }
+
+/// `mcp login` against a server that needs one (tests/mcp/protected.mjs: the official SDK's
+/// authorization server and bearer middleware on 127.0.0.1): "needs login" before, a browser
+/// that follows the redirect back to keyless-host, the tokens in the user's config folder with
+/// mode 0600 and nowhere else, an expired access token refreshed without asking, and `logout`.
+#[test]
+fn a_server_that_needs_a_login_is_logged_in_to_refreshed_and_logged_out_of() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(fx) = setup(None) else { return };
+    let record = fx.root.join("record.jsonl");
+    let server = HttpServer::protected(&record, 2);
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        serde_json::json!({ "Mcp": { "Servers": { "remote": { "Url": server.url } } } })
+            .to_string(),
+    )
+    .expect("keyless.json");
+    let recorded = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&record)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a record line"))
+            .collect()
+    };
+    let grants = |kind: &str| recorded().iter().filter(|r| r["grant"] == kind).count();
+    // Before the login: listed as needing one, with the command that does it.
+    let out = host(&fx, &["mcp", "list"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.contains("needs login: run `keyless-host mcp login remote`"),
+        "{listed}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The login: the "browser" follows the authorization server's redirect to 127.0.0.1.
+    let out = fx
+        .host()
+        .args(["mcp", "login", "remote", "--workspace"])
+        .arg(fx.ws())
+        .env("BROWSER", "curl -fsSL -o /dev/null")
+        .output()
+        .expect("login");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert_eq!(grants("authorization_code"), 1, "{:?}", recorded());
+    // Registered dynamically, with a loopback redirect, and the resource named.
+    let first = recorded();
+    let reg = first
+        .iter()
+        .find(|r| r.get("registered").is_some())
+        .expect("a registration");
+    assert!(
+        reg["redirect_uris"][0]
+            .as_str()
+            .is_some_and(|u| u.starts_with("http://127.0.0.1:")),
+        "{reg}"
+    );
+    let code = first
+        .iter()
+        .find(|r| r["grant"] == "authorization_code")
+        .expect("code grant");
+    assert_eq!(code["resource"], server.url.as_str(), "{code}");
+    // The tokens: in the user's config folder, mode 0600, never on the terminal.
+    let tokens_file = fx.user_config().join("mcp-tokens.json");
+    let mode = std::fs::metadata(&tokens_file)
+        .expect("the tokens file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let stored = std::fs::read_to_string(&tokens_file).expect("tokens");
+    let access = |stored: &str| -> String {
+        let v: serde_json::Value = serde_json::from_str(stored).expect("tokens json");
+        let text = v.to_string();
+        // The access token, wherever the store keeps it.
+        let at = text.find("\"access_token\":\"").expect("an access token") + 16;
+        text[at..at + 36].to_string()
+    };
+    let first_token = access(&stored);
+    assert!(!said.contains(&first_token), "{said}");
+    let out = host(&fx, &["mcp", "call", "remote.whoami"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.contains("with mcp:tools"),
+        "{said}"
+    );
+    assert!(!said.contains(&first_token), "{said}");
+    // The access token lives 2 s: after it, the next call refreshes it by itself.
+    std::thread::sleep(std::time::Duration::from_millis(2600));
+    let out = host(&fx, &["mcp", "call", "remote.whoami"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.contains("with mcp:tools"),
+        "{said}"
+    );
+    assert_eq!(grants("refresh_token"), 1, "{:?}", recorded());
+    assert_eq!(grants("authorization_code"), 1, "no second login");
+    let stored = std::fs::read_to_string(&tokens_file).expect("tokens");
+    assert_ne!(
+        access(&stored),
+        first_token,
+        "the refreshed token is stored"
+    );
+    assert_eq!(
+        std::fs::metadata(&tokens_file)
+            .expect("tokens")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    // Logged out: the tokens are gone and the server needs a login again.
+    let out = host(&fx, &["mcp", "logout", "remote"]);
+    assert!(out.status.success(), "{out:?}");
+    let stored = std::fs::read_to_string(&tokens_file).unwrap_or_default();
+    assert!(!stored.contains("access_token"), "{stored}");
+    let out = host(&fx, &["mcp", "call", "remote.whoami"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("keyless-host mcp login remote"), "{said}");
+}

@@ -1922,3 +1922,100 @@ fn always_allow_previews_and_diffs_through_serve() {
         assert_eq!(b["outcome"], "ok", "{b}");
     });
 }
+
+/// Step-up through serve (issue 30): a server that refuses the stored login for one tool
+/// (403 insufficient_scope, tests/mcp/protected.mjs) makes the call wait for the user; approved,
+/// the login page opens in the "browser" (curl follows the redirect back to keyless-host), the
+/// call is tried again and answers. Declined, the model is told the user did not log in.
+#[test]
+fn a_call_that_needs_more_access_asks_the_user_to_log_in_again() {
+    if !keyless_tests::mcp::available() {
+        return;
+    }
+    let e = env();
+    let record = e.ws.parent().expect("tmp").join("record.jsonl");
+    let remote = keyless_tests::mcp::HttpServer::protected(&record, 600);
+    std::fs::create_dir_all(e.config.join("keyless")).expect("config");
+    std::fs::write(
+        e.config.join("keyless/keyless.json"),
+        serde_json::json!({"Mcp": {"Servers": {"remote": {"Url": remote.url}}}}).to_string(),
+    )
+    .expect("keyless.json");
+    let browser = ("BROWSER", "curl -fsSL -o /dev/null");
+    let login = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["mcp", "login", "remote", "--workspace"])
+        .arg(&e.ws)
+        .env("XDG_CONFIG_HOME", &e.config)
+        .env(browser.0, browser.1)
+        .output()
+        .expect("login");
+    assert!(login.status.success(), "{login:?}");
+    let grants = || {
+        std::fs::read_to_string(&record)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("\"grant\":\"authorization_code\""))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(grants().len(), 1);
+    let piece = "name: admin\ndescription: d\nmax_movements: 3\ninitial_movement: talk\nrequired_mcp: [remote]\nmovements:\n  - name: talk\n    edit: false\n    persona: p\n    instruction: i\n    allowed_tools: [mcp__remote__admin, mcp__remote__whoami]\n    rules: []\n";
+    let srv = spawn_env(&e.ws, &e.config, &["--mode", "auto"], &[browser]);
+    let (s, v) = srv.post("/v1/sessions", &serde_json::json!({"piece_yaml": piece}));
+    assert_eq!(s, 200, "{v}");
+    let session = v["session"].as_str().expect("id").to_string();
+    let admin = "@@mcp remote.admin\n<<<ARGS\n{}\nARGS>>>\n@@end\n@@next\n@@end\n@@eof\n";
+    // Declined: the model hears that the user did not log in; nothing was asked of the server.
+    let v = std::thread::scope(|s| {
+        let t = s.spawn(|| srv.reply(&session, admin));
+        let p = first_prompt(&srv);
+        assert_eq!(p["kind"], "login", "{p}");
+        assert!(
+            p["text"].as_str().unwrap_or("").contains("\"remote\""),
+            "{p}"
+        );
+        assert!(
+            p["reason"]
+                .as_str()
+                .unwrap_or("")
+                .contains("mcp:tools admin"),
+            "{p}"
+        );
+        srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({"approve": false}),
+        );
+        t.join().expect("reply")
+    });
+    let text = v["text"].as_str().unwrap_or("");
+    assert!(
+        text.contains("KA_MCP_UNAVAILABLE") && text.contains("keyless-host mcp login remote"),
+        "{v}"
+    );
+    assert_eq!(grants().len(), 1, "no login without the user");
+    // Approved: logged in again with the scope the server asked for, and the call answers.
+    let v = std::thread::scope(|s| {
+        let t = s.spawn(|| srv.reply(&session, admin));
+        let p = first_prompt(&srv);
+        assert_eq!(p["kind"], "login", "{p}");
+        srv.post(
+            &format!("/v1/confirmations/{}", p["id"]),
+            &serde_json::json!({"approve": true}),
+        );
+        t.join().expect("reply")
+    });
+    let text = v["text"].as_str().unwrap_or("");
+    assert!(text.contains("admin done"), "{v}");
+    let g = grants();
+    assert_eq!(g.len(), 2, "{g:?}");
+    assert!(g[1].contains("\"admin\""), "{g:?}");
+    // The tokens never reach the model.
+    let stored = std::fs::read_to_string(e.config.join("keyless/mcp-tokens.json")).expect("tokens");
+    let at = stored.find("access_token").expect("a token");
+    let token: String = stored[at..]
+        .split('"')
+        .nth(2)
+        .expect("the token")
+        .to_string();
+    assert!(!text.contains(&token), "{v}");
+}

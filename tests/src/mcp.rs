@@ -47,7 +47,7 @@ pub fn available() -> bool {
     ok
 }
 
-/// server-everything over Streamable HTTP on 127.0.0.1.
+/// An MCP server over Streamable HTTP on 127.0.0.1: server-everything, or one of tests/mcp/.
 #[derive(Debug)]
 pub struct HttpServer {
     child: Child,
@@ -55,24 +55,44 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
+    /// server-everything.
     #[must_use]
     pub fn start() -> Self {
-        let mut child = Command::new("node")
-            .arg("--import")
-            .arg(root().join("tests/mcp/loopback.mjs"))
-            .arg(server("server-everything"))
-            .arg("streamableHttp")
+        Self::spawn(
+            Command::new("node")
+                .arg("--import")
+                .arg(root().join("tests/mcp/loopback.mjs"))
+                .arg(server("server-everything"))
+                .arg("streamableHttp"),
+        )
+    }
+
+    /// tests/mcp/protected.mjs: a server that needs a login, its authorization server beside it
+    /// (access tokens living `token_seconds`), recording what happens to `record`.
+    #[must_use]
+    pub fn protected(record: &std::path::Path, token_seconds: u32) -> Self {
+        Self::spawn(
+            Command::new("node")
+                .arg(own_server("protected.mjs"))
+                .env("KEYLESS_RECORD", record)
+                .env("KEYLESS_TOKEN_SECONDS", token_seconds.to_string()),
+        )
+    }
+
+    /// Starts `cmd` and waits for its `KEYLESS_LISTENING PORT` line on standard error.
+    fn spawn(cmd: &mut Command) -> Self {
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start server-everything");
+            .expect("start the MCP server");
         let mut err = BufReader::new(child.stderr.take().expect("stderr"));
         let mut line = String::new();
         let port = loop {
             line.clear();
             let n = err.read_line(&mut line).expect("read stderr");
-            assert!(n > 0, "server-everything ended before listening");
+            assert!(n > 0, "the MCP server ended before listening");
             if let Some(p) = line.trim().strip_prefix("KEYLESS_LISTENING ") {
                 break p.parse::<u16>().expect("port");
             }

@@ -242,6 +242,12 @@ async function loadPending(): Promise<void> {
             () => card.remove(),
           ),
         );
+      } else if (p.kind === "login") {
+        const yes = el("button", "primary", "Log in");
+        const no = el("button", "", "Not now");
+        yes.addEventListener("click", () => answer({ approve: true }));
+        no.addEventListener("click", () => answer({ approve: false }));
+        row.append(yes, no);
       } else if (p.kind === "confirm") {
         for (const d of p.preview) card.append(diffView(d));
         const yes = el("button", "primary", "Approve");

@@ -571,7 +571,7 @@ export type Form = {
  */
 message: string, fields: Array<Field>, };
 
-export type PromptKind = "confirm" | "ask" | "form";
+export type PromptKind = "confirm" | "ask" | "form" | "login";
 
 export type PendingPrompt = { id: number, session: string, kind: PromptKind, text: string, tier: Tier | null, reason: string | null, 
 /**

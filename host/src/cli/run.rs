@@ -406,6 +406,23 @@ impl Prompter for TerminalPrompter {
         println!("[{}] {}", shown(server), shown(line));
     }
 
+    fn log_in_again(&mut self, server: &str, scope: Option<&str>) -> bool {
+        let wants = scope.map_or_else(String::new, |s| format!(" (it asks for: {})", shown(s)));
+        if !self.interactive {
+            println!(
+                "[login] MCP server \"{}\" refused your login for this call{wants}; no terminal to ask: run `keyless-host mcp login {}`",
+                shown(server),
+                shown(server)
+            );
+            return false;
+        }
+        let answer = Self::read_line(&format!(
+            "MCP server \"{}\" refused your login for this call{wants}. Log in again in your browser now? [y/N] ",
+            shown(server)
+        ));
+        answer.is_some_and(|a| matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+    }
+
     fn elicit(
         &mut self,
         server: &str,

@@ -71,6 +71,13 @@ pub trait Prompter {
         let _ = (server, form);
         keyless_core::elicit::Answer::Decline
     }
+    /// An MCP server refused the user's login for a call (step-up: it needs more access, `scope`
+    /// when it says what; or the login expired beyond refresh): whether the user logs in again now, in their browser,
+    /// for the call to be tried once more. Nobody to ask: no.
+    fn log_in_again(&mut self, server: &str, scope: Option<&str>) -> bool {
+        let _ = (server, scope);
+        false
+    }
     /// A progress line from an MCP server whose tool runs: shown with the live output.
     fn progress(&mut self, server: &str, line: &str) {
         self.output(&format!("[{server}] {line}\n"));

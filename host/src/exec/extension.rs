@@ -131,16 +131,26 @@ impl Executor<'_> {
                 }
             },
         };
-        let out = pool
-            .call(
+        let call = |prompter: &mut dyn Prompter| {
+            pool.call(
                 self.session,
                 server,
                 tool,
-                args,
+                args.clone(),
                 timeout,
                 &mut Waiting(prompter),
             )
-            .map_err(|e| Failure::new(e.code(), e.to_string()))?;
+        };
+        let out = match call(prompter) {
+            // The server asks for more than the login grants (step-up): the user may log in
+            // again now, and the call is tried once more.
+            Err(crate::mcp::McpError::NeedsLogin { challenge, .. }) => {
+                step_up(pool, server, &challenge, prompter)?;
+                call(prompter)
+            }
+            other => other,
+        }
+        .map_err(|e| Failure::new(e.code(), e.to_string()))?;
         let mut cap = OutputCap::new(self.max_output());
         cap.push(&out.text);
         let ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
@@ -292,6 +302,51 @@ fn ssh_outcome(out: &super::shell::ShellOutput, timeout: Duration) -> Outcome {
         }
     }
     outcome
+}
+
+/// Logs in to `server` again with its `challenge`, when the user says so: the login page opens
+/// in their browser (`$BROWSER`, else the desktop's opener) and its lines go to the live output.
+fn step_up(
+    pool: &crate::mcp::Pool,
+    server: &str,
+    challenge: &str,
+    prompter: &mut dyn Prompter,
+) -> Result<(), Failure> {
+    let cfg = pool
+        .config(server)
+        .map_err(|e| Failure::new(e.code(), e.to_string()))?;
+    let scope = cfg
+        .url
+        .as_deref()
+        .and_then(|u| crate::mcp_auth::challenge_scope(challenge, u));
+    let refused = || {
+        Failure::new(
+            Code::McpUnavailable,
+            format!("MCP server \"{server}\" needs the user to log in again for this; the user did not (`keyless-host mcp login {server}`)"),
+        )
+    };
+    if !prompter.log_in_again(server, scope.as_deref()) {
+        return Err(refused());
+    }
+    crate::mcp_auth::login(server, cfg, Some(challenge), &mut LiveOutput(prompter)).map_err(|e| {
+        Failure::new(
+            Code::McpUnavailable,
+            format!("logging in to MCP server \"{server}\" again: {e}"),
+        )
+    })
+}
+
+/// What keyless says while it waits (a login's URL), as live output.
+struct LiveOutput<'a>(&'a mut dyn Prompter);
+
+impl std::io::Write for LiveOutput<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.output(&String::from_utf8_lossy(buf));
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The batch's prompter as the user waiting on an MCP call: it cancels, and it answers the

@@ -108,6 +108,25 @@ impl Prompter for ServerPrompter {
             _ => Answer::Decline,
         }
     }
+    fn log_in_again(&mut self, server: &str, scope: Option<&str>) -> bool {
+        let wants = scope.map_or_else(String::new, |s| format!(" (it asks for: {s})"));
+        self.shared
+            .wait_for(
+                &self.session,
+                Question {
+                    kind: PromptKind::Login,
+                    text: format!("Log in to the MCP server \"{server}\" again"),
+                    tier: None,
+                    reason: Some(format!(
+                        "The server refused your login for this tool call{wants}: it expired, or the call needs more access than it grants. Approve to open the login page in your browser; the call is tried again once you have logged in. The tokens stay in your config folder, never with the model."
+                    )),
+                    preview: Vec::new(),
+                    offer: None,
+                    form: None,
+                },
+            )
+            .is_some_and(|a| a.approve)
+    }
     fn say(&mut self, message: &str) {
         self.shared.emit(&HostEvent::Say {
             session: self.session.clone(),
