@@ -1,8 +1,12 @@
 // Builds the unpacked extension into target/extension: bundles the worker (ES module), the
 // content script (one classic script), the popup and the options page, and copies the manifest,
 // the static pages and the wasm module. Load target/extension with "Load unpacked".
+//
+// The same files make target/extension-firefox, with the manifest Firefox reads (firefoxManifest):
+// nothing else differs.
 import { build } from "esbuild";
-import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { cpSync, copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { firefoxManifest } from "./firefox.mjs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -21,3 +25,10 @@ copyFileSync(join(here, "manifest.json"), join(out, "manifest.json"));
 for (const f of readdirSync(join(here, "static"))) copyFileSync(join(here, "static", f), join(out, f));
 copyFileSync(join(here, "..", "target", "wasm-pkg", "keyless_wasm_bg.wasm"), join(out, "keyless_wasm_bg.wasm"));
 console.log(`extension built: ${out}`);
+
+const firefox = join(here, "..", "target", "extension-firefox");
+rmSync(firefox, { recursive: true, force: true });
+cpSync(out, firefox, { recursive: true });
+const manifest = JSON.parse(readFileSync(join(here, "manifest.json"), "utf8"));
+writeFileSync(join(firefox, "manifest.json"), `${JSON.stringify(firefoxManifest(manifest), null, 2)}\n`);
+console.log(`Firefox extension built: ${firefox}`);

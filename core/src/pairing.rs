@@ -7,6 +7,38 @@ pub const ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 /// The characters of a code, without its dash.
 pub const LEN: usize = 8;
 
+/// A Chrome extension's id: 32 letters a-p (the first half of a SHA-256, one letter per nibble).
+#[must_use]
+pub fn is_chrome_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| (b'a'..=b'p').contains(&b))
+}
+
+/// A Firefox extension's internal UUID (the host of its `moz-extension://` origin, chosen per
+/// profile at install): lowercase hex in groups of 8-4-4-4-12.
+#[must_use]
+pub fn is_firefox_uuid(id: &str) -> bool {
+    let groups: Vec<&str> = id.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+/// The origin an extension's requests carry, from the id it pairs with: `chrome-extension://ID`
+/// for a Chrome id, `moz-extension://UUID` for a Firefox internal UUID; `None` for anything else.
+/// A pairing token is bound to that origin.
+#[must_use]
+pub fn extension_origin(id: &str) -> Option<String> {
+    if is_chrome_id(id) {
+        Some(format!("chrome-extension://{id}"))
+    } else if is_firefox_uuid(id) {
+        Some(format!("moz-extension://{id}"))
+    } else {
+        None
+    }
+}
+
 /// A code made of random bytes (one character per byte), as `K7QM-2XD9`.
 #[must_use]
 pub fn code_from(random: [u8; LEN]) -> String {
@@ -59,6 +91,33 @@ pub fn read_code(typed: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_extension_id_names_its_browser_and_origin() {
+        let chrome = "gplahjhhbhedphhkkcaefhjjcgoeckci";
+        assert_eq!(
+            extension_origin(chrome).as_deref(),
+            Some("chrome-extension://gplahjhhbhedphhkkcaefhjjcgoeckci")
+        );
+        let firefox = "4b1f0c3e-7d2a-4e8b-9c61-0a5d3f2e1b7c";
+        assert_eq!(
+            extension_origin(firefox).as_deref(),
+            Some("moz-extension://4b1f0c3e-7d2a-4e8b-9c61-0a5d3f2e1b7c")
+        );
+        for bad in [
+            "",
+            "keyless@keyless.dev",
+            "4B1F0C3E-7D2A-4E8B-9C61-0A5D3F2E1B7C",
+            "4b1f0c3e-7d2a-4e8b-9c61-0a5d3f2e1b7",
+            "4b1f0c3e-7d2a-4e8b-9c61-0a5d3f2e1b7c/",
+            "4b1f0c3e7d2a4e8b9c610a5d3f2e1b7c",
+            "gplahjhhbhedphhkkcaefhjjcgoeckcz",
+            "as-run-123",
+            "moz-extension://4b1f0c3e-7d2a-4e8b-9c61-0a5d3f2e1b7c",
+        ] {
+            assert_eq!(extension_origin(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn codes_read_whatever_the_case_spaces_and_dashes() {

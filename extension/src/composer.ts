@@ -1,6 +1,7 @@
 // Writing into the chat's composer through the editor's own input path, checking it holds exactly
 // the message, sending, and confirming the message appeared in the thread.
 
+import { pasteEvent } from "./browser.js";
 import type { SiteAdapter } from "./protocol.js";
 
 export class ChatError extends Error {
@@ -97,9 +98,7 @@ function insert(el: HTMLElement, site: SiteAdapter, text: string): void {
     return;
   }
   selectAll(el);
-  const data = new DataTransfer();
-  data.setData("text/plain", text);
-  const paste = new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true });
+  const paste = pasteEvent(text);
   el.dispatchEvent(paste);
   if (!paste.defaultPrevented) {
     selectAll(el);

@@ -14,6 +14,7 @@ import init, {
   siteForHost,
 } from "../../target/wasm-pkg/keyless_wasm.js";
 import { type Call, callHost, HostError, hostEvent, v1 } from "../../www/common/host-api.js";
+import { nativeHostMissing, ownOrigin, pairingId } from "./browser.js";
 import {
   type FollowReport,
   type Generation,
@@ -517,7 +518,7 @@ const handlers: Handlers = {
     // No token yet: pairing is the one call that needs none.
     let paired;
     try {
-      paired = await callHost(hostUrl, "", v1.pair({ code, extension_id: chrome.runtime.id }));
+      paired = await callHost(hostUrl, "", v1.pair({ code, extension_id: pairingId() }));
     } catch (e) {
       if (e instanceof HostError && e.retryAfterSeconds !== undefined) {
         const at = new Date(Date.now() + e.retryAfterSeconds * 1000).toLocaleTimeString();
@@ -532,11 +533,12 @@ const handlers: Handlers = {
   async autoPair() {
     let r: { hostUrl?: string; token?: string; error?: string } | undefined;
     try {
-      r = (await chrome.runtime.sendNativeMessage(NATIVE_HOST, { type: "pair" })) as typeof r;
+      // Firefox does not tell the host who calls: the origin comes with the request.
+      r = (await chrome.runtime.sendNativeMessage(NATIVE_HOST, { type: "pair", origin: ownOrigin() })) as typeof r;
     } catch (e) {
-      // Chrome: "Specified native messaging host not found." when keyless-host install never ran.
+      // keyless-host install never ran (each browser says it its own way).
       const text = message(e);
-      const why = /not found/i.test(text)
+      const why = nativeHostMissing(text)
         ? "To pair without a code, run keyless-host install once (then open this popup again)."
         : `${text} (run keyless-host install again to pair without a code)`;
       return { ...(await status()), autoPair: why };

@@ -30,6 +30,7 @@ pub fn browser_dirs() -> Vec<(&'static str, PathBuf)> {
             let base = h.join("Library").join("Application Support");
             v.push(("chrome", base.join("Google/Chrome/NativeMessagingHosts")));
             v.push(("chromium", base.join("Chromium/NativeMessagingHosts")));
+            v.push(("firefox", base.join("Mozilla/NativeMessagingHosts")));
         }
     } else if let Some(c) = config {
         v.push(("chromium", c.join("chromium/NativeMessagingHosts")));
@@ -42,6 +43,20 @@ pub fn browser_dirs() -> Vec<(&'static str, PathBuf)> {
             "brave",
             c.join("BraveSoftware/Brave-Browser/NativeMessagingHosts"),
         ));
+    }
+    if !cfg!(target_os = "macos") {
+        if let Some(h) = &home {
+            // Firefox and Firefox ESR share one folder; the snap and the flatpak have their own home.
+            v.push(("firefox", h.join(".mozilla/native-messaging-hosts")));
+            v.push((
+                "firefox-snap",
+                h.join("snap/firefox/common/.mozilla/native-messaging-hosts"),
+            ));
+            v.push((
+                "firefox-flatpak",
+                h.join(".var/app/org.mozilla.firefox/.mozilla/native-messaging-hosts"),
+            ));
+        }
     }
     v
 }

@@ -3,12 +3,11 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // Chrome starts a native-messaging host with the caller's origin as its only argument.
-    if let Some(origin) = std::env::args()
-        .nth(1)
-        .filter(|a| a.starts_with("chrome-extension://"))
-    {
-        return keyless_host::native::run_host(&origin);
+    // A browser starts a native-messaging host with who calls: Chrome the extension's origin,
+    // Firefox the host's manifest and the add-on's id.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(caller) = keyless_host::native::Caller::from_args(&args) {
+        return keyless_host::native::run_host(&caller);
     }
     keyless_host::cli::main()
 }

@@ -1,11 +1,15 @@
-//! Pairing without typing a code: a Chrome/Chromium native-messaging host.
+//! Pairing without typing a code: a native-messaging host for Chrome, Chromium, Brave and Firefox.
 //!
 //! `keyless-host install` registers this binary as the native-messaging host
-//! `dev.keyless.host`, allowed for the keyless extension only (its id is fixed by the public key in
-//! `extension/manifest.json`). When the extension asks (`{"type":"pair"}`), Chrome starts
-//! `keyless-host chrome-extension://<id>/` with the messages on stdin; the host answers with the
-//! address of the running `serve` (from `serve.json` in the user's config folder) and a fresh
-//! token bound to that extension id. The one-time code stays as the fallback.
+//! `dev.keyless.host`, allowed for the keyless extension only: in Chrome by its id (fixed by the
+//! public key in `extension/manifest.json`), in Firefox by its add-on id ([`FIREFOX_ID`], fixed in
+//! the Firefox build's manifest). When the extension asks (`{"type":"pair"}`), Chrome starts
+//! `keyless-host chrome-extension://<id>/`, Firefox `keyless-host <manifest path> <add-on id>`,
+//! with the messages on stdin; the host answers with the address of the running `serve` (from
+//! `serve.json` in the user's config folder) and a fresh token bound to the extension's origin.
+//! Chrome names that origin itself; Firefox's is per profile (`moz-extension://<uuid>`), so the
+//! extension sends it in its request, and only the keyless add-on can reach this host. The
+//! one-time code stays as the fallback.
 
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
@@ -14,6 +18,8 @@ use std::path::{Path, PathBuf};
 pub use crate::dirs::HOST_NAME;
 /// The keyless extension's id, fixed by the `key` in `extension/manifest.json`.
 pub const EXTENSION_ID: &str = "gplahjhhbhedphhkkcaefhjjcgoeckci";
+/// The keyless add-on's id in Firefox (`browser_specific_settings.gecko.id`, extension/firefox.mjs).
+pub const FIREFOX_ID: &str = "keyless@keyless.dev";
 /// Chrome caps a message to a native host at 4 GB and from it at 1 MB; keyless's are tiny.
 const MAX_MESSAGE: u32 = 64 * 1024;
 
@@ -72,6 +78,9 @@ pub fn browser_present(browser: &str, dir: &Path) -> bool {
     {
         return true;
     }
+    if browser.starts_with("firefox") {
+        return firefox_present(browser, dir);
+    }
     let programs: &[&str] = match browser {
         "chromium" => &["chromium", "chromium-browser"],
         "chrome" => &["google-chrome", "google-chrome-stable"],
@@ -93,7 +102,33 @@ pub fn browser_present(browser: &str, dir: &Path) -> bool {
         || (cfg!(target_os = "macos") && apps.iter().any(|a| Path::new(a).is_dir()))
 }
 
-/// The host manifest Chrome reads.
+/// Firefox, Firefox ESR, or their snap or flatpak: the program on PATH, or the profiles folder
+/// beside the native-messaging folder (`~/.mozilla/firefox`, under the snap's or flatpak's home).
+fn firefox_present(browser: &str, dir: &Path) -> bool {
+    if dir.parent().is_some_and(|d| d.join("firefox").is_dir()) {
+        return true;
+    }
+    let programs: &[&str] = match browser {
+        "firefox" => &["firefox", "firefox-esr"],
+        "firefox-snap" => &["/snap/bin/firefox"],
+        "firefox-flatpak" => &[],
+        _ => &[],
+    };
+    programs.iter().any(|p| {
+        if Path::new(p).is_absolute() {
+            Path::new(p).is_file()
+        } else {
+            std::env::var_os("PATH").is_some_and(|path| {
+                std::env::split_paths(&path).any(|d| d.is_absolute() && d.join(p).is_file())
+            })
+        }
+    }) || (cfg!(target_os = "macos")
+        && browser == "firefox"
+        && Path::new("/Applications/Firefox.app").is_dir())
+}
+
+/// The host manifest a browser reads: Chrome's names the extensions allowed by origin
+/// (`allowed_origins`), Firefox's by add-on id (`allowed_extensions`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostManifest {
     pub name: String,
@@ -101,34 +136,58 @@ pub struct HostManifest {
     pub path: String,
     #[serde(rename = "type")]
     pub kind: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_origins: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_extensions: Vec<String>,
 }
 
+/// Whether the native-messaging folder `dir` is Firefox's (`.mozilla/native-messaging-hosts`, or
+/// `Mozilla/NativeMessagingHosts` on macOS).
 #[must_use]
-pub fn manifest_for(exe: &Path, extension_ids: &[String]) -> HostManifest {
+pub fn is_firefox_dir(dir: &Path) -> bool {
+    dir.components()
+        .any(|c| matches!(c.as_os_str().to_str(), Some(".mozilla" | "Mozilla")))
+}
+
+/// The manifest for the folder `dir`: Firefox's allows the keyless add-on, Chrome's the
+/// extension ids given.
+#[must_use]
+pub fn manifest_for(exe: &Path, dir: &Path, extension_ids: &[String]) -> HostManifest {
+    let firefox = is_firefox_dir(dir);
     HostManifest {
         name: HOST_NAME.into(),
         description:
             "keyless-host: pairs the keyless extension with the running keyless-host serve".into(),
         path: exe.display().to_string(),
         kind: "stdio".into(),
-        allowed_origins: extension_ids
-            .iter()
-            .map(|id| format!("chrome-extension://{id}/"))
-            .collect(),
+        allowed_origins: if firefox {
+            Vec::new()
+        } else {
+            extension_ids
+                .iter()
+                .map(|id| format!("chrome-extension://{id}/"))
+                .collect()
+        },
+        allowed_extensions: if firefox {
+            vec![FIREFOX_ID.to_string()]
+        } else {
+            Vec::new()
+        },
     }
 }
 
-/// Writes the manifest into each folder; returns the files written.
+/// Writes the manifest into each folder (Firefox's or Chrome's, by the folder); returns the files
+/// written.
 ///
 /// # Errors
 /// When a folder cannot be created or a file written.
 pub fn install(dirs: &[PathBuf], extension_ids: &[String]) -> io::Result<Vec<PathBuf>> {
     let exe = std::fs::canonicalize(std::env::current_exe()?)?;
-    let manifest = manifest_for(&exe, extension_ids);
-    let json = serde_json::to_vec_pretty(&manifest).map_err(io::Error::other)?;
     let mut written = Vec::new();
     for d in dirs {
+        let manifest = manifest_for(&exe, d, extension_ids);
+        let json = serde_json::to_vec_pretty(&manifest).map_err(io::Error::other)?;
         std::fs::create_dir_all(d)?;
         let f = d.join(format!("{HOST_NAME}.json"));
         crate::exec::workspace::write_atomic(&f, &json)?;
@@ -163,13 +222,16 @@ pub fn registrations() -> Vec<(String, PathBuf, Result<(), String>)> {
                     serde_json::from_slice::<HostManifest>(&bytes).map_err(|e| e.to_string())
                 })
                 .and_then(|m| {
+                    let allowed = if is_firefox_dir(&f) {
+                        m.allowed_extensions.iter().any(|e| e == FIREFOX_ID)
+                    } else {
+                        m.allowed_origins
+                            .iter()
+                            .any(|o| o == &format!("chrome-extension://{EXTENSION_ID}/"))
+                    };
                     if Path::new(&m.path) != exe {
                         Err(format!("it starts {}, not this keyless-host", m.path))
-                    } else if !m
-                        .allowed_origins
-                        .iter()
-                        .any(|o| o == &format!("chrome-extension://{EXTENSION_ID}/"))
-                    {
+                    } else if !allowed {
                         Err("it does not allow the keyless extension".into())
                     } else {
                         Ok(())
@@ -184,6 +246,37 @@ pub fn registrations() -> Vec<(String, PathBuf, Result<(), String>)> {
 struct Request {
     #[serde(rename = "type")]
     kind: String,
+    /// The extension's own origin (`moz-extension://<uuid>/`): Firefox does not tell the host.
+    #[serde(default)]
+    origin: Option<String>,
+}
+
+/// Who started this host: Chrome names the extension's id; Firefox names only the add-on, whose
+/// origin then comes with each request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    Chrome(String),
+    Firefox,
+}
+
+impl Caller {
+    /// The caller from the program's arguments: `chrome-extension://<id>/` (Chrome), or a
+    /// manifest path and the keyless add-on's id (Firefox); `None` for anything else.
+    #[must_use]
+    pub fn from_args(args: &[String]) -> Option<Self> {
+        match args {
+            [origin] | [origin, _] if origin.starts_with("chrome-extension://") => {
+                let id = origin
+                    .trim_start_matches("chrome-extension://")
+                    .trim_end_matches('/');
+                Some(Self::Chrome(id.to_string()))
+            }
+            [manifest, addon] if addon == FIREFOX_ID && manifest.ends_with(".json") => {
+                Some(Self::Firefox)
+            }
+            _ => None,
+        }
+    }
 }
 
 fn read_message(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
@@ -236,16 +329,33 @@ pub fn running_serve() -> Result<ServeInfo, String> {
     Ok(info)
 }
 
-/// The answer to one request from `extension_id`.
-fn answer(extension_id: &str, req: &[u8]) -> serde_json::Value {
-    let kind = serde_json::from_slice::<Request>(req).map(|r| r.kind);
-    match kind.as_deref() {
-        Ok("pair") => {}
-        Ok(other) => {
-            return serde_json::json!({"error": format!("KA_CONFIG_INVALID unknown request \"{other}\"")})
+/// The answer to one request from `caller`.
+fn answer(caller: &Caller, req: &[u8]) -> serde_json::Value {
+    let req = match serde_json::from_slice::<Request>(req) {
+        Ok(r) if r.kind == "pair" => r,
+        Ok(r) => {
+            return serde_json::json!({"error": format!("KA_CONFIG_INVALID unknown request \"{}\"", r.kind)})
         }
         Err(e) => return serde_json::json!({"error": format!("KA_CONFIG_INVALID {e}")}),
-    }
+    };
+    let extension_id = match caller {
+        Caller::Chrome(id) => id.clone(),
+        Caller::Firefox => {
+            let id = req
+                .origin
+                .as_deref()
+                .and_then(|o| o.strip_prefix("moz-extension://"))
+                .map(|o| o.trim_end_matches('/'))
+                .filter(|id| keyless_core::pairing::is_firefox_uuid(id));
+            match id {
+                Some(id) => id.to_string(),
+                None => {
+                    return serde_json::json!({"error": "KA_CONFIG_INVALID a pairing request from Firefox carries the extension's origin (moz-extension://<uuid>/)"})
+                }
+            }
+        }
+    };
+    let extension_id = extension_id.as_str();
     let info = match running_serve() {
         Ok(info) => info,
         Err(why) => return serde_json::json!({ "error": format!("KA_HOST_UNREACHABLE {why}") }),
@@ -267,23 +377,21 @@ fn answer(extension_id: &str, req: &[u8]) -> serde_json::Value {
     }
 }
 
-/// The native-messaging loop: Chrome started us with the caller's origin.
+/// The native-messaging loop, for the browser that started this host.
 #[must_use]
-pub fn run_host(origin: &str) -> std::process::ExitCode {
-    let id = origin
-        .strip_prefix("chrome-extension://")
-        .map(|s| s.trim_end_matches('/'))
-        .unwrap_or("");
-    if !crate::pairing::valid_extension_id(id) {
-        eprintln!("keyless-host: {origin} is not an extension origin");
-        return std::process::ExitCode::from(2);
+pub fn run_host(caller: &Caller) -> std::process::ExitCode {
+    if let Caller::Chrome(id) = caller {
+        if !keyless_core::pairing::is_chrome_id(id) {
+            eprintln!("keyless-host: chrome-extension://{id}/ is not an extension origin");
+            return std::process::ExitCode::from(2);
+        }
     }
     let mut stdin = io::stdin().lock();
     let mut stdout = io::stdout().lock();
     loop {
         match read_message(&mut stdin) {
             Ok(Some(req)) => {
-                if write_message(&mut stdout, &answer(id, &req)).is_err() {
+                if write_message(&mut stdout, &answer(caller, &req)).is_err() {
                     return std::process::ExitCode::from(1);
                 }
             }

@@ -128,7 +128,7 @@ pub fn constant_time_eq(a: &str, b: &str) -> bool {
 /// Whether an extension id looks like Chrome's: 32 letters a–p.
 #[must_use]
 pub fn valid_extension_id(id: &str) -> bool {
-    id.len() == 32 && id.bytes().all(|b| (b'a'..=b'p').contains(&b))
+    keyless_core::pairing::extension_origin(id).is_some()
 }
 
 /// The client id prefix of `keyless-host as run` processes' tokens.

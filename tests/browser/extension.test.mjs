@@ -10,39 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startHost, launchWithExtension, shots, root } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
-
-const git = (cwd, ...args) => execFileSync("git", args, { cwd, encoding: "utf8" }).trim();
-
-/** A workspace on branch feature/greet with one commit, pushed to a bare origin. */
-function workspace() {
-  const dir = mkdtempSync(join(tmpdir(), "keyless-e2e-"));
-  const ws = join(dir, "ws");
-  const origin = join(dir, "origin.git");
-  execFileSync("git", ["init", "-q", "--bare", origin]);
-  execFileSync("git", ["init", "-q", "-b", "feature/greet", ws]);
-  git(ws, "config", "user.name", "Test User");
-  git(ws, "config", "user.email", "test@example.com");
-  writeFileSync(join(ws, "README.md"), "# demo\n\nA demo project.\n");
-  git(ws, "add", "-A");
-  git(ws, "commit", "-q", "-m", "Initial commit");
-  git(ws, "remote", "add", "origin", origin);
-  git(ws, "push", "-q", "-u", "origin", "feature/greet");
-  return { dir, ws, origin, config: join(dir, "config") };
-}
-
-const fenced = (body) => `~~~~agentscript\n${body}\n~~~~`;
-
-const GREET_PY = 'def greet(name):\n    """Say hello."""\n    return f"Hello, {name}!"\n\n\nif __name__ == "__main__":\n    print(greet("world"))';
-
-async function until(what, probe, ms = 30000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { fenced, git, GREET_PY, until, workspace } from "./scenario.mjs";
 
 /** Opens the popup for `tab`, pairs with the host and sets mode and pace. */
 async function pairAndStart(context, extensionId, tabId, host, { mode = "Ask", pace = "Balanced", task, piece }) {

@@ -11,10 +11,13 @@ export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const shots = join(root, "docs", "screenshots");
 export const bin = process.env.KEYLESS_HOST_BIN ?? join(root, "target", "release", "keyless-host");
 
-/** Starts `keyless-host serve` on 127.0.0.1:0 and resolves with its port, token and URLs. */
-export function startHost(ws, config, mode = "ask") {
+/**
+ * Starts `keyless-host serve` on 127.0.0.1:0 (in `env`, the test's own environment by default)
+ * and resolves with its port, token and URLs.
+ */
+export function startHost(ws, config, mode = "ask", env = process.env) {
   const child = spawn(bin, ["serve", "--port", "0", "--mode", mode, "--www", join(root, "target", "www"), "--workspace", ws], {
-    env: { ...process.env, XDG_CONFIG_HOME: config },
+    env: { ...env, XDG_CONFIG_HOME: config },
     stdio: ["ignore", "pipe", "inherit"],
   });
   return new Promise((resolve, reject) => {

@@ -52,7 +52,7 @@ pub(super) fn install_cmd(
 ) -> Result<ExitCode, HostError> {
     let mut ids = vec![crate::native::EXTENSION_ID.to_string()];
     for id in extra_ids {
-        if !crate::pairing::valid_extension_id(&id) {
+        if !keyless_core::pairing::is_chrome_id(&id) {
             return Err(HostError::Usage(format!(
                 "{id} is not a Chrome extension id (32 letters a-p)"
             )));
@@ -85,7 +85,7 @@ pub(super) fn install_cmd(
         if present.is_empty() && profiles.is_empty() {
             writeln!(
                 out,
-                "No Chrome, Chromium or Brave found (no program on PATH, no profile folder): registering with each of them, so the first one you install finds keyless-host."
+                "No Chrome, Chromium, Brave or Firefox found (no program on PATH, no profile folder): registering with each of them, so the first one you install finds keyless-host."
             )
             .map_err(HostError::Write)?;
             dirs.extend(absent.into_iter().map(|(_, d)| d));

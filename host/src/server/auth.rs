@@ -1,7 +1,7 @@
 //! The guard every request passes (host, token, origin, body type), pairing, and the request log.
 
 use super::state::{json_body, ApiError, Shared, MAX_BODY_BYTES, REQUEST_TIMEOUT};
-use crate::pairing::{constant_time_eq, valid_extension_id};
+use crate::pairing::constant_time_eq;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, Request};
@@ -95,7 +95,9 @@ pub(super) async fn guard(
         {
             return ApiError::Unauthorized.into_response();
         }
-        vec![format!("chrome-extension://{ext}")]
+        keyless_core::pairing::extension_origin(&ext)
+            .into_iter()
+            .collect()
     } else {
         return ApiError::Unauthorized.into_response();
     };
@@ -111,12 +113,11 @@ pub(super) async fn pair(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let input: api::PairRequest = json_body(&body)?;
-    if !valid_extension_id(&input.extension_id) {
-        return Err(ApiError::BadRequest(
-            "extension_id must be a Chrome extension id (32 letters a-p)".into(),
-        ));
-    }
-    let want = format!("chrome-extension://{}", input.extension_id);
+    let want = keyless_core::pairing::extension_origin(&input.extension_id).ok_or_else(|| {
+        ApiError::BadRequest(
+            "extension_id must be the extension's own: a Chrome extension id (32 letters a-p) or a Firefox extension's internal UUID".into(),
+        )
+    })?;
     let origin = headers
         .get(header::ORIGIN)
         .and_then(|v| v.to_str().ok())

@@ -4,8 +4,9 @@
 //! 1. Host must be `127.0.0.1:<port>` or `localhost:<port>` (DNS rebinding);
 //! 2. every route but `POST /v1/pair` needs `Authorization: Bearer <token>`: a paired extension's
 //!    token, or the local token `serve` prints for scripts and the dashboard;
-//! 3. an `Origin`, when sent, must be exactly the token's `chrome-extension://<id>` (or this
-//!    server's own origin for the local token); a web page the user visits is refused;
+//! 3. an `Origin`, when sent, must be exactly the token's extension origin (`chrome-extension://<id>`,
+//!    or Firefox's `moz-extension://<uuid>`; this server's own origin for the local token); a web
+//!    page the user visits is refused;
 //! 4. POST bodies must be `application/json` (no text/plain CSRF) and at most [`MAX_BODY_BYTES`].
 
 use crate::exec::batch::ExecSettings;

@@ -1,0 +1,203 @@
+// The extension end to end in Firefox: Debian's Firefox ESR with the Firefox build
+// (target/extension-firefox), over WebDriver BiDi (puppeteer-core), on the same fake chat sites
+// (strict CSP, streamed replies, a ProseMirror-like composer) as the Chromium suite, with a real
+// `keyless-host serve` on a temp git workspace with a bare origin. The scenarios the Chromium suite
+// runs: pairing through the native-messaging host (no code) and with a code, a whole task to a
+// pushed commit with confirmations in the overlay, and results sent as an attachment.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { bin, shots, startHost } from "./host.mjs";
+import { startFakeChat } from "./fakechat/server.mjs";
+import { fenced, git, GREET_PY, until, workspace } from "./scenario.mjs";
+import { launchFirefox, openExtensionPage, overlayClick, overlayCount, overlayText, EXTENSION_UUID, firefoxBin } from "./firefox.mjs";
+
+const skip = existsSync(firefoxBin) ? false : "no /usr/bin/firefox-esr (cargo xtask test installs it)";
+if (skip && process.env.CI === "true") throw new Error("firefox-esr is missing under CI");
+
+const pill = (page) => overlayText(page, ".pill");
+
+/** The popup for `tabId`: wait until it is paired, then start `task` in `mode`. */
+async function start(popup, { mode, task }) {
+  await popup.waitForSelector("#paired", { visible: true, timeout: 15000 });
+  await until("the connection", async () => (await popup.$eval("#conn-text", (e) => e.textContent)).startsWith("connected"));
+  await popup.select("#mode", mode);
+  await popup.$eval("#task", (e, t) => {
+    e.value = t;
+    e.dispatchEvent(new Event("input", { bubbles: true }));
+  }, task);
+  await popup.click("#start");
+  await until("the session", async () => (await popup.$eval("#run", (e) => e.textContent)).includes("running"));
+}
+
+/** The chat tab's id, as the extension sees it (asked from an extension page). */
+function tabIdOf(popup, url) {
+  return popup.evaluate(async (u) => (await chrome.tabs.query({ url: u }))[0]?.id, url);
+}
+
+test("Firefox: paired through the native-messaging host, a task runs to a pushed commit with confirmations in the overlay", { skip }, async () => {
+  const w = workspace();
+  const home = join(w.dir, "home");
+  mkdirSync(home);
+  // The user's HOME and config folder, for keyless-host install, serve, Firefox and the native
+  // host Firefox starts.
+  const env = { HOME: home, XDG_CONFIG_HOME: w.config };
+  const replies = [
+    fenced(
+      [
+        "@@say", "<<<MSG", "Creating the greeting module.", "MSG>>>", "@@end",
+        "@@newfile src/greet.py", "<<<CONTENT", GREET_PY, "CONTENT>>>", "@@end",
+        "@@runcommand", "<<<CMD", "wc -l src/greet.py", "CMD>>>", "@@end",
+        "@@next", "@@end", "@@eof",
+      ].join("\n"),
+    ),
+    fenced(["@@runcommand", "<<<CMD", "echo built > build.txt", "CMD>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")),
+    fenced(["@@commit", "<<<MSG", "Add the greeting module", "MSG>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")),
+    fenced(["@@say", "<<<MSG", "Done: committed and pushed.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),
+  ];
+  // Reply 2 waits until batch 1's change has been looked at in the overlay.
+  let releaseReply2 = () => {};
+  const reply2 = new Promise((resolve) => (releaseReply2 = resolve));
+  const chat = await startFakeChat(replies.map((text, i) => ({ text, chunk: 18, delayMs: 25, gate: i === 1 ? reply2 : undefined })));
+  const installed = execFileSync(bin, ["install"], { env: { ...process.env, ...env }, encoding: "utf8" });
+  const registration = join(home, ".mozilla", "native-messaging-hosts", "dev.keyless.host.json");
+  assert.match(installed, new RegExp(`registered dev\\.keyless\\.host in ${registration.replace(/[.]/g, "\\.")}`));
+  const manifest = JSON.parse(readFileSync(registration, "utf8"));
+  assert.deepEqual(manifest.allowed_extensions, ["keyless@keyless.dev"], "the registration allows the keyless add-on only");
+  assert.equal(manifest.allowed_origins, undefined);
+  const host = await startHost(w.ws, w.config, "ask", { ...process.env, HOME: home });
+  const ff = await launchFirefox(chat.port, { env });
+  const errors = [];
+  try {
+    const page = await ff.browser.newPage();
+    page.on("pageerror", (e) => errors.push(String(e)));
+    await page.goto("https://chatgpt.com/");
+    await page.waitForSelector("#prompt-textarea");
+    // The popup pairs by itself: Firefox starts keyless-host as its native-messaging host.
+    const probe = await openExtensionPage(ff.browser, ff.extensionUrl("popup.html"), "#pair, #paired");
+    const tabId = await until("the chat tab", () => tabIdOf(probe, "https://chatgpt.com/*"));
+    await probe.close();
+    const popup = await openExtensionPage(ff.browser, ff.extensionUrl(`popup.html?tab=${tabId}`), "#paired");
+    assert.equal(await popup.$eval("#conn-text", (e) => e.textContent), `connected to http://127.0.0.1:${host.port}`);
+    assert.equal(await popup.$eval("#code", (e) => e.value), "", "no code was typed");
+    const pairings = JSON.parse(readFileSync(join(w.config, "keyless", "pairing.json"), "utf8"));
+    assert.deepEqual(pairings.clients.map((c) => c.extension_id), [EXTENSION_UUID], "the token is bound to the add-on's moz-extension origin");
+    await popup.screenshot({ path: join(shots, "firefox-native-pairing.png") });
+    await start(popup, { mode: "Ask", task: "Add a greeting module, then commit it." });
+    await page.bringToFront();
+
+    await until("the prompt at the model", () => chat.received.length >= 1);
+    assert.match(chat.received[0].text, /AgentScript v1/);
+    assert.match(chat.received[0].text, /# Task\nAdd a greeting module, then commit it\.$/);
+    // Reply 1 streams; the overlay follows it; the results go back by themselves.
+    await until("commands in the overlay", async () => (await overlayCount(page, "td.cmd")) >= 2);
+    await page.screenshot({ path: join(shots, "firefox-streaming.png") });
+    await until("results of batch 1", () => chat.received.length >= 2);
+    assert.match(chat.received[1].text, /^\[KEYLESSAGENT RESULTS\] turn=1 batch=1/);
+    assert.match(chat.received[1].text, /#2 newfile \| src\/greet\.py ---\nstatus: ok/);
+    assert.match(chat.received[1].text, /#3 runcommand \| wc -l src\/greet\.py ---\nstatus: ok \| exit code: 0/);
+    assert.equal(readFileSync(join(w.ws, "src/greet.py"), "utf8"), `${GREET_PY}\n`);
+    // The batch's change, under the summary, with its diff.
+    await until("the change in the overlay", async () => /^Changes: 1 file changed, \+7 −0$/.test(await overlayText(page, ".changes h5")));
+    assert.equal(await overlayCount(page, "tr.diffs details.diff"), 1);
+    await page.screenshot({ path: join(shots, "firefox-diff.png") });
+    releaseReply2();
+
+    // Reply 2 needs a confirmation in Ask mode: approved in the overlay.
+    await until("the confirmation", async () => /echo built > build\.txt/.test(await overlayText(page, ".prompt code")));
+    assert.match(await overlayText(page, ".prompt"), /Risky/);
+    await page.screenshot({ path: join(shots, "firefox-confirm.png") });
+    await overlayClick(page, "Approve");
+    await until("results of the approved command", () => chat.received.length >= 3);
+    assert.match(chat.received[2].text, /#1 runcommand \| echo built > build\.txt ---\nstatus: ok/);
+    assert.equal(readFileSync(join(w.ws, "build.txt"), "utf8"), "built\n");
+
+    // Reply 3 commits and pushes, confirmed too.
+    await until("the commit's confirmation", async () => /@@commit Add the greeting module/.test(await overlayText(page, ".prompt code")));
+    await overlayClick(page, "Approve");
+    await until("results of the commit", () => chat.received.length >= 4);
+    assert.match(chat.received[3].text, /#1 commit \| Add the greeting module ---\nstatus: ok/);
+
+    await until("the done state", async () => (await pill(page)) === "done");
+    await page.screenshot({ path: join(shots, "firefox-done.png") });
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(chat.received.length, 4, "nothing is sent after @@done");
+    assert.equal(git(w.ws, "log", "-1", "--format=%s"), "Add the greeting module");
+    assert.equal(git(w.origin, "log", "-1", "--format=%s", "feature/greet"), "Add the greeting module");
+    assert.equal(git(w.ws, "status", "--porcelain"), "");
+    assert.deepEqual(errors, []);
+  } finally {
+    releaseReply2();
+    await ff.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+});
+
+test("Firefox: paired with a code on a Claude-like page, results too long to paste go as an attachment, @@ask is answered in the overlay", { skip }, async () => {
+  const w = workspace();
+  const lines = Array.from({ length: 400 }, (_, i) => `line ${i}: *stars*, <tags>, \`ticks\` and a tab\there`);
+  const body = lines.join("\n");
+  const chat = await startFakeChat([
+    { text: fenced(["@@newfile docs/notes.md", "<<<CONTENT", body, "CONTENT>>>", "@@end", "@@readfile docs/notes.md", "@@end", "@@next", "@@end", "@@eof"].join("\n")), chunk: 400, delayMs: 20 },
+    { text: fenced(["@@ask", "<<<MSG", "Which license should docs/notes.md carry?", "MSG>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")) },
+    { text: fenced(["@@done", "@@end", "@@eof"].join("\n")) },
+  ]);
+  const host = await startHost(w.ws, w.config, "auto");
+  const ff = await launchFirefox(chat.port);
+  try {
+    // Claude takes at most 1,000 pasted characters here (a selector override): the results go as
+    // a file.
+    const options = await openExtensionPage(ff.browser, ff.extensionUrl("options.html"), "#overrides");
+    await options.$eval("#overrides", (e) => {
+      e.value = '{"claude": {"max_paste_chars": 1000}}';
+    });
+    await options.click("#save");
+    await until("saved", async () => (await options.$eval("#verdict", (e) => e.textContent)).startsWith("Saved"));
+    await options.close();
+
+    const page = await ff.browser.newPage();
+    await page.goto("https://claude.ai/chat");
+    await page.waitForSelector('div[aria-label="Write your prompt to Claude"] .ProseMirror');
+    const probe = await openExtensionPage(ff.browser, ff.extensionUrl("popup.html"), "#pair");
+    const tabId = await until("the chat tab", () => tabIdOf(probe, "https://claude.ai/*"));
+    await probe.close();
+    const popup = await openExtensionPage(ff.browser, ff.extensionUrl(`popup.html?tab=${tabId}`), "#pair");
+    // No native host registered here: the popup says how to pair without a code, and takes one.
+    await until("the hint", async () => /keyless-host install/.test(await popup.$eval("body", (e) => e.textContent)));
+    await popup.$eval("#host-url", (e, v) => {
+      e.value = v;
+    }, `http://127.0.0.1:${host.port}`);
+    await popup.type("#code", host.code);
+    await popup.click("#pair-btn");
+    await start(popup, { mode: "Auto", task: "Write docs/notes.md." });
+    await page.bringToFront();
+
+    await until("the attached results", () => chat.received.length >= 2, 60000);
+    assert.equal(chat.received[0].site, "claude");
+    assert.equal(readFileSync(join(w.ws, "docs/notes.md"), "utf8"), `${body}\n`, "byte-exact through the rendered DOM");
+    const r = chat.received[1];
+    assert.equal(r.attachments.length, 1, JSON.stringify(r).slice(0, 300));
+    assert.equal(r.attachments[0].name, "keyless-results-t1-b1.txt");
+    assert.match(r.attachments[0].text, /^\[KEYLESSAGENT RESULTS\] turn=1 batch=1\n--- result 1\/2 \| #1 newfile \| docs\/notes\.md ---\nstatus: ok/);
+    assert.match(r.text, /The full results \(\d+ characters\) are in the attached file keyless-results-t1-b1\.txt\./);
+
+    await until("the question", async () => /Which license/.test(await overlayText(page, ".prompt code")));
+    await page.evaluate(() => {
+      const input = document.querySelector("keyless-overlay").shadowRoot.querySelector("input.answer");
+      input.value = "MIT";
+    });
+    await page.screenshot({ path: join(shots, "firefox-ask.png") });
+    await overlayClick(page, "Answer");
+    await until("the answer at the model", () => chat.received.length >= 3);
+    assert.match(chat.received[2].text, /#1 ask \| Which license should docs\/notes\.md carry\? ---\nstatus: ok\n<<<OUTPUT\nMIT\nOUTPUT>>>/);
+    await until("the done state", async () => (await pill(page)) === "done");
+    await page.screenshot({ path: join(shots, "firefox-claude-done.png") });
+  } finally {
+    await ff.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+});
