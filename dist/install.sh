@@ -6,8 +6,8 @@
 #   sh install.sh --uninstall     take it all back (keyless-host install --uninstall)
 #
 # It checks the archive's SHA256SUMS, copies the binary, the extension and the dashboard, registers
-# keyless-host with the Chrome-based browsers on this machine (native messaging, so the extension
-# pairs without a code), and prints the two steps left.
+# keyless-host with the Chrome-based browsers and Firefox on this machine (native messaging, so the
+# extension pairs without a code), and prints the two steps left.
 set -eu
 
 prefix="${HOME:?HOME is not set}/.local"
@@ -65,7 +65,7 @@ mkdir -p "$prefix/bin" "$prefix/share/keyless"
 cp "$here/bin/keyless-host" "$prefix/bin/.keyless-host.new"
 chmod 0755 "$prefix/bin/.keyless-host.new"
 mv -f "$prefix/bin/.keyless-host.new" "$prefix/bin/keyless-host"
-for part in extension www; do
+for part in extension extension-firefox www; do
   rm -rf "$prefix/share/keyless/.$part.new"
   cp -R "$here/share/keyless/$part" "$prefix/share/keyless/.$part.new"
   rm -rf "$prefix/share/keyless/$part"
@@ -86,6 +86,7 @@ echo
 echo "keyless $version is installed:"
 echo "  $prefix/bin/keyless-host"
 echo "  $prefix/share/keyless/extension   (the Chrome extension)"
+echo "  $prefix/share/keyless/extension-firefox   (the same extension, built for Firefox)"
 echo "  $prefix/share/keyless/doc/README.md   (how to use it; the rest of the docs beside it)"
 case ":${PATH:-}:" in
   *":$prefix/bin:"*) ;;
@@ -95,6 +96,8 @@ echo
 echo "Two steps left:"
 echo "  1. In Chrome or Chromium open chrome://extensions, switch on Developer mode, press"
 echo "     \"Load unpacked\" and choose $prefix/share/keyless/extension"
+echo "     (Firefox: open about:debugging#/runtime/this-firefox, press \"Load Temporary Add-on...\" and"
+echo "     choose $prefix/share/keyless/extension-firefox/manifest.json)"
 echo "  2. In your project (a git repository) run:  keyless-host serve"
 echo "     then open ChatGPT, Claude, Gemini or AI Studio, click the keyless icon, type a task and press Start."
 echo

@@ -412,6 +412,97 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_caller_is_read_from_what_each_browser_passes() {
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            Caller::from_args(&args(&[
+                "chrome-extension://gplahjhhbhedphhkkcaefhjjcgoeckci/"
+            ])),
+            Some(Caller::Chrome(EXTENSION_ID.into()))
+        );
+        // Chrome on Windows adds a window handle; Firefox passes its manifest and the add-on id.
+        assert_eq!(
+            Caller::from_args(&args(&[
+                "chrome-extension://gplahjhhbhedphhkkcaefhjjcgoeckci/",
+                "--parent-window=0"
+            ])),
+            Some(Caller::Chrome(EXTENSION_ID.into()))
+        );
+        assert_eq!(
+            Caller::from_args(&args(&[
+                "/home/u/.mozilla/native-messaging-hosts/dev.keyless.host.json",
+                FIREFOX_ID
+            ])),
+            Some(Caller::Firefox)
+        );
+        for other in [
+            &["serve"][..],
+            &["/x/dev.keyless.host.json", "other@addon"][..],
+            &["mcp", "keyless@keyless.dev"][..],
+            &[][..],
+        ] {
+            assert_eq!(Caller::from_args(&args(other)), None, "{other:?}");
+        }
+    }
+
+    #[test]
+    fn a_firefox_folder_gets_a_manifest_that_allows_the_keyless_add_on_only() {
+        let exe = Path::new("/opt/keyless/bin/keyless-host");
+        let ff = manifest_for(
+            exe,
+            Path::new("/home/u/.mozilla/native-messaging-hosts"),
+            &[EXTENSION_ID.to_string()],
+        );
+        assert_eq!(ff.allowed_extensions, vec![FIREFOX_ID.to_string()]);
+        assert!(ff.allowed_origins.is_empty());
+        let json = serde_json::to_value(&ff).unwrap();
+        assert!(json.get("allowed_origins").is_none(), "{json}");
+        let chrome = manifest_for(
+            exe,
+            Path::new("/home/u/.config/chromium/NativeMessagingHosts"),
+            &[EXTENSION_ID.to_string()],
+        );
+        assert_eq!(
+            chrome.allowed_origins,
+            vec![format!("chrome-extension://{EXTENSION_ID}/")]
+        );
+        assert!(chrome.allowed_extensions.is_empty());
+        assert!(is_firefox_dir(Path::new(
+            "/home/u/snap/firefox/common/.mozilla/native-messaging-hosts"
+        )));
+        assert!(is_firefox_dir(Path::new(
+            "/Users/u/Library/Application Support/Mozilla/NativeMessagingHosts"
+        )));
+    }
+
+    #[test]
+    fn a_pairing_request_from_firefox_must_carry_the_add_ons_own_origin() {
+        let pair = |origin: Option<&str>| {
+            let req = match origin {
+                Some(o) => serde_json::json!({"type": "pair", "origin": o}),
+                None => serde_json::json!({"type": "pair"}),
+            };
+            answer(&Caller::Firefox, req.to_string().as_bytes())
+        };
+        for bad in [
+            None,
+            Some("chrome-extension://gplahjhhbhedphhkkcaefhjjcgoeckci/"),
+            Some("moz-extension://not-a-uuid/"),
+            Some("https://evil.example/"),
+        ] {
+            let a = pair(bad);
+            assert!(
+                a["error"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("KA_CONFIG_INVALID"),
+                "{bad:?}: {a}"
+            );
+        }
+        // The accepted case pairs for real: tests/browser/firefox.test.mjs, in a temp home.
+    }
+
+    #[test]
     fn messages_are_framed_by_their_length() {
         let mut buf = Vec::new();
         write_message(&mut buf, &serde_json::json!({"type": "pair"})).unwrap();

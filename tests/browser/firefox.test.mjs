@@ -67,6 +67,9 @@ test("Firefox: paired through the native-messaging host, a task runs to a pushed
   const manifest = JSON.parse(readFileSync(registration, "utf8"));
   assert.deepEqual(manifest.allowed_extensions, ["keyless@keyless.dev"], "the registration allows the keyless add-on only");
   assert.equal(manifest.allowed_origins, undefined);
+  // doctor sees the registration, and Firefox on this machine.
+  const doctor = execFileSync(bin, ["doctor", "--workspace", w.ws], { env: { ...process.env, ...env }, encoding: "utf8" });
+  assert.match(doctor, /pairing\s+firefox: the extension pairs without a code \(.*\.mozilla\/native-messaging-hosts\/dev\.keyless\.host\.json\)/);
   const host = await startHost(w.ws, w.config, "ask", { ...process.env, HOME: home });
   const ff = await launchFirefox(chat.port, { env });
   const errors = [];

@@ -338,6 +338,30 @@ fn ensure_chromium() -> Result<bool> {
     Ok(chromium)
 }
 
+/// Debian's Firefox ESR for the Firefox end-to-end tests (tests/browser/firefox.test.mjs): like
+/// Chromium, skipped outside CI without it, an error under CI.
+fn ensure_firefox() -> Result<bool> {
+    let there = ensure_debian(
+        "the Firefox tests",
+        &[("/usr/bin/firefox-esr", "firefox-esr")],
+    )?;
+    if !there && env::var("CI").as_deref() == Ok("true") {
+        return Err("firefox-esr is missing under CI: the Firefox tests would not run".into());
+    }
+    Ok(there)
+}
+
+/// Mozilla's linter (web-ext lint, the checks addons.mozilla.org runs) on the Firefox build:
+/// every warning fails.
+fn lint_firefox_build() -> Result {
+    run(Command::new("node")
+        .arg(root().join("node_modules/web-ext/bin/web-ext.js"))
+        .args(["lint", "--warnings-as-errors", "--source-dir"])
+        .arg(root().join("target").join("extension-firefox"))
+        .current_dir(root())
+        .env("WEB_EXT_NO_UPDATE_CHECK", "1"))
+}
+
 /// The wasm package's size budget: what the extension and the playground download. Raised from
 /// 600/230 KiB when the command policy became known-safe lists (about 110 KB of code before
 /// wasm-opt) and the follower became incremental; `opt-level = "z"` would fit the old budget but
@@ -544,7 +568,13 @@ fn test() -> Result {
     run(Command::new("node")
         .args(["--test", "tests/editors/"])
         .current_dir(root()))?;
+    lint_firefox_build()?;
+    // Both browsers first, so the one suite below runs the Chromium and the Firefox tests.
+    let firefox = ensure_firefox()?;
     if ensure_chromium()? {
+        if !firefox {
+            println!("firefox-esr missing: the Firefox tests in tests/browser/ are skipped");
+        }
         wasm_browser_tests()?;
         let host = root().join("target").join("release").join("keyless-host");
         run(Command::new("node")
@@ -626,8 +656,8 @@ fn serve(extra: &[String]) -> Result {
 }
 
 /// The release archive a user installs: `target/dist/keyless-VERSION-linux-x86_64.tar.gz` with
-/// `bin/keyless-host`, `share/keyless/{extension,www}`, the extension as a zip for the Chrome Web
-/// Store, `install.sh`, the licenses, `GLIBC` (the oldest glibc the binary runs on) and
+/// `bin/keyless-host`, `share/keyless/{extension,extension-firefox,www}`, the extension as a zip
+/// for the Chrome Web Store and the Firefox build as one for addons.mozilla.org, `install.sh`, the licenses, `GLIBC` (the oldest glibc the binary runs on) and
 /// `SHA256SUMS` of every file; beside it, the archive's own `.sha256`. Returns the archive.
 fn dist() -> Result<PathBuf> {
     build()?;
@@ -648,6 +678,10 @@ fn dist() -> Result<PathBuf> {
         &target.join("extension"),
         &stage.join("share/keyless/extension"),
     )?;
+    copy_tree(
+        &target.join("extension-firefox"),
+        &stage.join("share/keyless/extension-firefox"),
+    )?;
     copy_tree(&target.join("www"), &stage.join("share/keyless/www"))?;
     copy_file(
         &root().join("dist").join("install.sh"),
@@ -663,6 +697,8 @@ fn dist() -> Result<PathBuf> {
     write(&stage.join("GLIBC"), format!("{glibc}\n").as_bytes())?;
     let zip = stage.join(format!("keyless-extension-{version}.zip"));
     zip_tree(&target.join("extension"), &zip)?;
+    let firefox_zip = stage.join(format!("keyless-extension-firefox-{version}.zip"));
+    zip_tree(&target.join("extension-firefox"), &firefox_zip)?;
     // Every file's checksum, for install.sh (sha256sum --check).
     let mut files = Vec::new();
     list_files(&stage, &stage, &mut files)?;
@@ -692,10 +728,11 @@ fn dist() -> Result<PathBuf> {
         format!("{}  {name}.tar.gz\n", sha256_hex(&bytes)).as_bytes(),
     )?;
     println!(
-        "\n{} ({:.1} MB): keyless-host (needs glibc {glibc} or newer), the extension (folder and {}), the dashboard, install.sh, the licenses, SHA256SUMS",
+        "\n{} ({:.1} MB): keyless-host (needs glibc {glibc} or newer), the extension for Chrome (folder and {}) and for Firefox (folder and {}), the dashboard, install.sh, the licenses, SHA256SUMS",
         archive.display(),
         bytes.len() as f64 / 1e6,
         zip.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        firefox_zip.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
     );
     Ok(archive)
 }
