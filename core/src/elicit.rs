@@ -13,6 +13,12 @@ use std::collections::BTreeMap;
 /// How many fields a form may have, and how long a text answer may be.
 pub const MAX_FIELDS: usize = 64;
 pub const MAX_ANSWER_CHARS: usize = 10_000;
+/// How much of a server's words a form shows: its message, a field's title and description, an
+/// option's label (cut beyond), and how many options a choice may offer.
+pub const MAX_MESSAGE_CHARS: usize = 4_000;
+pub const MAX_TITLE_CHARS: usize = 200;
+pub const MAX_DESCRIPTION_CHARS: usize = 1_000;
+pub const MAX_OPTIONS: usize = 200;
 
 /// The form of one elicitation request.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -90,9 +96,14 @@ impl Answer {
     }
 }
 
-/// A server's words, as the user reads them (escape sequences and controls dropped).
-fn text(v: Option<&Value>) -> Option<String> {
-    v.and_then(Value::as_str).map(crate::text::printable)
+/// A server's words, as the user reads them (escape sequences and controls dropped), cut to
+/// `max` characters.
+fn words(s: &str, max: usize) -> String {
+    crate::text::truncate_chars(&crate::text::printable(s), max)
+}
+
+fn text(v: Option<&Value>, max: usize) -> Option<String> {
+    v.and_then(Value::as_str).map(|s| words(s, max))
 }
 
 /// The options of an enum: `enum` (with `enumNames` as labels), or `oneOf`/`anyOf` of
@@ -108,7 +119,10 @@ fn options(schema: &Map<String, Value>) -> Option<Vec<(String, String)>> {
                 let label = names
                     .and_then(|n| n.get(i))
                     .and_then(Value::as_str)
-                    .map_or_else(|| crate::text::printable(&value), crate::text::printable);
+                    .map_or_else(
+                        || words(&value, MAX_TITLE_CHARS),
+                        |l| words(l, MAX_TITLE_CHARS),
+                    );
                 Some((value, label))
             })
             .collect();
@@ -120,7 +134,8 @@ fn options(schema: &Map<String, Value>) -> Option<Vec<(String, String)>> {
     list.iter()
         .map(|o| {
             let value = o.get("const")?.as_str()?.to_string();
-            let label = text(o.get("title")).unwrap_or_else(|| crate::text::printable(&value));
+            let label = text(o.get("title"), MAX_TITLE_CHARS)
+                .unwrap_or_else(|| words(&value, MAX_TITLE_CHARS));
             Some((value, label))
         })
         .collect()
@@ -132,12 +147,19 @@ fn kind(name: &str, schema: &Map<String, Value>) -> Result<Kind, String> {
     let f = |k: &str| schema.get(k).and_then(Value::as_f64);
     Ok(match ty {
         "string" => match options(schema) {
+            Some(options) if options.len() > MAX_OPTIONS => {
+                return Err(format!(
+                    "field \"{name}\": {} options; at most {MAX_OPTIONS}",
+                    options.len()
+                ))
+            }
             Some(options) if !options.is_empty() => Kind::Choice { options },
             Some(_) => return Err(format!("field \"{name}\": an enum without options")),
             None => Kind::Text {
-                format: text(schema.get("format")),
-                min_length: u("minLength"),
-                max_length: u("maxLength"),
+                format: text(schema.get("format"), 20),
+                // No answer is longer than MAX_ANSWER_CHARS, whatever the schema says.
+                min_length: u("minLength").map(|n| n.min(MAX_ANSWER_CHARS as u64)),
+                max_length: u("maxLength").map(|n| n.min(MAX_ANSWER_CHARS as u64)),
             },
         },
         "number" | "integer" => Kind::Number {
@@ -154,6 +176,12 @@ fn kind(name: &str, schema: &Map<String, Value>) -> Result<Kind, String> {
             let options = options(items)
                 .filter(|o| !o.is_empty())
                 .ok_or_else(|| format!("field \"{name}\": a list is only of choices"))?;
+            if options.len() > MAX_OPTIONS {
+                return Err(format!(
+                    "field \"{name}\": {} options; at most {MAX_OPTIONS}",
+                    options.len()
+                ));
+            }
             Kind::Choices {
                 options,
                 min_items: u("minItems"),
@@ -196,8 +224,12 @@ pub fn form(message: &str, schema: &Value) -> Result<Form, String> {
             .ok_or_else(|| format!("field \"{name}\" is not a schema"))?;
         let mut field = Field {
             name: name.clone(),
-            title: text(s.get("title")),
-            description: text(s.get("description")),
+            // A field without a title is shown by its name, as the user reads it.
+            title: text(s.get("title"), MAX_TITLE_CHARS).or_else(|| {
+                let shown = words(name, MAX_TITLE_CHARS);
+                (shown != *name).then_some(shown)
+            }),
+            description: text(s.get("description"), MAX_DESCRIPTION_CHARS),
             kind: kind(name, s)?,
             required: required.contains(&name.as_str()),
             default: None,
@@ -215,7 +247,7 @@ pub fn form(message: &str, schema: &Value) -> Result<Form, String> {
     // properties are a sorted map), so the fields that must be filled in lead.
     fields.sort_by_key(|f| !f.required);
     Ok(Form {
-        message: crate::text::printable(message),
+        message: words(message, MAX_MESSAGE_CHARS),
         fields,
     })
 }
@@ -461,6 +493,57 @@ mod tests {
             }, "required": []}),
         )
         .expect("form")
+    }
+
+    #[test]
+    fn a_hostile_schema_is_cut_to_what_a_form_can_show() {
+        let many: Vec<String> = (0..=MAX_OPTIONS).map(|i| format!("o{i}")).collect();
+        let f = form(
+            &format!("\u{1b}[2J{}", "m".repeat(MAX_MESSAGE_CHARS + 50)),
+            &json!({"type": "object", "properties": {
+                "note": {"type": "string", "maxLength": u64::MAX, "minLength": 1u64 << 40,
+                         "description": "d".repeat(5000)},
+                "b\u{1b}[31mad": {"type": "boolean"}
+            }}),
+        )
+        .expect("form");
+        assert_eq!(
+            f.message.chars().count(),
+            MAX_MESSAGE_CHARS + 1,
+            "cut, with an ellipsis"
+        );
+        assert!(!f.message.contains('\u{1b}'));
+        let note = f.fields.iter().find(|x| x.name == "note").expect("note");
+        match &note.kind {
+            Kind::Text {
+                min_length,
+                max_length,
+                ..
+            } => {
+                assert_eq!(*max_length, Some(MAX_ANSWER_CHARS as u64));
+                assert_eq!(*min_length, Some(MAX_ANSWER_CHARS as u64));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(note
+            .description
+            .as_ref()
+            .is_some_and(|d| d.chars().count() <= MAX_DESCRIPTION_CHARS + 1));
+        // A name with an escape sequence is shown without it; the name sent back is unchanged.
+        let bad = f
+            .fields
+            .iter()
+            .find(|x| x.name.starts_with('b'))
+            .expect("bad");
+        assert_eq!(bad.title.as_deref(), Some("bad"));
+        assert_eq!(bad.name, "b\u{1b}[31mad");
+        let too_many = form(
+            "m",
+            &json!({"type": "object", "properties": {
+                "pick": {"type": "string", "enum": many}
+            }}),
+        );
+        assert!(too_many.is_err_and(|e| e.contains("at most 200")));
     }
 
     #[test]

@@ -57,7 +57,15 @@ pub fn printable(s: &str) -> String {
             },
             '\u{9b}' => csi(&mut it),
             '\n' | '\t' => out.push(c),
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
+            // Direction overrides, isolates and marks, and invisible spaces (the joiners stay:
+            // scripts and emoji need them).
+            '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{200b}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{061c}'
+            | '\u{feff}' => {}
             c if c.is_control() => {}
             c => out.push(c),
         }
@@ -209,6 +217,8 @@ mod tests {
         assert_eq!(printable("a\u{1b}]8;;http://x\u{1b}\\link"), "alink");
         assert_eq!(printable("x\u{9b}1;2Hy\rz\u{0}"), "xyz");
         assert_eq!(printable("abc\u{202e}fed\u{2066}"), "abcfed");
+        assert_eq!(printable("a\u{200e}b\u{200b}c\u{feff}d\u{061c}"), "abcd");
+        assert_eq!(printable("👩\u{200d}💻"), "👩\u{200d}💻");
         assert_eq!(
             printable("two\nlines\tand a tab\u{1b}"),
             "two\nlines\tand a tab"

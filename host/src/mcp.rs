@@ -563,13 +563,25 @@ impl Pool {
 
     /// Stops the servers of `scope`.
     pub fn close_scope(&self, scope: &str) {
+        self.close_where(|s, _| s == scope);
+    }
+
+    /// Stops `server`'s connection for `scope`; its next call starts it again. After a new
+    /// login (step-up): the running connection's client is the old one, and could not refresh
+    /// the new token.
+    pub fn restart(&self, scope: &str, server: &str) {
+        self.close_where(|s, n| s == scope && n == server);
+    }
+
+    /// Stops the connections whose (scope, server) `which` picks.
+    fn close_where(&self, which: impl Fn(&str, &str) -> bool) {
         if let Ok(mut m) = self.live.lock() {
             let gone: Vec<Arc<Live>> = m
                 .iter()
-                .filter(|((s, _), _)| s == scope)
+                .filter(|((s, n), _)| which(s, n))
                 .map(|(_, l)| Arc::clone(l))
                 .collect();
-            m.retain(|(s, _), _| s != scope);
+            m.retain(|(s, n), _| !which(s, n));
             drop(m);
             for l in gone {
                 if let Ok(l) = Arc::try_unwrap(l) {

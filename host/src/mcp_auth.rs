@@ -211,6 +211,26 @@ async fn challenge(url: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Whether keyless hands `url` (from the authorization server's metadata) to a browser: https,
+/// or http on loopback; nothing else (no `file:`, no `javascript:`, no option-like text).
+#[must_use]
+pub fn openable(url: &str) -> bool {
+    let Ok(u) = url::Url::parse(url) else {
+        return false;
+    };
+    match u.scheme() {
+        "https" => u.host().is_some(),
+        "http" => {
+            matches!(
+                u.host(),
+                Some(url::Host::Ipv4(ip)) if ip.is_loopback()
+            ) || matches!(u.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback())
+                || u.host_str() == Some("localhost")
+        }
+        _ => false,
+    }
+}
+
 /// How the authorization URL reaches the user's browser: the program `$BROWSER` names (run with
 /// the URL as its one argument, no shell), else `xdg-open`; the URL is always printed too.
 fn open_browser(url: &str) -> bool {
@@ -236,18 +256,33 @@ fn open_browser(url: &str) -> bool {
 }
 
 /// Waits for the browser's redirect on `listener`: the callback URL it was sent to (with its
-/// `code` and `state`), answered with a page saying the login is done.
-fn receive_redirect(listener: &std::net::TcpListener) -> Result<String, String> {
-    listener.set_nonblocking(false).map_err(|e| e.to_string())?;
-    let started = std::time::Instant::now();
+/// `code` and `state`), answered with a page saying the login is done. Gives up at `deadline`, or
+/// as soon as `stop` says so (checked every 100 ms).
+fn receive_redirect(
+    listener: &std::net::TcpListener,
+    deadline: std::time::Instant,
+    stop: &mut dyn FnMut() -> bool,
+) -> Result<String, String> {
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     loop {
-        if started.elapsed() > LOGIN_TIMEOUT {
+        if stop() {
+            return Err("stopped before the browser came back".into());
+        }
+        if std::time::Instant::now() > deadline {
             return Err(format!(
                 "no answer from the browser within {}s",
                 LOGIN_TIMEOUT.as_secs()
             ));
         }
-        let (mut stream, _) = listener.accept().map_err(|e| e.to_string())?;
+        let mut stream = match listener.accept() {
+            Ok((s, _)) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                continue;
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let _ = stream.set_nonblocking(false);
         let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
         let mut line = String::new();
         if BufReader::new(&stream).read_line(&mut line).is_err() {
@@ -270,6 +305,9 @@ fn receive_redirect(listener: &std::net::TcpListener) -> Result<String, String> 
     }
 }
 
+/// How long each exchange with the servers (discovery, registration, the token) may take.
+const EXCHANGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// `keyless-host mcp login NAME`: the whole flow for the server `name` (its `Url`), the
 /// resulting tokens stored in the tokens file. `ClientId` (and the secret from the environment
 /// variable `ClientSecretEnv` names) is a pre-registered client; otherwise the client registers
@@ -277,6 +315,8 @@ fn receive_redirect(listener: &std::net::TcpListener) -> Result<String, String> 
 ///
 /// `challenge`: the server's `WWW-Authenticate` that asked for more (a call's 403
 /// `insufficient_scope`: step-up); without it, the server is asked for its challenge first.
+/// `stop`: asked while it waits for the browser (the user pressed Stop, Ctrl+C). The login ends
+/// within [`LOGIN_TIMEOUT`] whatever happens; each exchange with the servers within a minute.
 ///
 /// # Errors
 /// Why the login did not complete, in words.
@@ -285,7 +325,9 @@ pub fn login(
     cfg: &ServerConfig,
     challenge_given: Option<&str>,
     out: &mut dyn Write,
+    stop: &mut dyn FnMut() -> bool,
 ) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + LOGIN_TIMEOUT;
     let url = cfg
         .url
         .clone()
@@ -298,53 +340,68 @@ pub fn login(
         .build()
         .map_err(|e| e.to_string())?;
     let store = FileStore::new(tokens_path()?, &url);
-    rt.block_on(async {
-        let mut manager = AuthorizationManager::new(url.as_str())
-            .await
-            .map_err(|e| format!("{url}: {e}"))?;
-        manager.set_credential_store(store);
-        let mut state = OAuthState::Unauthorized(manager);
-        let mut request = AuthorizationRequest::new(redirect.clone())
-            .with_client_name("keyless-host")
-            .with_initial_scope_selection();
-        let found = match challenge_given {
-            Some(h) => Some(h.to_string()),
-            None => challenge(&url).await,
-        };
-        if let Some(h) = found {
-            request = request.with_challenge(h);
-        }
-        if let Some(id) = cfg.client_id.as_deref() {
-            request = request.with_preregistered_client(id);
-            if let Some(var) = cfg.client_secret_env.as_deref() {
-                let secret = std::env::var(var).map_err(|_| {
-                    format!("the environment variable {var} (ClientSecretEnv) is not set")
-                })?;
-                request = request.with_client_secret(secret);
+    let timed = |what: &str| format!("{what} took longer than {}s", EXCHANGE_TIMEOUT.as_secs());
+    let (state, auth_url) = rt.block_on(async {
+        tokio::time::timeout(EXCHANGE_TIMEOUT, async {
+            let mut manager = AuthorizationManager::new(url.as_str())
+                .await
+                .map_err(|e| format!("{url}: {e}"))?;
+            manager.set_credential_store(store);
+            let mut state = OAuthState::Unauthorized(manager);
+            let mut request = AuthorizationRequest::new(redirect.clone())
+                .with_client_name("keyless-host")
+                .with_initial_scope_selection();
+            let found = match challenge_given {
+                Some(h) => Some(h.to_string()),
+                None => challenge(&url).await,
+            };
+            if let Some(h) = found {
+                request = request.with_challenge(h);
             }
-        }
-        state
-            .start_authorization(request)
-            .await
-            .map_err(|e| format!("authorization could not start: {e}"))?;
-        let auth_url = state
-            .get_authorization_url()
-            .await
-            .map_err(|e| e.to_string())?;
-        let opened = open_browser(&auth_url);
-        let _ = writeln!(
-            out,
-            "{} the authorization page for MCP server \"{name}\"; if it did not open, open this URL:\n  {auth_url}\nWaiting for the browser to come back to {redirect} …",
-            if opened { "Opened" } else { "Could not open" }
-        );
-        let callback = tokio::task::spawn_blocking(move || receive_redirect(&listener))
-            .await
-            .map_err(|e| e.to_string())??;
-        state
-            .handle_callback_url(&format!("http://127.0.0.1:{port}{callback}"))
-            .await
-            .map_err(|e| format!("the authorization server's answer was refused: {e}"))?;
-        Ok(())
+            if let Some(id) = cfg.client_id.as_deref() {
+                request = request.with_preregistered_client(id);
+                if let Some(var) = cfg.client_secret_env.as_deref() {
+                    let secret = std::env::var(var).map_err(|_| {
+                        format!("the environment variable {var} (ClientSecretEnv) is not set")
+                    })?;
+                    request = request.with_client_secret(secret);
+                }
+            }
+            state
+                .start_authorization(request)
+                .await
+                .map_err(|e| format!("authorization could not start: {e}"))?;
+            let auth_url = state
+                .get_authorization_url()
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>((state, auth_url))
+        })
+        .await
+        .map_err(|_| timed("finding the authorization server"))?
+    })?;
+    if !openable(&auth_url) {
+        return Err(format!(
+            "the authorization server's login page is not an https address; keyless does not open it: {}",
+            keyless_core::text::truncate_chars(&keyless_core::text::printable(&auth_url), 200)
+        ));
+    }
+    let opened = open_browser(&auth_url);
+    let _ = writeln!(
+        out,
+        "{} the authorization page for MCP server \"{name}\"; if it did not open, open this URL:\n  {auth_url}\nWaiting for the browser to come back to {redirect} …",
+        if opened { "Opened" } else { "Could not open" }
+    );
+    let callback = receive_redirect(&listener, deadline, stop)?;
+    let mut state = state;
+    rt.block_on(async {
+        tokio::time::timeout(
+            EXCHANGE_TIMEOUT,
+            state.handle_callback_url(&format!("http://127.0.0.1:{port}{callback}")),
+        )
+        .await
+        .map_err(|_| timed("the token exchange"))?
+        .map_err(|e| format!("the authorization server's answer was refused: {e}"))
     })
 }
 
@@ -358,6 +415,30 @@ mod tests {
         }))
         .expect("token");
         StoredCredentials::new(client.into(), Some(token), vec!["read".into()], Some(1))
+    }
+
+    #[test]
+    fn only_an_https_or_loopback_login_page_is_opened() {
+        for ok in [
+            "https://auth.example.com/authorize?x=1",
+            "http://127.0.0.1:9000/authorize",
+            "http://localhost:9000/authorize",
+            "http://[::1]:9000/authorize",
+        ] {
+            assert!(openable(ok), "{ok}");
+        }
+        for bad in [
+            "http://auth.example.com/authorize",
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "--new-window=x",
+            "-x https://a.example/",
+            "data:text/html,hi",
+            "ftp://a.example/",
+            "",
+        ] {
+            assert!(!openable(bad), "{bad}");
+        }
     }
 
     #[test]

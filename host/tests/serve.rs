@@ -1934,7 +1934,8 @@ fn a_call_that_needs_more_access_asks_the_user_to_log_in_again() {
     }
     let e = env();
     let record = e.ws.parent().expect("tmp").join("record.jsonl");
-    let remote = keyless_tests::mcp::HttpServer::protected(&record, 600);
+    // Access tokens live 2 s: the one the step-up gets is refreshed by itself afterwards.
+    let remote = keyless_tests::mcp::HttpServer::protected(&record, 2);
     std::fs::create_dir_all(e.config.join("keyless")).expect("config");
     std::fs::write(
         e.config.join("keyless/keyless.json"),
@@ -2009,6 +2010,20 @@ fn a_call_that_needs_more_access_asks_the_user_to_log_in_again() {
     let g = grants();
     assert_eq!(g.len(), 2, "{g:?}");
     assert!(g[1].contains("\"admin\""), "{g:?}");
+    // Once that token expired, the next call refreshes it without asking: the connection was
+    // started again with the client of the new login.
+    std::thread::sleep(Duration::from_millis(2600));
+    let v = reply_unasked(&srv, &session, admin);
+    assert!(
+        v["text"].as_str().unwrap_or("").contains("admin done"),
+        "{v}"
+    );
+    let refreshed = std::fs::read_to_string(&record)
+        .unwrap_or_default()
+        .matches("\"grant\":\"refresh_token\"")
+        .count();
+    assert!(refreshed >= 1, "no refresh");
+    assert_eq!(grants().len(), 2, "no third login");
     // The tokens never reach the model.
     let stored = std::fs::read_to_string(e.config.join("keyless/mcp-tokens.json")).expect("tokens");
     let at = stored.find("access_token").expect("a token");

@@ -686,6 +686,15 @@ test("an MCP server's form goes to the user in the overlay and the dashboard, an
     const card = dash.locator("#pending .prompt .eform");
     await card.waitFor({ timeout: 30000 });
     assert.equal(await card.locator('[data-field="count"] input').inputValue(), "3");
+    // A refused value is said under the form; what was typed and the refusal stay through the
+    // list's refreshes (every 5 s, and on every event).
+    await card.locator('[data-field="name"] input').fill("Bo");
+    await card.locator('[data-field="count"] input').fill("0");
+    await card.locator("button", { hasText: "Send" }).click();
+    await until("the refusal", async () => /count: .*1 to 9/.test((await card.locator(".f-error").textContent()) ?? ""));
+    await new Promise((r) => setTimeout(r, 5600));
+    assert.equal(await card.locator('[data-field="name"] input').inputValue(), "Bo");
+    assert.match(await card.locator(".f-error").textContent(), /count: /);
     await dash.screenshot({ path: join(shots, "dashboard-mcp-form.png"), fullPage: true });
     await card.locator("button", { hasText: "Cancel the tool call" }).click();
     await until("the second results", () => chat.received.length >= 3);

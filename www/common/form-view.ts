@@ -11,7 +11,7 @@ import type { Field, Form, PromptAnswer } from "../../extension/src/generated/co
 export const FORM_CSS = `
 .eform { display: flex; flex-direction: column; gap: 8px; }
 .eform .server-words { white-space: pre-wrap; border-left: 3px solid #d4a72c; padding-left: 8px; }
-.eform label.f { display: flex; flex-direction: column; gap: 2px; font-weight: 600; font-size: 12px; }
+.eform .f { display: flex; flex-direction: column; gap: 2px; font-weight: 600; font-size: 12px; }
 .eform .f-help { font-weight: 400; color: #656d76; font-size: 11.5px; }
 .eform input[type=text], .eform input[type=email], .eform input[type=url], .eform input[type=date],
 .eform input[type=datetime-local], .eform input[type=number], .eform select {
@@ -35,7 +35,8 @@ function input(f: Field): [HTMLElement, Reader] {
       // A date-time the browser cannot show in its own picker stays a text field.
       i.type = k.format && k.format !== "date-time" ? (INPUT_TYPE[k.format] ?? "text") : "text";
       if (typeof d === "string") i.value = d;
-      if (k.max_length !== null) i.maxLength = k.max_length;
+      // Core caps it at MAX_ANSWER_CHARS; a value the DOM refuses would stop the whole form.
+      if (k.max_length !== null && k.max_length <= 10000) i.maxLength = k.max_length;
       if (k.format) i.placeholder = k.format;
       return [i, () => (i.value === "" ? undefined : i.value)];
     }
@@ -46,8 +47,9 @@ function input(f: Field): [HTMLElement, Reader] {
       if (k.minimum !== null) i.min = String(k.minimum);
       if (k.maximum !== null) i.max = String(k.maximum);
       if (typeof d === "number") i.value = String(d);
-      // What does not read as a number goes as typed: the host says why it does not fit.
-      return [i, () => (i.value.trim() === "" ? undefined : Number.isFinite(Number(i.value)) ? Number(i.value) : i.value)];
+      // What does not read as a number goes as text (the browser shows a half-typed number as
+      // empty): the host says why it does not fit, rather than the default going in its place.
+      return [i, () => (i.validity.badInput ? "not a number" : i.value.trim() === "" ? undefined : Number.isFinite(Number(i.value)) ? Number(i.value) : i.value)];
     }
     case "boolean": {
       const box = el("span", "f-box");
@@ -99,7 +101,8 @@ export function formView(form: Form, send: (a: PromptAnswer) => Promise<void>, d
   box.append(el("div", "server-words", form.message));
   const readers: [string, Reader][] = [];
   for (const f of form.fields) {
-    const label = el("label", "f", `${f.title ?? f.name}${f.required ? " *" : ""}`);
+    // A label for one control; a list of choices is a group (a label would tick its first box).
+    const label = el(f.kind.type === "choices" ? "div" : "label", "f", `${f.title ?? f.name}${f.required ? " *" : ""}`);
     label.dataset.field = f.name;
     if (f.description) label.append(el("span", "f-help", f.description));
     const [control, read] = input(f);

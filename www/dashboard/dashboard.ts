@@ -214,13 +214,26 @@ async function loadBatches(): Promise<void> {
   if (cards.length === 0) box.append(el("div", "empty", "No batches yet."));
 }
 
+/// The card of each waiting prompt, by id: a card stays as it is while its prompt waits (what the
+/// user typed, a refusal under a form), and only new and closed prompts change the list.
+const pendingCards = new Map<number, HTMLElement>();
+
 async function loadPending(): Promise<void> {
   const list = await api(v1.confirmations());
   byId("pending-count").textContent = String(list.length);
   const box = byId("pending");
-  box.replaceChildren(
-    ...list.map((p) => {
+  const waiting = new Set(list.map((p) => p.id));
+  for (const [id, card] of pendingCards) {
+    if (!waiting.has(id)) {
+      card.remove();
+      pendingCards.delete(id);
+    }
+  }
+  box.querySelector(".empty")?.remove();
+  box.append(
+    ...list.filter((p) => !pendingCards.has(p.id)).map((p) => {
       const card = el("div", "prompt");
+      pendingCards.set(p.id, card);
       // A form shows the server's message itself.
       if (p.kind !== "form") card.append(el("div", "q", p.text));
       if (p.reason) card.append(el("div", "why", p.tier ? `${p.tier} — ${p.reason}` : p.reason));
@@ -239,7 +252,10 @@ async function loadPending(): Promise<void> {
                 throw e instanceof HostError ? new Error(e.detail) : e;
               });
             },
-            () => card.remove(),
+            () => {
+              card.remove();
+              pendingCards.delete(p.id);
+            },
           ),
         );
       } else if (p.kind === "login") {

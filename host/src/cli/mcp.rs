@@ -99,7 +99,7 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
     match cmd {
         McpCmd::Login { server, workspace } => {
             let cfg = declared(&workspace, &server)?;
-            crate::mcp_auth::login(&server, &cfg, None, &mut std::io::stderr())
+            crate::mcp_auth::login(&server, &cfg, None, &mut std::io::stderr(), &mut || false)
                 .map_err(|e| coded(Code::McpUnavailable, format!("login to \"{server}\": {e}")))?;
             let _ = writeln!(
                 out,
@@ -241,6 +241,7 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
                             &cfg,
                             Some(&challenge),
                             &mut std::io::stderr(),
+                            &mut || false,
                         )
                         .map_err(|e| {
                             coded(Code::McpUnavailable, format!("login to \"{server}\": {e}"))

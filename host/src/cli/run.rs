@@ -407,7 +407,12 @@ impl Prompter for TerminalPrompter {
     }
 
     fn log_in_again(&mut self, server: &str, scope: Option<&str>) -> bool {
-        let wants = scope.map_or_else(String::new, |s| format!(" (it asks for: {})", shown(s)));
+        let wants = scope.map_or_else(String::new, |s| {
+            format!(
+                " (it asks for: {})",
+                shown(&keyless_core::text::truncate_chars(s.trim(), 200))
+            )
+        });
         if !self.interactive {
             println!(
                 "[login] MCP server \"{}\" refused your login for this call{wants}; no terminal to ask: run `keyless-host mcp login {}`",

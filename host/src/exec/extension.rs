@@ -145,7 +145,7 @@ impl Executor<'_> {
             // The server asks for more than the login grants (step-up): the user may log in
             // again now, and the call is tried once more.
             Err(crate::mcp::McpError::NeedsLogin { challenge, .. }) => {
-                step_up(pool, server, &challenge, prompter)?;
+                step_up(pool, self.session, server, &challenge, prompter)?;
                 call(prompter)
             }
             other => other,
@@ -308,6 +308,7 @@ fn ssh_outcome(out: &super::shell::ShellOutput, timeout: Duration) -> Outcome {
 /// in their browser (`$BROWSER`, else the desktop's opener) and its lines go to the live output.
 fn step_up(
     pool: &crate::mcp::Pool,
+    session: &str,
     server: &str,
     challenge: &str,
     prompter: &mut dyn Prompter,
@@ -328,20 +329,32 @@ fn step_up(
     if !prompter.log_in_again(server, scope.as_deref()) {
         return Err(refused());
     }
-    crate::mcp_auth::login(server, cfg, Some(challenge), &mut LiveOutput(prompter)).map_err(|e| {
+    let user = std::cell::RefCell::new(prompter);
+    let mut stop = || user.borrow_mut().cancel_requested();
+    crate::mcp_auth::login(
+        server,
+        cfg,
+        Some(challenge),
+        &mut LiveOutput(&user),
+        &mut stop,
+    )
+    .map_err(|e| {
         Failure::new(
             Code::McpUnavailable,
             format!("logging in to MCP server \"{server}\" again: {e}"),
         )
-    })
+    })?;
+    // The connection still holds the old client: the retry starts a fresh one.
+    pool.restart(session, server);
+    Ok(())
 }
 
 /// What keyless says while it waits (a login's URL), as live output.
-struct LiveOutput<'a>(&'a mut dyn Prompter);
+struct LiveOutput<'a, 'p>(&'a std::cell::RefCell<&'p mut dyn Prompter>);
 
-impl std::io::Write for LiveOutput<'_> {
+impl std::io::Write for LiveOutput<'_, '_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.output(&String::from_utf8_lossy(buf));
+        self.0.borrow_mut().output(&String::from_utf8_lossy(buf));
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {

@@ -109,7 +109,13 @@ impl Prompter for ServerPrompter {
         }
     }
     fn log_in_again(&mut self, server: &str, scope: Option<&str>) -> bool {
-        let wants = scope.map_or_else(String::new, |s| format!(" (it asks for: {s})"));
+        let wants = scope.map_or_else(String::new, |s| {
+            let s = keyless_core::text::printable(s);
+            format!(
+                " (it asks for: {})",
+                keyless_core::text::truncate_chars(s.trim(), 200)
+            )
+        });
         self.shared
             .wait_for(
                 &self.session,

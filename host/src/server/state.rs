@@ -253,7 +253,21 @@ impl Shared {
             }
             p.insert(id, pending);
         }
-        let answer = rx.recv_timeout(PROMPT_TIMEOUT).ok();
+        // Answered, timed out, or the session was stopped (Stop: its cancel flag is left for the
+        // running command to see).
+        let until = std::time::Instant::now() + PROMPT_TIMEOUT;
+        let answer = loop {
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(a) => break Some(a),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break None,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let stopped = self.cancel.lock().is_ok_and(|c| c.contains(session));
+                    if stopped || std::time::Instant::now() > until {
+                        break None;
+                    }
+                }
+            }
+        };
         if let Ok(mut p) = self.pending.lock() {
             p.remove(&id);
         }
