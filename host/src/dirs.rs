@@ -46,16 +46,10 @@ pub fn browser_dirs() -> Vec<(&'static str, PathBuf)> {
     }
     if !cfg!(target_os = "macos") {
         if let Some(h) = &home {
-            // Firefox and Firefox ESR share one folder; the snap and the flatpak have their own home.
+            // Firefox and Firefox ESR share one folder. (The snap and the flatpak start a native
+            // host inside their sandbox, where keyless-host and its config folder are not the
+            // user's: not registered.)
             v.push(("firefox", h.join(".mozilla/native-messaging-hosts")));
-            v.push((
-                "firefox-snap",
-                h.join("snap/firefox/common/.mozilla/native-messaging-hosts"),
-            ));
-            v.push((
-                "firefox-flatpak",
-                h.join(".var/app/org.mozilla.firefox/.mozilla/native-messaging-hosts"),
-            ));
         }
     }
     v

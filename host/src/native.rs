@@ -102,26 +102,20 @@ pub fn browser_present(browser: &str, dir: &Path) -> bool {
         || (cfg!(target_os = "macos") && apps.iter().any(|a| Path::new(a).is_dir()))
 }
 
-/// Firefox, Firefox ESR, or their snap or flatpak: the program on PATH, or the profiles folder
-/// beside the native-messaging folder (`~/.mozilla/firefox`, under the snap's or flatpak's home).
+/// Firefox or Firefox ESR: the program on PATH, or the profiles folder beside the
+/// native-messaging folder (`~/.mozilla/firefox`).
 fn firefox_present(browser: &str, dir: &Path) -> bool {
     if dir.parent().is_some_and(|d| d.join("firefox").is_dir()) {
         return true;
     }
     let programs: &[&str] = match browser {
         "firefox" => &["firefox", "firefox-esr"],
-        "firefox-snap" => &["/snap/bin/firefox"],
-        "firefox-flatpak" => &[],
         _ => &[],
     };
     programs.iter().any(|p| {
-        if Path::new(p).is_absolute() {
-            Path::new(p).is_file()
-        } else {
-            std::env::var_os("PATH").is_some_and(|path| {
-                std::env::split_paths(&path).any(|d| d.is_absolute() && d.join(p).is_file())
-            })
-        }
+        std::env::var_os("PATH").is_some_and(|path| {
+            std::env::split_paths(&path).any(|d| d.is_absolute() && d.join(p).is_file())
+        })
     }) || (cfg!(target_os = "macos")
         && browser == "firefox"
         && Path::new("/Applications/Firefox.app").is_dir())
@@ -142,19 +136,17 @@ pub struct HostManifest {
     pub allowed_extensions: Vec<String>,
 }
 
-/// Whether the native-messaging folder `dir` is Firefox's (`.mozilla/native-messaging-hosts`, or
-/// `Mozilla/NativeMessagingHosts` on macOS).
+/// Whether `browser` (a name of [`browser_dirs`]) is Firefox.
 #[must_use]
-pub fn is_firefox_dir(dir: &Path) -> bool {
-    dir.components()
-        .any(|c| matches!(c.as_os_str().to_str(), Some(".mozilla" | "Mozilla")))
+pub fn is_firefox(browser: &str) -> bool {
+    browser.starts_with("firefox")
 }
 
-/// The manifest for the folder `dir`: Firefox's allows the keyless add-on, Chrome's the
-/// extension ids given.
+/// The manifest for `browser`: Firefox's allows the keyless add-on, Chrome's the extension ids
+/// given.
 #[must_use]
-pub fn manifest_for(exe: &Path, dir: &Path, extension_ids: &[String]) -> HostManifest {
-    let firefox = is_firefox_dir(dir);
+pub fn manifest_for(exe: &Path, browser: &str, extension_ids: &[String]) -> HostManifest {
+    let firefox = is_firefox(browser);
     HostManifest {
         name: HOST_NAME.into(),
         description:
@@ -177,16 +169,16 @@ pub fn manifest_for(exe: &Path, dir: &Path, extension_ids: &[String]) -> HostMan
     }
 }
 
-/// Writes the manifest into each folder (Firefox's or Chrome's, by the folder); returns the files
-/// written.
+/// Writes the manifest into each (browser, folder): Firefox's or Chrome's, by the browser; returns
+/// the files written.
 ///
 /// # Errors
 /// When a folder cannot be created or a file written.
-pub fn install(dirs: &[PathBuf], extension_ids: &[String]) -> io::Result<Vec<PathBuf>> {
+pub fn install(dirs: &[(String, PathBuf)], extension_ids: &[String]) -> io::Result<Vec<PathBuf>> {
     let exe = std::fs::canonicalize(std::env::current_exe()?)?;
     let mut written = Vec::new();
-    for d in dirs {
-        let manifest = manifest_for(&exe, d, extension_ids);
+    for (browser, d) in dirs {
+        let manifest = manifest_for(&exe, browser, extension_ids);
         let json = serde_json::to_vec_pretty(&manifest).map_err(io::Error::other)?;
         std::fs::create_dir_all(d)?;
         let f = d.join(format!("{HOST_NAME}.json"));
@@ -222,7 +214,7 @@ pub fn registrations() -> Vec<(String, PathBuf, Result<(), String>)> {
                     serde_json::from_slice::<HostManifest>(&bytes).map_err(|e| e.to_string())
                 })
                 .and_then(|m| {
-                    let allowed = if is_firefox_dir(&f) {
+                    let allowed = if is_firefox(b) {
                         m.allowed_extensions.iter().any(|e| e == FIREFOX_ID)
                     } else {
                         m.allowed_origins
@@ -271,7 +263,12 @@ impl Caller {
                     .trim_end_matches('/');
                 Some(Self::Chrome(id.to_string()))
             }
-            [manifest, addon] if addon == FIREFOX_ID && manifest.ends_with(".json") => {
+            [manifest, addon]
+                if addon == FIREFOX_ID
+                    && Path::new(manifest).is_absolute()
+                    && Path::new(manifest).file_name()
+                        == Some(std::ffi::OsStr::new(&format!("{HOST_NAME}.json"))) =>
+            {
                 Some(Self::Firefox)
             }
             _ => None,
@@ -438,6 +435,8 @@ mod tests {
         for other in [
             &["serve"][..],
             &["/x/dev.keyless.host.json", "other@addon"][..],
+            &["notes.json", FIREFOX_ID][..],
+            &["/x/other.json", FIREFOX_ID][..],
             &["mcp", "keyless@keyless.dev"][..],
             &[][..],
         ] {
@@ -448,31 +447,20 @@ mod tests {
     #[test]
     fn a_firefox_folder_gets_a_manifest_that_allows_the_keyless_add_on_only() {
         let exe = Path::new("/opt/keyless/bin/keyless-host");
-        let ff = manifest_for(
-            exe,
-            Path::new("/home/u/.mozilla/native-messaging-hosts"),
-            &[EXTENSION_ID.to_string()],
-        );
+        let ff = manifest_for(exe, "firefox", &[EXTENSION_ID.to_string()]);
         assert_eq!(ff.allowed_extensions, vec![FIREFOX_ID.to_string()]);
         assert!(ff.allowed_origins.is_empty());
         let json = serde_json::to_value(&ff).unwrap();
         assert!(json.get("allowed_origins").is_none(), "{json}");
-        let chrome = manifest_for(
-            exe,
-            Path::new("/home/u/.config/chromium/NativeMessagingHosts"),
-            &[EXTENSION_ID.to_string()],
-        );
+        let chrome = manifest_for(exe, "chromium", &[EXTENSION_ID.to_string()]);
         assert_eq!(
             chrome.allowed_origins,
             vec![format!("chrome-extension://{EXTENSION_ID}/")]
         );
         assert!(chrome.allowed_extensions.is_empty());
-        assert!(is_firefox_dir(Path::new(
-            "/home/u/snap/firefox/common/.mozilla/native-messaging-hosts"
-        )));
-        assert!(is_firefox_dir(Path::new(
-            "/Users/u/Library/Application Support/Mozilla/NativeMessagingHosts"
-        )));
+        // A Chrome profile's folder is Chrome's whatever its path holds.
+        assert!(!is_firefox("chrome profile"));
+        assert!(is_firefox("firefox"));
     }
 
     #[test]

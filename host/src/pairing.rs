@@ -125,11 +125,6 @@ pub fn constant_time_eq(a: &str, b: &str) -> bool {
             == 0
 }
 
-/// Whether an extension id looks like Chrome's: 32 letters a–p.
-#[must_use]
-pub fn valid_extension_id(id: &str) -> bool {
-    keyless_core::pairing::extension_origin(id).is_some()
-}
 
 /// The client id prefix of `keyless-host as run` processes' tokens.
 pub const PROGRAM_CLIENT_PREFIX: &str = "as-run-";
@@ -353,7 +348,6 @@ mod tests {
         assert_eq!(p.verify(&token), None);
         let code = pairing_code().unwrap();
         assert_eq!(code.len(), 9);
-        assert!(valid_extension_id(ext) && !valid_extension_id("xyz"));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

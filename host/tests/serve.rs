@@ -444,6 +444,56 @@ fn pairing_binds_a_token_to_an_extension_origin() {
     assert_eq!((s, v["code"].as_str()), (401, Some("KA_UNAUTHORIZED")));
 }
 
+/// Firefox (issue 31): the add-on pairs with its internal UUID, and its token works only with
+/// that `moz-extension://` origin: not another UUID's, not a Chrome origin of the same letters.
+#[test]
+fn a_firefox_add_on_pairs_with_its_moz_extension_origin() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &[]);
+    let uuid = "4b1f0c3e-7d2a-4e8b-9c61-0a5d3f2e1b7c";
+    let origin = format!("moz-extension://{uuid}");
+    let pair = |id: &str, origin: &str| {
+        let b = serde_json::json!({"code": srv.code, "extension_id": id}).to_string();
+        srv.raw(&Req {
+            method: "POST",
+            path: "/v1/pair",
+            body: b.as_bytes(),
+            host: None,
+            content_type: Some("application/json"),
+            origin: Some(origin),
+            token: None,
+        })
+    };
+    // The id and the Origin must agree; an id of no browser's form is refused first.
+    let (s, body) = pair(uuid, "moz-extension://11111111-2222-4333-8444-555555555555");
+    assert_eq!(s, 403, "{body}");
+    let (s, body) = pair("keyless@keyless.dev", &origin);
+    assert_eq!(s, 400, "{body}");
+    assert!(body.contains("Firefox extension's internal UUID"), "{body}");
+    let (s, body) = pair(uuid, &origin);
+    assert_eq!(s, 200, "{body}");
+    let token = serde_json::from_str::<serde_json::Value>(&body).expect("json")["token"]
+        .as_str()
+        .expect("token")
+        .to_string();
+    let check = |origin: Option<&str>| {
+        srv.post_as(
+            "/v1/check",
+            &serde_json::json!({"reply": "@@next\n@@end\n@@eof\n"}),
+            &token,
+            origin,
+        )
+        .0
+    };
+    assert_eq!(check(Some(&origin)), 200);
+    assert_eq!(
+        check(Some("moz-extension://11111111-2222-4333-8444-555555555555")),
+        403
+    );
+    assert_eq!(check(Some(&format!("chrome-extension://{uuid}"))), 403);
+    assert_eq!(check(Some("https://chatgpt.com")), 403);
+}
+
 #[test]
 fn hostile_requests_are_refused_and_nothing_runs() {
     let e = env();

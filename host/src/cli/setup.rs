@@ -59,18 +59,20 @@ pub(super) fn install_cmd(
         }
         ids.push(id);
     }
-    let mut dirs: Vec<PathBuf> = profiles
+    // A --profile folder is a Chrome-based browser's profile.
+    let mut dirs: Vec<(String, PathBuf)> = profiles
         .iter()
-        .map(|p| p.join("NativeMessagingHosts"))
+        .map(|p| ("chrome profile".to_string(), p.join("NativeMessagingHosts")))
         .collect();
     let mut out = io::stdout().lock();
     let known = crate::native::browser_dirs();
     if uninstall {
         // Every place keyless may have registered, whichever browsers are here now.
         if !only_profiles {
-            dirs.extend(known.into_iter().map(|(_, d)| d));
+            dirs.extend(known.into_iter().map(|(b, d)| (b.to_string(), d)));
         }
-        for f in crate::native::uninstall(&dirs) {
+        let folders: Vec<PathBuf> = dirs.into_iter().map(|(_, d)| d).collect();
+        for f in crate::native::uninstall(&folders) {
             writeln!(out, "removed {}", f.display()).map_err(HostError::Write)?;
         }
         for line in crate::install_record::remove_installed() {
@@ -88,7 +90,7 @@ pub(super) fn install_cmd(
                 "No Chrome, Chromium, Brave or Firefox found (no program on PATH, no profile folder): registering with each of them, so the first one you install finds keyless-host."
             )
             .map_err(HostError::Write)?;
-            dirs.extend(absent.into_iter().map(|(_, d)| d));
+            dirs.extend(absent.into_iter().map(|(b, d)| (b.to_string(), d)));
         } else {
             let names: Vec<&str> = absent.iter().map(|(b, _)| *b).collect();
             if !names.is_empty() {
@@ -99,7 +101,7 @@ pub(super) fn install_cmd(
                 )
                 .map_err(HostError::Write)?;
             }
-            dirs.extend(present.into_iter().map(|(_, d)| d));
+            dirs.extend(present.into_iter().map(|(b, d)| (b.to_string(), d)));
         }
     }
     let written = crate::native::install(&dirs, &ids).map_err(|source| HostError::Read {
