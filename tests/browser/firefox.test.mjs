@@ -209,3 +209,53 @@ test("Firefox: paired with a code on a Claude-like page, results too long to pas
     await chat.close();
   }
 });
+
+test("Firefox: Pause holds a finished reply until Resume; Stop cancels the running command and sends nothing", { skip }, async () => {
+  const w = workspace();
+  const chat = await startFakeChat([
+    { text: fenced(["@@mkdir held", "@@end", "@@next", "@@end", "@@eof"].join("\n")), chunk: 8, delayMs: 40 },
+    { text: fenced(["@@runcommand", "<<<CMD", "sleep 30", "CMD>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")) },
+  ]);
+  const host = await startHost(w.ws, w.config, "auto");
+  const ff = await launchFirefox(chat.port);
+  try {
+    const page = await ff.browser.newPage();
+    await page.goto("https://chatgpt.com/");
+    await page.waitForSelector("#prompt-textarea");
+    const probe = await openExtensionPage(ff.browser, ff.extensionUrl("popup.html"), "#pair");
+    const tabId = await until("the chat tab", () => tabIdOf(probe, "https://chatgpt.com/*"));
+    await probe.close();
+    const popup = await openExtensionPage(ff.browser, ff.extensionUrl(`popup.html?tab=${tabId}`), "#pair");
+    await popup.$eval("#host-url", (e, v) => {
+      e.value = v;
+    }, `http://127.0.0.1:${host.port}`);
+    await popup.type("#code", host.code);
+    await popup.click("#pair-btn");
+    await start(popup, { mode: "Auto", task: "Make a folder." });
+    await popup.click("#pause");
+    await until("paused", async () => (await popup.$eval("#run", (e) => e.textContent)).includes("paused"));
+    // The reply completes while paused: it waits, nothing runs.
+    await until("the held reply", async () => (await pill(page)) === "paused");
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(chat.received.length, 1);
+    assert.ok(!existsSync(join(w.ws, "held")));
+    await popup.click("#pause"); // Resume
+    await until("the results after Resume", () => chat.received.length >= 2);
+    assert.ok(existsSync(join(w.ws, "held")));
+    // The next reply runs `sleep 30`: Stop kills it and nothing goes back to the chat.
+    await until("the running command", async () => (await overlayCount(page, ".s-running")) === 1);
+    await popup.click("#stop");
+    await until("stopped", async () => (await popup.$eval("#run", (e) => e.textContent)).includes("stopped"));
+    await until("the stopped overlay", async () => (await pill(page)) === "stopped", 15000);
+    await until("the cancelled batch's summary", async () => /Stopped: nothing was sent/.test(await overlayText(page, ".summary")), 15000);
+    await page.screenshot({ path: join(shots, "firefox-stopped.png") });
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(chat.received.length, 2, "nothing is sent after Stop");
+    const batches = await (await fetch(`http://127.0.0.1:${host.port}/v1/audit?limit=5`, { headers: { authorization: `Bearer ${host.token}` } })).json();
+    assert.ok(batches.some((b) => b.command === "runcommand" && b.code === "KA_CANCELLED"), JSON.stringify(batches));
+  } finally {
+    await ff.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+});
