@@ -32,6 +32,15 @@ async function start(popup, { mode, task }) {
   await until("the session", async () => (await popup.$eval("#run", (e) => e.textContent)).includes("running"));
 }
 
+/** Pairs the popup with `host` by its address and code, as a user types them. */
+async function pairWithCode(popup, host) {
+  await popup.$eval("#host-url", (e, v) => {
+    e.value = v;
+  }, `http://127.0.0.1:${host.port}`);
+  await popup.type("#code", host.code);
+  await popup.click("#pair-btn");
+}
+
 /** The chat tab's id, as the extension sees it (asked from an extension page). */
 function tabIdOf(popup, url) {
   return popup.evaluate(async (u) => (await chrome.tabs.query({ url: u }))[0]?.id, url);
@@ -175,11 +184,7 @@ test("Firefox: paired with a code on a Claude-like page, results too long to pas
     // No native host registered here: the popup says how to pair without a code, and takes one.
     // Firefox's own words for a missing native host are read as such (extension/src/browser.ts).
     await until("the hint", async () => /To pair without a code, run keyless-host install once/.test(await popup.$eval("body", (e) => e.textContent)));
-    await popup.$eval("#host-url", (e, v) => {
-      e.value = v;
-    }, `http://127.0.0.1:${host.port}`);
-    await popup.type("#code", host.code);
-    await popup.click("#pair-btn");
+    await pairWithCode(popup, host);
     await start(popup, { mode: "Auto", task: "Write docs/notes.md." });
     await page.bringToFront();
 
@@ -226,11 +231,7 @@ test("Firefox: Pause holds a finished reply until Resume; Stop cancels the runni
     const tabId = await until("the chat tab", () => tabIdOf(probe, "https://chatgpt.com/*"));
     await probe.close();
     const popup = await openExtensionPage(ff.browser, ff.extensionUrl(`popup.html?tab=${tabId}`), "#pair");
-    await popup.$eval("#host-url", (e, v) => {
-      e.value = v;
-    }, `http://127.0.0.1:${host.port}`);
-    await popup.type("#code", host.code);
-    await popup.click("#pair-btn");
+    await pairWithCode(popup, host);
     await start(popup, { mode: "Auto", task: "Make a folder." });
     await popup.click("#pause");
     await until("paused", async () => (await popup.$eval("#run", (e) => e.textContent)).includes("paused"));
