@@ -125,7 +125,6 @@ pub fn constant_time_eq(a: &str, b: &str) -> bool {
             == 0
 }
 
-
 /// The client id prefix of `keyless-host as run` processes' tokens.
 pub const PROGRAM_CLIENT_PREFIX: &str = "as-run-";
 

@@ -320,8 +320,10 @@ fn a_remote_command_that_outlives_its_timeout_is_stopped() {
     let Some(e) = Env::new() else { return };
     e.grant("*");
     let cfg = e.sshd.client_config.clone();
+    // 3 s: long enough for the connection and the first line on a loaded machine (1 s was not,
+    // under CI), far below the command's 30.
     let slow = reply(&[block(
-        "sshexec box timeout=1",
+        "sshexec box timeout=3",
         &[("CMD", "echo started; sleep 30")],
     )]);
     let t = std::time::Instant::now();
