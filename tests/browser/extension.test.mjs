@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startHost, launchWithExtension, shots, root } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
-import { fenced, git, GREET_PY, until, workspace } from "./scenario.mjs";
+import { COMPOSERS, fenced, git, GREET_PY, ORIGINS, until, workspace } from "./scenario.mjs";
 
 /** Opens the popup for `tab`, pairs with the host and sets mode and pace. */
 async function pairAndStart(context, extensionId, tabId, host, { mode = "Ask", pace = "Balanced", task, piece }) {
@@ -39,8 +39,6 @@ async function tabIdOf(worker, url) {
   return worker.evaluate(async (u) => (await chrome.tabs.query({ url: u }))[0]?.id, url);
 }
 
-const ORIGINS = { chatgpt: "https://chatgpt.com", claude: "https://claude.ai", gemini: "https://gemini.google.com", aistudio: "https://aistudio.google.com" };
-const COMPOSERS = { chatgpt: ".ProseMirror", claude: ".ProseMirror", gemini: ".ql-editor", aistudio: "textarea[aria-label=\"Enter a prompt\"]" };
 
 /**
  * A workspace, the fake chat with `replies`, a host in `mode`, and Chromium with the extension on

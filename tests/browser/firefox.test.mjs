@@ -3,15 +3,17 @@
 // (strict CSP, streamed replies, a ProseMirror-like composer) as the Chromium suite, with a real
 // `keyless-host serve` on a temp git workspace with a bare origin. The scenarios the Chromium suite
 // runs: pairing through the native-messaging host (no code) and with a code, a whole task to a
-// pushed commit with confirmations in the overlay, and results sent as an attachment.
+// pushed commit with confirmations in the overlay, results sent as an attachment, Pause, Resume
+// and Stop, a truncated reply and a full chat, Gemini and AI Studio, an MCP server's form.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { bin, shots, startHost } from "./host.mjs";
+import { bin, root, shots, startHost } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
-import { fenced, git, GREET_PY, until, workspace } from "./scenario.mjs";
+import { COMPOSERS, fenced, git, GREET_PY, ORIGINS, until, workspace } from "./scenario.mjs";
 import { launchFirefox, openExtensionPage, overlayClick, overlayCount, overlayText, EXTENSION_UUID, firefoxBin } from "./firefox.mjs";
 
 const skip = existsSync(firefoxBin) ? false : "no /usr/bin/firefox-esr (cargo xtask test installs it)";
@@ -44,6 +46,34 @@ async function pairWithCode(popup, host) {
 /** The chat tab's id, as the extension sees it (asked from an extension page). */
 function tabIdOf(popup, url) {
   return popup.evaluate(async (u) => (await chrome.tabs.query({ url: u }))[0]?.id, url);
+}
+
+/**
+ * A workspace (made ready by `prepare` before the host starts), the fake chat with `replies`, a
+ * host in `mode`, and Firefox on `site`'s page with the popup for its tab paired by code; runs
+ * `body`, then closes everything.
+ */
+async function withFirefoxChat(site, replies, mode, body, prepare = () => undefined) {
+  const w = workspace();
+  prepare(w);
+  const chat = await startFakeChat(replies);
+  const host = await startHost(w.ws, w.config, mode);
+  const ff = await launchFirefox(chat.port);
+  try {
+    const page = await ff.browser.newPage();
+    await page.goto(`${ORIGINS[site]}/`);
+    await page.waitForSelector(COMPOSERS[site]);
+    const probe = await openExtensionPage(ff.browser, ff.extensionUrl("popup.html"), "#pair");
+    const tabId = await until("the chat tab", () => tabIdOf(probe, `${ORIGINS[site]}/*`));
+    await probe.close();
+    const popup = await openExtensionPage(ff.browser, ff.extensionUrl(`popup.html?tab=${tabId}`), "#pair");
+    await pairWithCode(popup, host);
+    await body({ w, chat, host, ff, page, popup });
+  } finally {
+    await ff.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
 }
 
 test("Firefox: paired through the native-messaging host, a task runs to a pushed commit with confirmations in the overlay", { skip }, async () => {
@@ -216,22 +246,11 @@ test("Firefox: paired with a code on a Claude-like page, results too long to pas
 });
 
 test("Firefox: Pause holds a finished reply until Resume; Stop cancels the running command and sends nothing", { skip }, async () => {
-  const w = workspace();
-  const chat = await startFakeChat([
+  const replies = [
     { text: fenced(["@@mkdir held", "@@end", "@@next", "@@end", "@@eof"].join("\n")), chunk: 8, delayMs: 40 },
     { text: fenced(["@@runcommand", "<<<CMD", "sleep 30", "CMD>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")) },
-  ]);
-  const host = await startHost(w.ws, w.config, "auto");
-  const ff = await launchFirefox(chat.port);
-  try {
-    const page = await ff.browser.newPage();
-    await page.goto("https://chatgpt.com/");
-    await page.waitForSelector("#prompt-textarea");
-    const probe = await openExtensionPage(ff.browser, ff.extensionUrl("popup.html"), "#pair");
-    const tabId = await until("the chat tab", () => tabIdOf(probe, "https://chatgpt.com/*"));
-    await probe.close();
-    const popup = await openExtensionPage(ff.browser, ff.extensionUrl(`popup.html?tab=${tabId}`), "#pair");
-    await pairWithCode(popup, host);
+  ];
+  await withFirefoxChat("chatgpt", replies, "auto", async ({ w, chat, host, page, popup }) => {
     await start(popup, { mode: "Auto", task: "Make a folder." });
     await popup.click("#pause");
     await until("paused", async () => (await popup.$eval("#run", (e) => e.textContent)).includes("paused"));
@@ -254,9 +273,127 @@ test("Firefox: Pause holds a finished reply until Resume; Stop cancels the runni
     assert.equal(chat.received.length, 2, "nothing is sent after Stop");
     const batches = await (await fetch(`http://127.0.0.1:${host.port}/v1/audit?limit=5`, { headers: { authorization: `Bearer ${host.token}` } })).json();
     assert.ok(batches.some((b) => b.command === "runcommand" && b.code === "KA_CANCELLED"), JSON.stringify(batches));
-  } finally {
-    await ff.close();
-    host.child.kill("SIGTERM");
-    await chat.close();
-  }
+  });
+});
+
+test("Firefox: a reply without @@eof gets its correction and nothing runs; a full chat is KA_CHAT_EXHAUSTED", { skip }, async () => {
+  const replies = [
+    { text: fenced(["@@mkdir half", "@@end", "@@newfile half/a.txt", "<<<CONTENT", "cut off here"].join("\n")) },
+    { text: "I cannot continue here.", banner: "You've reached the maximum length for this conversation, but you can keep talking by starting a new chat." },
+  ];
+  await withFirefoxChat("chatgpt", replies, "auto", async ({ w, chat, ff, page, popup }) => {
+    const options = await openExtensionPage(ff.browser, ff.extensionUrl("options.html"), "#truncation");
+    await options.$eval("#truncation", (e) => {
+      e.value = "5";
+    });
+    await options.click("#save");
+    await until("saved", async () => (await options.$eval("#verdict", (e) => e.textContent)).startsWith("Saved"));
+    await options.close();
+    await start(popup, { mode: "Auto", task: "Make half a folder." });
+    await page.bringToFront();
+    await until("the correction", () => chat.received.length >= 2, 30000);
+    assert.match(chat.received[1].text, /^\[KEYLESSAGENT FORMAT ERROR\]/);
+    assert.match(chat.received[1].text, /Your response looks truncated\. Resend it in SMALLER pieces/);
+    assert.ok(!existsSync(join(w.ws, "half")), "nothing of a truncated reply runs");
+    await until("KA_CHAT_EXHAUSTED", async () => (await overlayText(page, ".error .code")) === "KA_CHAT_EXHAUSTED", 30000);
+    await page.screenshot({ path: join(shots, "firefox-exhausted.png") });
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(chat.received.length, 2, "nothing is sent into a full chat");
+  });
+});
+
+for (const [site, name] of [["gemini", "Gemini"], ["aistudio", "AI Studio"]]) {
+  test(`Firefox: a task runs end to end on a ${name}-like page`, { skip }, async () => {
+    const replies = [
+      fenced(
+        [
+          "@@say", "<<<MSG", `Working on ${name}.`, "MSG>>>", "@@end",
+          "@@newfile src/greet.py", "<<<CONTENT", GREET_PY, "CONTENT>>>", "@@end",
+          "@@runcommand", "<<<CMD", "python3 src/greet.py", "CMD>>>", "@@end",
+          "@@next", "@@end", "@@eof",
+        ].join("\n"),
+      ),
+      fenced(["@@commit", "<<<MSG", `Add the greeting module (${name})`, "MSG>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")),
+      fenced(["@@say", "<<<MSG", "Done.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),
+    ];
+    await withFirefoxChat(site, replies.map((text) => ({ text, chunk: 12, delayMs: 15 })), "auto", async ({ w, chat, page, popup }) => {
+      await start(popup, { mode: "Auto", task: "Add a greeting module and commit it." });
+      await page.bringToFront();
+      await until("the done state", async () => (await pill(page)) === "done", 90000);
+      await page.screenshot({ path: join(shots, `firefox-${site}-done.png`) });
+      assert.equal(readFileSync(join(w.ws, "src", "greet.py"), "utf8"), `${GREET_PY}\n`, "the file is byte-exact");
+      assert.match(chat.received[1].text, /#3 runcommand \| python3 src\/greet\.py ---\nstatus: ok[^\n]*\n<<<OUTPUT\nHello, world!\nOUTPUT>>>/);
+      assert.equal(git(w.origin, "log", "-1", "--format=%s", "feature/greet"), `Add the greeting module (${name})`);
+      assert.equal(chat.received.length, 3, "nothing is sent after @@done");
+    });
+  });
+}
+
+test("Firefox: an MCP server's form is filled in the overlay, refused values said under it, and its progress shows live", { skip }, async () => {
+  const record = join(tmpdir(), `keyless-ff-record-${process.pid}.jsonl`);
+  const piece = [
+    "name: mcp-form",
+    "description: A tool that asks the user",
+    "max_movements: 2",
+    "initial_movement: talk",
+    "required_mcp: [recorder]",
+    "movements:",
+    "  - name: talk",
+    "    edit: false",
+    "    persona: an assistant",
+    "    instruction: Ask through the server.",
+    "    allowed_tools: [Read, mcp__recorder__ask, mcp__recorder__steps]",
+    "    rules: []",
+    "",
+  ].join("\n");
+  const prepare = (w) => {
+    mkdirSync(join(w.config, "keyless"), { recursive: true });
+    writeFileSync(
+      join(w.config, "keyless", "keyless.json"),
+      JSON.stringify({ Mcp: { Servers: { recorder: { Command: "node", Args: [join(root, "tests/mcp/recorder.mjs")], Env: { KEYLESS_RECORD: record } } } } }),
+    );
+    mkdirSync(join(w.ws, ".agent", "pieces"), { recursive: true });
+    writeFileSync(join(w.ws, ".agent", "pieces", "mcp-form.yaml"), piece);
+  };
+  const call = (tool) => [`@@mcp recorder.${tool}`, "<<<ARGS", "{}", "ARGS>>>", "@@end"];
+  const replies = [
+    fenced([...call("steps"), ...call("ask"), "@@next", "@@end", "@@eof"].join("\n")),
+    fenced(["@@say", "<<<MSG", "Asked.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),
+  ];
+  await withFirefoxChat(
+    "chatgpt",
+    replies.map((text) => ({ text, chunk: 24, delayMs: 20 })),
+    "auto",
+    async ({ chat, page, popup }) => {
+      await popup.waitForSelector("#paired", { visible: true, timeout: 15000 });
+      await until("the piece list", async () => (await popup.$$('#piece option[value="mcp-form"]')).length > 0);
+      await popup.select("#piece", "mcp-form");
+      await start(popup, { mode: "Auto", task: "Ask me through the server." });
+      await page.bringToFront();
+      await until("the form", async () => (await overlayCount(page, ".prompt .eform")) === 1, 60000);
+      assert.equal(await overlayText(page, ".eform .server-words"), "Deploy now?");
+      const live = await overlayText(page, "pre.out");
+      for (const i of [1, 2, 3]) assert.ok(live.includes(`[recorder] progress ${i}/3: step ${i}\n`), live);
+      const fill = (field, value) =>
+        page.evaluate(
+          (f, v) => {
+            const input = document.querySelector("keyless-overlay").shadowRoot.querySelector(`[data-field="${f}"] input`);
+            input.value = v;
+          },
+          field,
+          value,
+        );
+      await fill("name", "Ada");
+      await fill("count", "12");
+      await overlayClick(page, "Send");
+      await until("the refusal", async () => /count: 12 is out of range \(1 to 9\)/.test(await overlayText(page, ".f-error")));
+      await page.screenshot({ path: join(shots, "firefox-mcp-form.png") });
+      await fill("count", "4");
+      await overlayClick(page, "Send");
+      await until("the results", () => chat.received.length >= 2);
+      assert.ok(chat.received[1].text.includes('{"action":"accept","content":{"count":4,"go":false,"name":"Ada"}}'), chat.received[1].text);
+      await until("the done state", async () => (await pill(page)) === "done");
+    },
+    prepare,
+  );
 });

@@ -38,3 +38,7 @@ export async function until(what, probe, ms = 30000) {
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** Each imitated chat site's address, and its composer's selector. */
+export const ORIGINS = { chatgpt: "https://chatgpt.com", claude: "https://claude.ai", gemini: "https://gemini.google.com", aistudio: "https://aistudio.google.com" };
+export const COMPOSERS = { chatgpt: ".ProseMirror", claude: ".ProseMirror", gemini: ".ql-editor", aistudio: "textarea[aria-label=\"Enter a prompt\"]" };
