@@ -46,6 +46,15 @@ fn setup(http: Option<&HttpServer>) -> Option<Fixture> {
     Some(fx)
 }
 
+/// What a run printed, standard output then standard error.
+fn everything_said(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 fn host(fx: &Fixture, args: &[&str]) -> Output {
     fx.host()
         .args(args)
@@ -268,11 +277,7 @@ fn a_missing_required_server_stops_the_session_at_start() {
         .arg(&file)
         .output()
         .expect("check");
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = everything_said(&out);
     assert!(!out.status.success(), "{all}");
     assert!(
         all.contains("KA_PIECE_UNKNOWN_TOOL") && all.contains("other"),
@@ -562,11 +567,7 @@ fn a_server_that_needs_a_login_is_logged_in_to_refreshed_and_logged_out_of() {
         .env("BROWSER", "curl -fsSL -o /dev/null")
         .output()
         .expect("login");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = everything_said(&out);
     assert!(out.status.success(), "{said}");
     assert_eq!(grants("authorization_code"), 1, "{:?}", recorded());
     // Registered dynamically, with a loopback redirect, and the resource named.
@@ -604,11 +605,7 @@ fn a_server_that_needs_a_login_is_logged_in_to_refreshed_and_logged_out_of() {
     let first_token = access(&stored);
     assert!(!said.contains(&first_token), "{said}");
     let out = host(&fx, &["mcp", "call", "remote.whoami"]);
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = everything_said(&out);
     assert!(
         out.status.success() && said.contains("with mcp:tools"),
         "{said}"
@@ -617,11 +614,7 @@ fn a_server_that_needs_a_login_is_logged_in_to_refreshed_and_logged_out_of() {
     // The access token lives 2 s: after it, the next call refreshes it by itself.
     std::thread::sleep(std::time::Duration::from_millis(2600));
     let out = host(&fx, &["mcp", "call", "remote.whoami"]);
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = everything_said(&out);
     assert!(
         out.status.success() && said.contains("with mcp:tools"),
         "{said}"
@@ -648,11 +641,7 @@ fn a_server_that_needs_a_login_is_logged_in_to_refreshed_and_logged_out_of() {
     let stored = std::fs::read_to_string(&tokens_file).unwrap_or_default();
     assert!(!stored.contains("access_token"), "{stored}");
     let out = host(&fx, &["mcp", "call", "remote.whoami"]);
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = everything_said(&out);
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("keyless-host mcp login remote"), "{said}");
 }

@@ -10,16 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bin, launchWithExtension, root, shots, startHost } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
-
-async function until(what, probe, ms = 30000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { until } from "./scenario.mjs";
 
 function workspace() {
   const dir = mkdtempSync(join(tmpdir(), "keyless-chat-programs-"));

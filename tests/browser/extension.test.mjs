@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startHost, launchWithExtension, shots, root } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
-import { COMPOSERS, fenced, git, GREET_PY, ORIGINS, until, workspace } from "./scenario.mjs";
+import { COMPOSERS, fenced, git, GREET_PY, ORIGINS, recorderCall, recorderPiece, siteTaskReplies, until, workspace } from "./scenario.mjs";
 
 /** Opens the popup for `tab`, pairs with the host and sets mode and pace. */
 async function pairAndStart(context, extensionId, tabId, host, { mode = "Ask", pace = "Balanced", task, piece }) {
@@ -504,18 +504,7 @@ test("valid replies stream without a single false problem, and their results go 
 
 for (const [site, name] of [["gemini", "Gemini"], ["aistudio", "AI Studio"]]) {
   test(`a task runs end to end on a ${name}-like page`, async () => {
-    const replies = [
-      fenced(
-        [
-          "@@say", "<<<MSG", `Working on ${name}.`, "MSG>>>", "@@end",
-          "@@newfile src/greet.py", "<<<CONTENT", GREET_PY, "CONTENT>>>", "@@end",
-          "@@runcommand", "<<<CMD", "python3 src/greet.py", "CMD>>>", "@@end",
-          "@@next", "@@end", "@@eof",
-        ].join("\n"),
-      ),
-      fenced(["@@commit", "<<<MSG", `Add the greeting module (${name})`, "MSG>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")),
-      fenced(["@@say", "<<<MSG", "Done.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),
-    ];
+    const replies = siteTaskReplies(name);
     await withChat(site, replies.map((text) => ({ text, chunk: 12, delayMs: 15 })), "auto", async ({ w, chat, host, context, extensionId, page, tabId }) => {
       await recordProblems(page);
       await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "Add a greeting module and commit it." });
@@ -608,35 +597,8 @@ test("a piece's MCP tool shows in the overlay with its server and tier, is confi
 
 test("an MCP server's form goes to the user in the overlay and the dashboard, and its progress shows live", async () => {
   const w = workspace();
-  // A server on the official TypeScript SDK: `steps` sends three progress notifications, `ask`
-  // asks the user a form (a required name, a count of 1 to 9 defaulting to 3, a yes/no).
-  const server = join(root, "tests/mcp/recorder.mjs");
-  mkdirSync(join(w.config, "keyless"), { recursive: true });
-  const record = join(w.dir, "record.jsonl");
-  writeFileSync(
-    join(w.config, "keyless", "keyless.json"),
-    JSON.stringify({ Mcp: { Servers: { recorder: { Command: "node", Args: [server], Env: { KEYLESS_RECORD: record } } } } }),
-  );
-  mkdirSync(join(w.ws, ".agent", "pieces"), { recursive: true });
-  writeFileSync(
-    join(w.ws, ".agent", "pieces", "mcp-form.yaml"),
-    [
-      "name: mcp-form",
-      "description: A tool that asks the user",
-      "max_movements: 3",
-      "initial_movement: talk",
-      "required_mcp: [recorder]",
-      "movements:",
-      "  - name: talk",
-      "    edit: false",
-      "    persona: an assistant",
-      "    instruction: Ask through the server.",
-      "    allowed_tools: [Read, mcp__recorder__ask, mcp__recorder__steps]",
-      "    rules: []",
-      "",
-    ].join("\n"),
-  );
-  const call = (tool) => ["@@mcp recorder." + tool, "<<<ARGS", "{}", "ARGS>>>", "@@end"];
+  recorderPiece(w, root, join(w.dir, "record.jsonl"));
+  const call = recorderCall;
   const replies = [
     fenced([...call("steps"), ...call("ask"), "@@next", "@@end", "@@eof"].join("\n")),
     fenced([...call("ask"), "@@next", "@@end", "@@eof"].join("\n")),

@@ -8,12 +8,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, root, shots, startHost } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
-import { COMPOSERS, fenced, git, GREET_PY, ORIGINS, until, workspace } from "./scenario.mjs";
+import { COMPOSERS, fenced, git, GREET_PY, ORIGINS, recorderCall, recorderPiece, siteTaskReplies, until, workspace } from "./scenario.mjs";
 import { launchFirefox, openExtensionPage, overlayClick, overlayCount, overlayText, EXTENSION_UUID, firefoxBin } from "./firefox.mjs";
 
 const skip = existsSync(firefoxBin) ? false : "no /usr/bin/firefox-esr (cargo xtask test installs it)";
@@ -304,18 +303,7 @@ test("Firefox: a reply without @@eof gets its correction and nothing runs; a ful
 
 for (const [site, name] of [["gemini", "Gemini"], ["aistudio", "AI Studio"]]) {
   test(`Firefox: a task runs end to end on a ${name}-like page`, { skip }, async () => {
-    const replies = [
-      fenced(
-        [
-          "@@say", "<<<MSG", `Working on ${name}.`, "MSG>>>", "@@end",
-          "@@newfile src/greet.py", "<<<CONTENT", GREET_PY, "CONTENT>>>", "@@end",
-          "@@runcommand", "<<<CMD", "python3 src/greet.py", "CMD>>>", "@@end",
-          "@@next", "@@end", "@@eof",
-        ].join("\n"),
-      ),
-      fenced(["@@commit", "<<<MSG", `Add the greeting module (${name})`, "MSG>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")),
-      fenced(["@@say", "<<<MSG", "Done.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),
-    ];
+    const replies = siteTaskReplies(name);
     await withFirefoxChat(site, replies.map((text) => ({ text, chunk: 12, delayMs: 15 })), "auto", async ({ w, chat, page, popup }) => {
       await start(popup, { mode: "Auto", task: "Add a greeting module and commit it." });
       await page.bringToFront();
@@ -330,32 +318,8 @@ for (const [site, name] of [["gemini", "Gemini"], ["aistudio", "AI Studio"]]) {
 }
 
 test("Firefox: an MCP server's form is filled in the overlay, refused values said under it, and its progress shows live", { skip }, async () => {
-  const record = join(tmpdir(), `keyless-ff-record-${process.pid}.jsonl`);
-  const piece = [
-    "name: mcp-form",
-    "description: A tool that asks the user",
-    "max_movements: 2",
-    "initial_movement: talk",
-    "required_mcp: [recorder]",
-    "movements:",
-    "  - name: talk",
-    "    edit: false",
-    "    persona: an assistant",
-    "    instruction: Ask through the server.",
-    "    allowed_tools: [Read, mcp__recorder__ask, mcp__recorder__steps]",
-    "    rules: []",
-    "",
-  ].join("\n");
-  const prepare = (w) => {
-    mkdirSync(join(w.config, "keyless"), { recursive: true });
-    writeFileSync(
-      join(w.config, "keyless", "keyless.json"),
-      JSON.stringify({ Mcp: { Servers: { recorder: { Command: "node", Args: [join(root, "tests/mcp/recorder.mjs")], Env: { KEYLESS_RECORD: record } } } } }),
-    );
-    mkdirSync(join(w.ws, ".agent", "pieces"), { recursive: true });
-    writeFileSync(join(w.ws, ".agent", "pieces", "mcp-form.yaml"), piece);
-  };
-  const call = (tool) => [`@@mcp recorder.${tool}`, "<<<ARGS", "{}", "ARGS>>>", "@@end"];
+  const prepare = (w) => recorderPiece(w, root, join(w.dir, "record.jsonl"));
+  const call = recorderCall;
   const replies = [
     fenced([...call("steps"), ...call("ask"), "@@next", "@@end", "@@eof"].join("\n")),
     fenced(["@@say", "<<<MSG", "Asked.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),

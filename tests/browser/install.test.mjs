@@ -13,19 +13,10 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { launchWithExtension, shots } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
+import { until } from "./scenario.mjs";
 
 const archive = process.env.KEYLESS_DIST;
 const fenced = (body) => `~~~~agentscript\n${body.join("\n")}\n~~~~`;
-
-async function until(what, probe, ms = 30000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 test("from the release archive to a finished task, in a fresh home", { skip: archive ? false : "KEYLESS_DIST names no archive (cargo xtask test builds one)" }, async () => {
   const home = mkdtempSync(join(tmpdir(), "keyless-home-"));

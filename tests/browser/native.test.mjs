@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bin, launchWithExtension, startHost, shots } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
+import { until } from "./scenario.mjs";
 
 test("the popup pairs through the native-messaging host, with no code typed", async () => {
   const dir = mkdtempSync(join(tmpdir(), "keyless-native-"));
@@ -123,12 +124,3 @@ test("pairing by code explains itself: a typo is never a try, a wrong code says 
   }
 });
 
-async function until(what, probe, ms = 20000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}

@@ -2,7 +2,7 @@
 // tests/browser/firefox.test.mjs on Firefox): a workspace with a bare origin, a fenced reply, a
 // wait with a deadline.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -42,3 +42,55 @@ export async function until(what, probe, ms = 30000) {
 /** Each imitated chat site's address, and its composer's selector. */
 export const ORIGINS = { chatgpt: "https://chatgpt.com", claude: "https://claude.ai", gemini: "https://gemini.google.com", aistudio: "https://aistudio.google.com" };
 export const COMPOSERS = { chatgpt: ".ProseMirror", claude: ".ProseMirror", gemini: ".ql-editor", aistudio: "textarea[aria-label=\"Enter a prompt\"]" };
+
+/** The replies of a whole task on `name`'s site: a file, a command, a commit, done. */
+export function siteTaskReplies(name) {
+  return [
+    fenced(
+      [
+        "@@say", "<<<MSG", `Working on ${name}.`, "MSG>>>", "@@end",
+        "@@newfile src/greet.py", "<<<CONTENT", GREET_PY, "CONTENT>>>", "@@end",
+        "@@runcommand", "<<<CMD", "python3 src/greet.py", "CMD>>>", "@@end",
+        "@@next", "@@end", "@@eof",
+      ].join("\n"),
+    ),
+    fenced(["@@commit", "<<<MSG", `Add the greeting module (${name})`, "MSG>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")),
+    fenced(["@@say", "<<<MSG", "Done.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),
+  ];
+}
+
+/**
+ * The user's keyless.json declaring tests/mcp/recorder.mjs (a server on the official TypeScript
+ * SDK: `steps` sends three progress notifications, `ask` asks the user a form with a required
+ * name, a count of 1 to 9 defaulting to 3, and a yes/no), recording to `record`; and the
+ * workspace piece `mcp-form` that offers those two tools.
+ */
+export function recorderPiece(w, root, record) {
+  mkdirSync(join(w.config, "keyless"), { recursive: true });
+  writeFileSync(
+    join(w.config, "keyless", "keyless.json"),
+    JSON.stringify({ Mcp: { Servers: { recorder: { Command: "node", Args: [join(root, "tests/mcp/recorder.mjs")], Env: { KEYLESS_RECORD: record } } } } }),
+  );
+  mkdirSync(join(w.ws, ".agent", "pieces"), { recursive: true });
+  writeFileSync(
+    join(w.ws, ".agent", "pieces", "mcp-form.yaml"),
+    [
+      "name: mcp-form",
+      "description: A tool that asks the user",
+      "max_movements: 3",
+      "initial_movement: talk",
+      "required_mcp: [recorder]",
+      "movements:",
+      "  - name: talk",
+      "    edit: false",
+      "    persona: an assistant",
+      "    instruction: Ask through the server.",
+      "    allowed_tools: [Read, mcp__recorder__ask, mcp__recorder__steps]",
+      "    rules: []",
+      "",
+    ].join("\n"),
+  );
+}
+
+/** An `@@mcp recorder.TOOL` block with no arguments, as lines. */
+export const recorderCall = (tool) => [`@@mcp recorder.${tool}`, "<<<ARGS", "{}", "ARGS>>>", "@@end"];
