@@ -46,6 +46,20 @@ fn setup(http: Option<&HttpServer>) -> Option<Fixture> {
     Some(fx)
 }
 
+/// Writes the `.as` program `source` as `name` in the workspace and runs it with `extra` arguments.
+fn as_run(fx: &Fixture, name: &str, source: &str, extra: &[&str]) -> Output {
+    let program = fx.ws().join(name);
+    std::fs::write(&program, source).expect("program");
+    fx.host()
+        .args(["as", "run"])
+        .arg(&program)
+        .args(extra)
+        .arg("--workspace")
+        .arg(fx.ws())
+        .output()
+        .expect("as run")
+}
+
 /// What a run printed, standard output then standard error.
 fn everything_said(out: &Output) -> String {
     format!(
@@ -288,20 +302,12 @@ fn a_missing_required_server_stops_the_session_at_start() {
 #[test]
 fn an_as_program_calls_mcp_tools() {
     let Some(fx) = setup(None) else { return };
-    let program = fx.ws().join("echo.as");
-    std::fs::write(
-        &program,
+    let out = as_run(
+        &fx,
+        "echo.as",
         "import tool Echo from \"mcp://everything/echo\"\nimport tool Sum from \"mcp://everything/get-sum\"\n\nmain agent Caller {\n    main func(input) {\n        said = Echo.call({ message: input })\n        sum = Sum.call({ a: 2, b: 40 })\n        return { said: said, sum: sum }\n    }\n}\n",
-    )
-    .expect("program");
-    let out = fx
-        .host()
-        .args(["as", "run"])
-        .arg(&program)
-        .args(["--input", "\"hello\"", "--workspace"])
-        .arg(fx.ws())
-        .output()
-        .expect("as run");
+        &["--input", "\"hello\""],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -453,20 +459,12 @@ fn keyless_introduces_itself_and_cancels_what_it_stops_waiting_for() {
     }
     // A server whose tools change says so; the next use lists them again (one `.as` run, one
     // pool: `extra` exists only after `grow`).
-    let program = fx.ws().join("grow.as");
-    std::fs::write(
-        &program,
+    let out = as_run(
+        &fx,
+        "grow.as",
         "import tool Grow from \"mcp://recorder/grow\"\nimport tool Extra from \"mcp://recorder/extra\"\n\nmain agent G {\n    main func(input) {\n        first = Grow.call({})\n        return Extra.call({})\n    }\n}\n",
-    )
-    .expect("program");
-    let out = fx
-        .host()
-        .args(["as", "run"])
-        .arg(&program)
-        .arg("--workspace")
-        .arg(fx.ws())
-        .output()
-        .expect("as run");
+        &[],
+    );
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("extra here"),
         "{out:?}"

@@ -78,6 +78,20 @@ struct Req<'a> {
 }
 
 impl Server {
+    /// `POST /v1/pair` with `code` for the extension `id`, sent with `origin`.
+    fn pair(&self, code: &str, id: &str, origin: Option<&str>) -> (u16, String) {
+        let b = serde_json::json!({"code": code, "extension_id": id}).to_string();
+        self.raw(&Req {
+            method: "POST",
+            path: "/v1/pair",
+            body: b.as_bytes(),
+            host: None,
+            content_type: Some("application/json"),
+            origin,
+            token: None,
+        })
+    }
+
     fn raw(&self, r: &Req<'_>) -> (u16, String) {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
         let host = r
@@ -336,18 +350,7 @@ fn pairing_binds_a_token_to_an_extension_origin() {
     let e = env();
     let srv = spawn(&e.ws, &e.config, &[]);
     let origin = format!("chrome-extension://{EXT}");
-    let pair = |code: &str, origin: Option<&str>| {
-        let b = serde_json::json!({"code": code, "extension_id": EXT}).to_string();
-        srv.raw(&Req {
-            method: "POST",
-            path: "/v1/pair",
-            body: b.as_bytes(),
-            host: None,
-            content_type: Some("application/json"),
-            origin,
-            token: None,
-        })
-    };
+    let pair = |code: &str, origin: Option<&str>| srv.pair(code, EXT, origin);
     assert_eq!(
         pair(&srv.code, Some("https://evil.example")).0,
         403,
@@ -452,18 +455,7 @@ fn a_firefox_add_on_pairs_with_its_moz_extension_origin() {
     let srv = spawn(&e.ws, &e.config, &[]);
     let uuid = "4b1f0c3e-7d2a-4e8b-9c61-0a5d3f2e1b7c";
     let origin = format!("moz-extension://{uuid}");
-    let pair = |id: &str, origin: &str| {
-        let b = serde_json::json!({"code": srv.code, "extension_id": id}).to_string();
-        srv.raw(&Req {
-            method: "POST",
-            path: "/v1/pair",
-            body: b.as_bytes(),
-            host: None,
-            content_type: Some("application/json"),
-            origin: Some(origin),
-            token: None,
-        })
-    };
+    let pair = |id: &str, origin: &str| srv.pair(&srv.code, id, Some(origin));
     // The id and the Origin must agree; an id of no browser's form is refused first.
     let (s, body) = pair(uuid, "moz-extension://11111111-2222-4333-8444-555555555555");
     assert_eq!(s, 403, "{body}");

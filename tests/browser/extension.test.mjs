@@ -44,8 +44,9 @@ async function tabIdOf(worker, url) {
  * A workspace, the fake chat with `replies`, a host in `mode`, and Chromium with the extension on
  * the `site` page (chatgpt, claude, gemini or aistudio). Runs `body`, then tears everything down.
  */
-async function withChat(site, replies, mode, body) {
+async function withChat(site, replies, mode, body, prepare = () => undefined) {
   const w = workspace();
+  prepare(w);
   const chat = await startFakeChat(replies);
   const host = await startHost(w.ws, w.config, mode);
   const { context, worker, extensionId } = await launchWithExtension(chat.port);
@@ -596,74 +597,68 @@ test("a piece's MCP tool shows in the overlay with its server and tier, is confi
 });
 
 test("an MCP server's form goes to the user in the overlay and the dashboard, and its progress shows live", async () => {
-  const w = workspace();
-  recorderPiece(w, root, join(w.dir, "record.jsonl"));
   const call = recorderCall;
   const replies = [
     fenced([...call("steps"), ...call("ask"), "@@next", "@@end", "@@eof"].join("\n")),
     fenced([...call("ask"), "@@next", "@@end", "@@eof"].join("\n")),
     fenced(["@@say", "<<<MSG", "Asked.", "MSG>>>", "@@end", "@@done", "@@end", "@@eof"].join("\n")),
   ];
-  const chat = await startFakeChat(replies.map((text) => ({ text, chunk: 24, delayMs: 20 })));
-  const host = await startHost(w.ws, w.config, "auto");
-  const { context, worker, extensionId } = await launchWithExtension(chat.port);
-  try {
-    const page = await context.newPage();
-    await page.goto("https://chatgpt.com/");
-    await page.locator("#prompt-textarea").waitFor();
-    const tabId = await until("the chat tab", () => tabIdOf(worker, "https://chatgpt.com/*"));
-    await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "Ask me through the server.", piece: "mcp-form" });
-    await page.bringToFront();
-    // The form, in the overlay: the server's words, a field per schema property, the default in.
-    const form = overlay(page).locator(".prompt .eform");
-    await form.waitFor({ timeout: 60000 });
-    assert.match(await overlay(page).locator(".prompt").textContent(), /The MCP server "recorder" asks this/);
-    // The server's words without its escape sequences; the required field first.
-    assert.equal(await form.locator(".server-words").textContent(), "Deploy now?");
-    assert.equal(await form.locator("label.f").first().getAttribute("data-field"), "name");
-    assert.equal(await form.locator('[data-field="count"] input').inputValue(), "3");
-    assert.match(await form.locator('[data-field="name"]').textContent(), /Your name \*/);
-    // The tool's progress came before, live, with the output.
-    const live = await overlay(page).locator("pre.out").textContent();
-    for (const i of [1, 2, 3]) assert.ok(live.includes(`[recorder] progress ${i}/3: step ${i}\n`), live);
-    // A count out of range is refused by the host, said under the form, and the form stays.
-    await form.locator('[data-field="name"] input').fill("Ada");
-    await form.locator('[data-field="count"] input').fill("12");
-    await form.locator("button", { hasText: "Send" }).click();
-    await until("the refusal", async () => /count: .*9/.test((await form.locator(".f-error").textContent()) ?? ""));
-    await page.screenshot({ path: join(shots, "extension-mcp-form.png") });
-    await form.locator('[data-field="count"] input').fill("4");
-    await form.locator('[data-field="go"] input').check();
-    await form.locator("button", { hasText: "Send" }).click();
-    await until("the results", () => chat.received.length >= 2);
-    const first = chat.received[1].text;
-    assert.match(first, /#1 mcp \| recorder\.steps ---\nstatus: ok/);
-    assert.match(first, /three steps/);
-    assert.ok(first.includes('{"action":"accept","content":{"count":4,"go":true,"name":"Ada"}}'), first);
-    // The second form is answered in the dashboard: the whole call is cancelled.
-    const dash = await context.newPage();
-    await dash.goto(host.dashboard);
-    const card = dash.locator("#pending .prompt .eform");
-    await card.waitFor({ timeout: 30000 });
-    assert.equal(await card.locator('[data-field="count"] input').inputValue(), "3");
-    // A refused value is said under the form; what was typed and the refusal stay through the
-    // list's refreshes (every 5 s, and on every event).
-    await card.locator('[data-field="name"] input').fill("Bo");
-    await card.locator('[data-field="count"] input').fill("0");
-    await card.locator("button", { hasText: "Send" }).click();
-    await until("the refusal", async () => /count: .*1 to 9/.test((await card.locator(".f-error").textContent()) ?? ""));
-    await new Promise((r) => setTimeout(r, 5600));
-    assert.equal(await card.locator('[data-field="name"] input').inputValue(), "Bo");
-    assert.match(await card.locator(".f-error").textContent(), /count: /);
-    await dash.screenshot({ path: join(shots, "dashboard-mcp-form.png"), fullPage: true });
-    await card.locator("button", { hasText: "Cancel the tool call" }).click();
-    await until("the second results", () => chat.received.length >= 3);
-    assert.ok(chat.received[2].text.includes('{"action":"cancel"}'), chat.received[2].text);
-    await until("the form gone from the overlay", async () => (await overlay(page).locator(".prompt .eform").count()) === 0);
-    await until("the done state", async () => (await pill(page).textContent()) === "done");
-  } finally {
-    await context.close();
-    host.child.kill("SIGTERM");
-    await chat.close();
-  }
+  await withChat(
+    "chatgpt",
+    replies.map((text) => ({ text, chunk: 24, delayMs: 20 })),
+    "auto",
+    async ({ host, context, extensionId, page, tabId, chat }) => {
+      await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "Ask me through the server.", piece: "mcp-form" });
+      await page.bringToFront();
+      // The form, in the overlay: the server's words, a field per schema property, the default in.
+      const form = overlay(page).locator(".prompt .eform");
+      await form.waitFor({ timeout: 60000 });
+      assert.match(await overlay(page).locator(".prompt").textContent(), /The MCP server "recorder" asks this/);
+      // The server's words without its escape sequences; the required field first.
+      assert.equal(await form.locator(".server-words").textContent(), "Deploy now?");
+      assert.equal(await form.locator("label.f").first().getAttribute("data-field"), "name");
+      assert.equal(await form.locator('[data-field="count"] input').inputValue(), "3");
+      assert.match(await form.locator('[data-field="name"]').textContent(), /Your name \*/);
+      // The tool's progress came before, live, with the output.
+      const live = await overlay(page).locator("pre.out").textContent();
+      for (const i of [1, 2, 3]) assert.ok(live.includes(`[recorder] progress ${i}/3: step ${i}\n`), live);
+      // A count out of range is refused by the host, said under the form, and the form stays.
+      await form.locator('[data-field="name"] input').fill("Ada");
+      await form.locator('[data-field="count"] input').fill("12");
+      await form.locator("button", { hasText: "Send" }).click();
+      await until("the refusal", async () => /count: .*9/.test((await form.locator(".f-error").textContent()) ?? ""));
+      await page.screenshot({ path: join(shots, "extension-mcp-form.png") });
+      await form.locator('[data-field="count"] input').fill("4");
+      await form.locator('[data-field="go"] input').check();
+      await form.locator("button", { hasText: "Send" }).click();
+      await until("the results", () => chat.received.length >= 2);
+      const first = chat.received[1].text;
+      assert.match(first, /#1 mcp \| recorder\.steps ---\nstatus: ok/);
+      assert.match(first, /three steps/);
+      assert.ok(first.includes('{"action":"accept","content":{"count":4,"go":true,"name":"Ada"}}'), first);
+      // The second form is answered in the dashboard: the whole call is cancelled.
+      const dash = await context.newPage();
+      await dash.goto(host.dashboard);
+      const card = dash.locator("#pending .prompt .eform");
+      await card.waitFor({ timeout: 30000 });
+      assert.equal(await card.locator('[data-field="count"] input').inputValue(), "3");
+      // A refused value is said under the form; what was typed and the refusal stay through the
+      // list's refreshes (every 5 s, and on every event).
+      await card.locator('[data-field="name"] input').fill("Bo");
+      await card.locator('[data-field="count"] input').fill("0");
+      await card.locator("button", { hasText: "Send" }).click();
+      await until("the refusal", async () => /count: .*1 to 9/.test((await card.locator(".f-error").textContent()) ?? ""));
+      await new Promise((r) => setTimeout(r, 5600));
+      assert.equal(await card.locator('[data-field="name"] input').inputValue(), "Bo");
+      assert.match(await card.locator(".f-error").textContent(), /count: /);
+      await dash.screenshot({ path: join(shots, "dashboard-mcp-form.png"), fullPage: true });
+      await card.locator("button", { hasText: "Cancel the tool call" }).click();
+      await until("the second results", () => chat.received.length >= 3);
+      assert.ok(chat.received[2].text.includes('{"action":"cancel"}'), chat.received[2].text);
+      await until("the form gone from the overlay", async () => (await overlay(page).locator(".prompt .eform").count()) === 0);
+      await until("the done state", async () => (await pill(page).textContent()) === "done");
+
+    },
+    (w) => recorderPiece(w, root, join(w.dir, "record.jsonl")),
+  );
 });
