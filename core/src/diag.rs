@@ -75,6 +75,7 @@ codes! {
     SelectorNotFound => "KA_SELECTOR_NOT_FOUND", "a required selector did not match";
     ReplyTimeout => "KA_REPLY_TIMEOUT", "no complete reply within the timeout";
     ReplyTruncated => "KA_REPLY_TRUNCATED", "reply stayed truncated longer than Browser.TruncationBudgetSeconds";
+    ReplyIncomplete => "KA_REPLY_INCOMPLETE", "part of the reply could not be read from the page (a code editor that shows only its visible lines)";
     SendNotConfirmed => "KA_SEND_NOT_CONFIRMED", "the message could not be sent (not confirmed in the DOM)";
     AttachmentUploadFailed => "KA_ATTACHMENT_UPLOAD_FAILED", "file upload failed (falls back to pasting)";
     NetworkOffline => "KA_NETWORK_OFFLINE", "the machine is offline; nothing was uploaded or sent";

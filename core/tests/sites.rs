@@ -64,6 +64,13 @@ fn doctor_names_the_broken_selector() {
     .map(|(k, m)| SelectorProbe {
         key: k.to_string(),
         matches: m,
+        // The composer found by its second alternative: the doctor says the first broke.
+        alternative: match (k, m) {
+            ("composer", _) => None,
+            ("user_message", _) => Some(1),
+            (_, Some(n)) if n > 0 => Some(0),
+            _ => None,
+        },
     })
     .collect();
     let report: Vec<String> = doctor(chatgpt, &probes)
@@ -102,14 +109,16 @@ proptest! {
     #[test]
     fn completion_needs_eof_and_stop(
         has_command: bool, has_eof: bool, site_streaming: bool, exhausted: bool, has_reply: bool,
-        stop_signal_seen: bool,
+        stop_signal_seen: bool, incomplete: bool,
         quiet_ms in 0u64..200_000, waited_ms in 0u64..1_000_000,
         budget in 0u32..200, timeout in 0u32..2000,
     ) {
-        let i = WatchInput { has_command, has_eof, site_streaming, stop_signal_seen, quiet_ms, waited_ms, exhausted, has_reply,
+        let i = WatchInput { has_command, has_eof, site_streaming, stop_signal_seen, quiet_ms, waited_ms, exhausted, has_reply, incomplete,
             truncation_budget_seconds: budget, reply_timeout_seconds: timeout };
         let v = watch(&i);
         if v == keyless_core::site::WatchVerdict::Complete {
+            // A reply with a part the page could not show is never complete.
+            prop_assert!(!incomplete);
             prop_assert!(has_eof && !site_streaming && has_reply);
             // Without a stop signal seen during the reply, the quiet period guards completion.
             prop_assert!(stop_signal_seen || quiet_ms >= keyless_core::site::QUIET_MS);

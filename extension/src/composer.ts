@@ -3,6 +3,7 @@
 
 import { pasteEvent } from "./browser.js";
 import type { SiteAdapter } from "./protocol.js";
+import { match, matchAll, shown } from "./select.js";
 
 export class ChatError extends Error {
   constructor(
@@ -15,28 +16,10 @@ export class ChatError extends Error {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function query(selector: string | undefined, root: ParentNode = document): Element | null {
-  if (!selector) return null;
-  try {
-    return root.querySelector(selector);
-  } catch {
-    return null;
-  }
-}
-
-export function queryAll(selector: string | undefined, root: ParentNode = document): Element[] {
-  if (!selector) return [];
-  try {
-    return Array.from(root.querySelectorAll(selector));
-  } catch {
-    return [];
-  }
-}
-
 /// The composer element; KA_SELECTOR_NOT_FOUND when the selector no longer matches.
 export function composerOf(site: SiteAdapter): HTMLElement {
-  const el = query(site.selectors.composer) as HTMLElement | null;
-  if (!el) throw new ChatError("KA_SELECTOR_NOT_FOUND", `composer (${site.selectors.composer}) is not on the page; run the doctor in the keyless popup`);
+  const el = match(site.selectors.composer) as HTMLElement | null;
+  if (!el) throw new ChatError("KA_SELECTOR_NOT_FOUND", `composer (${shown(site.selectors.composer)}) is not on the page: press "Pick it" and click the box where you type`);
   return el;
 }
 
@@ -45,8 +28,8 @@ function normalise(text: string): string {
 }
 
 /// The text a composer holds, line by line as its editor sees it.
-export function composerText(el: HTMLElement, site: SiteAdapter): string {
-  if (site.composer_kind === "textarea" || el instanceof HTMLTextAreaElement) return (el as HTMLTextAreaElement).value;
+export function composerText(el: HTMLElement): string {
+  if (el instanceof HTMLTextAreaElement) return el.value;
   const blocks = Array.from(el.children).filter((c) => ["P", "DIV", "PRE", "H1", "H2", "H3", "LI"].includes(c.tagName));
   if (blocks.length === 0) return el.innerText;
   return blocks
@@ -81,9 +64,9 @@ function setTextarea(el: HTMLTextAreaElement, text: string): void {
 }
 
 /// Empties the composer through the editor's input path.
-function clear(el: HTMLElement, site: SiteAdapter): void {
-  if (site.composer_kind === "textarea") {
-    setTextarea(el as HTMLTextAreaElement, "");
+function clear(el: HTMLElement): void {
+  if (el instanceof HTMLTextAreaElement) {
+    setTextarea(el, "");
     return;
   }
   selectAll(el);
@@ -92,9 +75,9 @@ function clear(el: HTMLElement, site: SiteAdapter): void {
 
 /// Replaces the composer's text with `text`: select all, then a paste event carrying text/plain
 /// (what ProseMirror and Quill handle); `insertText` when the editor ignored the paste.
-function insert(el: HTMLElement, site: SiteAdapter, text: string): void {
-  if (site.composer_kind === "textarea") {
-    setTextarea(el as HTMLTextAreaElement, text);
+function insert(el: HTMLElement, text: string): void {
+  if (el instanceof HTMLTextAreaElement) {
+    setTextarea(el, text);
     return;
   }
   selectAll(el);
@@ -112,23 +95,23 @@ export async function write(site: SiteAdapter, text: string): Promise<HTMLElemen
   const want = normalise(text);
   for (let attempt = 0; attempt < 2; attempt++) {
     const el = composerOf(site);
-    if (attempt > 0 || normalise(composerText(el, site)) !== "") clear(el, site);
-    insert(el, site, text);
+    if (attempt > 0 || normalise(composerText(el)) !== "") clear(el);
+    insert(el, text);
     await sleep(30);
-    const got = normalise(composerText(composerOf(site), site));
+    const got = normalise(composerText(composerOf(site)));
     if (got === want) return el;
   }
-  const got = normalise(composerText(composerOf(site), site));
-  clear(composerOf(site), site);
+  const got = normalise(composerText(composerOf(site)));
+  clear(composerOf(site));
   throw new ChatError(
     "KA_COMPOSER_NOT_CLEAN",
     `the composer does not hold the message after a reset (it holds ${got.length} characters, expected ${want.length})`,
   );
 }
 
-function sendButton(site: SiteAdapter): HTMLButtonElement | null {
-  const b = query(site.selectors.send_button) as HTMLButtonElement | null;
-  if (!b || b.disabled || b.getAttribute("aria-disabled") === "true") return null;
+function sendButton(site: SiteAdapter): HTMLElement | null {
+  const b = match(site.selectors.send_button) as HTMLElement | null;
+  if (!b || (b as HTMLButtonElement).disabled || b.getAttribute("aria-disabled") === "true") return null;
   return b;
 }
 
@@ -137,7 +120,7 @@ function firstLine(text: string): string {
 }
 
 function userMessages(site: SiteAdapter): Element[] {
-  return queryAll(site.selectors.user_message);
+  return matchAll(site.selectors.user_message);
 }
 
 async function until<T>(ms: number, probe: () => T | null | undefined | false): Promise<T | null> {
@@ -150,17 +133,25 @@ async function until<T>(ms: number, probe: () => T | null | undefined | false): 
   }
 }
 
-/// Clicks send and waits until the message shows in the thread.
-async function clickAndConfirm(site: SiteAdapter, text: string, before: number, waitMs: number): Promise<boolean> {
+/// Clicks send and waits until the message shows in the thread: a new user message that holds
+/// its first line. On a page where no user message is found at all (a selector the site broke),
+/// the composer emptied and a reply starting (`replying`) confirm it instead.
+async function clickAndConfirm(site: SiteAdapter, text: string, before: number, waitMs: number, replying: () => boolean): Promise<boolean> {
   const button = await until(5000, () => sendButton(site));
-  if (!button) return false;
+  if (!button) {
+    if (!match(site.selectors.send_button)) {
+      throw new ChatError("KA_SELECTOR_NOT_FOUND", `send button (${shown(site.selectors.send_button)}) is not on the page: press "Pick it" and click the button that sends`);
+    }
+    return false;
+  }
   button.click();
-  const head = firstLine(text);
+  const head = firstLine(text).replace(/\s+/g, " ");
   const seen = await until(waitMs, () => {
     const all = userMessages(site);
-    if (all.length <= before) return false;
-    const last = all[all.length - 1];
-    return (last?.textContent ?? "").replace(/\s+/g, " ").includes(head.replace(/\s+/g, " "));
+    if (all.length > before && all.slice(before).some((m) => (m.textContent ?? "").replace(/\s+/g, " ").includes(head))) return true;
+    if (all.length > 0) return false;
+    const el = match(site.selectors.composer) as HTMLElement | null;
+    return el !== null && normalise(composerText(el)) === "" && replying();
   });
   return seen !== null;
 }
@@ -169,26 +160,29 @@ export interface SendOptions {
   /// Attach `text` as this file and write `note` in the composer.
   attach?: { fileName: string; note: string };
   confirmMs?: number;
+  /// Whether a reply has started (a new assistant message, or the site's stop signal): what
+  /// confirms a send where the page shows no user message the adapter finds.
+  replying?: () => boolean;
 }
 
 /// Attaches a text file through the site's file input; false when the site shows no chip for it.
 async function attach(site: SiteAdapter, fileName: string, text: string): Promise<boolean> {
-  const input = query(site.selectors.file_input) as HTMLInputElement | null;
+  const input = match(site.selectors.file_input) as HTMLInputElement | null;
   if (!input) return false;
-  const chipsBefore = queryAll(site.selectors.attachment_chip).length;
+  const chipsBefore = matchAll(site.selectors.attachment_chip).length;
   const data = new DataTransfer();
   data.items.add(new File([text], fileName, { type: "text/plain" }));
   input.files = data.files;
   input.dispatchEvent(new Event("change", { bubbles: true }));
   if (!site.selectors.attachment_chip) return true;
-  return (await until(8000, () => queryAll(site.selectors.attachment_chip).length > chipsBefore)) !== null;
+  return (await until(8000, () => matchAll(site.selectors.attachment_chip).length > chipsBefore)) !== null;
 }
 
 /// Puts a message into the chat and sends it. Returns the KA_ code of a fallback that happened
 /// (KA_ATTACHMENT_UPLOAD_FAILED), or null.
 export async function send(site: SiteAdapter, text: string, opts: SendOptions = {}): Promise<string | null> {
   if (!navigator.onLine) throw new ChatError("KA_NETWORK_OFFLINE", "the browser is offline: nothing was sent; it is sent when the connection is back");
-  const chips = queryAll(site.selectors.attachment_chip).length;
+  const chips = matchAll(site.selectors.attachment_chip).length;
   if (chips > 0) {
     throw new ChatError("KA_COMPOSER_NOT_CLEAN", `the composer holds ${chips} attachment chip(s) from before; remove them and press Resend`);
   }
@@ -201,14 +195,15 @@ export async function send(site: SiteAdapter, text: string, opts: SendOptions = 
   const before = userMessages(site).length;
   await write(site, body);
   const wait = opts.confirmMs ?? 10000;
-  if (await clickAndConfirm(site, body, before, wait)) return fallback;
+  const replying = opts.replying ?? (() => false);
+  if (await clickAndConfirm(site, body, before, wait, replying)) return fallback;
   // One retry: the text may still be in the composer (the click was lost), or gone (sent late).
-  const el = query(site.selectors.composer) as HTMLElement | null;
-  if (el && normalise(composerText(el, site)) === "") {
+  const el = match(site.selectors.composer) as HTMLElement | null;
+  if (el && normalise(composerText(el)) === "") {
     const late = userMessages(site).length > before;
     if (late) return fallback;
     await write(site, body);
   }
-  if (await clickAndConfirm(site, body, before, wait)) return fallback;
+  if (await clickAndConfirm(site, body, before, wait, replying)) return fallback;
   throw new ChatError("KA_SEND_NOT_CONFIRMED", "the message did not appear in the thread after sending twice");
 }

@@ -2,8 +2,9 @@
 // overlay, hands complete replies to the worker, and writes the answers back into the chat.
 // No wasm here (a site's CSP may forbid it): every decision comes from the worker's core.
 
-import { query, queryAll, send, write } from "./composer.js";
-import { replyText } from "./extract.js";
+import { send, write } from "./composer.js";
+import { EDITORS, readReply } from "./extract.js";
+import { match, matchAll, probeOne, touches } from "./select.js";
 import { Overlay } from "./overlay.js";
 import { ask, type Delivery, type FollowReport, type Generation, type HostEvent, type PageObservation, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
 
@@ -97,7 +98,7 @@ async function tickGeneration(w: Watch, g: Generation, text: string, streaming: 
 /// does not keep the chat busy.
 function stopSite(): void {
   if (!site) return;
-  const signal = query(site.selectors.streaming);
+  const signal = match(site.selectors.streaming);
   const stop = signal?.closest("button") ?? signal?.querySelector("button");
   if (stop instanceof HTMLButtonElement) stop.click();
 }
@@ -119,7 +120,7 @@ async function onGenerate(g: Generation): Promise<void> {
   o.setPhase("sending the request", "run");
   const before = assistantMessages().length;
   try {
-    await send(site, g.text);
+    await send(site, g.text, { replying: replyingSince(before) });
   } catch (e) {
     const [code, msg] = errText(e);
     await ask("generated", { id: g.id, error: `${code} ${msg}` }).catch(() => undefined);
@@ -142,12 +143,31 @@ function onGenerationEnded(g: Generation): void {
   o.note(`${g.error ?? ""}`.trim() || "The program no longer waits for this reply.");
 }
 
+/// The assistant messages on the page: never one that is, or sits inside, a user message (a
+/// fallback selector broad enough to catch the user's turn must not make it read as a reply).
 function assistantMessages(): Element[] {
-  return site ? queryAll(site.selectors.assistant_message) : [];
+  if (!site) return [];
+  const users = site.selectors.user_message;
+  return matchAll(site.selectors.assistant_message).filter((m) => !matchAll(users).some((u) => u === m || u.contains(m)));
 }
 
 function contentOf(message: Element): Element {
-  return (site?.selectors.assistant_content && query(site.selectors.assistant_content, message)) || message;
+  return match(site?.selectors.assistant_content, message) ?? message;
+}
+
+/// A reply has started: a new assistant message since `before`, or the site's stop signal.
+function replyingSince(before: number): () => boolean {
+  return () => assistantMessages().length > before || (site !== null && match(site.selectors.streaming) !== null);
+}
+
+/// What of the reply is read: the content, without what the adapter ignores, nor the user's own
+/// message where a turn holds both.
+function readNewest(message: Element, streaming: boolean): { text: string; incomplete: boolean } {
+  if (!site) return { text: "", incomplete: false };
+  const content = contentOf(message);
+  // Editors keep their whole text in the page's world: ask the page script for it first.
+  if (content.querySelector(EDITORS)) document.dispatchEvent(new CustomEvent("keyless-read-editors"));
+  return readReply(content, [...(site.selectors.ignore ?? []), ...site.selectors.user_message], streaming);
 }
 
 /// How many leading characters two strings share.
@@ -171,7 +191,7 @@ function exhaustedNow(now: number): boolean {
 /// Starts following the reply to a message that was just sent.
 function follow(baseline: number, sent = true): void {
   const now = performance.now();
-  const users = site ? queryAll(site.selectors.user_message).length : 0;
+  const users = site ? matchAll(site.selectors.user_message).length : 0;
   watch = { baseline, sentAt: sent ? now : null, users, lastText: "", lastChange: now, sent: "", stopSeen: false, commands: [], done: false, fresh: true };
   exhausted = false;
   lastExhaustedCheck = 0;
@@ -197,19 +217,24 @@ async function tick(): Promise<void> {
     const t0 = performance.now();
     const msgs = assistantMessages();
     const newest = msgs.length > w.baseline ? msgs[msgs.length - 1] : undefined;
-    if (w.sentAt === null && site && (newest || queryAll(site.selectors.user_message).length > w.users)) w.sentAt = performance.now();
-    const streaming = query(site.selectors.streaming) !== null;
+    if (w.sentAt === null && site && (newest || matchAll(site.selectors.user_message).length > w.users)) w.sentAt = performance.now();
+    const streaming = match(site.selectors.streaming) !== null;
     if (streaming) w.stopSeen = true;
-    const text = newest ? replyText(contentOf(newest), site.selectors.ignore, streaming) : "";
+    const read = newest ? readNewest(newest, streaming) : { text: "", incomplete: false };
+    const text = read.text;
+    // The adapter's "this reply is done" mark (AI Studio's footer), on the newest reply.
+    const replyDone = site.selectors.reply_done ? newest !== undefined && touches(newest, site.selectors.reply_done) : undefined;
     const now = performance.now();
     const changed = text !== w.lastText;
     if (changed) {
       w.lastText = text;
       w.lastChange = now;
     }
-    const page = {
+    const page: PageObservation = {
       siteStreaming: streaming,
       stopSignalSeen: w.stopSeen,
+      ...(replyDone === undefined ? {} : { replyDone }),
+      incomplete: read.incomplete,
       quietMs: Math.round(now - w.lastChange),
       waitedMs: w.sentAt === null ? 0 : Math.round(now - w.sentAt),
       // Checked (at most once a second) once the site stopped, before the reply can complete.
@@ -257,12 +282,15 @@ async function tick(): Promise<void> {
         return;
       case "timeout":
       case "exhausted":
+      case "incomplete":
         w.done = true;
         o.error(
           report.code ?? "KA_REPLY_TIMEOUT",
           report.verdict === "timeout"
             ? `No complete reply within ${settings.replyTimeoutSeconds} s. Nothing was run.`
-            : "The chat says it is full. Start a new chat and press Start in the keyless popup.",
+            : report.verdict === "incomplete"
+              ? "Part of this reply sits in a code editor that shows only its visible lines, and keyless could not read the rest. Nothing was run. Ask the model to resend it as plain text, or copy it into the popup's task."
+              : "The chat says it is full. Start a new chat and press Start in the keyless popup.",
         );
         return;
       case "truncated":
@@ -334,7 +362,7 @@ async function deliver(text: string, delivery: Delivery, endAt: number, notice =
     const fallback = await send(
       site,
       text,
-      delivery.kind === "attach" ? { attach: { fileName: delivery.file_name, note: delivery.note } } : {},
+      delivery.kind === "attach" ? { attach: { fileName: delivery.file_name, note: delivery.note }, replying: replyingSince(before) } : { replying: replyingSince(before) },
     );
     unsent = null;
     const ms = performance.now() - endAt;
@@ -406,7 +434,7 @@ async function onPaste(text: string, sendIt: boolean): Promise<void> {
   const before = assistantMessages().length;
   try {
     if (sendIt) {
-      await send(site, text);
+      await send(site, text, { replying: replyingSince(before) });
       follow(before);
     } else {
       await write(site, text);
@@ -446,14 +474,8 @@ function onRun(next: TabRun | null): void {
 
 /// Runs each selector of the adapter the worker resolved (with the user's current overrides);
 /// the core's doctor reports the keys the adapter leaves unset.
-function probe(selectors: Selectors): { key: string; matches: number | null }[] {
-  return Object.entries(selectors).map(([key, s]: [string, string]) => {
-    try {
-      return { key, matches: document.querySelectorAll(s).length };
-    } catch {
-      return { key, matches: null };
-    }
-  });
+function probe(selectors: Selectors): { key: string; matches: number | null; alternative: number | null }[] {
+  return Object.entries(selectors).map(([key, alts]: [string, string[]]) => ({ key, ...probeOne(alts) }));
 }
 
 chrome.runtime.onMessage.addListener((msg: TabMessage, _sender, sendResponse) => {

@@ -1,7 +1,16 @@
 // Rebuilds a reply's text from the rendered message DOM, faithfully enough for the parser:
 // each code block becomes its fence lines around its exact code text (no language label, no
 // "Copy code" button text); prose becomes its text lines; a <br> becomes a newline; screen-reader
-// headings and buttons are left out.
+// headings and buttons are left out. A code block that is an editor (CodeMirror, Monaco) keeps
+// only its visible lines in the DOM: its whole text comes from the page script (page.ts) through
+// `data-keyless-code`, or the reply is incomplete.
+
+import { matchesAny } from "./select.js";
+
+/// Code editors that hold only their visible lines in the DOM.
+export const EDITORS = ".cm-editor, .monaco-editor, .CodeMirror";
+/// Where the page script leaves an editor's whole text.
+export const EDITOR_TEXT = "data-keyless-code";
 
 const BLOCK = new Set([
   "ADDRESS", "ARTICLE", "ASIDE", "BLOCKQUOTE", "DD", "DIV", "DL", "DT", "FIGCAPTION", "FIGURE", "FOOTER",
@@ -32,10 +41,27 @@ function codeOf(pre: Element): { code: string; lang: string } {
   return { code, lang: m?.[1] ?? "" };
 }
 
+/// An editor's whole text (from the page script), or its visible lines and `whole: false`.
+function editorText(el: Element): { code: string; whole: boolean } {
+  const full = el.getAttribute(EDITOR_TEXT);
+  if (full !== null) return { code: full, whole: true };
+  const lines = Array.from(el.querySelectorAll(".cm-line, .view-line, .CodeMirror-line")).map((l) => (l.textContent ?? "").replace(/\u00a0/g, " "));
+  return { code: lines.join("\n"), whole: false };
+}
+
 /// The reply text of an assistant message element. While the site still streams (`streaming`),
 /// a code block that ends the message may still be open: it gets no closing fence, so its last,
 /// unfinished line is never mistaken for a complete one.
-export function replyText(message: Element, ignore: string | undefined, streaming = false): string {
+export function replyText(message: Element, ignore: string | readonly string[] | undefined, streaming = false): string {
+  return readReply(message, ignore, streaming).text;
+}
+
+/// The reply text, and whether part of it could not be read (`incomplete`: an editor whose whole
+/// text the page script did not give). Everything matching an `ignore` alternative is left out,
+/// except the message element itself.
+export function readReply(message: Element, ignore: string | readonly string[] | undefined, streaming = false): { text: string; incomplete: boolean } {
+  const skip = typeof ignore === "string" ? [ignore] : ignore;
+  let incomplete = false;
   const out: string[] = [];
   /// Index in `out` of the closing fence of the last code block, while nothing follows it.
   let lastFence = -1;
@@ -64,15 +90,22 @@ export function replyText(message: Element, ignore: string | undefined, streamin
     const el = node as Element;
     const tag = el.tagName.toUpperCase();
     if (SKIP.has(tag)) return;
-    if (ignore && safeMatches(el, ignore)) return;
+    if (el !== message && skip && matchesAny(el, skip)) return;
     if (el.getAttribute("aria-hidden") === "true" && !el.querySelector("pre, code")) return;
     if (tag === "BR") {
       newline();
       return;
     }
-    if (tag === "PRE") {
+    const editor = safeMatches(el, EDITORS);
+    if (tag === "PRE" || editor) {
       boundary();
-      const { code, lang } = codeOf(el);
+      let code: string;
+      let lang = "";
+      if (editor) {
+        const e = editorText(el);
+        code = e.code;
+        if (!e.whole) incomplete = true;
+      } else ({ code, lang } = codeOf(el));
       const fence = "`".repeat(Math.max(3, longestFenceRun(code, "`") + 1));
       out.push(fence + lang, ...code.split("\n"), fence);
       lastFence = out.length - 1;
@@ -88,7 +121,7 @@ export function replyText(message: Element, ignore: string | undefined, streamin
   if (streaming && lastFence >= 0 && out.slice(lastFence + 1).every((l) => l.trim() === "")) out.length = lastFence;
   while (out.length && out[0]?.trim() === "") out.shift();
   while (out.length && out[out.length - 1]?.trim() === "") out.pop();
-  return out.join("\n");
+  return { text: out.join("\n"), incomplete };
 }
 
 function safeMatches(el: Element, selector: string): boolean {

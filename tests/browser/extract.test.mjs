@@ -1,21 +1,28 @@
 // extension/src/extract.ts against saved message DOMs, like refined-github's selector tests: each
 // extension/fixtures/extract/<site>-<case>.html is an assistant message as the site renders it; the
 // text expected from it sits next to it in <case>.txt (and <case>.streaming.txt for the text while
-// the site still streams). The site's own selectors (core/data/sites.json) find the message and its
-// content and say what to ignore, exactly as the content script does. Runs in Debian's Chromium.
+// the site still streams). The site's own adapter (core/data/sites.json as the wasm core resolves
+// it, with the common ignore list) finds the message and its content with the same alternatives
+// code, and says what to ignore, exactly as the content script does. Runs in Debian's Chromium.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
 import { launch, root } from "./host.mjs";
+import { initSync, loadSites } from "../../target/wasm-pkg/keyless_wasm.js";
 
 const dir = join(root, "extension", "fixtures", "extract");
-const sites = JSON.parse(readFileSync(join(root, "core", "data", "sites.json"), "utf8"));
+initSync({ module: readFileSync(join(root, "target", "wasm-pkg", "keyless_wasm_bg.wasm")) });
+const sites = Object.fromEntries(loadSites(undefined).map((s) => [s.id, s]));
 
 test("the reply text rebuilt from each saved message DOM is the expected text", async () => {
   const bundle = await build({
-    entryPoints: [join(root, "extension", "src", "extract.ts")],
+    stdin: {
+      contents: 'export { readReply } from "./extract.ts"; export { match, matchAll } from "./select.ts";',
+      resolveDir: join(root, "extension", "src"),
+      loader: "ts",
+    },
     bundle: true,
     format: "iife",
     globalName: "KeylessExtract",
@@ -43,11 +50,13 @@ test("the reply text rebuilt from each saved message DOM is the expected text", 
       for (const [streaming, want] of modes) {
         const got = await page.evaluate(
           ({ sel, streaming }) => {
-            const messages = document.querySelectorAll(sel.assistant_message);
+            const x = globalThis.KeylessExtract;
+            const messages = x.matchAll(sel.assistant_message);
             const message = messages[messages.length - 1];
-            if (!message) return { error: `no element matches ${sel.assistant_message}` };
-            const content = (sel.assistant_content && message.querySelector(sel.assistant_content)) || message;
-            return { text: globalThis.KeylessExtract.replyText(content, sel.ignore, streaming) };
+            if (!message) return { error: `no element matches ${sel.assistant_message.join(" | ")}` };
+            const content = x.match(sel.assistant_content, message) ?? message;
+            const r = x.readReply(content, [...sel.ignore, ...sel.user_message], streaming);
+            return { text: r.incomplete ? `INCOMPLETE\n${r.text}` : r.text };
           },
           { sel: site.selectors, streaming },
         );

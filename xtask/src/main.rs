@@ -397,9 +397,13 @@ fn lint_firefox_build() -> Result {
 /// of a file, the lexer steps over a bad character): 884 → 899 KiB raw, 360 → 361 KiB gzip.
 /// Raised from 904 KiB raw for the one diagnostic carrier (issue 29: every report the exports
 /// give, a reply's, a piece's and a program's, carries severity, column, end, key, help and
-/// notes): 899 → 905 KiB raw, 361 → 362 KiB gzip.
-const WASM_BUDGET_RAW: u64 = 910 * 1024;
-const WASM_BUDGET_GZIP: u64 = 364 * 1024;
+/// notes): 899 → 905 KiB raw, 361 → 362 KiB gzip. Raised from 910/364 KiB for twelve sites
+/// (issue 32): eight more adapters with every selector a list of alternatives (the shipped data
+/// 3.4 → 11 KiB), the selector picker (candidates, the choice, the override merged and checked),
+/// and an override's problem named by its key path (serde_path_to_error, 13 KiB):
+/// 905 → 975 KiB raw, 362 → 387 KiB gzip.
+const WASM_BUDGET_RAW: u64 = 980 * 1024;
+const WASM_BUDGET_GZIP: u64 = 390 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {

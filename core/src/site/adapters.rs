@@ -13,32 +13,118 @@ pub enum ComposerKind {
     Prosemirror,
     /// Quill `contenteditable` (Gemini): the same input path.
     Quill,
-    /// A plain `<textarea>` (AI Studio): the native value setter, then an `input` event.
+    /// A plain `<textarea>` (AI Studio, DeepSeek, Copilot, Qwen, OpenRouter): the native value
+    /// setter, then an `input` event.
     Textarea,
+    /// Lexical `contenteditable` (Perplexity, Kimi): select all, then a paste event with
+    /// text/plain (Lexical handles it), `insertText` when it was ignored.
+    Lexical,
+    /// tiptap (ProseMirror underneath; Grok): the ProseMirror path.
+    Tiptap,
 }
 
-/// The CSS selectors of one site.
+/// One selector as the adapters give it: CSS selectors in order, the first that matches anything
+/// on the page is the one used (a site's newest markup first, then what it had before or what
+/// the facts leave open). JSON takes a string for one, or a list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[serde(transparent)]
+pub struct Alternatives(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Alternatives {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Alternatives;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a selector: a string, or a list of strings tried in order")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Alternatives, E> {
+                Ok(Alternatives(vec![v.to_string()]))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Alternatives, A::Error> {
+                let mut v = Vec::new();
+                while let Some(s) = seq.next_element::<String>()? {
+                    v.push(s);
+                }
+                Ok(Alternatives(v))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+impl Alternatives {
+    /// The alternatives, in order.
+    #[must_use]
+    pub fn all(&self) -> &[String] {
+        &self.0
+    }
+
+    /// The first alternative (what the site has now, by the facts).
+    #[must_use]
+    pub fn first(&self) -> &str {
+        self.0.first().map_or("", String::as_str)
+    }
+}
+
+impl From<&str> for Alternatives {
+    fn from(s: &str) -> Self {
+        Self(vec![s.to_string()])
+    }
+}
+
+/// The CSS selectors of one site, each a list of alternatives.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Selectors {
-    pub assistant_message: String,
+    #[cfg_attr(feature = "ts", ts(type = "string[]"))]
+    pub assistant_message: Alternatives,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional))]
-    pub assistant_content: Option<String>,
-    pub user_message: String,
-    pub streaming: String,
-    pub composer: String,
-    pub send_button: String,
+    #[cfg_attr(feature = "ts", ts(optional, type = "string[]"))]
+    pub assistant_content: Option<Alternatives>,
+    #[cfg_attr(feature = "ts", ts(type = "string[]"))]
+    pub user_message: Alternatives,
+    #[cfg_attr(feature = "ts", ts(type = "string[]"))]
+    pub streaming: Alternatives,
+    /// Matches the newest reply (or something inside it, or around it) once the site shows it is
+    /// complete (AI Studio's footer with its thumb-up): until then the reply counts as streaming.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional))]
-    pub file_input: Option<String>,
+    #[cfg_attr(feature = "ts", ts(optional, type = "string[]"))]
+    pub reply_done: Option<Alternatives>,
+    #[cfg_attr(feature = "ts", ts(type = "string[]"))]
+    pub composer: Alternatives,
+    #[cfg_attr(feature = "ts", ts(type = "string[]"))]
+    pub send_button: Alternatives,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional))]
-    pub attachment_chip: Option<String>,
+    #[cfg_attr(feature = "ts", ts(optional, type = "string[]"))]
+    pub file_input: Option<Alternatives>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional))]
-    pub ignore: Option<String>,
+    #[cfg_attr(feature = "ts", ts(optional, type = "string[]"))]
+    pub attachment_chip: Option<Alternatives>,
+    /// Never read as reply text: author labels, screen-reader headings, "thinking" panels, the
+    /// user's own message. Every alternative applies (with [`COMMON_IGNORE`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional, type = "string[]"))]
+    pub ignore: Option<Alternatives>,
 }
+
+/// What no site's reply text includes, whatever the adapter says: screen-reader text, and
+/// reasoning ("thinking") panels, whose text may hold command lines the model only considered.
+pub const COMMON_IGNORE: &[&str] = &[
+    ".sr-only",
+    ".visually-hidden",
+    ".cdk-visually-hidden",
+    "[class*=\"thinking\" i]",
+    "[class*=\"thought\" i]",
+    "[class*=\"reasoning\" i]",
+    "[data-testid*=\"thinking\" i]",
+    "[data-testid*=\"reasoning\" i]",
+    "model-thoughts",
+    "ms-thought-chunk",
+];
 
 /// One chat site.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -91,6 +177,11 @@ pub const SELECTOR_KEYS: &[(&str, Presence, &str)] = &[
         Presence::Transient,
         "only while the model is answering",
     ),
+    (
+        "reply_done",
+        Presence::Optional,
+        "on the newest reply once it is complete",
+    ),
     ("composer", Presence::Always, "always"),
     (
         "send_button",
@@ -117,35 +208,61 @@ pub const SELECTOR_KEYS: &[(&str, Presence, &str)] = &[
 impl Selectors {
     /// The selector set for `key` (a key of [`SELECTOR_KEYS`]), if any.
     #[must_use]
-    pub fn get(&self, key: &str) -> Option<&str> {
+    pub fn get(&self, key: &str) -> Option<&Alternatives> {
         match key {
             "assistant_message" => Some(&self.assistant_message),
-            "assistant_content" => self.assistant_content.as_deref(),
+            "assistant_content" => self.assistant_content.as_ref(),
             "user_message" => Some(&self.user_message),
             "streaming" => Some(&self.streaming),
+            "reply_done" => self.reply_done.as_ref(),
             "composer" => Some(&self.composer),
             "send_button" => Some(&self.send_button),
-            "file_input" => self.file_input.as_deref(),
-            "attachment_chip" => self.attachment_chip.as_deref(),
-            "ignore" => self.ignore.as_deref(),
+            "file_input" => self.file_input.as_ref(),
+            "attachment_chip" => self.attachment_chip.as_ref(),
+            "ignore" => self.ignore.as_ref(),
             _ => None,
         }
     }
 }
 
+/// The most alternatives one selector may list.
+pub const MAX_ALTERNATIVES: usize = 40;
+
 /// Range of `max_paste_chars`.
 pub const MAX_PASTE_RANGE: (u32, u32) = (1_000, 1_000_000);
 
-fn invalid(source: &str, e: &serde_json::Error) -> ConfigFileError {
+/// The user's overrides as patches (none for an empty text).
+///
+/// # Errors
+/// As [`load_sites`].
+pub fn parse_overrides(text: Option<&str>) -> Result<SitesPatch, ConfigFileError> {
+    match text.filter(|t| !t.trim().is_empty()) {
+        Some(t) => parse_sites(OVERRIDES_SOURCE, t),
+        None => Ok(SitesPatch::new()),
+    }
+}
+
+/// Parses one sites file, keeping the path of the key a wrong value sits at.
+fn parse_sites(source: &str, text: &str) -> Result<SitesPatch, ConfigFileError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        invalid(source, e.inner(), &path)
+    })
+}
+
+fn invalid(source: &str, e: &serde_json::Error, path: &str) -> ConfigFileError {
     let message = e.to_string();
     let message = message.split(" at line").next().unwrap_or("");
     if e.is_data() {
-        // Well-formed JSON with a wrong key or value: name the key where serde does.
-        return validation(
-            source,
-            format!("line {} column {}", e.line(), e.column()),
-            explain_serde(message),
-        );
+        // Well-formed JSON with a wrong key or value: name the key (and where it is).
+        let at = format!("line {} column {}", e.line(), e.column());
+        let key = if path.is_empty() || path == "." {
+            at
+        } else {
+            format!("{path} ({at})")
+        };
+        return validation(source, key, explain_serde(message));
     }
     ConfigFileError::Invalid {
         source_name: source.to_string(),
@@ -249,7 +366,20 @@ fn check_site(source: &str, site: &SiteAdapter) -> Result<(), ConfigFileError> {
     }
     for (k, _, _) in SELECTOR_KEYS {
         if let Some(v) = site.selectors.get(k) {
-            check_selector(source, &format!("{}.selectors.{k}", site.id), v)?;
+            let at = format!("{}.selectors.{k}", site.id);
+            if v.all().is_empty() {
+                return Err(validation(source, at, "list at least one selector"));
+            }
+            if v.all().len() > MAX_ALTERNATIVES {
+                return Err(validation(
+                    source,
+                    at,
+                    format!("at most {MAX_ALTERNATIVES} alternatives"),
+                ));
+            }
+            for sel in v.all() {
+                check_selector(source, &at, sel)?;
+            }
         }
     }
     if site.exhausted_phrases.iter().any(|p| p.trim().is_empty()) {
@@ -286,45 +416,93 @@ fn explain_serde(message: &str) -> String {
 
 fn null_or_some<'de, D: serde::Deserializer<'de>>(
     d: D,
-) -> Result<Option<Option<String>>, D::Error> {
-    Ok(Some(Option::<String>::deserialize(d)?))
+) -> Result<Option<Option<Alternatives>>, D::Error> {
+    Ok(Some(Option::<Alternatives>::deserialize(d)?))
 }
 
 /// One site as a JSON file gives it: every field optional, so an override may change one
 /// selector. A selector set to `null` switches an optional selector off.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SitePatch {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hosts: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub composer_kind: Option<ComposerKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_paste_chars: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub selectors: Option<SelectorsPatch>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exhausted_phrases: Option<Vec<String>>,
 }
 
 /// The selectors of a [`SitePatch`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SelectorsPatch {
-    #[serde(default, deserialize_with = "null_or_some")]
-    pub assistant_message: Option<Option<String>>,
-    #[serde(default, deserialize_with = "null_or_some")]
-    pub assistant_content: Option<Option<String>>,
-    #[serde(default, deserialize_with = "null_or_some")]
-    pub user_message: Option<Option<String>>,
-    #[serde(default, deserialize_with = "null_or_some")]
-    pub streaming: Option<Option<String>>,
-    #[serde(default, deserialize_with = "null_or_some")]
-    pub composer: Option<Option<String>>,
-    #[serde(default, deserialize_with = "null_or_some")]
-    pub send_button: Option<Option<String>>,
-    #[serde(default, deserialize_with = "null_or_some")]
-    pub file_input: Option<Option<String>>,
-    #[serde(default, deserialize_with = "null_or_some")]
-    pub attachment_chip: Option<Option<String>>,
-    #[serde(default, deserialize_with = "null_or_some")]
-    pub ignore: Option<Option<String>>,
+    #[serde(
+        default,
+        deserialize_with = "null_or_some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub assistant_message: Option<Option<Alternatives>>,
+    #[serde(
+        default,
+        deserialize_with = "null_or_some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub assistant_content: Option<Option<Alternatives>>,
+    #[serde(
+        default,
+        deserialize_with = "null_or_some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub user_message: Option<Option<Alternatives>>,
+    #[serde(
+        default,
+        deserialize_with = "null_or_some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub streaming: Option<Option<Alternatives>>,
+    #[serde(
+        default,
+        deserialize_with = "null_or_some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reply_done: Option<Option<Alternatives>>,
+    #[serde(
+        default,
+        deserialize_with = "null_or_some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub composer: Option<Option<Alternatives>>,
+    #[serde(
+        default,
+        deserialize_with = "null_or_some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub send_button: Option<Option<Alternatives>>,
+    #[serde(
+        default,
+        deserialize_with = "null_or_some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub file_input: Option<Option<Alternatives>>,
+    #[serde(
+        default,
+        deserialize_with = "null_or_some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub attachment_chip: Option<Option<Alternatives>>,
+    #[serde(
+        default,
+        deserialize_with = "null_or_some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ignore: Option<Option<Alternatives>>,
 }
 
 /// Site patches keyed by site id, as a JSON file holds them.
@@ -337,11 +515,31 @@ fn over<T: Clone>(base: &mut Option<T>, patch: Option<&T>) {
 }
 
 impl SelectorsPatch {
+    /// Sets one selector by its key (a key of [`SELECTOR_KEYS`]); false for an unknown key.
+    pub fn set(&mut self, key: &str, value: Alternatives) -> bool {
+        let slot = match key {
+            "assistant_message" => &mut self.assistant_message,
+            "assistant_content" => &mut self.assistant_content,
+            "user_message" => &mut self.user_message,
+            "streaming" => &mut self.streaming,
+            "reply_done" => &mut self.reply_done,
+            "composer" => &mut self.composer,
+            "send_button" => &mut self.send_button,
+            "file_input" => &mut self.file_input,
+            "attachment_chip" => &mut self.attachment_chip,
+            "ignore" => &mut self.ignore,
+            _ => return false,
+        };
+        *slot = Some(Some(value));
+        true
+    }
+
     fn apply(&mut self, o: &SelectorsPatch) {
         over(&mut self.assistant_message, o.assistant_message.as_ref());
         over(&mut self.assistant_content, o.assistant_content.as_ref());
         over(&mut self.user_message, o.user_message.as_ref());
         over(&mut self.streaming, o.streaming.as_ref());
+        over(&mut self.reply_done, o.reply_done.as_ref());
         over(&mut self.composer, o.composer.as_ref());
         over(&mut self.send_button, o.send_button.as_ref());
         over(&mut self.file_input, o.file_input.as_ref());
@@ -351,7 +549,8 @@ impl SelectorsPatch {
 }
 
 impl SitePatch {
-    fn apply(&mut self, o: &SitePatch) {
+    /// Merges `o` over this patch, field by field and selector by selector.
+    pub fn apply(&mut self, o: &SitePatch) {
         over(&mut self.name, o.name.as_ref());
         over(&mut self.hosts, o.hosts.as_ref());
         over(&mut self.composer_kind, o.composer_kind.as_ref());
@@ -366,7 +565,7 @@ impl SitePatch {
     fn complete(self, source: &str, id: &str) -> Result<SiteAdapter, ConfigFileError> {
         let missing = |k: &str| validation(source, format!("{id}.{k}"), "missing required field");
         let sel = self.selectors.ok_or_else(|| missing("selectors"))?;
-        let required = |v: Option<Option<String>>, k: &str| {
+        let required = |v: Option<Option<Alternatives>>, k: &str| {
             v.flatten()
                 .ok_or_else(|| missing(&format!("selectors.{k}")))
         };
@@ -384,11 +583,20 @@ impl SitePatch {
                 assistant_content: sel.assistant_content.flatten(),
                 user_message: required(sel.user_message, "user_message")?,
                 streaming: required(sel.streaming, "streaming")?,
+                reply_done: sel.reply_done.flatten(),
                 composer: required(sel.composer, "composer")?,
                 send_button: required(sel.send_button, "send_button")?,
                 file_input: sel.file_input.flatten(),
                 attachment_chip: sel.attachment_chip.flatten(),
-                ignore: sel.ignore.flatten(),
+                ignore: Some(Alternatives(
+                    sel.ignore
+                        .flatten()
+                        .map(|a| a.0)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .chain(COMMON_IGNORE.iter().map(|s| (*s).to_string()))
+                        .collect(),
+                )),
             },
         })
     }
@@ -436,10 +644,9 @@ pub fn load_sites(
     defaults: &str,
     overrides: Option<&str>,
 ) -> Result<Vec<SiteAdapter>, ConfigFileError> {
-    let base: SitesPatch =
-        serde_json::from_str(defaults).map_err(|e| invalid(DEFAULTS_SOURCE, &e))?;
-    let over: Option<SitesPatch> = match overrides.filter(|t| !t.trim().is_empty()) {
-        Some(t) => Some(serde_json::from_str(t).map_err(|e| invalid(OVERRIDES_SOURCE, &e))?),
+    let base = parse_sites(DEFAULTS_SOURCE, defaults)?;
+    let over = match overrides.filter(|t| !t.trim().is_empty()) {
+        Some(t) => Some(parse_sites(OVERRIDES_SOURCE, t)?),
         None => None,
     };
     resolve_sites(base, over.as_ref())

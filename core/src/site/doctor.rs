@@ -10,8 +10,12 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct SelectorProbe {
     pub key: String,
-    /// Elements matched; `None` when the browser rejected the selector's syntax.
+    /// Elements matched by the alternative in use; `None` when the browser rejected every
+    /// alternative's syntax.
     pub matches: Option<u32>,
+    /// Which alternative matched (0 for the first); `None` when none did.
+    #[serde(default)]
+    pub alternative: Option<u32>,
 }
 
 /// One line of the doctor's report.
@@ -32,8 +36,22 @@ pub fn doctor(site: &SiteAdapter, probes: &[SelectorProbe]) -> Vec<DoctorLine> {
     SELECTOR_KEYS
         .iter()
         .map(|&(key, presence, when)| {
-            let selector = site.selectors.get(key).map(str::to_string);
+            let alts = site.selectors.get(key);
             let probe = probes.iter().find(|p| p.key == key);
+            let used = probe.and_then(|p| p.alternative).unwrap_or(0) as usize;
+            let selector = alts.map(|a| {
+                a.all()
+                    .get(used)
+                    .map_or_else(|| a.first().to_string(), String::clone)
+            });
+            let fallback = match (alts, probe.and_then(|p| p.alternative)) {
+                (Some(a), Some(i)) if i > 0 => format!(
+                    " (by fallback {} of {}: the first no longer matches)",
+                    i + 1,
+                    a.all().len()
+                ),
+                _ => String::new(),
+            };
             let (status, code, message) = match (&selector, probe.map(|p| p.matches)) {
                 (None, _) => ("unset", None, "not set for this site".to_string()),
                 (Some(_), None) => ("unknown", None, "not probed".to_string()),
@@ -45,13 +63,13 @@ pub fn doctor(site: &SiteAdapter, probes: &[SelectorProbe]) -> Vec<DoctorLine> {
                 (Some(_), Some(Some(n))) if n > 0 => (
                     "ok",
                     None,
-                    format!("{n} match{}", if n == 1 { "" } else { "es" }),
+                    format!("{n} match{}{fallback}", if n == 1 { "" } else { "es" }),
                 ),
                 (Some(_), Some(Some(_))) => match presence {
                     Presence::Always => (
                         "broken",
                         Some(Code::SelectorNotFound),
-                        format!("no match, and the {} is always on the page: this selector broke; override it in the options page", key.replace('_', " ")),
+                        format!("no match, and the {} is always on the page: this selector broke; press \"Pick it\" in the page's keyless panel, or override it in the options page", key.replace('_', " ")),
                     ),
                     Presence::Expected => (
                         "missing",

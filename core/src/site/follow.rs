@@ -16,6 +16,13 @@ pub struct PageObservation {
     pub site_streaming: bool,
     /// The site's stop signal was seen at least once during this reply.
     pub stop_signal_seen: bool,
+    /// Whether the newest reply shows the adapter's `reply_done` mark; `None` when the adapter
+    /// has none.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub reply_done: Option<bool>,
+    /// Part of the reply sits where the page does not show all of it (a code editor that keeps
+    /// only its visible lines), and the page script could not read it.
+    pub incomplete: bool,
     pub quiet_ms: u64,
     pub waited_ms: u64,
     pub exhausted: bool,

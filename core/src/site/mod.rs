@@ -9,12 +9,14 @@ mod adapters;
 mod delivery;
 mod doctor;
 mod follow;
+mod pick;
 mod watch;
 
 pub use adapters::*;
 pub use delivery::*;
 pub use doctor::*;
 pub use follow::*;
+pub use pick::*;
 pub use watch::*;
 
 use crate::config::Mode;

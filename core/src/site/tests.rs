@@ -28,7 +28,30 @@ fn extension_defaults_serialise_as_the_extension_reads_them() {
 fn shipped_adapters_load() {
     let sites = defaults();
     let ids: Vec<&str> = sites.iter().map(|s| s.id.as_str()).collect();
-    assert_eq!(ids, ["aistudio", "chatgpt", "claude", "gemini"]);
+    assert_eq!(
+        ids,
+        [
+            "aistudio",
+            "chatgpt",
+            "claude",
+            "copilot",
+            "deepseek",
+            "gemini",
+            "grok",
+            "kimi",
+            "mistral",
+            "openrouter",
+            "perplexity",
+            "qwen"
+        ]
+    );
+    // Every site keeps its own ignore list and the common one (labels, thinking panels).
+    for s in &sites {
+        let ignore = s.selectors.ignore.as_ref().unwrap().all();
+        for c in COMMON_IGNORE {
+            assert!(ignore.iter().any(|i| i == c), "{}: {c}", s.id);
+        }
+    }
 }
 
 #[test]
@@ -51,11 +74,27 @@ fn override_merges_one_selector() {
     )
     .unwrap();
     let c = site_for_host(&sites, "chatgpt.com").unwrap();
-    assert_eq!(c.selectors.composer, "div.new-composer");
+    assert_eq!(c.selectors.composer.all(), ["div.new-composer"]);
     assert_eq!(
-        c.selectors.send_button,
+        c.selectors.send_button.first(),
         "button[data-testid=\"send-button\"]"
     );
+    // A list is alternatives in order; an empty list or a bad one is refused, naming the key.
+    let sites = load_sites(
+        DEFAULT_SITES_JSON,
+        Some(r#"{"chatgpt":{"selectors":{"composer":["div.a","textarea.b"]}}}"#),
+    )
+    .unwrap();
+    let c = site_for_host(&sites, "chatgpt.com").unwrap();
+    assert_eq!(c.selectors.composer.all(), ["div.a", "textarea.b"]);
+    for bad in [
+        r#"{"chatgpt":{"selectors":{"composer":[]}}}"#,
+        r#"{"chatgpt":{"selectors":{"composer":["div.a","div[x"]}}}"#,
+        r#"{"chatgpt":{"selectors":{"composer":7}}}"#,
+    ] {
+        let e = load_sites(DEFAULT_SITES_JSON, Some(bad)).unwrap_err();
+        assert!(e.to_string().contains("composer"), "{bad}: {e}");
+    }
 }
 
 #[test]
@@ -97,4 +136,173 @@ fn watch_needs_all_three_signals() {
         ..base
     };
     assert_eq!(watch(&stuck), WatchVerdict::Truncated);
+}
+
+#[test]
+fn a_reply_done_mark_holds_the_reply_until_it_shows_and_the_text_is_quiet() {
+    let page = |done: Option<bool>, quiet_ms: u64| PageObservation {
+        reply_done: done,
+        quiet_ms,
+        ..PageObservation::default()
+    };
+    let text = "@@say\n<<<MSG\nhi\nMSG>>>\n@@end\n@@done\n@@end\n@@eof";
+    let v = |p: &PageObservation| watch(&WatchInput::of(text, true, true, p));
+    // No stop button seen, the Run button back, the last tokens still coming: no footer, no end.
+    assert_eq!(v(&page(Some(false), 5_000)), WatchVerdict::Waiting);
+    // The footer shows, the text changed 20 ms ago: not yet.
+    assert_eq!(v(&page(Some(true), 20)), WatchVerdict::Waiting);
+    // The footer and a short quiet: complete, with no longer quiet period.
+    assert_eq!(
+        v(&page(Some(true), REPLY_DONE_QUIET_MS)),
+        WatchVerdict::Complete
+    );
+    // Without a mark the old rule holds (QUIET_MS where no stop signal was seen).
+    assert_eq!(v(&page(None, REPLY_DONE_QUIET_MS)), WatchVerdict::Waiting);
+}
+
+#[test]
+fn an_unreadable_part_ends_the_reply_as_incomplete_never_complete() {
+    let page = PageObservation {
+        incomplete: true,
+        stop_signal_seen: true,
+        quiet_ms: 0,
+        ..PageObservation::default()
+    };
+    let text = "~~~~agentscript\n@@done\n@@end\n@@eof\n~~~~";
+    let w = watch(&WatchInput::of(text, true, true, &page));
+    assert_eq!(w, WatchVerdict::Incomplete);
+    assert_eq!(w.code(), Some(crate::diag::Code::ReplyIncomplete));
+    // While the site still streams, it waits (the page script may read it by then).
+    let streaming = PageObservation {
+        site_streaming: true,
+        ..page
+    };
+    assert_eq!(
+        watch(&WatchInput::of(text, true, true, &streaming)),
+        WatchVerdict::Waiting
+    );
+}
+
+fn node(tag: &str, id: &str, classes: &[&str], attrs: &[(&str, &str)]) -> PickedNode {
+    PickedNode {
+        tag: tag.into(),
+        id: id.into(),
+        classes: classes.iter().map(|c| (*c).to_string()).collect(),
+        attrs: attrs
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+            .collect(),
+    }
+}
+
+#[test]
+fn picked_selectors_prefer_names_to_classes_and_never_take_build_hashes() {
+    let p = Picked {
+        key: "composer".into(),
+        node: node(
+            "textarea",
+            ":r1a:",
+            &[
+                "_9663006",
+                "input-module__input--iApWs",
+                "w-full",
+                "css-1x2y3z",
+            ],
+            &[("aria-label", "Ask anything"), ("rows", "2")],
+        ),
+        ancestors: vec![node(
+            "form",
+            "",
+            &["composer"],
+            &[("data-testid", "composer-form")],
+        )],
+    };
+    let c = pick_candidates(&p);
+    assert_eq!(c[0], r#"textarea[aria-label="Ask anything"]"#);
+    assert!(c.iter().all(|s| !s.contains("r1a")
+        && !s.contains("9663006")
+        && !s.contains("iApWs")
+        && !s.contains("css-1")));
+    assert!(c.contains(&"textarea.w-full".to_string()));
+    assert!(c.contains(&r#"form[data-testid="composer-form"] textarea"#.to_string()));
+    let named = c.iter().position(|s| s.contains("aria-label")).unwrap();
+    let classed = c.iter().position(|s| s.contains(".w-full")).unwrap();
+    assert!(named < classed);
+    // A quote in a label is escaped, not a way out of the attribute.
+    let q = Picked {
+        key: "send_button".into(),
+        node: node("button", "", &[], &[("aria-label", r#"Send "now"] *"#)]),
+        ancestors: vec![],
+    };
+    assert_eq!(
+        pick_candidates(&q)[0],
+        r#"button[aria-label="Send \"now\"] *"]"#
+    );
+}
+
+#[test]
+fn the_picker_keeps_a_unique_match_for_the_composer_and_every_reply_for_replies() {
+    let f = |count, has_picked, hits_user| CandidateFacts {
+        count,
+        has_picked,
+        hits_user,
+    };
+    let cands: Vec<String> = ["a", "b", "c"].iter().map(|s| (*s).to_string()).collect();
+    assert_eq!(
+        choose_pick(
+            "composer",
+            &cands,
+            &[f(2, true, false), f(1, false, false), f(1, true, false)]
+        ),
+        Some(2)
+    );
+    assert_eq!(
+        choose_pick("composer", &cands, &[f(0, false, false); 3]),
+        None
+    );
+    assert_eq!(
+        choose_pick(
+            "assistant_message",
+            &cands,
+            &[f(1, true, false), f(4, true, true), f(3, true, false)]
+        ),
+        Some(2)
+    );
+}
+
+#[test]
+fn a_pick_becomes_an_override_before_what_the_adapter_had() {
+    let current = vec!["textarea.old".to_string()];
+    let text = add_override(
+        DEFAULT_SITES_JSON,
+        Some(r#"{"chatgpt":{"selectors":{"send_button":"button.go"}}}"#),
+        "chatgpt",
+        "composer",
+        "textarea#new",
+        &current,
+    )
+    .unwrap();
+    let sites = load_sites(DEFAULT_SITES_JSON, Some(&text)).unwrap();
+    let c = site_for_host(&sites, "chatgpt.com").unwrap();
+    assert_eq!(c.selectors.composer.all(), ["textarea#new", "textarea.old"]);
+    assert_eq!(c.selectors.send_button.all(), ["button.go"]);
+    assert!(add_override(DEFAULT_SITES_JSON, None, "chatgpt", "composer", "div[", &[]).is_err());
+    // An imported file is checked, and merged over the user's own selector by selector.
+    let merged = import_overrides(
+        DEFAULT_SITES_JSON,
+        Some(&text),
+        r#"{"chatgpt":{"selectors":{"send_button":"button.shared"}}}"#,
+    )
+    .unwrap();
+    let sites = load_sites(DEFAULT_SITES_JSON, Some(&merged)).unwrap();
+    let c = site_for_host(&sites, "chatgpt.com").unwrap();
+    assert_eq!(c.selectors.composer.first(), "textarea#new");
+    assert_eq!(c.selectors.send_button.all(), ["button.shared"]);
+    let e = import_overrides(
+        DEFAULT_SITES_JSON,
+        None,
+        r#"{"chatgpt":{"selectors":{"composr":"x"}}}"#,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("did you mean \"composer\""), "{e}");
 }

@@ -24,6 +24,8 @@ pub struct WatchInput {
     pub exhausted: bool,
     /// Whether a reply has appeared at all.
     pub has_reply: bool,
+    /// Part of the reply could not be read from the page.
+    pub incomplete: bool,
     pub truncation_budget_seconds: u32,
     pub reply_timeout_seconds: u32,
 }
@@ -31,13 +33,23 @@ pub struct WatchInput {
 impl WatchInput {
     /// The watch's input for a reply's `text` as the page shows it: the format's facts (a command
     /// line began, its end marker is there) with the page's own.
+    ///
+    /// On a site with a `reply_done` mark, the reply streams until the mark shows and the text
+    /// has then been quiet [`REPLY_DONE_QUIET_MS`] (AI Studio shows its last tokens after its Run
+    /// button is back); the mark is the site's own signal, so no longer quiet is needed.
     #[must_use]
     pub fn of(text: &str, has_command: bool, has_eof: bool, page: &PageObservation) -> Self {
+        let marked = match page.reply_done {
+            Some(false) => true,
+            Some(true) => page.quiet_ms < REPLY_DONE_QUIET_MS,
+            None => false,
+        };
         WatchInput {
             has_command,
             has_eof,
-            site_streaming: page.site_streaming,
-            stop_signal_seen: page.stop_signal_seen,
+            site_streaming: page.site_streaming || marked,
+            stop_signal_seen: page.stop_signal_seen || page.reply_done.is_some(),
+            incomplete: page.incomplete,
             quiet_ms: page.quiet_ms,
             waited_ms: page.waited_ms,
             exhausted: page.exhausted,
@@ -66,6 +78,9 @@ pub enum WatchVerdict {
     Timeout,
     /// The site says the chat is full: KA_CHAT_EXHAUSTED.
     Exhausted,
+    /// The site finished, but part of the reply could not be read from the page:
+    /// KA_REPLY_INCOMPLETE, and nothing of it runs.
+    Incomplete,
 }
 
 impl WatchVerdict {
@@ -76,6 +91,7 @@ impl WatchVerdict {
             WatchVerdict::Truncated => Some(Code::ReplyTruncated),
             WatchVerdict::Timeout => Some(Code::ReplyTimeout),
             WatchVerdict::Exhausted => Some(Code::ChatExhausted),
+            WatchVerdict::Incomplete => Some(Code::ReplyIncomplete),
             _ => None,
         }
     }
@@ -100,6 +116,9 @@ pub fn watch(i: &WatchInput) -> WatchVerdict {
         return WatchVerdict::Exhausted;
     }
     if i.has_reply && !i.site_streaming {
+        if i.incomplete && (i.stop_signal_seen || i.quiet_ms >= QUIET_MS) {
+            return WatchVerdict::Incomplete;
+        }
         if i.has_eof && (i.stop_signal_seen || i.quiet_ms >= QUIET_MS) {
             return WatchVerdict::Complete;
         }
@@ -115,6 +134,10 @@ pub fn watch(i: &WatchInput) -> WatchVerdict {
     }
     WatchVerdict::Waiting
 }
+
+/// How long the text must stay unchanged after a site's `reply_done` mark shows (Code Web Chat
+/// waits 100 ms of quiet on AI Studio).
+pub const REPLY_DONE_QUIET_MS: u64 = 150;
 
 /// Whether the reply ends with `@@eof`, ignoring blank lines and a closing fence after it.
 #[must_use]

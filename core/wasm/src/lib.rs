@@ -9,8 +9,8 @@ use keyless_core::piece::{graph, validate, Strictness};
 use keyless_core::policy::decide_with;
 use keyless_core::policy::verdict::Judge;
 use keyless_core::site::{
-    delivery, doctor, follow, load_sites, site_for_host, PageObservation, SelectorProbe,
-    SiteAdapter, DEFAULT_SITES_JSON,
+    delivery, doctor, follow, load_sites, site_for_host, CandidateFacts, PageObservation, Picked,
+    SelectorProbe, SiteAdapter, DEFAULT_SITES_JSON,
 };
 use keyless_core::{parse_partial, Mode, Pace, Settings};
 use wasm_bindgen::prelude::*;
@@ -20,7 +20,7 @@ use wasm_bindgen::prelude::*;
 // extension and the web pages read the answers without casting them. `target/wasm-pkg` is where
 // `cargo xtask build` writes this package; the path is relative to it.
 #[wasm_bindgen(typescript_custom_section)]
-const CONTRACT: &str = r#"import type { AsCheckReport, CheckReport, Graph, CommandView, CoreOptions, Delivery, DoctorLine, EffectiveTools, FollowReport, GenerationReport, PageObservation, SelectorProbe, Settings, SiteAdapter, Utf16Span, Validation, Verdict } from "../../extension/src/generated/core.js";"#;
+const CONTRACT: &str = r#"import type { AsCheckReport, CheckReport, Graph, CommandView, CandidateFacts, CoreOptions, Delivery, DoctorLine, EffectiveTools, FollowReport, GenerationReport, PageObservation, Picked, SelectorProbe, Settings, SiteAdapter, Utf16Span, Validation, Verdict } from "../../extension/src/generated/core.js";"#;
 
 /// The one error shim: every failure becomes a `js_sys::Error`-like `JsError` with its KA_ code.
 fn into_error(code: keyless_core::Code, message: impl std::fmt::Display) -> JsError {
@@ -331,6 +331,54 @@ pub fn doctor_report(
     let site: SiteAdapter = from_js(site)?;
     let probes: Vec<SelectorProbe> = from_js(probes)?;
     to_js(&doctor(&site, &probes))
+}
+
+/// The selectors that could find a picked element again, best first (the selector picker).
+#[wasm_bindgen(js_name = pickCandidates)]
+pub fn pick_candidates(
+    #[wasm_bindgen(unchecked_param_type = "Picked")] picked: JsValue,
+) -> Result<Vec<String>, JsError> {
+    let picked: Picked = from_js(picked)?;
+    Ok(keyless_core::site::pick_candidates(&picked))
+}
+
+/// Which candidate the picker keeps, from what each matched on the page; `undefined` for none.
+#[wasm_bindgen(js_name = choosePick)]
+pub fn choose_pick(
+    key: &str,
+    candidates: Vec<String>,
+    #[wasm_bindgen(unchecked_param_type = "CandidateFacts[]")] facts: JsValue,
+) -> Result<Option<u32>, JsError> {
+    let facts: Vec<CandidateFacts> = from_js(facts)?;
+    Ok(keyless_core::site::choose_pick(key, &candidates, &facts)
+        .and_then(|i| u32::try_from(i).ok()))
+}
+
+/// The user's overrides with `selector` first for `key` of site `id` (before `current`), checked.
+#[wasm_bindgen(js_name = addOverride)]
+pub fn add_override(
+    overrides: Option<String>,
+    id: &str,
+    key: &str,
+    selector: &str,
+    current: Vec<String>,
+) -> Result<String, JsError> {
+    keyless_core::site::add_override(
+        DEFAULT_SITES_JSON,
+        overrides.as_deref(),
+        id,
+        key,
+        selector,
+        &current,
+    )
+    .map_err(|e| into_error(e.code(), e))
+}
+
+/// The user's overrides merged with an imported file of overrides (the file wins), checked.
+#[wasm_bindgen(js_name = importOverrides)]
+pub fn import_overrides(mine: Option<String>, file: &str) -> Result<String, JsError> {
+    keyless_core::site::import_overrides(DEFAULT_SITES_JSON, mine.as_deref(), file)
+        .map_err(|e| into_error(e.code(), e))
 }
 
 /// The extension's settings as they start (`Settings` in extension/src/protocol.ts): host address,

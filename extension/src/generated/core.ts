@@ -14,9 +14,19 @@ piece: string, autoSend: boolean, truncationBudgetSeconds: number, replyTimeoutS
  */
 selectorOverrides: string, };
 
-export type Selectors = { assistant_message: string, assistant_content?: string, user_message: string, streaming: string, composer: string, send_button: string, file_input?: string, attachment_chip?: string, ignore?: string, };
+export type Selectors = { assistant_message: string[], assistant_content?: string[], user_message: string[], streaming: string[], 
+/**
+ * Matches the newest reply (or something inside it, or around it) once the site shows it is
+ * complete (AI Studio's footer with its thumb-up): until then the reply counts as streaming.
+ */
+reply_done?: string[], composer: string[], send_button: string[], file_input?: string[], attachment_chip?: string[], 
+/**
+ * Never read as reply text: author labels, screen-reader headings, "thinking" panels, the
+ * user's own message. Every alternative applies (with [`COMMON_IGNORE`]).
+ */
+ignore?: string[], };
 
-export type ComposerKind = "prosemirror" | "quill" | "textarea";
+export type ComposerKind = "prosemirror" | "quill" | "textarea" | "lexical" | "tiptap";
 
 export type SiteAdapter = { id: string, name: string, hosts: Array<string>, composer_kind: ComposerKind, max_paste_chars: number, selectors: Selectors, exhausted_phrases: Array<string>, };
 
@@ -140,7 +150,7 @@ run: boolean | null, skip_reason: string | null,
  */
 tier: Tier | null, decision: Decision | null, reason: string | null, };
 
-export type WatchVerdict = "waiting" | "complete" | "complete_without_eof" | "truncated" | "timeout" | "exhausted";
+export type WatchVerdict = "waiting" | "complete" | "complete_without_eof" | "truncated" | "timeout" | "exhausted" | "incomplete";
 
 export type FollowReport = { verdict: WatchVerdict, 
 /**
@@ -160,7 +170,17 @@ export type PageObservation = { siteStreaming: boolean,
 /**
  * The site's stop signal was seen at least once during this reply.
  */
-stopSignalSeen: boolean, quietMs: number, waitedMs: number, exhausted: boolean, truncationBudgetSeconds: number, replyTimeoutSeconds: number, };
+stopSignalSeen: boolean, 
+/**
+ * Whether the newest reply shows the adapter's `reply_done` mark; `None` when the adapter
+ * has none.
+ */
+replyDone?: boolean, 
+/**
+ * Part of the reply sits where the page does not show all of it (a code editor that keeps
+ * only its visible lines), and the page script could not read it.
+ */
+incomplete: boolean, quietMs: number, waitedMs: number, exhausted: boolean, truncationBudgetSeconds: number, replyTimeoutSeconds: number, };
 
 export type Delivery = { "kind": "paste" } | { "kind": "attach", file_name: string, note: string, };
 
@@ -168,9 +188,42 @@ export type DoctorLine = { key: string, selector: string | null, status: string,
 
 export type SelectorProbe = { key: string, 
 /**
- * Elements matched; `None` when the browser rejected the selector's syntax.
+ * Elements matched by the alternative in use; `None` when the browser rejected every
+ * alternative's syntax.
  */
-matches: number | null, };
+matches: number | null, 
+/**
+ * Which alternative matched (0 for the first); `None` when none did.
+ */
+alternative: number | null, };
+
+export type PickedNode = { 
+/**
+ * Lower-case tag name.
+ */
+tag: string, id: string, classes: Array<string>, 
+/**
+ * Attribute names and values (the page sends at most a few dozen).
+ */
+attrs: Array<[string, string]>, };
+
+export type Picked = { key: string, node: PickedNode, ancestors: Array<PickedNode>, };
+
+export type CandidateFacts = { 
+/**
+ * Elements it matches (0 when the browser refused it).
+ */
+count: number, 
+/**
+ * The picked element is among them.
+ */
+hasPicked: boolean, 
+/**
+ * It also matches a user message (or something inside one).
+ */
+hitsUser: boolean, };
+
+export type PickOutcome = { selector: string, overrides: string, };
 
 export type BatchStatus = "running" | "done" | "rejected" | "interrupted";
 
