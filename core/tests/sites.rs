@@ -77,11 +77,12 @@ fn doctor_names_the_broken_selector() {
         .into_iter()
         .map(|l| {
             format!(
-                "{:<18} {:<8} {:<24} {}",
+                "{:<18} {:<8} {:<24} {}{}",
                 l.key,
                 l.status,
                 l.code.map(|c| c.as_str()).unwrap_or("-"),
-                l.message
+                l.message,
+                l.pick.map(|p| format!(" [Pick it: {p}]")).unwrap_or_default()
             )
         })
         .collect();

@@ -6,7 +6,7 @@ import { send, write } from "./composer.js";
 import { EDITORS, readReply } from "./extract.js";
 import { match, matchAll, probeOne, touches } from "./select.js";
 import { Overlay } from "./overlay.js";
-import { ask, type Delivery, type FollowReport, type Generation, type HostEvent, type PageObservation, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
+import { ask, type CandidateFacts, type Delivery, type DoctorLine, type PickedNode, type FollowReport, type Generation, type HostEvent, type PageObservation, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
 
 interface Watch {
   /// Assistant messages that existed before the message this reply answers.
@@ -160,14 +160,14 @@ function replyingSince(before: number): () => boolean {
   return () => assistantMessages().length > before || (site !== null && match(site.selectors.streaming) !== null);
 }
 
-/// What of the reply is read: the content, without what the adapter ignores, nor the user's own
-/// message where a turn holds both.
+/// What of the reply is read: the content, without what the adapter ignores, the user's own
+/// message where a turn holds both, or the site's streaming indicator (a spinner in the reply).
 function readNewest(message: Element, streaming: boolean): { text: string; incomplete: boolean } {
   if (!site) return { text: "", incomplete: false };
   const content = contentOf(message);
   // Editors keep their whole text in the page's world: ask the page script for it first.
   if (content.querySelector(EDITORS)) document.dispatchEvent(new CustomEvent("keyless-read-editors"));
-  return readReply(content, [...(site.selectors.ignore ?? []), ...site.selectors.user_message], streaming);
+  return readReply(content, [...(site.selectors.ignore ?? []), ...site.selectors.user_message, ...site.selectors.streaming], streaming);
 }
 
 /// How many leading characters two strings share.
@@ -374,7 +374,7 @@ async function deliver(text: string, delivery: Delivery, endAt: number, notice =
   } catch (e) {
     const [code, msg] = errText(e);
     ask("delivered", { ok: false, code }).catch(() => undefined);
-    o.error(code, msg, [{ label: "Resend", run: () => void resend() }]);
+    o.error(code, msg, failedSend(code, msg, () => void resend()));
   }
 }
 
@@ -444,7 +444,7 @@ async function onPaste(text: string, sendIt: boolean): Promise<void> {
     }
   } catch (e) {
     const [code, msg] = errText(e);
-    o.error(code, msg);
+    o.error(code, msg, failedSend(code, msg, () => void onPaste(text, sendIt), "Paste again"));
   }
 }
 
@@ -478,10 +478,174 @@ function probe(selectors: Selectors): { key: string; matches: number | null; alt
   return Object.entries(selectors).map(([key, alts]: [string, string[]]) => ({ key, ...probeOne(alts) }));
 }
 
+// ---- the selector picker ----
+
+/// What to click for each key the user can pick, in the panel's words.
+const PICK_WHAT: Record<string, string> = {};
+
+/// The element the user clicks next on the page (the panel excepted), outlined under the
+/// pointer; null on Escape. The click itself does nothing else on the page.
+function clickedElement(o: Overlay): Promise<Element | null> {
+  return new Promise((resolve) => {
+    const target = (e: Event): Element | null => (o.owns(e) ? null : e.target instanceof Element ? e.target : null);
+    const over = (e: Event) => {
+      const t = target(e);
+      if (t) o.highlight(t.getBoundingClientRect());
+    };
+    const swallow = (e: Event) => {
+      if (o.owns(e)) return;
+      e.preventDefault();
+      e.stopImmediatePropagation();
+    };
+    const click = (e: Event) => {
+      const t = target(e);
+      if (!t) return;
+      swallow(e);
+      finish(t);
+    };
+    const key = (e: KeyboardEvent) => {
+      if (e.key === "Escape") finish(null);
+    };
+    const events: [string, EventListener][] = [
+      ["mouseover", over],
+      ["pointerdown", swallow],
+      ["mousedown", swallow],
+      ["pointerup", swallow],
+      ["mouseup", swallow],
+      ["click", click],
+      ["keydown", key as EventListener],
+    ];
+    for (const [t, f] of events) document.addEventListener(t, f, true);
+    function finish(el: Element | null): void {
+      for (const [t, f] of events) document.removeEventListener(t, f, true);
+      o.highlight(null);
+      resolve(el);
+    }
+  });
+}
+
+function userElements(): Element[] {
+  return site ? matchAll(site.selectors.user_message) : [];
+}
+
+/// The element the key means, from where the user clicked: the editor around (or inside) the
+/// click, the button around it, or the reply: the largest block around the click that holds no
+/// message of the user's and not the composer.
+function meant(key: string, clicked: Element): Element {
+  if (key === "composer") {
+    const editable = 'textarea, [contenteditable="true"], [contenteditable=""], input[type="text"]';
+    return clicked.closest(editable) ?? clicked.querySelector(editable) ?? clicked;
+  }
+  if (key === "send_button") return clicked.closest('button, [role="button"]') ?? clicked;
+  const composer = site ? match(site.selectors.composer) : null;
+  const users = userElements();
+  let m = clicked;
+  for (let p = m.parentElement; p && p !== document.body && p !== document.documentElement; p = p.parentElement) {
+    if ((composer && p.contains(composer)) || users.some((u) => p.contains(u))) break;
+    m = p;
+  }
+  return m;
+}
+
+function describe(el: Element): PickedNode {
+  return {
+    tag: el.tagName.toLowerCase(),
+    id: el.id,
+    classes: Array.from(el.classList).slice(0, 20),
+    attrs: Array.from(el.attributes)
+      .filter((a) => !["class", "id", "style"].includes(a.name) && !a.name.startsWith("on"))
+      .slice(0, 30)
+      .map((a): [string, string] => [a.name, a.value.slice(0, 200)]),
+  };
+}
+
+/// Lets the user show `key` on the page; keeps the selector the core derives from it as a user
+/// override, shows it, and checks it against the page.
+async function pick(key: string, after?: () => void): Promise<void> {
+  if (!site) return;
+  const o = ui();
+  const what = PICK_WHAT[key] ?? key.replace(/_/g, " ");
+  o.info("Pick it", [`Click ${what} on the page. Esc cancels.`]);
+  o.setPhase("picking", "wait");
+  const clicked = await clickedElement(o);
+  if (!clicked) {
+    o.clearError();
+    o.setPhase("idle", "");
+    return;
+  }
+  const el = meant(key, clicked);
+  const ancestors: PickedNode[] = [];
+  for (let p = el.parentElement; p && ancestors.length < 6 && p !== document.body; p = p.parentElement) ancestors.push(describe(p));
+  try {
+    const { candidates } = await ask("pickCandidates", { picked: { key, node: describe(el), ancestors } });
+    const users = userElements();
+    const facts: CandidateFacts[] = candidates.map((c) => {
+      try {
+        const all = Array.from(document.querySelectorAll(c));
+        return { count: all.length, hasPicked: all.includes(el), hitsUser: all.some((x) => users.some((u) => u === x || u.contains(x) || x.contains(u))) };
+      } catch {
+        return { count: 0, hasPicked: false, hitsUser: false };
+      }
+    });
+    const saved = await ask("savePick", { host: location.hostname, key, candidates, facts });
+    if (saved.site) site = saved.site;
+    const check = probeOne([saved.selector]);
+    const n = check.matches ?? 0;
+    o.info(
+      "Picked",
+      [
+        `${key.replace(/_/g, " ")} is now`,
+        { sel: saved.selector },
+        `It matches ${n} element${n === 1 ? "" : "s"} on this page${key === "assistant_message" ? " (every reply)" : ", the one you clicked"}. Kept in your selector overrides; the options page exports them to share.`,
+      ],
+      after ? [{ label: "Try again", run: after }] : [],
+    );
+    o.setPhase("picked", "ok");
+  } catch (e) {
+    const [code, msg] = errText(e);
+    o.error(code, msg, [{ label: "Pick again", run: () => void pick(key, after) }]);
+  }
+}
+
+/// The doctor found selectors the user can show on the page: offer to pick them.
+function offerPicks(lines: DoctorLine[]): void {
+  // What broke for sure (always on the page) first, then what may only be absent for now.
+  const broken = [...lines.filter((l) => l.pick && l.status === "broken"), ...lines.filter((l) => l.pick && l.status !== "broken")];
+  if (broken.length === 0) return;
+  for (const l of broken) if (l.pick) PICK_WHAT[l.key] = l.pick;
+  const name = (k: string) => (k === "assistant_message" ? "the last reply" : `the ${k.replace(/_/g, " ")}`);
+  ui().error(
+    "KA_SELECTOR_NOT_FOUND",
+    [
+      ...broken.map((l) => `${l.key.replace(/_/g, " ")}: ${l.message}`),
+      "Pick one to show keyless where it is on this page (for what may only be absent for now, pick it once it shows).",
+    ].join("\n"),
+    broken.map((l) => ({ label: `Pick ${name(l.key)}`, run: () => void pick(l.key) })),
+  );
+}
+
+/// The key a KA_SELECTOR_NOT_FOUND from sending is about, if the user can pick it.
+function pickableFrom(msg: string): string | null {
+  if (msg.startsWith("composer")) return "composer";
+  if (msg.startsWith("send button")) return "send_button";
+  return null;
+}
+
+/// The actions of a send that failed: Pick it when a selector broke, then the retry.
+function failedSend(code: string, msg: string, retry: () => void, label = "Resend"): { label: string; run: () => void }[] {
+  const key = code === "KA_SELECTOR_NOT_FOUND" ? pickableFrom(msg) : null;
+  if (!key) return [{ label, run: retry }];
+  PICK_WHAT[key] ??= key === "composer" ? "the box where you type your message" : "the button that sends your message";
+  return [{ label: "Pick it", run: () => void pick(key, retry) }];
+}
+
 chrome.runtime.onMessage.addListener((msg: TabMessage, _sender, sendResponse) => {
   switch (msg.type) {
     case "probe":
       sendResponse(probe(msg.selectors));
+      return false;
+    case "doctor":
+      offerPicks(msg.lines);
       return false;
     case "event":
       onEvent(msg.event);

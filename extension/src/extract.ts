@@ -49,6 +49,37 @@ function editorText(el: Element): { code: string; whole: boolean } {
   return { code: lines.join("\n"), whole: false };
 }
 
+const PROSE = "p, li, h1, h2, h3, h4, h5, h6, blockquote, table";
+
+/// The text of `el` outside `inside` (and outside buttons, icons and what is ignored), trimmed.
+function textOutside(el: Element, inside: Element, skip: readonly string[] | undefined): string {
+  let t = "";
+  const walk = (n: Node) => {
+    if (n === inside) return;
+    if (n.nodeType === Node.TEXT_NODE) t += n.nodeValue ?? "";
+    else if (n.nodeType === Node.ELEMENT_NODE) {
+      const e = n as Element;
+      if (SKIP.has(e.tagName.toUpperCase()) || (n !== el && skip && matchesAny(e, skip))) return;
+      e.childNodes.forEach(walk);
+    }
+  };
+  walk(el);
+  return t.replace(/\s+/g, " ").trim();
+}
+
+/// A code block with its chrome around it (a header with the language label, a toolbar): one
+/// code element, no prose outside it, and at most a short label. Sites that the adapters do not
+/// know to the last class render these; the label must not become a stray line of the reply.
+/// Returns the code element and the label.
+function codeWrapper(el: Element, skip: readonly string[] | undefined): { code: Element; label: string } | null {
+  const codes = el.querySelectorAll(`pre, ${EDITORS}`);
+  const code = codes[0];
+  if (!code || !Array.from(codes).every((c) => c === code || code.contains(c))) return null;
+  if (Array.from(el.querySelectorAll(PROSE)).some((x) => !code.contains(x))) return null;
+  const label = textOutside(el, code, skip);
+  return label.length <= 40 ? { code, label } : null;
+}
+
 /// The reply text of an assistant message element. While the site still streams (`streaming`),
 /// a code block that ends the message may still be open: it gets no closing fence, so its last,
 /// unfinished line is never mistaken for a complete one.
@@ -62,6 +93,8 @@ export function replyText(message: Element, ignore: string | readonly string[] |
 export function readReply(message: Element, ignore: string | readonly string[] | undefined, streaming = false): { text: string; incomplete: boolean } {
   const skip = typeof ignore === "string" ? [ignore] : ignore;
   let incomplete = false;
+  /// The language label of the code wrapper being read.
+  let labelled = "";
   const out: string[] = [];
   /// Index in `out` of the closing fence of the last code block, while nothing follows it.
   let lastFence = -1;
@@ -97,6 +130,16 @@ export function readReply(message: Element, ignore: string | readonly string[] |
       return;
     }
     const editor = safeMatches(el, EDITORS);
+    if (el !== message && tag !== "PRE" && !editor) {
+      const wrapped = codeWrapper(el, skip);
+      if (wrapped) {
+        boundary();
+        labelled = /^[\w+#.-]{1,24}$/.test(wrapped.label) ? wrapped.label : "";
+        walk(wrapped.code);
+        labelled = "";
+        return;
+      }
+    }
     if (tag === "PRE" || editor) {
       boundary();
       let code: string;
@@ -106,6 +149,7 @@ export function readReply(message: Element, ignore: string | readonly string[] |
         code = e.code;
         if (!e.whole) incomplete = true;
       } else ({ code, lang } = codeOf(el));
+      if (!lang && labelled && labelled.toLowerCase() !== "code") lang = labelled.toLowerCase();
       const fence = "`".repeat(Math.max(3, longestFenceRun(code, "`") + 1));
       out.push(fence + lang, ...code.split("\n"), fence);
       lastFence = out.length - 1;

@@ -49,4 +49,31 @@ byId("save").addEventListener("click", () => {
   })().catch((e: unknown) => show(false, e instanceof Error ? e.message : String(e)));
 });
 
+byId("export").addEventListener("click", () => {
+  (async () => {
+    if (!(await check())) return;
+    const text = byId<HTMLTextAreaElement>("overrides").value.trim() || "{}";
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob([`${text}\n`], { type: "application/json" }));
+    a.download = "keyless-selector-overrides.json";
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  })().catch((e: unknown) => show(false, e instanceof Error ? e.message : String(e)));
+});
+byId("import").addEventListener("click", () => byId<HTMLInputElement>("import-file").click());
+byId<HTMLInputElement>("import-file").addEventListener("change", () => {
+  (async () => {
+    const input = byId<HTMLInputElement>("import-file");
+    const file = input.files?.[0];
+    input.value = "";
+    if (!file) return;
+    if (file.size > 1_000_000) throw new Error("KA_CONFIG_VALIDATION the file is over 1 MB; a file of overrides is a few KB");
+    // Checked and merged over yours by the core (the file wins where both set a selector), then saved.
+    const { text } = await ask("importOverrides", { text: await file.text() });
+    byId<HTMLTextAreaElement>("overrides").value = text;
+    await ask("setSettings", { selectorOverrides: text });
+    show(true, `Imported ${file.name} and saved. Open chat tabs use it from their next reply.`);
+  })().catch((e: unknown) => show(false, e instanceof Error ? e.message : String(e)));
+});
+
 load().catch((e: unknown) => show(false, String(e)));

@@ -50,6 +50,10 @@ input.answer { flex: 1; font: inherit; padding: 5px 8px; border: 1px solid #d0d7
 pre.out { margin: 0; max-height: 160px; overflow: auto; background: #0d1117; color: #e6edf3; border-radius: 8px; padding: 8px; font: 11.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; white-space: pre-wrap; word-break: break-all; }
 .error { border-radius: 8px; padding: 8px 10px; background: #ffebe9; border: 1px solid #ff8182; color: #82071e; display: flex; flex-direction: column; gap: 6px; }
 .error .code { font: 600 12px ui-monospace, monospace; }
+.error > div { white-space: pre-line; }
+.error.info { background: #ddf4ff; border-color: #54aeff; color: #0a3069; }
+.error .sel { font: 12px ui-monospace, monospace; word-break: break-all; background: #fff; border-radius: 4px; padding: 2px 4px; }
+.hl { position: fixed; pointer-events: none; border: 2px solid #0969da; background: rgba(9, 105, 218, 0.12); border-radius: 4px; z-index: 2147483647; }
 .summary { border-radius: 8px; padding: 8px 10px; background: #f6f8fa; border: 1px solid #d0d7de; }
 .summary.o-ok { border-left: 4px solid #1a7f37; } .summary.o-failed, .summary.o-rejected, .summary.o-interrupted { border-left: 4px solid #cf222e; }
 .summary.o-declined { border-left: 4px solid #d4a72c; }
@@ -465,7 +469,7 @@ export class Overlay {
   }
 
   error(code: string, message: string, actions: { label: string; run: () => void }[] = []): void {
-    this.errorBox.classList.remove("hidden");
+    this.errorBox.classList.remove("hidden", "info");
     this.errorBox.replaceChildren(el("div", "code", code), el("div", "", message));
     if (actions.length) {
       const row = el("div", "row");
@@ -474,6 +478,41 @@ export class Overlay {
     }
     this.setPhase(code, "bad");
     this.panel.classList.remove("collapsed");
+  }
+
+  /// A message of the picker (not a failure): what to click, or what was kept.
+  info(title: string, lines: (string | { sel: string })[], actions: { label: string; run: () => void }[] = []): void {
+    this.errorBox.classList.remove("hidden");
+    this.errorBox.classList.add("info");
+    this.errorBox.replaceChildren(el("div", "code", title), ...lines.map((l) => (typeof l === "string" ? el("div", "", l) : el("div", "sel", l.sel))));
+    if (actions.length) {
+      const row = el("div", "row");
+      for (const a of actions) row.append(button(a.label, "", a.run));
+      this.errorBox.append(row);
+    }
+    this.panel.classList.remove("collapsed");
+  }
+
+  /// Outlines `rect` on the page (the element under the pointer while picking); null hides it.
+  highlight(rect: DOMRect | null): void {
+    let box = this.root.querySelector<HTMLDivElement>(".hl");
+    if (!rect) {
+      box?.remove();
+      return;
+    }
+    if (!box) {
+      box = el("div", "hl");
+      this.root.append(box);
+    }
+    box.style.left = `${rect.left}px`;
+    box.style.top = `${rect.top}px`;
+    box.style.width = `${rect.width}px`;
+    box.style.height = `${rect.height}px`;
+  }
+
+  /// Whether a page event happened inside this panel.
+  owns(e: Event): boolean {
+    return e.composedPath().includes(this.host);
   }
 
   clearError(): void {

@@ -28,9 +28,12 @@ export type {
   HostEvent,
   Generation,
   GenerationReport,
+  CandidateFacts,
+  Picked,
+  PickedNode,
 } from "./generated/core.js";
 export type Verdict = WatchVerdict;
-import type { Context, Delivery, DoctorLine, EffectiveTools, FollowReport, Generation, GenerationReport, HostEvent, Mode, Pace, PageObservation, PromptAnswer, ReplyAnswer, Selectors, Settings, SiteAdapter } from "./generated/core.js";
+import type { CandidateFacts, Context, Delivery, DoctorLine, EffectiveTools, FollowReport, Generation, GenerationReport, HostEvent, Mode, Pace, PageObservation, Picked, PromptAnswer, ReplyAnswer, Selectors, Settings, SiteAdapter } from "./generated/core.js";
 
 // ---- the run of one tab ----
 
@@ -124,6 +127,11 @@ export interface Requests {
   setSettings: { req: Partial<Settings>; res: Settings };
   checkOverrides: { req: { text: string }; res: { ok: boolean; error: string | null; sites: SiteAdapter[] } };
   defaultSites: { req: Record<string, never>; res: { json: string } };
+  /// A file of selector overrides merged over the user's own (checked; not saved yet).
+  importOverrides: { req: { text: string }; res: { text: string } };
+  /// The selector picker: candidates for a picked element, then the one kept, saved as an override.
+  pickCandidates: { req: { picked: Picked }; res: { candidates: string[] } };
+  savePick: { req: { host: string; key: string; candidates: string[]; facts: CandidateFacts[] }; res: { selector: string; site: SiteAdapter | null } };
   /// Whether a tab is a supported chat (the adapter's name), and the supported sites.
   tabSite: { req: { tabId: number }; res: { site: string | null; supported: { name: string; url: string }[] } };
   runOf: { req: { tabId: number }; res: { run: TabRun | null } };
@@ -148,6 +156,7 @@ export type TabMessage =
   | { type: "paste"; text: string; send: boolean }
   | { type: "run"; run: TabRun | null }
   | { type: "probe"; selectors: Selectors }
+  | { type: "doctor"; lines: DoctorLine[] }
   | { type: "generate"; generation: Generation }
   | { type: "generationEnded"; generation: Generation }
   | { type: "programs"; on: boolean };

@@ -5,7 +5,11 @@
 import init, {
   defaultSitesJson,
   deliveryFor,
+  addOverride,
+  choosePick,
   doctorReport,
+  importOverrides,
+  pickCandidates,
   extensionDefaults,
   followGeneration,
   ReplyFollower,
@@ -585,6 +589,33 @@ const handlers: Handlers = {
     await core();
     return { json: defaultSitesJson() };
   },
+  async importOverrides(req) {
+    await core();
+    const s = await settings();
+    return { text: importOverrides(s.selectorOverrides || undefined, req.text) };
+  },
+  async pickCandidates(req) {
+    await core();
+    return { candidates: pickCandidates(req.picked) };
+  },
+  async savePick(req, sender) {
+    await core();
+    const s = await settings();
+    const site = siteForHost(s.selectorOverrides || undefined, req.host);
+    if (!site) throw new Error("KA_SELECTOR_NOT_FOUND this tab is not a supported chat site");
+    const i = choosePick(req.key, req.candidates, req.facts);
+    if (i === undefined) {
+      throw new Error(
+        `KA_SELECTOR_NOT_FOUND no selector finds ${req.key === "assistant_message" ? "every reply and no message of yours" : "that element alone"} on this page; pick a different spot, or write the override in the options page`,
+      );
+    }
+    const selector = req.candidates[i] ?? "";
+    const current = (site.selectors as unknown as Record<string, string[] | undefined>)[req.key] ?? [];
+    const overrides = addOverride(s.selectorOverrides || undefined, site.id, req.key, selector, current);
+    await chrome.storage.local.set({ settings: { ...s, selectorOverrides: overrides } });
+    void sender;
+    return { selector, site: siteForHost(overrides, req.host) };
+  },
   async tabSite(req) {
     await core();
     const s = await settings();
@@ -664,7 +695,13 @@ const handlers: Handlers = {
     const probe: TabMessage = { type: "probe", selectors: site.selectors };
     const probes: SelectorProbe[] | undefined = await chrome.tabs.sendMessage(req.tabId, probe);
     if (!probes) return { site: site.name, lines: [], error: "KA_INTERNAL the page did not answer; reload the tab" };
-    return { site: site.name, lines: doctorReport(site, probes), error: null };
+    const lines = doctorReport(site, probes);
+    // The page's panel offers "Pick it" for what the user can show on the page.
+    if (lines.some((l) => l.pick)) {
+      const msg: TabMessage = { type: "doctor", lines };
+      await chrome.tabs.sendMessage(req.tabId, msg).catch(() => undefined);
+    }
+    return { site: site.name, lines, error: null };
   },
   async metrics() {
     return metrics;

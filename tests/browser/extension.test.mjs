@@ -317,7 +317,7 @@ test("adapters are data: a Claude-like page, a 60,000-character reply, results a
     await popup.reload();
     await popup.locator("#doctor-box summary").click();
     await popup.locator("#doctor").click();
-    await until("the doctor", async () => (await popup.locator("#doctor-out tr").count()) === 9);
+    await until("the doctor", async () => (await popup.locator("#doctor-out tr").count()) === 10);
     const rows = await popup.locator("#doctor-out tr").allTextContents();
     assert.ok(rows.includes("composerok1 match"), rows.join("\n"));
     assert.ok(rows.includes("assistant_messageok3 matches"), rows.join("\n"));

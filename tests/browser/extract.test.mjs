@@ -55,7 +55,7 @@ test("the reply text rebuilt from each saved message DOM is the expected text", 
             const message = messages[messages.length - 1];
             if (!message) return { error: `no element matches ${sel.assistant_message.join(" | ")}` };
             const content = x.match(sel.assistant_content, message) ?? message;
-            const r = x.readReply(content, [...sel.ignore, ...sel.user_message], streaming);
+            const r = x.readReply(content, [...sel.ignore, ...sel.user_message, ...sel.streaming], streaming);
             return { text: r.incomplete ? `INCOMPLETE\n${r.text}` : r.text };
           },
           { sel: site.selectors, streaming },

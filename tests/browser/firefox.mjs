@@ -9,6 +9,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import puppeteer from "puppeteer-core";
+import { ALL_HOSTS } from "./fakechat/server.mjs";
 import { root } from "./host.mjs";
 
 export const firefoxBin = "/usr/bin/firefox-esr";
@@ -16,7 +17,7 @@ export const firefoxExtension = join(root, "target", "extension-firefox");
 /** The internal UUID the tests give the add-on (its `moz-extension://` host). */
 export const EXTENSION_UUID = "4b1f0c3e-7d2a-4e8b-9c61-0a5d3f2e1b7c";
 export const ADDON_ID = "keyless@keyless.dev";
-const SITES = new Set(["chatgpt.com", "chat.openai.com", "claude.ai", "gemini.google.com", "aistudio.google.com"]);
+const SITES = new Set(ALL_HOSTS);
 
 /** A CONNECT proxy that tunnels the chat sites to 127.0.0.1:`port`. Resolves with its server. */
 function tunnel(port) {

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { bin, root, shots, startHost } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
-import { COMPOSERS, fenced, git, GREET_PY, ORIGINS, recorderCall, recorderPiece, siteTaskReplies, until, workspace } from "./scenario.mjs";
+import { COMPOSERS, fenced, git, GREET_PY, MORE_SITES, ORIGINS, recorderCall, recorderPiece, siteTaskReplies, until, workspace } from "./scenario.mjs";
 import { launchFirefox, openExtensionPage, overlayClick, overlayCount, overlayText, EXTENSION_UUID, firefoxBin } from "./firefox.mjs";
 
 const skip = existsSync(firefoxBin) ? false : "no /usr/bin/firefox-esr (cargo xtask test installs it)";
@@ -316,6 +316,51 @@ for (const [site, name] of [["gemini", "Gemini"], ["aistudio", "AI Studio"]]) {
     });
   });
 }
+
+test("Firefox: the eight more sites and the second imitations of the first four, in one browser with one host", { skip }, async () => {
+  const w = workspace();
+  const chat = await startFakeChat([]);
+  const host = await startHost(w.ws, w.config, "auto");
+  const ff = await launchFirefox(chat.port);
+  // One extension page for the whole run: it finds each chat tab, and (after the first site,
+  // started from the popup as a user does) starts each task as the popup's Start does.
+  let ext = null;
+  try {
+    for (const [label, slug, url, composer] of MORE_SITES) {
+      const file = `src/greet_${slug.replace("-", "_")}.py`;
+      chat.setReplies(siteTaskReplies(label, file).map((text) => ({ text, chunk: 40, delayMs: 10 })));
+      const from = chat.received.length;
+      const page = await ff.browser.newPage();
+      await page.goto(url);
+      await page.waitForSelector(composer);
+      ext ??= await openExtensionPage(ff.browser, ff.extensionUrl("popup.html"), "#pair");
+      const tabId = await until(`${label}: the chat tab`, () => tabIdOf(ext, `${new URL(url).origin}/*`));
+      const task = `Add ${file} and commit it.`;
+      if (from === 0) {
+        const popup = await openExtensionPage(ff.browser, ff.extensionUrl(`popup.html?tab=${tabId}`), "#pair");
+        await pairWithCode(popup, host);
+        await start(popup, { mode: "Auto", task });
+        await popup.close();
+      } else {
+        const r = await ext.evaluate((req) => chrome.runtime.sendMessage(req), { type: "start", tabId, task });
+        assert.ok(r?.ok, `${label}: Start: ${r?.error}`);
+      }
+      await page.bringToFront();
+      await until(`${label}: the done state`, async () => (await pill(page)) === "done", 60000);
+      const got = chat.received.slice(from);
+      assert.equal(got.length, 3, `${label}: the prompt and two results`);
+      assert.equal(readFileSync(join(w.ws, file), "utf8"), `${GREET_PY}\n`, `${label}: the file is byte-exact`);
+      assert.match(got[1].text, /status: ok[^\n]*\n<<<OUTPUT\nHello, world!\nOUTPUT>>>/, label);
+      assert.equal(git(w.origin, "log", "-1", "--format=%s", "feature/greet"), `Add the greeting module (${label})`);
+      if (slug === "qwen") await page.screenshot({ path: join(shots, "firefox-qwen-done.png") });
+      await page.close();
+    }
+  } finally {
+    await ff.close();
+    host.child.kill("SIGTERM");
+    await chat.close();
+  }
+});
 
 test("Firefox: an MCP server's form is filled in the overlay, refused values said under it, and its progress shows live", { skip }, async () => {
   const prepare = (w) => recorderPiece(w, root, join(w.dir, "record.jsonl"));

@@ -6,6 +6,7 @@ import { createInterface } from "node:readline";
 import { chromium } from "playwright-core";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { ALL_HOSTS } from "./fakechat/server.mjs";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const shots = join(root, "docs", "screenshots");
@@ -47,7 +48,7 @@ const FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-bac
 export const extensionDir = join(root, "target", "extension");
 
 /**
- * Debian's Chromium with the built extension loaded, chatgpt.com and claude.ai mapped to the fake
+ * Debian's Chromium with the built extension loaded, every imitated site's host mapped to the fake
  * chat site on 127.0.0.1:`chatPort`, in `profile` (a fresh folder by default), with `env` added to
  * the browser's environment (it passes it on to native-messaging hosts), the extension from
  * `extension` (the built one by default). Resolves with
@@ -65,7 +66,7 @@ export async function launchWithExtension(chatPort, { profile = mkdtempSync(join
       ...FLAGS,
       `--disable-extensions-except=${extension}`,
       `--load-extension=${extension}`,
-      `--host-resolver-rules=MAP chatgpt.com 127.0.0.1:${chatPort}, MAP claude.ai 127.0.0.1:${chatPort}, MAP gemini.google.com 127.0.0.1:${chatPort}, MAP aistudio.google.com 127.0.0.1:${chatPort}`,
+      `--host-resolver-rules=${ALL_HOSTS.map((h) => `MAP ${h} 127.0.0.1:${chatPort}`).join(", ")}`,
       "--ignore-certificate-errors",
     ],
   });

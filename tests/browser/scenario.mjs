@@ -43,14 +43,33 @@ export async function until(what, probe, ms = 30000) {
 export const ORIGINS = { chatgpt: "https://chatgpt.com", claude: "https://claude.ai", gemini: "https://gemini.google.com", aistudio: "https://aistudio.google.com" };
 export const COMPOSERS = { chatgpt: ".ProseMirror", claude: ".ProseMirror", gemini: ".ql-editor", aistudio: "textarea[aria-label=\"Enter a prompt\"]" };
 
-/** The replies of a whole task on `name`'s site: a file, a command, a commit, done. */
-export function siteTaskReplies(name) {
+/**
+ * The eight more sites and the second imitations of the first four (tests/browser/fakechat/
+ * skins.js): [label, slug, address, the composer to wait for].
+ */
+export const MORE_SITES = [
+  ["DeepSeek", "deepseek", "https://chat.deepseek.com/", "textarea#chat-input"],
+  ["Grok", "grok", "https://grok.com/", "div.tiptap"],
+  ["Le Chat", "mistral", "https://chat.mistral.ai/chat", ".ProseMirror"],
+  ["Perplexity", "perplexity", "https://www.perplexity.ai/", "#ask-input"],
+  ["Copilot", "copilot", "https://copilot.microsoft.com/", "textarea#userInput"],
+  ["Kimi", "kimi", "https://www.kimi.com/", ".chat-input-editor"],
+  ["Qwen", "qwen", "https://chat.qwen.ai/", "textarea#chat-input"],
+  ["OpenRouter", "openrouter", "https://openrouter.ai/chat", "textarea[data-testid=\"composer-input\"]"],
+  ["ChatGPT, second imitation", "chatgpt-2", "https://chatgpt.com/?variant=2", "#prompt-textarea"],
+  ["Claude, second imitation", "claude-2", "https://claude.ai/new?variant=2", ".ProseMirror"],
+  ["Gemini, second imitation", "gemini-2", "https://gemini.google.com/app?variant=2", ".ql-editor"],
+  ["AI Studio, second imitation", "aistudio-2", "https://aistudio.google.com/prompts/new_chat?variant=2", "textarea"],
+];
+
+/** The replies of a whole task on `name`'s site: a file (`file`), a command, a commit, done. */
+export function siteTaskReplies(name, file = "src/greet.py") {
   return [
     fenced(
       [
         "@@say", "<<<MSG", `Working on ${name}.`, "MSG>>>", "@@end",
-        "@@newfile src/greet.py", "<<<CONTENT", GREET_PY, "CONTENT>>>", "@@end",
-        "@@runcommand", "<<<CMD", "python3 src/greet.py", "CMD>>>", "@@end",
+        `@@newfile ${file}`, "<<<CONTENT", GREET_PY, "CONTENT>>>", "@@end",
+        "@@runcommand", "<<<CMD", `python3 ${file}`, "CMD>>>", "@@end",
         "@@next", "@@end", "@@eof",
       ].join("\n"),
     ),

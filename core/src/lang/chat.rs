@@ -88,7 +88,7 @@ fn started(text: &str) -> bool {
 #[must_use]
 pub fn follow_generation(text: &str, shape: &Shape, page: &PageObservation) -> GenerationReport {
     // While the site writes, an open fence is rendered closed: judge only what is certain.
-    let view = streaming_view(text, page.site_streaming);
+    let view = streaming_view(text, page.still_writing());
     let value = extract_json(view).filter(Value::is_object);
     let begun = started(view);
     let verdict = watch(&WatchInput::of(text, begun, value.is_some(), page));

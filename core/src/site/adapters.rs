@@ -111,12 +111,17 @@ pub struct Selectors {
     pub ignore: Option<Alternatives>,
 }
 
-/// What no site's reply text includes, whatever the adapter says: screen-reader text, and
-/// reasoning ("thinking") panels, whose text may hold command lines the model only considered.
+/// What no site's reply text includes, whatever the adapter says: screen-reader text, author and
+/// model-name labels, and reasoning ("thinking") panels, whose text may hold command lines the
+/// model only considered.
 pub const COMMON_IGNORE: &[&str] = &[
     ".sr-only",
     ".visually-hidden",
     ".cdk-visually-hidden",
+    "[class*=\"author\" i]",
+    "[class*=\"model-name\" i]",
+    "[data-testid*=\"author\" i]",
+    "[data-testid*=\"model-name\" i]",
     "[class*=\"thinking\" i]",
     "[class*=\"thought\" i]",
     "[class*=\"reasoning\" i]",

@@ -28,6 +28,9 @@ pub struct DoctorLine {
     #[cfg_attr(feature = "ts", ts(type = "string | null"))]
     pub code: Option<Code>,
     pub message: String,
+    /// For a selector that does not match and that the user can show on the page: what to click
+    /// ("the box where you type your message"); the overlay offers "Pick it".
+    pub pick: Option<String>,
 }
 
 /// The doctor's verdict on each selector of `site`, from what the page matched.
@@ -69,7 +72,7 @@ pub fn doctor(site: &SiteAdapter, probes: &[SelectorProbe]) -> Vec<DoctorLine> {
                     Presence::Always => (
                         "broken",
                         Some(Code::SelectorNotFound),
-                        format!("no match, and the {} is always on the page: this selector broke; press \"Pick it\" in the page's keyless panel, or override it in the options page", key.replace('_', " ")),
+                        format!("no match, and the {} is always on the page: this selector broke; pick it on the page, or override it in the options page", key.replace('_', " ")),
                     ),
                     Presence::Expected => (
                         "missing",
@@ -81,12 +84,18 @@ pub fn doctor(site: &SiteAdapter, probes: &[SelectorProbe]) -> Vec<DoctorLine> {
                     }
                 },
             };
+            let pick = PICKABLE
+                .iter()
+                .find(|(k, _)| *k == key)
+                .filter(|_| code == Some(Code::SelectorNotFound))
+                .map(|(_, what)| (*what).to_string());
             DoctorLine {
                 key: key.to_string(),
                 selector,
                 status,
                 code,
                 message,
+                pick,
             }
         })
         .collect()

@@ -30,6 +30,20 @@ pub struct PageObservation {
     pub reply_timeout_seconds: u32,
 }
 
+impl PageObservation {
+    /// Whether the site may still add to the reply: its stop signal shows, or its `reply_done`
+    /// mark does not yet (or showed less than [`REPLY_DONE_QUIET_MS`] after the last change).
+    #[must_use]
+    pub fn still_writing(&self) -> bool {
+        self.site_streaming
+            || match self.reply_done {
+                Some(false) => true,
+                Some(true) => self.quiet_ms < REPLY_DONE_QUIET_MS,
+                None => false,
+            }
+    }
+}
+
 /// Everything the overlay shows about the reply it follows, and what to do with it now.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -157,7 +171,7 @@ impl Follower {
                 diagnostics: out.diagnostics,
             };
         }
-        let view = streaming_view(text, page.site_streaming);
+        let view = streaming_view(text, page.still_writing());
         // The checkpoint holds while the text before it is what the last update saw.
         let same = self.checkpoint.as_ref().is_some_and(|cp| {
             view.len() >= cp.offset

@@ -39,15 +39,10 @@ impl WatchInput {
     /// button is back); the mark is the site's own signal, so no longer quiet is needed.
     #[must_use]
     pub fn of(text: &str, has_command: bool, has_eof: bool, page: &PageObservation) -> Self {
-        let marked = match page.reply_done {
-            Some(false) => true,
-            Some(true) => page.quiet_ms < REPLY_DONE_QUIET_MS,
-            None => false,
-        };
         WatchInput {
             has_command,
             has_eof,
-            site_streaming: page.site_streaming || marked,
+            site_streaming: page.still_writing(),
             stop_signal_seen: page.stop_signal_seen || page.reply_done.is_some(),
             incomplete: page.incomplete,
             quiet_ms: page.quiet_ms,

@@ -184,7 +184,12 @@ incomplete: boolean, quietMs: number, waitedMs: number, exhausted: boolean, trun
 
 export type Delivery = { "kind": "paste" } | { "kind": "attach", file_name: string, note: string, };
 
-export type DoctorLine = { key: string, selector: string | null, status: string, code: string | null, message: string, };
+export type DoctorLine = { key: string, selector: string | null, status: string, code: string | null, message: string, 
+/**
+ * For a selector that does not match and that the user can show on the page: what to click
+ * ("the box where you type your message"); the overlay offers "Pick it".
+ */
+pick: string | null, };
 
 export type SelectorProbe = { key: string, 
 /**

@@ -7,6 +7,8 @@
 "use strict";
 (() => {
   const SITE = ["claude", "gemini", "aistudio"].includes(document.documentElement.dataset.site) ? document.documentElement.dataset.site : "chatgpt";
+  // The page's skin (skins.js): the eight more sites, and the second imitations (?variant=2).
+  const SKIN_KEY = document.documentElement.dataset.skin || "";
   const h = (tag, attrs = {}, ...kids) => {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs)) {
@@ -67,7 +69,7 @@
     if (last < text.length) into.append(document.createTextNode(text.slice(last)));
   }
 
-  function render(md, into) {
+  function render(md, into, codeBlockOf = codeBlock) {
     into.replaceChildren();
     const lines = md.split("\n");
     let i = 0;
@@ -85,7 +87,7 @@
           i++;
         }
         i++;
-        into.append(codeBlock(body.join("\n"), lang));
+        into.append(codeBlockOf(body.join("\n"), lang));
         continue;
       }
       if (line.trim() === "") {
@@ -285,8 +287,156 @@
     }
   }
 
-  // ---- the page ----
+  // ---- a Lexical-like editor (Perplexity, Kimi): the same input path (beforeinput, paste), its
+  // own paragraphs of text nodes in spans ----
+  class LexicalEditor extends Editor {
+    render() {
+      super.render();
+      for (const p of Array.from(this.el.children)) {
+        if (p.firstChild && p.firstChild.nodeType === Node.TEXT_NODE) {
+          const span = h("span", { "data-lexical-text": "true", text: p.textContent });
+          p.replaceChildren(span);
+          p.setAttribute("dir", "ltr");
+        }
+      }
+    }
+  }
+  // ---- tiptap (Grok): ProseMirror with its placeholder on the empty first paragraph ----
+  class TiptapEditor extends Editor {
+    render() {
+      super.render();
+      const first = this.el.firstElementChild;
+      if (first && this.text() === "") {
+        first.classList.add("is-empty", "is-editor-empty");
+        first.setAttribute("data-placeholder", "What do you want to know?");
+      }
+    }
+  }
+
+  /** A code block as most sites render it: pre > code.language-… with a header. */
+  function plainCode(code, lang) {
+    const codeEl = h("code", { class: `language-${lang || "plaintext"}`, text: code });
+    return h("div", { class: "code-wrap" }, h("div", { class: "code-head" }, h("span", { text: lang || "code" }), h("button", { text: "Copy" })), h("pre", {}, codeEl));
+  }
+
+  /** Send and stop as two buttons, one in the page at a time. */
+  function swapControl(send, stop) {
+    let handlers = { send() {}, stop() {} };
+    send.addEventListener("click", (e) => {
+      e.preventDefault();
+      if (!send.disabled) handlers.send();
+    });
+    stop.addEventListener("click", (e) => {
+      e.preventDefault();
+      handlers.stop();
+    });
+    return {
+      set(s) {
+        if (s.streaming && send.isConnected) send.replaceWith(stop);
+        else if (!s.streaming && stop.isConnected) stop.replaceWith(send);
+        send.disabled = !s.canSend;
+      },
+      on(hs) { handlers = hs; },
+    };
+  }
+
   const root = document.getElementById("root");
+
+  /** The page from a skin: the same model, streaming and editors, the skin's DOM. */
+  function runSkin(skin) {
+    const thread = h("div", { class: "thread" });
+    const main = h("main", {}, thread);
+    root.append(h("header", { class: "top", text: skin.title }), main, skin.form);
+    const kinds = { prosemirror: Editor, tiptap: TiptapEditor, lexical: LexicalEditor, quill: QuillEditor, textarea: FormTextarea };
+    let attachments = [];
+    let streaming = false;
+    let stopRequested = false;
+    let pendingRequest = null;
+    const editor = new kinds[skin.editorKind](skin.editorEl, () => update());
+    function update() {
+      skin.control.set({ streaming, canSend: !streaming && (editor.text().trim() !== "" || attachments.length > 0) });
+    }
+    update();
+    skin.control.on({
+      send: () => void submit(),
+      stop: () => {
+        stopRequested = true;
+        pendingRequest?.abort();
+      },
+    });
+    skin.form.addEventListener("submit", (e) => e.preventDefault());
+    skin.editorEl.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey) {
+        e.preventDefault();
+        void submit();
+      }
+    });
+    skin.fileInput.addEventListener("change", async () => {
+      for (const f of Array.from(skin.fileInput.files ?? [])) {
+        attachments.push({ name: f.name, text: await f.text() });
+        skin.chips.append(skin.chip(f.name));
+      }
+      skin.fileInput.value = "";
+      update();
+    });
+    function setStreaming(on) {
+      streaming = on;
+      update();
+    }
+    async function submit() {
+      const text = editor.text();
+      if (streaming || (text.trim() === "" && attachments.length === 0)) return;
+      const files = attachments;
+      attachments = [];
+      skin.chips.replaceChildren();
+      editor.clear();
+      thread.append(skin.userTurn(text, files));
+      setStreaming(true);
+      stopRequested = false;
+      pendingRequest = new AbortController();
+      let answer;
+      try {
+        const res = await fetch("/backend/conversation", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text, attachments: files }), signal: pendingRequest.signal });
+        answer = await res.json();
+      } catch {
+        setStreaming(false);
+        return;
+      } finally {
+        pendingRequest = null;
+      }
+      const { text: reply, chunk, delayMs, banner } = answer;
+      const a = skin.assistantTurn();
+      if (a.el && !a.el.isConnected) thread.append(a.el);
+      let shown = 0;
+      await new Promise((r) => setTimeout(r, 200));
+      // AI Studio shows its last tokens after the Run button is back: the last fifth comes late.
+      const lateFrom = skin.lateTail ? Math.floor(reply.length * 0.8) : reply.length;
+      while (shown < reply.length && !stopRequested) {
+        if (shown >= lateFrom && streaming) {
+          setStreaming(false);
+          await new Promise((r) => setTimeout(r, 900));
+        }
+        shown = Math.min(reply.length, shown + chunk);
+        render(reply.slice(0, shown), a.md, skin.codeBlock);
+        main.scrollTop = main.scrollHeight;
+        await new Promise((r) => setTimeout(r, delayMs));
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      a.done();
+      if (banner) thread.append(h("div", { class: "banner", role: "alert", text: banner }));
+      setStreaming(false);
+    }
+  }
+
+  if (SKIN_KEY) {
+    const make = window.__fakeSkins && window.__fakeSkins[SKIN_KEY];
+    if (!make) throw new Error(`no skin ${SKIN_KEY}`);
+    const params = new URLSearchParams(location.search);
+    runSkin(make({ h, plainCode, swapControl, opts: { editorHidden: params.get("editor") === "hidden", composerRenamed: params.get("composer") === "renamed" } }));
+    return;
+  }
+
+  // ---- the page ----
   const thread = h("div", { class: "thread" });
   const main = h("main", {}, thread);
   const fileInput = h("input", { type: "file", multiple: "", hidden: "" });

@@ -11,14 +11,36 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const TITLES = { chatgpt: "ChatGPT", claude: "Claude", gemini: "Gemini", aistudio: "Google AI Studio" };
+const TITLES = {
+  chatgpt: "ChatGPT", claude: "Claude", gemini: "Gemini", aistudio: "Google AI Studio", deepseek: "DeepSeek", grok: "Grok",
+  mistral: "Le Chat - Mistral AI", perplexity: "Perplexity", copilot: "Microsoft Copilot", kimi: "Kimi", qwen: "Qwen Chat", openrouter: "OpenRouter",
+};
+/** Each imitated site's host names (the adapters' hosts, with the www. the real sites use). */
+export const SITE_HOSTS = {
+  chatgpt: ["chatgpt.com", "chat.openai.com"],
+  claude: ["claude.ai"],
+  gemini: ["gemini.google.com"],
+  aistudio: ["aistudio.google.com"],
+  deepseek: ["chat.deepseek.com"],
+  grok: ["grok.com"],
+  mistral: ["chat.mistral.ai"],
+  perplexity: ["www.perplexity.ai"],
+  copilot: ["copilot.microsoft.com"],
+  kimi: ["www.kimi.com"],
+  qwen: ["chat.qwen.ai"],
+  openrouter: ["openrouter.ai"],
+};
+export const ALL_HOSTS = Object.values(SITE_HOSTS).flat();
+/** The sites chat.js builds itself; the others are skins (skins.js). */
+const OWN = new Set(["chatgpt", "claude", "gemini", "aistudio"]);
+const siteOf = (host) => Object.keys(SITE_HOSTS).find((k) => SITE_HOSTS[k].includes(host)) ?? "chatgpt";
 export const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
 function certificate() {
   const dir = mkdtempSync(join(tmpdir(), "keyless-fakechat-cert-"));
   execFileSync("openssl", [
     "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=chatgpt.com",
-    "-addext", "subjectAltName=DNS:chatgpt.com,DNS:claude.ai,DNS:gemini.google.com,DNS:aistudio.google.com,DNS:localhost",
+    "-addext", `subjectAltName=${[...ALL_HOSTS, "localhost"].map((h) => `DNS:${h}`).join(",")}`,
     "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
   ], { stdio: "ignore" });
   return { key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) };
@@ -37,10 +59,11 @@ export function startFakeChat(replies = []) {
   const files = {
     "/chat.js": ["text/javascript", readFileSync(join(here, "chat.js"))],
     "/chat.css": ["text/css", readFileSync(join(here, "chat.css"))],
+    "/skins.js": ["text/javascript", readFileSync(join(here, "skins.js"))],
   };
   const server = createServer(certificate(), (req, res) => {
     const host = (req.headers.host ?? "").split(":")[0];
-    const site = host.includes("claude") ? "claude" : host.includes("gemini") ? "gemini" : host.includes("aistudio") ? "aistudio" : "chatgpt";
+    const site = siteOf(host);
     const url = new URL(req.url ?? "/", "https://x");
     const headers = { "content-security-policy": CSP, "cache-control": "no-store" };
     if (req.method === "POST" && url.pathname === "/backend/conversation") {
@@ -66,9 +89,12 @@ export function startFakeChat(replies = []) {
       res.end(data);
       return;
     }
-    if (url.pathname === "/" || url.pathname.startsWith("/c/") || url.pathname.startsWith("/chat") || url.pathname.startsWith("/app") || url.pathname.startsWith("/prompts")) {
+    if (url.pathname === "/" || url.pathname.startsWith("/c/") || url.pathname.startsWith("/chat") || url.pathname.startsWith("/app") || url.pathname.startsWith("/prompts") || url.pathname.startsWith("/a/") || url.pathname === "/new") {
+      // ?variant=2: the second imitation of one of the first four sites.
+      const variant = url.searchParams.get("variant") === "2" && OWN.has(site) ? "2" : "";
+      const skin = variant ? `${site}-2` : OWN.has(site) ? "" : site;
       res.writeHead(200, { ...headers, "content-type": "text/html; charset=utf-8" });
-      res.end(`<!doctype html><html lang="en" data-site="${site}"><head><meta charset="utf-8"><title>${TITLES[site]}</title><link rel="stylesheet" href="/chat.css"></head><body class="${site}"><div id="root"></div><script src="/chat.js"></script></body></html>`);
+      res.end(`<!doctype html><html lang="en" data-site="${site}" data-skin="${skin}"><head><meta charset="utf-8"><title>${TITLES[site]}</title><link rel="stylesheet" href="/chat.css"></head><body class="${site}${skin ? " skin" : ""}"><div id="root"></div><script src="/skins.js"></script><script src="/chat.js"></script></body></html>`);
       return;
     }
     res.writeHead(404, headers);

@@ -1,0 +1,198 @@
+// Every site adapter on its imitation, in one Chromium with the built extension and one
+// `keyless-host serve` (Auto mode) on one git workspace with a bare origin: the eight more sites of
+// SITES.md, and the second imitations of the first four (markup that differs where the facts say
+// nothing: no data-turn-role on AI Studio, whose Run button comes back before its last tokens; no
+// author-role attributes on ChatGPT; thinking panels holding command lines). Each runs the whole
+// task: a file, a command, a commit pushed, @@done. Then Qwen's code editors without a readable
+// model (KA_REPLY_INCOMPLETE, nothing runs), and the selector picker on a page whose composer was
+// renamed: the doctor's report, "Pick it", the derived override, the task running.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { launchWithExtension, shots, startHost } from "./host.mjs";
+import { startFakeChat } from "./fakechat/server.mjs";
+import { fenced, git, GREET_PY, MORE_SITES as SITES, siteTaskReplies, until, workspace } from "./scenario.mjs";
+
+const overlay = (page) => page.locator("keyless-overlay");
+const pill = (page) => overlay(page).locator(".pill");
+
+describe("every site adapter on its imitation, in one browser with one host", () => {
+  let w;
+  let chat;
+  let host;
+  let browser;
+  let paired = false;
+
+  before(async () => {
+    w = workspace();
+    chat = await startFakeChat([]);
+    host = await startHost(w.ws, w.config, "auto");
+    browser = await launchWithExtension(chat.port);
+  });
+
+  after(async () => {
+    await browser?.context.close();
+    host?.child.kill("SIGTERM");
+    await chat?.close();
+  });
+
+  /** Opens `url`, waits for `composer`, and returns the page with its tab id. */
+  async function open(url, composer) {
+    const page = await browser.context.newPage();
+    await page.goto(url);
+    await page.locator(composer).first().waitFor();
+    const pattern = `${new URL(url).origin}/*`;
+    const tabId = await until("the chat tab", () => browser.worker.evaluate(async (u) => (await chrome.tabs.query({ url: u }))[0]?.id, pattern));
+    // What the overlay draws as a problem while valid replies stream.
+    await page.evaluate(() => {
+      window.__keylessProblems = [];
+      const attach = () => {
+        const el = document.querySelector("keyless-overlay");
+        if (!el?.shadowRoot) return void setTimeout(attach, 10);
+        new MutationObserver(() => {
+          for (const d of el.shadowRoot.querySelectorAll(".diag .msg")) window.__keylessProblems.push(d.textContent);
+        }).observe(el.shadowRoot, { subtree: true, childList: true, characterData: true });
+      };
+      attach();
+    });
+    return { page, tabId };
+  }
+
+  /** The popup for `tabId`, paired with the host (with its code, the first time). */
+  async function popupFor(tabId) {
+    const popup = await browser.context.newPage();
+    await popup.setViewportSize({ width: 380, height: 720 });
+    await popup.goto(`chrome-extension://${browser.extensionId}/popup.html?tab=${tabId}`);
+    if (!paired) {
+      await popup.locator("#pair").waitFor();
+      await popup.locator("#host-url").fill(`http://127.0.0.1:${host.port}`);
+      await popup.locator("#code").fill(host.code);
+      await popup.locator("#pair-btn").click();
+      paired = true;
+    }
+    await popup.locator("#paired").waitFor();
+    await until("the connection", async () => (await popup.locator("#conn-text").textContent()).startsWith("connected"));
+    return popup;
+  }
+
+  async function start(tabId, task) {
+    const popup = await popupFor(tabId);
+    await popup.selectOption("#mode", "Auto");
+    await popup.locator("#task").fill(task);
+    await popup.locator("#start").click();
+    await until("the session", async () => (await popup.locator("#run").textContent()).includes("running"));
+    await popup.close();
+  }
+
+  for (const [label, slug, url, composer] of SITES) {
+    it(`${label}: the task runs to a pushed commit and @@done`, async () => {
+      const file = `src/greet_${slug.replace("-", "_")}.py`;
+      chat.setReplies(siteTaskReplies(label, file).map((text) => ({ text, chunk: 40, delayMs: 10 })));
+      const from = chat.received.length;
+      const { page, tabId } = await open(url, composer);
+      try {
+        await start(tabId, `Add ${file} and commit it.`);
+        await until(`${label}: the done state`, async () => (await pill(page).textContent()) === "done", 90000);
+        if (!slug.endsWith("-2")) await page.screenshot({ path: join(shots, `sites-${slug}.png`) });
+        const got = chat.received.slice(from);
+        assert.equal(got.length, 3, `${label}: the prompt and two results, nothing after @@done`);
+        assert.match(got[0].text, /AgentScript v1/);
+        assert.equal(readFileSync(join(w.ws, file), "utf8"), `${GREET_PY}\n`, `${label}: the file is byte-exact`);
+        assert.match(got[1].text, new RegExp(`#3 runcommand \\| python3 ${file.replace(".", "\\.")} ---\\nstatus: ok[^\\n]*\\n<<<OUTPUT\\nHello, world!\\nOUTPUT>>>`));
+        assert.equal(git(w.origin, "log", "-1", "--format=%s", "feature/greet"), `Add the greeting module (${label})`);
+        assert.deepEqual(await page.evaluate(() => window.__keylessProblems), [], `${label}: no false problem while streaming`);
+        if (slug === "aistudio-2") {
+          // The results went out only after each reply's footer showed (its last tokens came
+          // after the Run button was back).
+          const footers = await page.evaluate(() => window.__footers);
+          assert.ok(footers.length >= 2, `footers seen: ${footers}`);
+          assert.ok(got[1].at >= footers[0], "the first results waited for the first footer");
+          assert.ok(got[2].at >= footers[1], "the second results waited for the second footer");
+        }
+      } finally {
+        await page.close();
+      }
+    });
+  }
+
+  it("Qwen: code editors the page script cannot read are KA_REPLY_INCOMPLETE, and nothing runs", async () => {
+    const body = ["@@newfile src/partial.py", "<<<CONTENT", ...Array.from({ length: 20 }, (_, i) => `x${i} = ${i}`), "CONTENT>>>", "@@end", "@@next", "@@end", "@@eof"];
+    chat.setReplies([{ text: fenced(body.join("\n")), chunk: 60, delayMs: 10 }]);
+    const from = chat.received.length;
+    const { page, tabId } = await open("https://chat.qwen.ai/?editor=hidden", "textarea#chat-input");
+    try {
+      await start(tabId, "Write src/partial.py.");
+      await until("KA_REPLY_INCOMPLETE in the overlay", async () => (await overlay(page).locator(".error .code").textContent().catch(() => "")) === "KA_REPLY_INCOMPLETE", 30000);
+      assert.match(await overlay(page).locator(".error").textContent(), /Nothing was run/);
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal(chat.received.length - from, 1, "no results went back");
+      assert.equal(existsSync(join(w.ws, "src", "partial.py")), false, "the partial reply ran nothing");
+    } finally {
+      await page.close();
+    }
+  });
+
+  it("the picker: the doctor reports a renamed composer, the user picks it, and the task runs", async () => {
+    const file = "src/greet_picked.py";
+    chat.setReplies(siteTaskReplies("Kimi, picked", file).map((text) => ({ text, chunk: 40, delayMs: 10 })));
+    const from = chat.received.length;
+    const { page, tabId } = await open("https://www.kimi.com/?composer=renamed", ".input-editor-v2");
+    try {
+      const popup = await popupFor(tabId);
+      await popup.locator("#doctor-box summary").click();
+      await popup.locator("#doctor").click();
+      await until("the doctor's report", async () => (await popup.locator("#doctor-out").textContent()).includes("composer"));
+      assert.match(await popup.locator("#doctor-out").textContent(), /composerbrokenKA_SELECTOR_NOT_FOUND/);
+      await popup.close();
+      // The page's panel offers to pick it.
+      const pickButton = overlay(page).locator("button", { hasText: "Pick the composer" });
+      await pickButton.waitFor();
+      await page.screenshot({ path: join(shots, "extension-picker-offer.png") });
+      await pickButton.click();
+      await until("the picker's instruction", async () => (await overlay(page).locator(".error").textContent()).includes("Click the box where you type"));
+      await page.locator(".input-editor-v2").hover();
+      await page.locator(".input-editor-v2").click();
+      await until("the picked selector", async () => (await overlay(page).locator(".error").textContent()).includes("is now"));
+      const shown = await overlay(page).locator(".error .sel").textContent();
+      assert.equal(shown, 'div[aria-label="Ask Kimi anything"]', "a label before classes and roles");
+      assert.match(await overlay(page).locator(".error").textContent(), /matches 1 element on this page, the one you clicked/);
+      await page.screenshot({ path: join(shots, "extension-picker-picked.png") });
+      const stored = await browser.worker.evaluate(async () => (await chrome.storage.local.get("settings")).settings.selectorOverrides);
+      assert.deepEqual(JSON.parse(stored).kimi.selectors.composer[0], 'div[aria-label="Ask Kimi anything"]');
+      // The task now runs on the page with the override.
+      await start(tabId, `Add ${file} and commit it.`);
+      await until("the done state", async () => (await pill(page).textContent()) === "done", 90000);
+      assert.equal(readFileSync(join(w.ws, file), "utf8"), `${GREET_PY}\n`);
+      assert.equal(chat.received.length - from, 3);
+    } finally {
+      await page.close();
+    }
+    // One user's repair helps another: the overrides go out as a file and come back in.
+    const options = await browser.context.newPage();
+    try {
+      await options.goto(`chrome-extension://${browser.extensionId}/options.html`);
+      await until("the overrides", async () => (await options.locator("#overrides").inputValue()).includes("Ask Kimi anything"));
+      const download = options.waitForEvent("download");
+      await options.locator("#export").click();
+      const saved = join(mkdtempSync(join(tmpdir(), "keyless-overrides-")), "overrides.json");
+      await (await download).saveAs(saved);
+      assert.equal(JSON.parse(readFileSync(saved, "utf8")).kimi.selectors.composer[0], 'div[aria-label="Ask Kimi anything"]');
+      const shared = join(mkdtempSync(join(tmpdir(), "keyless-overrides-")), "shared.json");
+      writeFileSync(shared, JSON.stringify({ qwen: { selectors: { send_button: ["button#send-v2", "button.send-button"] } } }));
+      await options.locator("#import-file").setInputFiles(shared);
+      await until("the import", async () => (await options.locator("#verdict").textContent()).includes("Imported"));
+      const merged = JSON.parse(await browser.worker.evaluate(async () => (await chrome.storage.local.get("settings")).settings.selectorOverrides));
+      assert.equal(merged.kimi.selectors.composer[0], 'div[aria-label="Ask Kimi anything"]', "the user's own pick stays");
+      assert.deepEqual(merged.qwen.selectors.send_button, ["button#send-v2", "button.send-button"]);
+      // A file with a mistake is refused with its key, and nothing changes.
+      writeFileSync(shared, JSON.stringify({ qwen: { selectors: { composr: "textarea" } } }));
+      await options.locator("#import-file").setInputFiles(shared);
+      await until("the refusal", async () => (await options.locator("#verdict").textContent()).includes("KA_CONFIG_VALIDATION"));
+      assert.match(await options.locator("#verdict").textContent(), /qwen\.selectors\.composr.*did you mean "composer"/);
+    } finally {
+      await options.close();
+    }
+  });
+});
