@@ -82,7 +82,9 @@ fn doctor_names_the_broken_selector() {
                 l.status,
                 l.code.map(|c| c.as_str()).unwrap_or("-"),
                 l.message,
-                l.pick.map(|p| format!(" [Pick it: {p}]")).unwrap_or_default()
+                l.pick
+                    .map(|p| format!(" [Pick it: {p}]"))
+                    .unwrap_or_default()
             )
         })
         .collect();
