@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startHost, launchWithExtension, shots, root } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
-import { COMPOSERS, fenced, git, GREET_PY, ORIGINS, recorderCall, recorderPiece, siteTaskReplies, until, workspace } from "./scenario.mjs";
+import { COMPOSERS, fenced, git, GREET_PY, ORIGINS, recorderCall, recorderPiece, until, workspace } from "./scenario.mjs";
 
 /** Opens the popup for `tab`, pairs with the host and sets mode and pace. */
 async function pairAndStart(context, extensionId, tabId, host, { mode = "Ask", pace = "Balanced", task, piece }) {
@@ -502,23 +502,6 @@ test("valid replies stream without a single false problem, and their results go 
     assert.equal(chat.received.length, 3);
   });
 });
-
-for (const [site, name] of [["gemini", "Gemini"], ["aistudio", "AI Studio"]]) {
-  test(`a task runs end to end on a ${name}-like page`, async () => {
-    const replies = siteTaskReplies(name);
-    await withChat(site, replies.map((text) => ({ text, chunk: 12, delayMs: 15 })), "auto", async ({ w, chat, host, context, extensionId, page, tabId }) => {
-      await recordProblems(page);
-      await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "Add a greeting module and commit it." });
-      await until("the done state", async () => (await pill(page).textContent()) === "done", 90000);
-      await page.screenshot({ path: join(shots, `extension-${site}-done.png`) });
-      assert.equal(readFileSync(join(w.ws, "src", "greet.py"), "utf8"), `${GREET_PY}\n`, "the file is byte-exact");
-      assert.match(chat.received[1].text, /#3 runcommand \| python3 src\/greet\.py ---\nstatus: ok[^\n]*\n<<<OUTPUT\nHello, world!\nOUTPUT>>>/);
-      assert.equal(git(w.origin, "log", "-1", "--format=%s", "feature/greet"), `Add the greeting module (${name})`);
-      assert.equal(chat.received.length, 3, "nothing is sent after @@done");
-      assert.deepEqual(await page.evaluate(() => window.__keylessProblems), []);
-    });
-  });
-}
 
 test("a piece's MCP tool shows in the overlay with its server and tier, is confirmed, and runs on a real server", async () => {
   const w = workspace();

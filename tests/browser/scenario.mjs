@@ -43,6 +43,12 @@ export async function until(what, probe, ms = 30000) {
 export const ORIGINS = { chatgpt: "https://chatgpt.com", claude: "https://claude.ai", gemini: "https://gemini.google.com", aistudio: "https://aistudio.google.com" };
 export const COMPOSERS = { chatgpt: ".ProseMirror", claude: ".ProseMirror", gemini: ".ql-editor", aistudio: "textarea[aria-label=\"Enter a prompt\"]" };
 
+/** Gemini and AI Studio, the first imitations (chat.js): [label, slug, address, composer]. */
+export const FIRST_SITES = [
+  ["Gemini", "gemini", "https://gemini.google.com/app", ".ql-editor"],
+  ["AI Studio", "aistudio", "https://aistudio.google.com/prompts/new_chat", "textarea[aria-label=\"Enter a prompt\"]"],
+];
+
 /**
  * The eight more sites and the second imitations of the first four (tests/browser/fakechat/
  * skins.js): [label, slug, address, the composer to wait for].

@@ -1,5 +1,6 @@
 // Every site adapter on its imitation, in one Chromium with the built extension and one
-// `keyless-host serve` (Auto mode) on one git workspace with a bare origin: the eight more sites of
+// `keyless-host serve` (Auto mode) on one git workspace with a bare origin: Gemini and AI Studio
+// (ChatGPT and Claude have their own tests in extension.test.mjs), the eight more sites of
 // SITES.md, and the second imitations of the first four (markup that differs where the facts say
 // nothing: no data-turn-role on AI Studio, whose Run button comes back before its last tokens; no
 // author-role attributes on ChatGPT; thinking panels holding command lines). Each runs the whole
@@ -13,7 +14,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { launchWithExtension, shots, startHost } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
-import { fenced, git, GREET_PY, MORE_SITES as SITES, siteTaskReplies, until, workspace } from "./scenario.mjs";
+import { fenced, FIRST_SITES, git, GREET_PY, MORE_SITES, siteTaskReplies, until, workspace } from "./scenario.mjs";
+
+const SITES = [...FIRST_SITES, ...MORE_SITES];
 
 const overlay = (page) => page.locator("keyless-overlay");
 const pill = (page) => overlay(page).locator(".pill");
@@ -95,7 +98,10 @@ describe("every site adapter on its imitation, in one browser with one host", ()
       try {
         await start(tabId, `Add ${file} and commit it.`);
         await until(`${label}: the done state`, async () => (await pill(page).textContent()) === "done", 90000);
-        if (!slug.endsWith("-2")) await page.screenshot({ path: join(shots, `sites-${slug}.png`) });
+        if (!slug.endsWith("-2")) {
+          const name = FIRST_SITES.some(([, s]) => s === slug) ? `extension-${slug}-done.png` : `sites-${slug}.png`;
+          await page.screenshot({ path: join(shots, name) });
+        }
         const got = chat.received.slice(from);
         assert.equal(got.length, 3, `${label}: the prompt and two results, nothing after @@done`);
         assert.match(got[0].text, /AgentScript v1/);
