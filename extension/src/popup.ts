@@ -58,7 +58,11 @@ function showNotChat(supported: { name: string; url: string }[]): void {
     li.append(a);
     list.append(li);
   }
-  box.replaceChildren(el("div", "", "This tab is not a chat keyless supports. Open one of these, then this popup again:"), list);
+  box.replaceChildren(
+    el("div", "", "This tab is not a chat keyless supports. Open one of these, then this popup again:"),
+    list,
+    el("div", "muted", "Each is proven on an imitation of its page, not yet on the live site. If one stops working, the Selector doctor says what broke, and Pick it in the page's keyless panel repairs it."),
+  );
 }
 
 /// The Pair button waits for something that can be a code.
