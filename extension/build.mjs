@@ -3,7 +3,7 @@
 // the static pages and the wasm module. Load target/extension with "Load unpacked".
 //
 // The chat sites' addresses come from the adapters (core/data/sites.json): each host and its
-// subdomains get the content script, the page script (page.ts, in the page's world, to read code
+// www. name get the content script, the page script (page.ts, in the page's world, to read code
 // editors) and a host permission, and nothing broader.
 //
 // The same files make target/extension-firefox, with the manifest Firefox reads (firefoxManifest):
@@ -27,7 +27,7 @@ await Promise.all([
   build({ ...common, entryPoints: [join(here, "src", "options.ts")], format: "esm", outfile: join(out, "options.js") }),
 ]);
 const sites = JSON.parse(readFileSync(join(here, "..", "core", "data", "sites.json"), "utf8"));
-const chats = [...new Set(Object.values(sites).flatMap((s) => s.hosts))].map((h) => `https://*.${h}/*`);
+const chats = [...new Set(Object.values(sites).flatMap((s) => s.hosts.flatMap((h) => (h.split(".").length === 2 ? [h, `www.${h}`] : [h]))))].map((h) => `https://${h}/*`);
 const manifest = JSON.parse(readFileSync(join(here, "manifest.json"), "utf8"));
 manifest.host_permissions = [...manifest.host_permissions, ...chats];
 for (const cs of manifest.content_scripts) cs.matches = chats;

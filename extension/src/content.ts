@@ -3,7 +3,7 @@
 // No wasm here (a site's CSP may forbid it): every decision comes from the worker's core.
 
 import { send, write } from "./composer.js";
-import { EDITORS, readReply } from "./extract.js";
+import { contentIn, EDITORS, readReply } from "./extract.js";
 import { match, matchAll, probeOne, touches } from "./select.js";
 import { Overlay } from "./overlay.js";
 import { ask, type CandidateFacts, type Delivery, type DoctorLine, type PickedNode, type FollowReport, type Generation, type HostEvent, type PageObservation, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
@@ -89,7 +89,9 @@ async function tickGeneration(w: Watch, g: Generation, text: string, streaming: 
       ? `The reply stayed unfinished for ${settings?.truncationBudgetSeconds ?? 0} s. The program ends with ${code}; nothing is asked again.`
       : r.verdict === "exhausted"
         ? "The chat says it is full (a usage or length limit). The program ends; start a new chat and turn on \"Answer .as programs here\" there."
-        : `No complete reply within ${settings?.replyTimeoutSeconds ?? 0} s. The program ends.`;
+        : r.verdict === "incomplete"
+          ? "Part of the reply sits in a code editor keyless could not read. The program ends; nothing of the reply was used."
+          : `No complete reply within ${settings?.replyTimeoutSeconds ?? 0} s. The program ends.`;
   await ask("generated", { id: g.id, error: `${code} ${why}` }).catch(() => undefined);
   o.error(code, why);
 }
@@ -152,12 +154,14 @@ function assistantMessages(): Element[] {
 }
 
 function contentOf(message: Element): Element {
-  return match(site?.selectors.assistant_content, message) ?? message;
+  return contentIn(message, site?.selectors.assistant_content, site?.selectors.ignore);
 }
 
-/// A reply has started: a new assistant message since `before`, or the site's stop signal.
+/// A reply has started: a new assistant message since `before`, or the site's stop signal
+/// where it was not showing when the send began (a spinner elsewhere on the page proves nothing).
 function replyingSince(before: number): () => boolean {
-  return () => assistantMessages().length > before || (site !== null && match(site.selectors.streaming) !== null);
+  const stopBefore = site !== null && match(site.selectors.streaming) !== null;
+  return () => assistantMessages().length > before || (!stopBefore && site !== null && match(site.selectors.streaming) !== null);
 }
 
 /// What of the reply is read: the content, without what the adapter ignores, the user's own
@@ -478,10 +482,25 @@ function probe(selectors: Selectors): { key: string; matches: number | null; alt
   return Object.entries(selectors).map(([key, alts]: [string, string[]]) => ({ key, ...probeOne(alts) }));
 }
 
+/// The adapter changed while a reply is followed (a pick, an import): the count of replies that
+/// were there before was taken with the old selectors. Count again, so an old reply is never
+/// taken for the new one: from the reply the user just picked when there is one (it is the reply
+/// being followed), else from what is on the page now.
+function rebase(picked: Element | null): void {
+  if (!watch || watch.done) return;
+  const all = assistantMessages();
+  const at = picked ? all.indexOf(picked) : -1;
+  watch.baseline = at >= 0 ? at : all.length;
+}
+
 // ---- the selector picker ----
 
 /// What to click for each key the user can pick, in the panel's words.
 const PICK_WHAT: Record<string, string> = {};
+/// A pick waits for its click: only one at a time.
+let picking = false;
+/// How long a pick waits for the click.
+const PICK_WAIT_MS = 120_000;
 
 /// The element the user clicks next on the page (the panel excepted), outlined under the
 /// pointer; null on Escape. The click itself does nothing else on the page.
@@ -504,7 +523,10 @@ function clickedElement(o: Overlay): Promise<Element | null> {
       finish(t);
     };
     const key = (e: KeyboardEvent) => {
-      if (e.key === "Escape") finish(null);
+      if (e.key !== "Escape") return;
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      finish(null);
     };
     const events: [string, EventListener][] = [
       ["mouseover", over],
@@ -512,11 +534,18 @@ function clickedElement(o: Overlay): Promise<Element | null> {
       ["mousedown", swallow],
       ["pointerup", swallow],
       ["mouseup", swallow],
+      ["touchstart", swallow],
+      ["touchend", swallow],
+      ["auxclick", swallow],
+      ["contextmenu", swallow],
+      ["dblclick", swallow],
       ["click", click],
       ["keydown", key as EventListener],
     ];
     for (const [t, f] of events) document.addEventListener(t, f, true);
+    const timer = window.setTimeout(() => finish(null), PICK_WAIT_MS);
     function finish(el: Element | null): void {
+      window.clearTimeout(timer);
       for (const [t, f] of events) document.removeEventListener(t, f, true);
       o.highlight(null);
       resolve(el);
@@ -531,10 +560,10 @@ function userElements(): Element[] {
 /// The element the key means, from where the user clicked: the editor around (or inside) the
 /// click, the button around it, or the reply: the largest block around the click that holds no
 /// message of the user's and not the composer.
-function meant(key: string, clicked: Element): Element {
+function meant(key: string, clicked: Element): Element | null {
   if (key === "composer") {
-    const editable = 'textarea, [contenteditable="true"], [contenteditable=""], input[type="text"]';
-    return clicked.closest(editable) ?? clicked.querySelector(editable) ?? clicked;
+    const editable = 'textarea, [contenteditable="true"], [contenteditable=""], [contenteditable="plaintext-only"], input[type="text"]';
+    return clicked.closest(editable) ?? clicked.querySelector(editable);
   }
   if (key === "send_button") return clicked.closest('button, [role="button"]') ?? clicked;
   const composer = site ? match(site.selectors.composer) : null;
@@ -562,18 +591,31 @@ function describe(el: Element): PickedNode {
 /// Lets the user show `key` on the page; keeps the selector the core derives from it as a user
 /// override, shows it, and checks it against the page.
 async function pick(key: string, after?: () => void): Promise<void> {
-  if (!site) return;
+  if (!site || picking) return;
   const o = ui();
   const what = PICK_WHAT[key] ?? key.replace(/_/g, " ");
+  if (key === "assistant_message" && userElements().length === 0) {
+    // Without the user's messages, nothing tells a reply from the user's own message (the
+    // pasted prompt would read as a reply).
+    o.error("KA_SELECTOR_NOT_FOUND", "keyless finds none of your messages on this page, so it cannot tell the model's replies from yours. Fix user_message in the options page first (Selector overrides), then pick the last reply.");
+    return;
+  }
   o.info("Pick it", [`Click ${what} on the page. Esc cancels.`]);
   o.setPhase("picking", "wait");
-  const clicked = await clickedElement(o);
+  picking = true;
+  const clicked = await clickedElement(o).finally(() => {
+    picking = false;
+  });
   if (!clicked) {
     o.clearError();
     o.setPhase("idle", "");
     return;
   }
   const el = meant(key, clicked);
+  if (!el) {
+    o.error("KA_SELECTOR_NOT_FOUND", "That is not a box you can type in. Click inside the box where you type your message.", [{ label: "Pick again", run: () => void pick(key, after) }]);
+    return;
+  }
   const ancestors: PickedNode[] = [];
   for (let p = el.parentElement; p && ancestors.length < 6 && p !== document.body; p = p.parentElement) ancestors.push(describe(p));
   try {
@@ -589,6 +631,7 @@ async function pick(key: string, after?: () => void): Promise<void> {
     });
     const saved = await ask("savePick", { host: location.hostname, key, candidates, facts });
     if (saved.site) site = saved.site;
+    rebase(key === "assistant_message" ? el : null);
     const check = probeOne([saved.selector]);
     const n = check.matches ?? 0;
     o.info(
@@ -690,7 +733,9 @@ async function main(): Promise<void> {
     if (area !== "local" || !changes.settings) return;
     void ask("site", { host: location.hostname }).then((s) => {
       settings = s.settings;
+      const changed = JSON.stringify(s.site?.selectors) !== JSON.stringify(site?.selectors);
       if (s.site) site = s.site;
+      if (changed) rebase(null);
     });
   });
   const mine = await ask("tabRun", {});

@@ -5,10 +5,10 @@
 // only its visible lines in the DOM: its whole text comes from the page script (page.ts) through
 // `data-keyless-code`, or the reply is incomplete.
 
-import { matchesAny } from "./select.js";
+import { matchAll, matchesAny } from "./select.js";
 
 /// Code editors that hold only their visible lines in the DOM.
-export const EDITORS = ".cm-editor, .monaco-editor, .CodeMirror";
+export const EDITORS = ".cm-editor, .monaco-editor, .CodeMirror, .ace_editor";
 /// Where the page script leaves an editor's whole text.
 export const EDITOR_TEXT = "data-keyless-code";
 
@@ -45,7 +45,7 @@ function codeOf(pre: Element): { code: string; lang: string } {
 function editorText(el: Element): { code: string; whole: boolean } {
   const full = el.getAttribute(EDITOR_TEXT);
   if (full !== null) return { code: full, whole: true };
-  const lines = Array.from(el.querySelectorAll(".cm-line, .view-line, .CodeMirror-line")).map((l) => (l.textContent ?? "").replace(/\u00a0/g, " "));
+  const lines = Array.from(el.querySelectorAll(".cm-line, .view-line, .CodeMirror-line, .ace_line")).map((l) => (l.textContent ?? "").replace(/\u00a0/g, " "));
   return { code: lines.join("\n"), whole: false };
 }
 
@@ -78,6 +78,21 @@ function codeWrapper(el: Element, skip: readonly string[] | undefined): { code: 
   if (Array.from(el.querySelectorAll(PROSE)).some((x) => !code.contains(x))) return null;
   const label = textOutside(el, code, skip);
   return label.length <= 40 ? { code, label } : null;
+}
+
+/// The reply's content in `message`: the first `content` match, taking the alternatives in order,
+/// that is not inside something never read (a thinking panel may render its draft with the same
+/// markup as the answer); the message itself when there is none.
+export function contentIn(message: Element, content: readonly string[] | undefined, ignore: readonly string[] | undefined): Element {
+  const hidden = (el: Element): boolean => {
+    for (let p: Element | null = el; p && p !== message; p = p.parentElement) if (matchesAny(p, ignore)) return true;
+    return false;
+  };
+  for (const alt of content ?? []) {
+    const found = matchAll([alt], message).find((e) => !hidden(e));
+    if (found) return found;
+  }
+  return message;
 }
 
 /// The reply text of an assistant message element. While the site still streams (`streaming`),
@@ -127,6 +142,12 @@ export function readReply(message: Element, ignore: string | readonly string[] |
     if (el.getAttribute("aria-hidden") === "true" && !el.querySelector("pre, code")) return;
     if (tag === "BR") {
       newline();
+      return;
+    }
+    // An editor, or a <pre> an editor sits in: the editor's whole text, never its visible lines.
+    const inner = tag === "PRE" ? el.querySelector(EDITORS) : null;
+    if (inner) {
+      walk(inner);
       return;
     }
     const editor = safeMatches(el, EDITORS);

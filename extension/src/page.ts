@@ -1,5 +1,5 @@
 // The page script: runs in the chat page's own world (manifest `"world": "MAIN"`, which the
-// site's CSP does not block) for one job. Code editors (CodeMirror 6 and 5, Monaco) keep only
+// site's CSP does not block) for one job. Code editors (CodeMirror 6 and 5, Ace, Monaco) keep only
 // their visible lines in the DOM; their whole text lives in the editor's state, which only the
 // page's world can reach. When the content script dispatches `keyless-read-editors`, each
 // editor's whole text is written to its `data-keyless-code` attribute, where the content script
@@ -14,6 +14,9 @@ interface Cm6Node {
 }
 interface Cm5Node {
   CodeMirror?: { getValue(): string };
+}
+interface AceNode {
+  env?: { editor?: { getValue(): string } };
 }
 interface MonacoEditor {
   getDomNode(): HTMLElement | null;
@@ -39,6 +42,11 @@ function cm5(el: Element): string | null {
   return cm && typeof cm.getValue === "function" ? String(cm.getValue()) : null;
 }
 
+function ace(el: Element): string | null {
+  const ed = (el as Element & AceNode).env?.editor;
+  return ed && typeof ed.getValue === "function" ? String(ed.getValue()) : null;
+}
+
 function monaco(el: Element): string | null {
   const m = (window as unknown as { monaco?: MonacoGlobal }).monaco;
   const editors = m?.editor?.getEditors?.() ?? [];
@@ -50,10 +58,10 @@ function monaco(el: Element): string | null {
 }
 
 document.addEventListener("keyless-read-editors", () => {
-  for (const el of Array.from(document.querySelectorAll(".cm-editor, .monaco-editor, .CodeMirror"))) {
+  for (const el of Array.from(document.querySelectorAll(".cm-editor, .monaco-editor, .CodeMirror, .ace_editor"))) {
     let text: string | null = null;
     try {
-      text = cm6(el) ?? cm5(el) ?? monaco(el);
+      text = cm6(el) ?? cm5(el) ?? ace(el) ?? monaco(el);
     } catch {
       text = null;
     }

@@ -19,7 +19,7 @@ const sites = Object.fromEntries(loadSites(undefined).map((s) => [s.id, s]));
 test("the reply text rebuilt from each saved message DOM is the expected text", async () => {
   const bundle = await build({
     stdin: {
-      contents: 'export { readReply } from "./extract.ts"; export { match, matchAll } from "./select.ts";',
+      contents: 'export { contentIn, readReply } from "./extract.ts"; export { match, matchAll } from "./select.ts";',
       resolveDir: join(root, "extension", "src"),
       loader: "ts",
     },
@@ -54,7 +54,7 @@ test("the reply text rebuilt from each saved message DOM is the expected text", 
             const messages = x.matchAll(sel.assistant_message);
             const message = messages[messages.length - 1];
             if (!message) return { error: `no element matches ${sel.assistant_message.join(" | ")}` };
-            const content = x.match(sel.assistant_content, message) ?? message;
+            const content = x.contentIn(message, sel.assistant_content, sel.ignore);
             const r = x.readReply(content, [...sel.ignore, ...sel.user_message, ...sel.streaming], streaming);
             return { text: r.incomplete ? `INCOMPLETE\n${r.text}` : r.text };
           },

@@ -32,12 +32,14 @@ pub struct PageObservation {
 
 impl PageObservation {
     /// Whether the site may still add to the reply: its stop signal shows, or its `reply_done`
-    /// mark does not yet (or showed less than [`REPLY_DONE_QUIET_MS`] after the last change).
+    /// mark does not yet (or showed less than [`REPLY_DONE_QUIET_MS`] after the last change). A
+    /// mark that never shows (the site changed it) is awaited [`REPLY_DONE_WAIT_MS`] of quiet at
+    /// most: then the stop signal and `@@eof` decide, as on a site without one.
     #[must_use]
     pub fn still_writing(&self) -> bool {
         self.site_streaming
             || match self.reply_done {
-                Some(false) => true,
+                Some(false) => self.quiet_ms < REPLY_DONE_WAIT_MS,
                 Some(true) => self.quiet_ms < REPLY_DONE_QUIET_MS,
                 None => false,
             }

@@ -151,6 +151,15 @@ fn attr<'a>(n: &'a PickedNode, name: &str) -> Option<&'a str> {
         .filter(|v| cap(v))
 }
 
+/// An attribute value that names a kind of element, not one of them: no digit run (per-message
+/// ids such as `conversation-turn-12`, counters, hashes). For the replies, no digit at all.
+fn stable_value(v: &str, single: bool) -> bool {
+    let run = if single { 3 } else { 1 };
+    !v.as_bytes()
+        .windows(run)
+        .any(|w| w.iter().all(u8::is_ascii_digit))
+}
+
 /// The selectors that name `n` by itself, best first. `single` is false for a key that must
 /// match every element of its kind (the replies): then nothing that names one element (an id,
 /// a label) is offered.
@@ -167,12 +176,12 @@ fn own(n: &PickedNode, single: bool) -> Vec<String> {
         if !single && matches!(*a, "aria-label" | "title" | "name" | "placeholder") {
             continue;
         }
-        if let Some(v) = attr(n, a) {
+        if let Some(v) = attr(n, a).filter(|v| stable_value(v, single)) {
             out.push(format!("{tag}{}", attr_sel(a, v)));
         }
     }
     for a in KIND_ATTRS {
-        if let Some(v) = attr(n, a) {
+        if let Some(v) = attr(n, a).filter(|v| stable_value(v, single)) {
             out.push(format!("{tag}{}", attr_sel(a, v)));
         }
     }
@@ -206,11 +215,15 @@ pub fn pick_candidates(p: &Picked) -> Vec<String> {
         let tail: Vec<String> = {
             let mut t = Vec::new();
             for a in KIND_ATTRS {
-                if let Some(v) = attr(&p.node, a) {
+                if let Some(v) = attr(&p.node, a).filter(|v| stable_value(v, single)) {
                     t.push(format!("{}{}", p.node.tag, attr_sel(a, v)));
                 }
             }
-            t.push(p.node.tag.clone());
+            // A bare tag under a named ancestor finds the composer; for the replies it would
+            // find every block of the page.
+            if single || p.node.tag.contains('-') {
+                t.push(p.node.tag.clone());
+            }
             t
         };
         for anc in p.ancestors.iter().take(6) {
@@ -220,7 +233,9 @@ pub fn pick_candidates(p: &Picked) -> Vec<String> {
                 }
             }
         }
-        out.extend(tail);
+        if single {
+            out.extend(tail);
+        }
     }
     let mut seen = std::collections::BTreeSet::new();
     out.retain(|s| seen.insert(s.clone()));

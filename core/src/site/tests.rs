@@ -148,7 +148,16 @@ fn a_reply_done_mark_holds_the_reply_until_it_shows_and_the_text_is_quiet() {
     let text = "@@say\n<<<MSG\nhi\nMSG>>>\n@@end\n@@done\n@@end\n@@eof";
     let v = |p: &PageObservation| watch(&WatchInput::of(text, true, true, p));
     // No stop button seen, the Run button back, the last tokens still coming: no footer, no end.
-    assert_eq!(v(&page(Some(false), 5_000)), WatchVerdict::Waiting);
+    assert_eq!(v(&page(Some(false), 1_000)), WatchVerdict::Waiting);
+    // A footer the site renamed never shows: after 5 s of quiet the reply is judged without it.
+    assert_eq!(
+        v(&page(Some(false), REPLY_DONE_WAIT_MS - 1)),
+        WatchVerdict::Waiting
+    );
+    assert_eq!(
+        v(&page(Some(false), REPLY_DONE_WAIT_MS)),
+        WatchVerdict::Complete
+    );
     // The footer shows, the text changed 20 ms ago: not yet.
     assert_eq!(v(&page(Some(true), 20)), WatchVerdict::Waiting);
     // The footer and a short quiet: complete, with no longer quiet period.
@@ -260,14 +269,29 @@ fn the_picker_keeps_a_unique_match_for_the_composer_and_every_reply_for_replies(
         choose_pick("composer", &cands, &[f(0, false, false); 3]),
         None
     );
+    // The replies: the first that finds the clicked one and none of the user's messages.
     assert_eq!(
         choose_pick(
             "assistant_message",
             &cands,
-            &[f(1, true, false), f(4, true, true), f(3, true, false)]
+            &[f(4, true, true), f(3, true, false), f(9, true, false)]
         ),
-        Some(2)
+        Some(1)
     );
+    // Never a per-message value, an id, or a bare tag for the replies.
+    let reply = Picked {
+        key: "assistant_message".into(),
+        node: node(
+            "article",
+            "msg-a1b2",
+            &["turn"],
+            &[("data-testid", "conversation-turn-12"), ("role", "article")],
+        ),
+        ancestors: vec![node("main", "", &[], &[("role", "main")])],
+    };
+    let c = pick_candidates(&reply);
+    assert!(c.iter().all(|s| !s.contains("turn-12") && !s.contains('#') && s != "article"), "{c:?}");
+    assert!(c.contains(&r#"article[role="article"]"#.to_string()), "{c:?}");
 }
 
 #[test]

@@ -133,6 +133,9 @@ pub fn watch(i: &WatchInput) -> WatchVerdict {
 /// How long the text must stay unchanged after a site's `reply_done` mark shows (Code Web Chat
 /// waits 100 ms of quiet on AI Studio).
 pub const REPLY_DONE_QUIET_MS: u64 = 150;
+/// How long a reply whose `reply_done` mark has not shown must be quiet before it is judged
+/// without the mark (a mark the site renamed must not hold every reply until the timeout).
+pub const REPLY_DONE_WAIT_MS: u64 = 5_000;
 
 /// Whether the reply ends with `@@eof`, ignoring blank lines and a closing fence after it.
 #[must_use]
