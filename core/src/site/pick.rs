@@ -244,17 +244,14 @@ pub fn pick_candidates(p: &Picked) -> Vec<String> {
 }
 
 /// The candidate to keep, given what each matched: it must match the picked element and no
-/// user message; for the composer and the send button only that element, for the replies at
-/// least as many elements as the best other candidate (every reply, not the one clicked).
+/// user message; for the composer and the send button only that element; for the replies the
+/// first in the order of preference (names and kinds before classes; no ids, no per-message
+/// values, no bare tags).
 #[must_use]
 pub fn choose_pick(key: &str, candidates: &[String], facts: &[CandidateFacts]) -> Option<usize> {
     let ok = |f: &CandidateFacts| f.has_picked && !f.hits_user && f.count > 0;
     if key == "assistant_message" {
-        let most = facts.iter().filter(|f| ok(f)).map(|f| f.count).max()?;
-        return facts
-            .iter()
-            .take(candidates.len())
-            .position(|f| ok(f) && f.count == most);
+        return facts.iter().take(candidates.len()).position(ok);
     }
     facts
         .iter()

@@ -290,8 +290,15 @@ fn the_picker_keeps_a_unique_match_for_the_composer_and_every_reply_for_replies(
         ancestors: vec![node("main", "", &[], &[("role", "main")])],
     };
     let c = pick_candidates(&reply);
-    assert!(c.iter().all(|s| !s.contains("turn-12") && !s.contains('#') && s != "article"), "{c:?}");
-    assert!(c.contains(&r#"article[role="article"]"#.to_string()), "{c:?}");
+    assert!(
+        c.iter()
+            .all(|s| !s.contains("turn-12") && !s.contains('#') && s != "article"),
+        "{c:?}"
+    );
+    assert!(
+        c.contains(&r#"article[role="article"]"#.to_string()),
+        "{c:?}"
+    );
 }
 
 #[test]
