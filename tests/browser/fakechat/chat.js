@@ -313,6 +313,17 @@
     }
   }
 
+  /** The scripted model's answer to a message: {text, chunk, delayMs, banner}; null when Stop
+   * aborted the request before its first token (as the real sites do). */
+  async function askModel(text, files, signal) {
+    try {
+      const res = await fetch("/backend/conversation", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text, attachments: files }), signal });
+      return await res.json();
+    } catch {
+      return null;
+    }
+  }
+
   /** A code block as most sites render it: pre > code.language-… with a header. */
   function plainCode(code, lang) {
     const codeEl = h("code", { class: `language-${lang || "plaintext"}`, text: code });
@@ -394,15 +405,11 @@
       setStreaming(true);
       stopRequested = false;
       pendingRequest = new AbortController();
-      let answer;
-      try {
-        const res = await fetch("/backend/conversation", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text, attachments: files }), signal: pendingRequest.signal });
-        answer = await res.json();
-      } catch {
+      const answer = await askModel(text, files, pendingRequest.signal);
+      pendingRequest = null;
+      if (!answer) {
         setStreaming(false);
         return;
-      } finally {
-        pendingRequest = null;
       }
       const { text: reply, chunk, delayMs, banner } = answer;
       const a = skin.assistantTurn();
@@ -585,15 +592,11 @@
     setStreaming(true);
     stopRequested = false;
     pendingRequest = new AbortController();
-    let answer;
-    try {
-      const res = await fetch("/backend/conversation", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text, attachments: files }), signal: pendingRequest.signal });
-      answer = await res.json();
-    } catch {
+    const answer = await askModel(text, files, pendingRequest.signal);
+    pendingRequest = null;
+    if (!answer) {
       setStreaming(false);
       return;
-    } finally {
-      pendingRequest = null;
     }
     const { text: reply, chunk, delayMs, banner } = answer;
     const a = assistantTurn();
