@@ -87,19 +87,28 @@ fn policy_prompt_and_piece() {
 #[wasm_bindgen_test]
 fn sites_load_override_and_doctor() {
     let all = json(&load_sites_js(None).expect("sites"));
-    assert_eq!(all.as_array().expect("list").len(), 4);
+    assert_eq!(all.as_array().expect("list").len(), 12);
     let s = site_for_host_js(
         Some(r#"{"chatgpt":{"selectors":{"composer":"div.x"}}}"#.into()),
         "chatgpt.com",
     )
     .expect("site");
-    assert_eq!(json(&s)["selectors"]["composer"], "div.x");
+    // A selector is a list of alternatives; one string is a list of one.
+    assert_eq!(
+        json(&s)["selectors"]["composer"],
+        serde_json::json!(["div.x"])
+    );
     let bad = load_sites_js(Some(r#"{"chatgpt":{"selectors":{"composr":"x"}}}"#.into()))
         .expect_err("typo");
     let msg: String = js_sys::Error::from(JsValue::from(bad)).message().into();
     assert!(msg.contains("did you mean \"composer\""), "{msg}");
-    let lines =
-        json(&doctor_report(s, obj(r#"[{"key":"composer","matches":0}]"#)).expect("doctor"));
+    let lines = json(
+        &doctor_report(
+            s,
+            obj(r#"[{"key":"composer","matches":0,"alternative":null}]"#),
+        )
+        .expect("doctor"),
+    );
     let composer = lines
         .as_array()
         .expect("lines")
@@ -108,6 +117,8 @@ fn sites_load_override_and_doctor() {
         .expect("composer")
         .clone();
     assert_eq!(composer["code"], "KA_SELECTOR_NOT_FOUND");
+    // The page's panel offers to pick it.
+    assert_eq!(composer["pick"], "the box where you type your message");
 }
 
 #[wasm_bindgen_test]
