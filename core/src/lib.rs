@@ -94,7 +94,6 @@ pub fn typescript() -> String {
         site::PickedNode::decl(&cfg),
         site::Picked::decl(&cfg),
         site::CandidateFacts::decl(&cfg),
-        site::PickOutcome::decl(&cfg),
         turn::BatchStatus::decl(&cfg),
         turn::TurnEnd::decl(&cfg),
         Limits::decl(&cfg),

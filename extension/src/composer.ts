@@ -9,6 +9,8 @@ export class ChatError extends Error {
   constructor(
     readonly code: string,
     detail: string,
+    /// The adapter's selector key a KA_SELECTOR_NOT_FOUND is about (the user can pick it).
+    readonly key?: string,
   ) {
     super(`${code} ${detail}`);
   }
@@ -19,7 +21,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /// The composer element; KA_SELECTOR_NOT_FOUND when the selector no longer matches.
 export function composerOf(site: SiteAdapter): HTMLElement {
   const el = match(site.selectors.composer) as HTMLElement | null;
-  if (!el) throw new ChatError("KA_SELECTOR_NOT_FOUND", `composer (${shown(site.selectors.composer)}) is not on the page: press "Pick it" and click the box where you type`);
+  if (!el) throw new ChatError("KA_SELECTOR_NOT_FOUND", `composer (${shown(site.selectors.composer)}) is not on the page: press "Pick it" and click the box where you type`, "composer");
   return el;
 }
 
@@ -140,7 +142,7 @@ async function clickAndConfirm(site: SiteAdapter, text: string, before: number, 
   const button = await until(5000, () => sendButton(site));
   if (!button) {
     if (!match(site.selectors.send_button)) {
-      throw new ChatError("KA_SELECTOR_NOT_FOUND", `send button (${shown(site.selectors.send_button)}) is not on the page: press "Pick it" and click the button that sends`);
+      throw new ChatError("KA_SELECTOR_NOT_FOUND", `send button (${shown(site.selectors.send_button)}) is not on the page: press "Pick it" and click the button that sends`, "send_button");
     }
     return false;
   }

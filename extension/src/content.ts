@@ -2,7 +2,7 @@
 // overlay, hands complete replies to the worker, and writes the answers back into the chat.
 // No wasm here (a site's CSP may forbid it): every decision comes from the worker's core.
 
-import { send, write } from "./composer.js";
+import { ChatError, send, write } from "./composer.js";
 import { contentIn, EDITORS, readReply } from "./extract.js";
 import { match, matchAll, probeOne, touches } from "./select.js";
 import { Overlay } from "./overlay.js";
@@ -145,12 +145,17 @@ function onGenerationEnded(g: Generation): void {
   o.note(`${g.error ?? ""}`.trim() || "The program no longer waits for this reply.");
 }
 
+/// The user's messages on the page.
+function userElements(): Element[] {
+  return site ? matchAll(site.selectors.user_message) : [];
+}
+
 /// The assistant messages on the page: never one that is, or sits inside, a user message (a
 /// fallback selector broad enough to catch the user's turn must not make it read as a reply).
 function assistantMessages(): Element[] {
   if (!site) return [];
-  const users = site.selectors.user_message;
-  return matchAll(site.selectors.assistant_message).filter((m) => !matchAll(users).some((u) => u === m || u.contains(m)));
+  const users = userElements();
+  return matchAll(site.selectors.assistant_message).filter((m) => !users.some((u) => u === m || u.contains(m)));
 }
 
 function contentOf(message: Element): Element {
@@ -195,7 +200,7 @@ function exhaustedNow(now: number): boolean {
 /// Starts following the reply to a message that was just sent.
 function follow(baseline: number, sent = true): void {
   const now = performance.now();
-  const users = site ? matchAll(site.selectors.user_message).length : 0;
+  const users = userElements().length;
   watch = { baseline, sentAt: sent ? now : null, users, lastText: "", lastChange: now, sent: "", stopSeen: false, commands: [], done: false, fresh: true };
   exhausted = false;
   lastExhaustedCheck = 0;
@@ -221,7 +226,7 @@ async function tick(): Promise<void> {
     const t0 = performance.now();
     const msgs = assistantMessages();
     const newest = msgs.length > w.baseline ? msgs[msgs.length - 1] : undefined;
-    if (w.sentAt === null && site && (newest || matchAll(site.selectors.user_message).length > w.users)) w.sentAt = performance.now();
+    if (w.sentAt === null && (newest || userElements().length > w.users)) w.sentAt = performance.now();
     const streaming = match(site.selectors.streaming) !== null;
     if (streaming) w.stopSeen = true;
     const read = newest ? readNewest(newest, streaming) : { text: "", incomplete: false };
@@ -378,7 +383,7 @@ async function deliver(text: string, delivery: Delivery, endAt: number, notice =
   } catch (e) {
     const [code, msg] = errText(e);
     ask("delivered", { ok: false, code }).catch(() => undefined);
-    o.error(code, msg, failedSend(code, msg, () => void resend()));
+    o.error(code, msg, failedSend(e, () => void resend()));
   }
 }
 
@@ -448,7 +453,7 @@ async function onPaste(text: string, sendIt: boolean): Promise<void> {
     }
   } catch (e) {
     const [code, msg] = errText(e);
-    o.error(code, msg, failedSend(code, msg, () => void onPaste(text, sendIt), "Paste again"));
+    o.error(code, msg, failedSend(e, () => void onPaste(text, sendIt), "Paste again"));
   }
 }
 
@@ -553,9 +558,6 @@ function clickedElement(o: Overlay): Promise<Element | null> {
   });
 }
 
-function userElements(): Element[] {
-  return site ? matchAll(site.selectors.user_message) : [];
-}
 
 /// The element the key means, from where the user clicked: the editor around (or inside) the
 /// click, the button around it, or the reply: the largest block around the click that holds no
@@ -667,16 +669,10 @@ function offerPicks(lines: DoctorLine[]): void {
   );
 }
 
-/// The key a KA_SELECTOR_NOT_FOUND from sending is about, if the user can pick it.
-function pickableFrom(msg: string): string | null {
-  if (msg.startsWith("composer")) return "composer";
-  if (msg.startsWith("send button")) return "send_button";
-  return null;
-}
-
-/// The actions of a send that failed: Pick it when a selector broke, then the retry.
-function failedSend(code: string, msg: string, retry: () => void, label = "Resend"): { label: string; run: () => void }[] {
-  const key = code === "KA_SELECTOR_NOT_FOUND" ? pickableFrom(msg) : null;
+/// The actions of a send that failed: Pick it when a selector the user can show broke (the
+/// error names its key), then the retry.
+function failedSend(e: unknown, retry: () => void, label = "Resend"): { label: string; run: () => void }[] {
+  const key = e instanceof ChatError ? e.key : undefined;
   if (!key) return [{ label, run: retry }];
   PICK_WHAT[key] ??= key === "composer" ? "the box where you type your message" : "the button that sends your message";
   return [{ label: "Pick it", run: () => void pick(key, retry) }];

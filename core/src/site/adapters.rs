@@ -70,12 +70,6 @@ impl Alternatives {
     }
 }
 
-impl From<&str> for Alternatives {
-    fn from(s: &str) -> Self {
-        Self(vec![s.to_string()])
-    }
-}
-
 /// The CSS selectors of one site, each a list of alternatives.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

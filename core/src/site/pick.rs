@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::keyless_json::ConfigFileError;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// The keys a user can pick on the page, with what to click.
 pub const PICKABLE: &[(&str, &str)] = &[
@@ -315,13 +315,4 @@ pub fn import_overrides(
         mine.entry(id.clone()).or_default().apply(patch);
     }
     checked(defaults, &mine)
-}
-
-/// The picker's answer: the kept selector and the overrides to store.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PickOutcome {
-    pub selector: String,
-    pub overrides: String,
 }

@@ -228,8 +228,6 @@ hasPicked: boolean,
  */
 hitsUser: boolean, };
 
-export type PickOutcome = { selector: string, overrides: string, };
-
 export type BatchStatus = "running" | "done" | "rejected" | "interrupted";
 
 export type TurnEnd = "done" | "MaxFormatRetries" | "MaxIterationsPerTurn" | "needs_user_input";
