@@ -69,13 +69,15 @@ export const MORE_SITES = [
 ];
 
 /** The replies of a whole task on `name`'s site: a file (`file`), a command, a commit, done. */
-export function siteTaskReplies(name, file = "src/greet.py") {
+export function siteTaskReplies(name, file = "src/greet.py", { long = false } = {}) {
   return [
     fenced(
       [
         "@@say", "<<<MSG", `Working on ${name}.`, "MSG>>>", "@@end",
         `@@newfile ${file}`, "<<<CONTENT", GREET_PY, "CONTENT>>>", "@@end",
         "@@runcommand", "<<<CMD", `python3 ${file}`, "CMD>>>", "@@end",
+        // `long`: results of about 2,000 characters, more than a site set to paste 1,000.
+        ...(long ? ["@@runcommand", "<<<CMD", "seq 1 500", "CMD>>>", "@@end"] : []),
         "@@next", "@@end", "@@eof",
       ].join("\n"),
     ),

@@ -4,8 +4,10 @@
 // SITES.md, and the second imitations of the first four (markup that differs where the facts say
 // nothing: no data-turn-role on AI Studio, whose Run button comes back before its last tokens; no
 // author-role attributes on ChatGPT; thinking panels holding command lines). Each runs the whole
-// task: a file, a command, a commit pushed, @@done. Then Qwen's code editors without a readable
-// model (KA_REPLY_INCOMPLETE, nothing runs), and the selector picker on a page whose composer was
+// task: a file, a command, a commit pushed, @@done; on the eight, the first results are too long
+// to paste and go through the site's file input. Then Qwen's code editors without a readable
+// model (KA_REPLY_INCOMPLETE, nothing runs), a reply inside each real editor the page script
+// reads (CodeMirror 6 and 5, Ace, Monaco, from npm), and the selector picker on a page whose composer was
 // renamed: the doctor's report, "Pick it", the derived override, the task running.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -33,6 +35,13 @@ describe("every site adapter on its imitation, in one browser with one host", ()
     chat = await startFakeChat([]);
     host = await startHost(w.ws, w.config, "auto");
     browser = await launchWithExtension(chat.port);
+    // The eight more sites paste at most 1,000 characters here: the first results of their task
+    // go as a file through the site's own file input.
+    const overrides = Object.fromEntries(MORE_SITES.filter(([, slug]) => !slug.endsWith("-2")).map(([, slug]) => [slug, { max_paste_chars: 1000 }]));
+    await browser.worker.evaluate(async (text) => {
+      const { settings = {} } = await chrome.storage.local.get("settings");
+      await chrome.storage.local.set({ settings: { ...settings, selectorOverrides: text } });
+    }, JSON.stringify(overrides));
   });
 
   after(async () => {
@@ -92,7 +101,8 @@ describe("every site adapter on its imitation, in one browser with one host", ()
   for (const [label, slug, url, composer] of SITES) {
     it(`${label}: the task runs to a pushed commit and @@done`, async () => {
       const file = `src/greet_${slug.replace("-", "_")}.py`;
-      chat.setReplies(siteTaskReplies(label, file).map((text) => ({ text, chunk: 40, delayMs: 10 })));
+      const attached = MORE_SITES.some(([, s]) => s === slug) && !slug.endsWith("-2");
+      chat.setReplies(siteTaskReplies(label, file, { long: attached }).map((text) => ({ text, chunk: attached ? 80 : 40, delayMs: 10 })));
       const from = chat.received.length;
       const { page, tabId } = await open(url, composer);
       try {
@@ -106,7 +116,16 @@ describe("every site adapter on its imitation, in one browser with one host", ()
         assert.equal(got.length, 3, `${label}: the prompt and two results, nothing after @@done`);
         assert.match(got[0].text, /AgentScript v1/);
         assert.equal(readFileSync(join(w.ws, file), "utf8"), `${GREET_PY}\n`, `${label}: the file is byte-exact`);
-        assert.match(got[1].text, new RegExp(`#3 runcommand \\| python3 ${file.replace(".", "\\.")} ---\\nstatus: ok[^\\n]*\\n<<<OUTPUT\\nHello, world!\\nOUTPUT>>>`));
+        const ran = new RegExp(`#3 runcommand \\| python3 ${file.replace(".", "\\.")} ---\\nstatus: ok[^\\n]*\\n<<<OUTPUT\\nHello, world!\\nOUTPUT>>>`);
+        if (attached) {
+          // Through the site's file input: one file with the whole results, a pointer pasted.
+          assert.equal(got[1].attachments.length, 1, `${label}: the results as one attachment`);
+          assert.match(got[1].attachments[0].name, /^keyless-results-t\d+-b\d+\.txt$/);
+          assert.match(got[1].attachments[0].text, ran);
+          assert.match(got[1].attachments[0].text, /\n500\nOUTPUT>>>/);
+          assert.match(got[1].text, /The full results \(\d+ characters\) are in the attached file keyless-results-t\d+-b\d+\.txt\./);
+          assert.equal(got[2].attachments.length, 0, `${label}: short results pasted`);
+        } else assert.match(got[1].text, ran);
         assert.equal(git(w.origin, "log", "-1", "--format=%s", "feature/greet"), `Add the greeting module (${label})`);
         assert.deepEqual(await page.evaluate(() => window.__keylessProblems), [], `${label}: no false problem while streaming`);
         if (slug === "aistudio-2") {
@@ -139,6 +158,40 @@ describe("every site adapter on its imitation, in one browser with one host", ()
       await page.close();
     }
   });
+
+  // A whole reply inside one editor, longer than the editor shows: indentation, tabs, blank
+  // lines, markup characters and non-ASCII text must come out byte-exact.
+  const LONG_PY = [
+    "# A module longer than the code block shows: naïve — 日本語 <b>&amp;</b>",
+    ...Array.from({ length: 200 }, (_, i) => (i % 10 === 9 ? "" : i % 5 === 0 ? `def f${i}(x):` : i % 5 === 4 ? `\treturn x  # tab ${i}` : `    x = x * ${i} + 1  # ${"<>&".repeat(i % 3)}`)),
+    "print(f195(1))",
+  ].join("\n");
+  const EDITORS = [["cm6", "CodeMirror 6"], ["cm5", "CodeMirror 5"], ["ace", "Ace"], ["monaco", "Monaco"]];
+  for (const [editor, name] of EDITORS) {
+    it(`Qwen: a reply inside a real ${name} editor, which keeps only the lines in view, is read whole`, async () => {
+      const file = `src/long_${editor}.py`;
+      const replies = [
+        fenced([`@@newfile ${file}`, "<<<CONTENT", LONG_PY, "CONTENT>>>", "@@end", "@@next", "@@end", "@@eof"].join("\n")),
+        fenced(["@@done", "@@end", "@@eof"].join("\n")),
+      ];
+      chat.setReplies(replies.map((text) => ({ text, chunk: 800, delayMs: 20 })));
+      const from = chat.received.length;
+      const { page, tabId } = await open(`https://chat.qwen.ai/?editor=${editor}`, "textarea#chat-input");
+      try {
+        await start(tabId, `Write ${file}.`);
+        await until(`${name}: the done state`, async () => (await pill(page).textContent()) === "done", 90000);
+        assert.equal(readFileSync(join(w.ws, file), "utf8"), `${LONG_PY}\n`, `${name}: the file is byte-exact`);
+        assert.equal(chat.received.length - from, 2, "the prompt and one result");
+        // The editor really kept only part of the reply in the page.
+        const lines = await page.evaluate(() => document.querySelector(".chat-response-message").querySelectorAll(".cm-line, .view-line, .CodeMirror-line, .ace_line").length);
+        assert.ok(lines > 0 && lines < 120, `${name}: ${lines} of ${replies[0].split("\n").length} lines in the page`);
+        assert.deepEqual(await page.evaluate(() => window.__keylessProblems), [], `${name}: no false problem while streaming`);
+        if (editor === "monaco") await page.screenshot({ path: join(shots, "sites-qwen-monaco.png") });
+      } finally {
+        await page.close();
+      }
+    });
+  }
 
   it("the picker: the doctor reports a renamed composer, the user picks it, and the task runs", async () => {
     const file = "src/greet_picked.py";

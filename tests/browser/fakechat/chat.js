@@ -439,7 +439,7 @@
     const make = window.__fakeSkins && window.__fakeSkins[SKIN_KEY];
     if (!make) throw new Error(`no skin ${SKIN_KEY}`);
     const params = new URLSearchParams(location.search);
-    runSkin(make({ h, plainCode, swapControl, opts: { editorHidden: params.get("editor") === "hidden", composerRenamed: params.get("composer") === "renamed" } }));
+    runSkin(make({ h, plainCode, swapControl, opts: { editor: params.get("editor") ?? "cm6", editorHidden: params.get("editor") === "hidden", composerRenamed: params.get("composer") === "renamed" } }));
     return;
   }
 

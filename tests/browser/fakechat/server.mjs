@@ -7,7 +7,8 @@ import { createServer } from "node:https";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, extname, join, normalize } from "node:path";
+import { buildSync } from "esbuild";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -46,6 +47,39 @@ function certificate() {
   return { key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) };
 }
 
+// The real code editors a site's code blocks may be (Qwen's, see skins.js), served from the npm
+// packages: the reader must get their whole text while they keep only what is in view.
+const modules = join(here, "..", "..", "..", "node_modules");
+const VENDOR = {
+  "/vendor/monaco/": join(modules, "monaco-editor", "min"),
+  "/vendor/ace/": join(modules, "ace-builds"),
+  "/vendor/cm5/": join(modules, "codemirror", "lib"),
+};
+const TYPES = { ".js": "text/javascript", ".css": "text/css", ".ttf": "font/ttf", ".svg": "image/svg+xml", ".json": "application/json" };
+/** CodeMirror 6 as one script (it ships as ES modules with bare imports). */
+function codemirror6() {
+  const out = buildSync({
+    stdin: { contents: 'import { EditorView } from "@codemirror/view"; import { EditorState } from "@codemirror/state"; window.CM6 = { EditorView, EditorState };', resolveDir: here },
+    bundle: true, format: "iife", minify: true, write: false, logLevel: "silent",
+  });
+  return Buffer.from(out.outputFiles[0].contents);
+}
+/** The page's scripts and styles for `?editor=` on a site whose code blocks are editors. */
+function editorAssets(editor) {
+  switch (editor) {
+    case "monaco":
+      return '<link rel="stylesheet" href="/vendor/monaco/vs/editor/editor.main.css"><script src="/vendor/monaco/vs/loader.js"></script>';
+    case "ace":
+      return '<link rel="stylesheet" href="/vendor/ace/css/ace.css"><script src="/vendor/ace/src-min-noconflict/ace.js"></script>';
+    case "cm5":
+      return '<link rel="stylesheet" href="/vendor/cm5/codemirror.css"><script src="/vendor/cm5/codemirror.js"></script>';
+    case "hidden":
+      return "";
+    default:
+      return '<script src="/vendor/cm6.js"></script>';
+  }
+}
+
 /**
  * Starts the fake chat site on 127.0.0.1:0.
  * `replies`: what the model answers, in order; each is a string or {text, chunk, delayMs, banner,
@@ -60,6 +94,7 @@ export function startFakeChat(replies = []) {
     "/chat.js": ["text/javascript", readFileSync(join(here, "chat.js"))],
     "/chat.css": ["text/css", readFileSync(join(here, "chat.css"))],
     "/skins.js": ["text/javascript", readFileSync(join(here, "skins.js"))],
+    "/vendor/cm6.js": ["text/javascript", codemirror6()],
   };
   const server = createServer(certificate(), (req, res) => {
     const host = (req.headers.host ?? "").split(":")[0];
@@ -89,12 +124,26 @@ export function startFakeChat(replies = []) {
       res.end(data);
       return;
     }
+    const vendor = Object.keys(VENDOR).find((prefix) => url.pathname.startsWith(prefix));
+    if (vendor) {
+      const rel = normalize(decodeURIComponent(url.pathname.slice(vendor.length)));
+      try {
+        if (rel.startsWith("..")) throw new Error("outside");
+        const data = readFileSync(join(VENDOR[vendor], rel));
+        res.writeHead(200, { ...headers, "content-type": TYPES[extname(rel)] ?? "application/octet-stream" });
+        res.end(data);
+      } catch {
+        res.writeHead(404, headers);
+        res.end("not found");
+      }
+      return;
+    }
     if (url.pathname === "/" || url.pathname.startsWith("/c/") || url.pathname.startsWith("/chat") || url.pathname.startsWith("/app") || url.pathname.startsWith("/prompts") || url.pathname.startsWith("/a/") || url.pathname === "/new") {
       // ?variant=2: the second imitation of one of the first four sites.
       const variant = url.searchParams.get("variant") === "2" && OWN.has(site) ? "2" : "";
       const skin = variant ? `${site}-2` : OWN.has(site) ? "" : site;
       res.writeHead(200, { ...headers, "content-type": "text/html; charset=utf-8" });
-      res.end(`<!doctype html><html lang="en" data-site="${site}" data-skin="${skin}"><head><meta charset="utf-8"><title>${TITLES[site]}</title><link rel="stylesheet" href="/chat.css"></head><body class="${site}${skin ? " skin" : ""}"><div id="root"></div><script src="/skins.js"></script><script src="/chat.js"></script></body></html>`);
+      res.end(`<!doctype html><html lang="en" data-site="${site}" data-skin="${skin}"><head><meta charset="utf-8"><title>${TITLES[site]}</title><link rel="stylesheet" href="/chat.css">${site === "qwen" ? editorAssets(url.searchParams.get("editor")) : ""}</head><body class="${site}${skin ? " skin" : ""}"><div id="root"></div><script src="/skins.js"></script><script src="/chat.js"></script></body></html>`);
       return;
     }
     res.writeHead(404, headers);

@@ -242,19 +242,56 @@
         return { el, md, done() { el.append(h("div", { class: "qwen-chat-package-comp-new-action-control-icons", text: "⧉ ↻ 👍" })); } };
       },
       codeBlock(code, lang) {
-        // CodeMirror 6: .cm-editor > .cm-scroller > .cm-content > .cm-line, only what is in view;
-        // the whole document in the view's state, reachable from .cm-content's cmView.
-        const lines = code.split("\n");
-        const content = h("div", { class: "cm-content", contenteditable: "false", role: "textbox" },
-          ...lines.slice(0, VISIBLE).map((l) => h("div", { class: "cm-line", text: l })));
-        if (lines.length > VISIBLE) content.append(h("div", { class: "cm-gap", "aria-hidden": "true" }));
-        if (!kit.opts.editorHidden) content.cmView = { rootView: { view: { state: { doc: { toString: () => code } } } } };
-        return h("div", { class: "qwen-markdown-code" },
-          h("div", { class: "qwen-markdown-code-header" }, h("span", { text: lang || "code" }), h("button", { text: "Copy" })),
-          h("div", { class: "cm-editor ͼ1 ͼ2" }, h("div", { class: "cm-scroller" }, content)));
+        const header = h("div", { class: "qwen-markdown-code-header" }, h("span", { text: lang || "code" }), h("button", { text: "Copy" }));
+        if (kit.opts.editorHidden) {
+          // A CodeMirror 6 look (.cm-editor > .cm-scroller > .cm-content > .cm-line, the first
+          // lines only) with no editor behind it that a page script could read.
+          const lines = code.split("\n");
+          const content = h("div", { class: "cm-content", contenteditable: "false", role: "textbox" },
+            ...lines.slice(0, VISIBLE).map((l) => h("div", { class: "cm-line", text: l })));
+          if (lines.length > VISIBLE) content.append(h("div", { class: "cm-gap", "aria-hidden": "true" }));
+          return h("div", { class: "qwen-markdown-code" }, header,
+            h("div", { class: "cm-editor ͼ1 ͼ2" }, h("div", { class: "cm-scroller" }, content)));
+        }
+        // A real editor (CodeMirror 6 by default; `?editor=monaco|cm5|ace`) in a box a few lines
+        // high: each renders only the lines in view. It is made once the box is on the page.
+        const body = h("div", { class: "qwen-markdown-code-body" });
+        queueMicrotask(() => mountEditor(kit.opts.editor, body, code));
+        return h("div", { class: "qwen-markdown-code" }, header, body);
       },
     };
   };
+
+  /** Makes a read-only editor of `kind` holding `code` in `box` (which is on the page). */
+  function mountEditor(kind, box, code) {
+    if (kind === "monaco") {
+      const make = () => {
+        // The reply is drawn again at each chunk: the editors of the last drawing go.
+        for (const e of window.monaco.editor.getEditors()) if (!e.getDomNode()?.isConnected) e.dispose();
+        window.monaco.editor.create(box, { value: code, language: "plaintext", readOnly: true, minimap: { enabled: false }, scrollBeyondLastLine: false, automaticLayout: true });
+      };
+      if (window.monaco) make();
+      else monacoReady().then(make);
+    } else if (kind === "ace") {
+      window.ace.config.set("useStrictCSP", true);
+      const ed = window.ace.edit(box, { value: code, readOnly: true, showPrintMargin: false });
+      ed.clearSelection();
+    } else if (kind === "cm5") {
+      window.CodeMirror(box, { value: code, readOnly: true, viewportMargin: 2 });
+    } else {
+      const { EditorView, EditorState } = window.CM6;
+      new EditorView({ state: EditorState.create({ doc: code, extensions: [EditorState.readOnly.of(true), EditorView.editable.of(false)] }), parent: box });
+    }
+  }
+
+  let monacoLoading = null;
+  function monacoReady() {
+    monacoLoading ??= new Promise((resolve) => {
+      window.require.config({ paths: { vs: "/vendor/monaco/vs" } });
+      window.require(["vs/editor/editor.main"], () => resolve());
+    });
+    return monacoLoading;
+  }
 
   // ---- OpenRouter: a textarea and a send button by data-testid; a spinner while streaming ----
   skins.openrouter = (kit) => {
