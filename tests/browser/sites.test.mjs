@@ -184,6 +184,7 @@ describe("every site adapter on its imitation, in one browser with one host", ()
         assert.equal(chat.received.length - from, 2, "the prompt and one result");
         // The editor really kept only part of the reply in the page.
         const lines = await page.evaluate(() => document.querySelector(".chat-response-message").querySelectorAll(".cm-line, .view-line, .CodeMirror-line, .ace_line").length);
+        console.log(`figure: ${name}: ${lines} of ${replies[0].split("\n").length} reply lines in the page`);
         assert.ok(lines > 0 && lines < 120, `${name}: ${lines} of ${replies[0].split("\n").length} lines in the page`);
         assert.deepEqual(await page.evaluate(() => window.__keylessProblems), [], `${name}: no false problem while streaming`);
         if (editor === "monaco") await page.screenshot({ path: join(shots, "sites-qwen-monaco.png") });
