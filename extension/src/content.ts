@@ -487,15 +487,28 @@ function probe(selectors: Selectors): { key: string; matches: number | null; alt
   return Object.entries(selectors).map(([key, alts]: [string, string[]]) => ({ key, ...probeOne(alts) }));
 }
 
-/// The adapter changed while a reply is followed (a pick, an import): the count of replies that
-/// were there before was taken with the old selectors. Count again, so an old reply is never
-/// taken for the new one: from the reply the user just picked when there is one (it is the reply
-/// being followed), else from what is on the page now.
+/// The adapter changed while a reply is followed (a pick, an import): the counts of replies and
+/// user messages were taken with the old selectors. Count again, so an old reply is never taken
+/// for the new one and the new one is not missed: from the reply the user just picked when there
+/// is one (it is the reply being followed); else, once the message was sent, from the user's last
+/// message (the reply comes after it, and may have started); else from what is on the page now.
 function rebase(picked: Element | null): void {
   if (!watch || watch.done) return;
   const all = assistantMessages();
-  const at = picked ? all.indexOf(picked) : -1;
+  const users = userElements();
+  let at = picked ? all.indexOf(picked) : -1;
+  const lastUser = users[users.length - 1];
+  if (at < 0 && watch.sentAt !== null && lastUser) at = all.filter((m) => before(m, lastUser)).length;
   watch.baseline = at >= 0 ? at : all.length;
+  // Not yet seen sent: the user's messages counted with the new selectors.
+  if (watch.sentAt === null) watch.users = users.length;
+}
+
+/// Whether `a` comes before `b` in the page and does not hold it (a turn holding the user's
+/// message and its reply is the reply's, not an earlier one).
+function before(a: Element, b: Element): boolean {
+  const pos = b.compareDocumentPosition(a);
+  return (pos & Node.DOCUMENT_POSITION_PRECEDING) !== 0 && (pos & Node.DOCUMENT_POSITION_CONTAINS) === 0;
 }
 
 // ---- the selector picker ----

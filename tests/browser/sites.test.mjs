@@ -194,6 +194,34 @@ describe("every site adapter on its imitation, in one browser with one host", ()
     });
   }
 
+  it("an override that changes the reply's selector while the reply streams: the reply is still followed", async () => {
+    const file = "src/greet_rebased.py";
+    chat.setReplies(siteTaskReplies("Qwen, rebased", file).map((text, i) => (i === 0 ? { text, chunk: 10, delayMs: 60 } : { text, chunk: 40, delayMs: 10 })));
+    const from = chat.received.length;
+    const { page, tabId } = await open("https://chat.qwen.ai/", "textarea#chat-input");
+    const before = await browser.worker.evaluate(async () => (await chrome.storage.local.get("settings")).settings.selectorOverrides);
+    try {
+      await start(tabId, `Add ${file} and commit it.`);
+      await until("the first reply streaming", () => page.evaluate(() => document.querySelectorAll(".chat-response-message").length === 1 && document.querySelector(".send-button.stop") !== null));
+      // An import (or another tab's pick) changes the adapter mid-reply.
+      const overrides = { ...JSON.parse(before), qwen: { ...JSON.parse(before).qwen, selectors: { assistant_message: ["div.chat-response-message.turn"] } } };
+      await browser.worker.evaluate(async (text) => {
+        const { settings } = await chrome.storage.local.get("settings");
+        await chrome.storage.local.set({ settings: { ...settings, selectorOverrides: text } });
+      }, JSON.stringify(overrides));
+      assert.ok(await page.locator(".send-button.stop").count(), "the override came while the reply streamed");
+      await until("the done state", async () => (await pill(page).textContent()) === "done", 60000);
+      assert.equal(readFileSync(join(w.ws, file), "utf8"), `${GREET_PY}\n`);
+      assert.equal(chat.received.length - from, 3);
+    } finally {
+      await page.close();
+      await browser.worker.evaluate(async (text) => {
+        const { settings } = await chrome.storage.local.get("settings");
+        await chrome.storage.local.set({ settings: { ...settings, selectorOverrides: text } });
+      }, before);
+    }
+  });
+
   it("the picker: the doctor reports a renamed composer, the user picks it, and the task runs", async () => {
     const file = "src/greet_picked.py";
     chat.setReplies(siteTaskReplies("Kimi, picked", file).map((text) => ({ text, chunk: 40, delayMs: 10 })));
