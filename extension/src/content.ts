@@ -3,7 +3,7 @@
 // No wasm here (a site's CSP may forbid it): every decision comes from the worker's core.
 
 import { ChatError, send, write } from "./composer.js";
-import { contentIn, EDITORS, readReply } from "./extract.js";
+import { contentIn, EDITOR_TEXT, EDITORS, readReply } from "./extract.js";
 import { match, matchAll, probeOne, touches } from "./select.js";
 import { Overlay } from "./overlay.js";
 import { ask, type CandidateFacts, type Delivery, type DoctorLine, type PickedNode, type FollowReport, type Generation, type HostEvent, type PageObservation, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
@@ -169,13 +169,32 @@ function replyingSince(before: number): () => boolean {
   return () => assistantMessages().length > before || (!stopBefore && site !== null && match(site.selectors.streaming) !== null);
 }
 
+/// The editors whose copy button was asked for (see page.ts), with what each showed then.
+const copyAsked = new WeakMap<Element, string>();
+
 /// What of the reply is read: the content, without what the adapter ignores, the user's own
 /// message where a turn holds both, or the site's streaming indicator (a spinner in the reply).
 function readNewest(message: Element, streaming: boolean): { text: string; incomplete: boolean } {
   if (!site) return { text: "", incomplete: false };
   const content = contentOf(message);
   // Editors keep their whole text in the page's world: ask the page script for it first.
-  if (content.querySelector(EDITORS)) document.dispatchEvent(new CustomEvent("keyless-read-editors"));
+  if (content.querySelector(EDITORS)) {
+    document.dispatchEvent(new CustomEvent("keyless-read-editors"));
+    // Once the site has stopped, an editor still without its text is read through the site's
+    // copy button; again only when what the editor shows has changed since.
+    if (!streaming) {
+      let ask = false;
+      for (const e of Array.from(content.querySelectorAll(EDITORS))) {
+        const shown = e.textContent ?? "";
+        const asked = copyAsked.get(e);
+        if (asked === shown || (asked === undefined && e.hasAttribute(EDITOR_TEXT))) continue;
+        copyAsked.set(e, shown);
+        e.setAttribute("data-keyless-copy", "");
+        ask = true;
+      }
+      if (ask) document.dispatchEvent(new CustomEvent("keyless-copy-editors"));
+    }
+  }
   return readReply(content, [...(site.selectors.ignore ?? []), ...site.selectors.user_message, ...site.selectors.streaming], streaming);
 }
 

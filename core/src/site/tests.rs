@@ -178,6 +178,15 @@ fn an_unreadable_part_ends_the_reply_as_incomplete_never_complete() {
         ..PageObservation::default()
     };
     let text = "~~~~agentscript\n@@done\n@@end\n@@eof\n~~~~";
+    // Just stopped: the site's copy button may still answer; never complete meanwhile.
+    assert_eq!(
+        watch(&WatchInput::of(text, true, true, &page)),
+        WatchVerdict::Waiting
+    );
+    let page = PageObservation {
+        quiet_ms: crate::site::QUIET_MS,
+        ..page
+    };
     let w = watch(&WatchInput::of(text, true, true, &page));
     assert_eq!(w, WatchVerdict::Incomplete);
     assert_eq!(w.code(), Some(crate::diag::Code::ReplyIncomplete));

@@ -110,10 +110,13 @@ pub fn watch(i: &WatchInput) -> WatchVerdict {
     if i.exhausted && !i.site_streaming {
         return WatchVerdict::Exhausted;
     }
-    if i.has_reply && !i.site_streaming {
-        if i.incomplete && (i.stop_signal_seen || i.quiet_ms >= QUIET_MS) {
+    if i.has_reply && !i.site_streaming && i.incomplete {
+        // The site's copy button may still answer for an editor the page script could not read
+        // (its handler can write after an await): a short quiet first, and never complete.
+        if i.quiet_ms >= QUIET_MS {
             return WatchVerdict::Incomplete;
         }
+    } else if i.has_reply && !i.site_streaming {
         if i.has_eof && (i.stop_signal_seen || i.quiet_ms >= QUIET_MS) {
             return WatchVerdict::Complete;
         }

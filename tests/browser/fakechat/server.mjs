@@ -68,6 +68,7 @@ function codemirror6() {
 function editorAssets(editor) {
   switch (editor) {
     case "monaco":
+    case "monaco-bundled":
       return '<link rel="stylesheet" href="/vendor/monaco/vs/editor/editor.main.css"><script src="/vendor/monaco/vs/loader.js"></script>';
     case "ace":
       return '<link rel="stylesheet" href="/vendor/ace/css/ace.css"><script src="/vendor/ace/src-min-noconflict/ace.js"></script>';

@@ -253,25 +253,34 @@
           return h("div", { class: "qwen-markdown-code" }, header,
             h("div", { class: "cm-editor ͼ1 ͼ2" }, h("div", { class: "cm-scroller" }, content)));
         }
-        // A real editor (CodeMirror 6 by default; `?editor=monaco|cm5|ace`) in a box a few lines
+        // A real editor (CodeMirror 6 by default; `?editor=monaco|monaco-bundled|cm5|ace`) in a box a few lines
         // high: each renders only the lines in view. It is made once the box is on the page.
         const body = h("div", { class: "qwen-markdown-code-body" });
-        queueMicrotask(() => mountEditor(kit.opts.editor, body, code));
+        const editor = { value: () => code };
+        queueMicrotask(() => mountEditor(kit.opts.editor, body, code, editor));
+        // The site's copy button copies the editor's text.
+        header.querySelector("button").addEventListener("click", () => {
+          navigator.clipboard.writeText(editor.value()).catch(() => undefined);
+        });
         return h("div", { class: "qwen-markdown-code" }, header, body);
       },
     };
   };
 
-  /** Makes a read-only editor of `kind` holding `code` in `box` (which is on the page). */
-  function mountEditor(kind, box, code) {
-    if (kind === "monaco") {
-      const make = () => {
+  /**
+   * Makes a read-only editor of `kind` holding `code` in `box` (which is on the page); `editor.value`
+   * then reads the editor. `monaco-bundled`: Monaco as a site bundles it, without its `monaco`
+   * global, so that only the copy button can tell its text.
+   */
+  function mountEditor(kind, box, code, editor) {
+    if (kind === "monaco" || kind === "monaco-bundled") {
+      const make = (monaco) => {
         // The reply is drawn again at each chunk: the editors of the last drawing go.
-        for (const e of window.monaco.editor.getEditors()) if (!e.getDomNode()?.isConnected) e.dispose();
-        window.monaco.editor.create(box, { value: code, language: "plaintext", readOnly: true, minimap: { enabled: false }, scrollBeyondLastLine: false, automaticLayout: true });
+        for (const e of monaco.editor.getEditors()) if (!e.getDomNode()?.isConnected) e.dispose();
+        const ed = monaco.editor.create(box, { value: code, language: "plaintext", readOnly: true, minimap: { enabled: false }, scrollBeyondLastLine: false, automaticLayout: true });
+        editor.value = () => ed.getValue();
       };
-      if (window.monaco) make();
-      else monacoReady().then(make);
+      monacoReady(kind === "monaco-bundled").then(make);
     } else if (kind === "ace") {
       window.ace.config.set("useStrictCSP", true);
       const ed = window.ace.edit(box, { value: code, readOnly: true, showPrintMargin: false });
@@ -285,10 +294,14 @@
   }
 
   let monacoLoading = null;
-  function monacoReady() {
+  function monacoReady(hide) {
     monacoLoading ??= new Promise((resolve) => {
       window.require.config({ paths: { vs: "/vendor/monaco/vs" } });
-      window.require(["vs/editor/editor.main"], () => resolve());
+      window.require(["vs/editor/editor.main"], () => {
+        const monaco = window.monaco;
+        if (hide) delete window.monaco;
+        resolve(monaco);
+      });
     });
     return monacoLoading;
   }
