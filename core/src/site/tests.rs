@@ -184,7 +184,7 @@ fn an_unreadable_part_ends_the_reply_as_incomplete_never_complete() {
         WatchVerdict::Waiting
     );
     let page = PageObservation {
-        quiet_ms: crate::site::QUIET_MS,
+        quiet_ms: QUIET_MS,
         ..page
     };
     let w = watch(&WatchInput::of(text, true, true, &page));
