@@ -3,7 +3,8 @@
 // No wasm here (a site's CSP may forbid it): every decision comes from the worker's core.
 
 import { ChatError, send, write } from "./composer.js";
-import { contentIn, EDITOR_TEXT, EDITORS, readReply } from "./extract.js";
+import { COPY_EDITORS, EDITOR_TEXT, EDITORS, READ_EDITORS, WANT_COPY } from "./editors.js";
+import { contentIn, readReply } from "./extract.js";
 import { match, matchAll, probeOne, touches } from "./select.js";
 import { Overlay } from "./overlay.js";
 import { ask, type CandidateFacts, type Delivery, type DoctorLine, type PickedNode, type FollowReport, type Generation, type HostEvent, type PageObservation, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
@@ -179,7 +180,7 @@ function readNewest(message: Element, streaming: boolean): { text: string; incom
   const content = contentOf(message);
   // Editors keep their whole text in the page's world: ask the page script for it first.
   if (content.querySelector(EDITORS)) {
-    document.dispatchEvent(new CustomEvent("keyless-read-editors"));
+    document.dispatchEvent(new CustomEvent(READ_EDITORS));
     // Once the site has stopped, an editor still without its text is read through the site's
     // copy button; again only when what the editor shows has changed since.
     if (!streaming) {
@@ -189,10 +190,10 @@ function readNewest(message: Element, streaming: boolean): { text: string; incom
         const asked = copyAsked.get(e);
         if (asked === shown || (asked === undefined && e.hasAttribute(EDITOR_TEXT))) continue;
         copyAsked.set(e, shown);
-        e.setAttribute("data-keyless-copy", "");
+        e.setAttribute(WANT_COPY, "");
         ask = true;
       }
-      if (ask) document.dispatchEvent(new CustomEvent("keyless-copy-editors"));
+      if (ask) document.dispatchEvent(new CustomEvent(COPY_EDITORS));
     }
   }
   return readReply(content, [...(site.selectors.ignore ?? []), ...site.selectors.user_message, ...site.selectors.streaming], streaming);

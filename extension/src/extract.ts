@@ -5,12 +5,11 @@
 // only its visible lines in the DOM: its whole text comes from the page script (page.ts) through
 // `data-keyless-code`, or the reply is incomplete.
 
+import { EDITOR_TEXT, EDITORS } from "./editors.js";
 import { matchAll, matchesAny } from "./select.js";
 
 /// Code editors that hold only their visible lines in the DOM.
-export const EDITORS = ".cm-editor, .monaco-editor, .CodeMirror, .ace_editor";
 /// Where the page script leaves an editor's whole text.
-export const EDITOR_TEXT = "data-keyless-code";
 
 const BLOCK = new Set([
   "ADDRESS", "ARTICLE", "ASIDE", "BLOCKQUOTE", "DD", "DIV", "DL", "DT", "FIGCAPTION", "FIGURE", "FOOTER",

@@ -8,6 +8,8 @@
 // it cannot read either way gets no attribute, and the reply counts as incomplete.
 // Nothing here decides or sends anything; the text is as untrusted as the rest of the page.
 
+import { COPY_EDITORS, EDITOR_TEXT, EDITORS, READ_EDITORS, WANT_COPY } from "./editors.js";
+
 type Doc = { toString(): string };
 type Cm6View = { state?: { doc?: Doc } };
 interface Cm6Node {
@@ -59,11 +61,6 @@ function monaco(el: Element): string | null {
   return null;
 }
 
-const EDITORS = ".cm-editor, .monaco-editor, .CodeMirror, .ace_editor";
-/// The attribute the content script sets on an editor of the reply it follows that has no text
-/// yet, once the site has stopped: read it through the site's copy button.
-const WANT_COPY = "data-keyless-copy";
-
 /// What each editor's copy button gave (the content script asks again when the editor changes).
 const copiedText = new WeakMap<Element, string>();
 
@@ -82,11 +79,11 @@ function model(el: Element): string | null {
 }
 
 function publish(el: Element, text: string | null): void {
-  if (text === null) el.removeAttribute("data-keyless-code");
-  else if (el.getAttribute("data-keyless-code") !== text) el.setAttribute("data-keyless-code", text);
+  if (text === null) el.removeAttribute(EDITOR_TEXT);
+  else if (el.getAttribute(EDITOR_TEXT) !== text) el.setAttribute(EDITOR_TEXT, text);
 }
 
-document.addEventListener("keyless-read-editors", () => {
+document.addEventListener(READ_EDITORS, () => {
   for (const el of Array.from(document.querySelectorAll(EDITORS))) publish(el, read(el));
 });
 
@@ -164,7 +161,7 @@ function clickCaught(button: HTMLElement, to: (text: string) => void): void {
   }
 }
 
-document.addEventListener("keyless-copy-editors", () => {
+document.addEventListener(COPY_EDITORS, () => {
   for (const el of Array.from(document.querySelectorAll(`[${WANT_COPY}]`))) {
     el.removeAttribute(WANT_COPY);
     if (model(el) !== null) continue;

@@ -38,10 +38,7 @@ describe("every site adapter on its imitation, in one browser with one host", ()
     // The eight more sites paste at most 1,000 characters here: the first results of their task
     // go as a file through the site's own file input.
     const overrides = Object.fromEntries(MORE_SITES.filter(([, slug]) => !slug.endsWith("-2")).map(([, slug]) => [slug, { max_paste_chars: 1000 }]));
-    await browser.worker.evaluate(async (text) => {
-      const { settings = {} } = await chrome.storage.local.get("settings");
-      await chrome.storage.local.set({ settings: { ...settings, selectorOverrides: text } });
-    }, JSON.stringify(overrides));
+    await setOverrides(JSON.stringify(overrides));
   });
 
   after(async () => {
@@ -49,6 +46,14 @@ describe("every site adapter on its imitation, in one browser with one host", ()
     host?.child.kill("SIGTERM");
     await chat?.close();
   });
+
+  /** Stores the user's selector overrides (JSON text), as the options page saves them. */
+  async function setOverrides(text) {
+    await browser.worker.evaluate(async (t) => {
+      const { settings = {} } = await chrome.storage.local.get("settings");
+      await chrome.storage.local.set({ settings: { ...settings, selectorOverrides: t } });
+    }, text);
+  }
 
   /** Opens `url`, waits for `composer`, and returns the page with its tab id. */
   async function open(url, composer) {
@@ -209,20 +214,14 @@ describe("every site adapter on its imitation, in one browser with one host", ()
       await until("the first reply streaming", () => page.evaluate(() => document.querySelectorAll(".chat-response-message").length === 1 && document.querySelector(".send-button.stop") !== null));
       // An import (or another tab's pick) changes the adapter mid-reply.
       const overrides = { ...JSON.parse(before), qwen: { ...JSON.parse(before).qwen, selectors: { assistant_message: ["div.chat-response-message.turn"] } } };
-      await browser.worker.evaluate(async (text) => {
-        const { settings } = await chrome.storage.local.get("settings");
-        await chrome.storage.local.set({ settings: { ...settings, selectorOverrides: text } });
-      }, JSON.stringify(overrides));
+      await setOverrides(JSON.stringify(overrides));
       assert.ok(await page.locator(".send-button.stop").count(), "the override came while the reply streamed");
       await until("the done state", async () => (await pill(page).textContent()) === "done", 60000);
       assert.equal(readFileSync(join(w.ws, file), "utf8"), `${GREET_PY}\n`);
       assert.equal(chat.received.length - from, 3);
     } finally {
       await page.close();
-      await browser.worker.evaluate(async (text) => {
-        const { settings } = await chrome.storage.local.get("settings");
-        await chrome.storage.local.set({ settings: { ...settings, selectorOverrides: text } });
-      }, before);
+      await setOverrides(before);
     }
   });
 
