@@ -229,6 +229,9 @@ pub struct Review {
     pub uncommitted: usize,
     /// Whether the branch is on origin.
     pub pushed: bool,
+    /// Files the user's own tools run later ([`crate::policy::persistence`]) that differ from
+    /// the commit the session started from (committed or not), with who runs each.
+    pub persistence: Vec<crate::policy::persistence::Persistence>,
 }
 
 impl Review {
@@ -264,6 +267,18 @@ impl Review {
                 if self.uncommitted == 1 { "" } else { "s" }
             ));
         }
+        if !self.persistence.is_empty() {
+            t.push_str(&format!(
+                "\nFiles your own tools run later that this task changed (read them before you commit, open the folder in an editor or run git there): {}",
+                self.persistence.len()
+            ));
+            for p in self.persistence.iter().take(20) {
+                t.push_str(&format!("\n  {} ({})", p.path, p.why));
+            }
+            if self.persistence.len() > 20 {
+                t.push_str(&format!("\n  … and {} more", self.persistence.len() - 20));
+            }
+        }
         if !self.commits.is_empty() {
             t.push_str(&format!("\nSee the changes: git log -p {since}..{b}"));
             if let Some(from) = &self.from {
@@ -295,7 +310,16 @@ mod review_tests {
             deletions: 1,
             uncommitted: 1,
             pushed: true,
+            persistence: vec![],
         };
+        let mut with = r.clone();
+        with.persistence = vec![crate::policy::persistence::Persistence {
+            path: ".husky/pre-commit".into(),
+            why: "git runs husky's hooks on your next commit or push".into(),
+        }];
+        assert!(with.text().contains(
+            "Files your own tools run later that this task changed (read them before you commit, open the folder in an editor or run git there): 1\n  .husky/pre-commit (git runs husky's hooks on your next commit or push)"
+        ));
         assert_eq!(
             r.text(),
             "1 commit on keyless/2026-12-02-fix since main: 2 files changed, +5 −1\n  def5678 Fix the test\nNot committed yet: 1 file (git status; git diff).\nSee the changes: git log -p main..keyless/2026-12-02-fix\nMerge them: git switch main && git merge keyless/2026-12-02-fix (or open a pull request for keyless/2026-12-02-fix: it is on origin)"

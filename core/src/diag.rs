@@ -143,6 +143,9 @@ codes! {
     GitProtected => "KA_GIT_PROTECTED", "a command changed files that steer git or keyless outside the sandbox (git's hooks, config or repository links, keyless.json); keyless put them back";
     WorkspaceRefused => "KA_WORKSPACE_REFUSED", "a folder keyless will not use as the workspace: it holds your home, your keyless config or /, or is keyless's own checkout, or none was chosen";
     BatchNotFound => "KA_BATCH_NOT_FOUND", "no batch with that id in this workspace (`keyless-host undo --list` shows them)";
+    LaunchRefused => "KA_LAUNCH_REFUSED", "keyless will not start a program for you outside the sandbox (git, ssh, a version probe, an MCP server, the browser) that is, runs or reads something the model can write; nothing started";
+    LimitProcesses => "KA_LIMIT_PROCESSES", "a command started more processes than Commands.MaxProcesses allows; it and everything it started were stopped";
+    LimitMemory => "KA_LIMIT_MEMORY", "a command used more memory than Commands.MaxMemoryMiB allows; it was stopped";
     UndoRefused => "KA_UNDO_REFUSED", "a batch cannot be undone: it was undone already, or a later commit recorded its files (revert the commit instead)";
 }
 

@@ -182,10 +182,10 @@ pub fn file_diff(path: &str, from: Option<&str>, old: Side<'_>, new: Side<'_>) -
 
 /// The name a stat line shows: `from → to` for a move.
 fn shown_name(d: &FileDiff) -> String {
-    match &d.from {
+    crate::text::printable(&match &d.from {
         Some(f) => format!("{f} → {}", d.path),
         None => d.path.clone(),
-    }
+    })
 }
 
 /// One line per file, as `git diff --stat` prints it: ` path | 5 +++--` (or what happened when
@@ -249,7 +249,10 @@ pub fn totals(diffs: &[FileDiff]) -> String {
     )
 }
 
-/// The diffs one after the other, each note on a line of its own (for the terminal and `log`).
+/// The diffs one after the other, each note on a line of its own (for the terminal and `log`),
+/// as a person may read them: escape sequences and characters that hide or reorder text are
+/// shown as their code points ([`crate::text::printable`]), so a file cannot hide a line of its
+/// own diff, move the cursor or write the clipboard.
 #[must_use]
 pub fn render(diffs: &[FileDiff]) -> String {
     let mut out = String::new();
@@ -267,12 +270,12 @@ pub fn render(diffs: &[FileDiff]) -> String {
             out.push_str(&format!("{}: {what}\n", shown_name(d)));
             continue;
         }
-        out.push_str(&d.text);
+        out.push_str(&crate::text::printable(&d.text));
         if !out.ends_with('\n') {
             out.push('\n');
         }
         if let Some(note) = &d.note {
-            out.push_str(&format!("… {note}\n"));
+            out.push_str(&format!("… {}\n", crate::text::printable(note)));
         }
     }
     out

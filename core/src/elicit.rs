@@ -529,13 +529,14 @@ mod tests {
             .description
             .as_ref()
             .is_some_and(|d| d.chars().count() <= MAX_DESCRIPTION_CHARS + 1));
-        // A name with an escape sequence is shown without it; the name sent back is unchanged.
+        // A name with an escape sequence is shown with it made visible; the name sent back is
+        // unchanged.
         let bad = f
             .fields
             .iter()
             .find(|x| x.name.starts_with('b'))
             .expect("bad");
-        assert_eq!(bad.title.as_deref(), Some("bad"));
+        assert_eq!(bad.title.as_deref(), Some("b<U+001B>[31mad"));
         assert_eq!(bad.name, "b\u{1b}[31mad");
         let too_many = form(
             "m",

@@ -67,6 +67,16 @@ pub struct KeylessConfig {
     /// The programs `.as` programs may run as `sh://NAME` tools besides find, grep and sed (in
     /// the sandbox, without a shell).
     pub program_tools: Vec<String>,
+    /// `Programs.Http`: the origins (`https://api.example.com`, `http://127.0.0.1:8080`) `.as`
+    /// programs may import as `http(s)://` tools. Nothing else is reached; an origin whose name
+    /// resolves to a loopback or link-local address is refused unless it names that address
+    /// (or `localhost`) itself.
+    pub program_http: Vec<String>,
+    /// `Commands.MaxProcesses`: the most processes (and threads) one command may have at once.
+    pub max_processes: u32,
+    /// `Commands.MaxMemoryMiB`: the most memory one command may use, in MiB; `None`: three
+    /// quarters of the machine's memory.
+    pub max_memory_mib: Option<u32>,
     /// `Mcp.Servers`: the MCP servers pieces (`required_mcp`) and `.as` programs (`mcp://`) may
     /// use, by name.
     pub mcp_servers: BTreeMap<String, crate::mcp::ServerConfig>,
@@ -88,14 +98,20 @@ pub const KEYS: &[&str] = &[
     "Commands.BatchFailureMode",
     "Commands.TimeoutSeconds",
     "Commands.Network",
+    "Commands.MaxProcesses",
+    "Commands.MaxMemoryMiB",
     "Git.ProtectedBranches",
     "Git.AutoInit",
     "Git.TaskBranch",
     "Browser.TruncationBudgetSeconds",
     "Programs.Env",
     "Programs.Tools",
+    "Programs.Http",
     "Mcp.Servers",
 ];
+
+/// `Commands.MaxProcesses` unless set.
+pub const DEFAULT_MAX_PROCESSES: u32 = 1024;
 
 impl Default for KeylessConfig {
     fn default() -> Self {
@@ -112,6 +128,9 @@ impl Default for KeylessConfig {
             truncation_budget_seconds: 90,
             program_env: None,
             program_tools: Vec::new(),
+            program_http: Vec::new(),
+            max_processes: DEFAULT_MAX_PROCESSES,
+            max_memory_mib: None,
             mcp_servers: BTreeMap::new(),
             sources: KEYS
                 .iter()
@@ -204,6 +223,8 @@ impl KeylessConfig {
                 }
                 "Commands.TimeoutSeconds" => self.timeout_seconds = uint((1, 86_400))?,
                 "Commands.Network" => self.network = boolean()?,
+                "Commands.MaxProcesses" => self.max_processes = uint((16, 1_000_000))?,
+                "Commands.MaxMemoryMiB" => self.max_memory_mib = Some(uint((64, 16_777_216))?),
                 "Git.ProtectedBranches" => self.protected_branches = list()?,
                 "Git.AutoInit" => self.auto_init = boolean()?,
                 "Git.TaskBranch" => {
@@ -229,6 +250,12 @@ impl KeylessConfig {
                         )));
                     }
                     self.program_tools = l;
+                }
+                "Programs.Http" => {
+                    self.program_http = list()?
+                        .iter()
+                        .map(|o| http_origin(o).map_err(|e| bad(format!("\"{o}\": {e}"))))
+                        .collect::<Result<_, _>>()?;
                 }
                 "Mcp.Servers" => {
                     self.mcp_servers = crate::mcp::servers_from_json(value).map_err(bad)?;
@@ -353,6 +380,16 @@ impl KeylessConfig {
                 .program_tools
                 .iter()
                 .any(|p| !before.program_tools.contains(p)),
+            "Programs.Http" => self
+                .program_http
+                .iter()
+                .any(|p| !before.program_http.contains(p)),
+            // A limit only narrows when it is lower than one already set.
+            "Commands.MaxProcesses" => self.max_processes > before.max_processes,
+            "Commands.MaxMemoryMiB" => match (self.max_memory_mib, before.max_memory_mib) {
+                (Some(now), Some(was)) => now > was,
+                (a, b) => a != b,
+            },
             // A server runs a program (or reaches a URL) the user named: any server added or
             // changed widens what runs.
             "Mcp.Servers" => self
@@ -403,6 +440,11 @@ impl KeylessConfig {
             "Commands.BatchFailureMode" => self.batch_failure_mode.to_string(),
             "Commands.TimeoutSeconds" => self.timeout_seconds.to_string(),
             "Commands.Network" => self.network.to_string(),
+            "Commands.MaxProcesses" => self.max_processes.to_string(),
+            "Commands.MaxMemoryMiB" => self.max_memory_mib.map_or_else(
+                || "(3/4 of this machine's memory)".into(),
+                |m| m.to_string(),
+            ),
             "Git.ProtectedBranches" => format!("{:?}", self.protected_branches),
             "Git.AutoInit" => self.auto_init.to_string(),
             "Git.TaskBranch" => format!("{:?}", self.task_branch),
@@ -412,6 +454,7 @@ impl KeylessConfig {
                 |l| format!("{l:?}"),
             ),
             "Programs.Tools" => format!("{:?}", self.program_tools),
+            "Programs.Http" => format!("{:?}", self.program_http),
             "Mcp.Servers" => format!("{:?}", self.mcp_servers.keys().collect::<Vec<_>>()),
             _ => String::new(),
         }
@@ -438,12 +481,41 @@ pub const TRUST_KEYS: &[&str] = &[
     "Commands.Mode",
     "Commands.Network",
     "Commands.AllowList",
+    "Commands.MaxProcesses",
+    "Commands.MaxMemoryMiB",
     "Git.ProtectedBranches",
     "Git.AutoInit",
     "Programs.Env",
     "Programs.Tools",
+    "Programs.Http",
     "Mcp.Servers",
 ];
+
+/// An origin as `Programs.Http` keeps it: `scheme://host[:port]`, the scheme and host in lower
+/// case, no path, query, fragment or credentials.
+///
+/// # Errors
+/// Why it is not one.
+pub fn http_origin(text: &str) -> Result<String, String> {
+    let t = text.trim().trim_end_matches('/');
+    let (scheme, rest) = t
+        .split_once("://")
+        .ok_or("an origin is http://HOST[:PORT] or https://HOST[:PORT]")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(format!("{scheme}:// is not http or https"));
+    }
+    if rest.is_empty() {
+        return Err("an origin needs a host".into());
+    }
+    if rest.contains(['/', '?', '#', '@', ' ', '\\']) || rest.chars().any(char::is_control) {
+        return Err(
+            "an origin is a scheme and a host (and port), without a path, a query or credentials"
+                .into(),
+        );
+    }
+    Ok(format!("{scheme}://{}", rest.to_ascii_lowercase()))
+}
 
 /// A workspace setting left out because the file is not approved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -75,6 +75,7 @@ pub fn typescript() -> String {
         policy::SegmentVerdict::decl(&cfg),
         policy::Verdict::decl(&cfg),
         policy::Untrusted::decl(&cfg),
+        policy::PathDir::decl(&cfg),
         policy::always::RuleKind::decl(&cfg),
         policy::always::AllowRule::decl(&cfg),
         policy::always::AllowOffer::decl(&cfg),
@@ -196,6 +197,15 @@ pub fn typescript() -> String {
         "PACES",
         "Pace",
         Pace::ALL.iter().map(|p| p.as_str()).collect(),
+    ));
+    // The characters every view shows as their code point (`text::printable`).
+    let ranges: Vec<String> = text::HIDDEN_RANGES
+        .iter()
+        .map(|(a, b)| format!("[0x{a:x}, 0x{b:x}]"))
+        .collect();
+    out.push_str(&format!(
+        "\nexport const HIDDEN_RANGES: readonly (readonly [number, number])[] = [{}];\n",
+        ranges.join(", ")
     ));
     out
 }

@@ -19,55 +19,57 @@ pub fn chars_over(s: &str, limit: usize) -> Option<usize> {
     (n > limit).then_some(n)
 }
 
-/// Text from outside (an MCP server's words, a tool's progress) as the user reads it, on a page
-/// or a terminal: terminal escape sequences (CSI, OSC, two-character escapes) and the
-/// direction overrides that reorder what is shown are dropped, and so is every other control
-/// character but newline and tab.
+/// Characters that reorder or hide text where a person reads it: direction marks, embeddings,
+/// overrides and isolates, zero-width and invisible spaces and fillers, the byte-order mark,
+/// soft hyphens, interlinear annotations and tag characters (inclusive ranges of code points).
+/// The joiners (U+200C, U+200D) and variation selectors are not here: scripts and emoji need them.
+/// The extension's views read the same table (`extension/src/generated/core.ts`).
+pub const HIDDEN_RANGES: &[(u32, u32)] = &[
+    (0x00ad, 0x00ad),
+    (0x034f, 0x034f),
+    (0x061c, 0x061c),
+    (0x115f, 0x1160),
+    (0x17b4, 0x17b5),
+    (0x180b, 0x180e),
+    (0x200b, 0x200b),
+    (0x200e, 0x200f),
+    (0x2028, 0x202e),
+    (0x205f, 0x206f),
+    (0x3164, 0x3164),
+    (0xfeff, 0xfeff),
+    (0xffa0, 0xffa0),
+    (0xfff9, 0xfffb),
+    (0xe0000, 0xe007f),
+];
+
+/// Whether `c` is shown as its code point by [`printable`]: a control character other than
+/// newline and tab, or one of [`HIDDEN_RANGES`].
+#[must_use]
+pub fn is_hidden(c: char) -> bool {
+    let n = u32::from(c);
+    (c.is_control() && c != '\n' && c != '\t')
+        || HIDDEN_RANGES.iter().any(|(a, b)| (*a..=*b).contains(&n))
+}
+
+/// Text from outside (the model's, a command's, an MCP server's) as a person reads it, on a page
+/// or a terminal: every character that could hide, reorder or restyle what is shown (terminal
+/// escape sequences and every other control character but newline and tab, direction overrides,
+/// invisible characters: [`is_hidden`]) is shown as its code point, `<U+202E>`, so what a person
+/// reads is what runs. A carriage return right before a newline stays (a CRLF line).
 #[must_use]
 pub fn printable(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+    if !s.chars().any(is_hidden) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 16);
     let mut it = s.chars().peekable();
-    let csi = |it: &mut std::iter::Peekable<std::str::Chars<'_>>| {
-        // Parameters and intermediates, up to the final byte (0x40..=0x7e).
-        for c in it.by_ref() {
-            if ('\u{40}'..='\u{7e}').contains(&c) {
-                break;
-            }
-        }
-    };
     while let Some(c) = it.next() {
-        match c {
-            '\u{1b}' => match it.next() {
-                Some('[') => csi(&mut it),
-                Some(']') => {
-                    // An operating system command, up to BEL or ESC \.
-                    while let Some(c) = it.next() {
-                        if c == '\u{7}' {
-                            break;
-                        }
-                        if c == '\u{1b}' {
-                            if it.peek() == Some(&'\\') {
-                                it.next();
-                            }
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            },
-            '\u{9b}' => csi(&mut it),
-            '\n' | '\t' => out.push(c),
-            // Direction overrides, isolates and marks, and invisible spaces (the joiners stay:
-            // scripts and emoji need them).
-            '\u{202a}'..='\u{202e}'
-            | '\u{2066}'..='\u{2069}'
-            | '\u{200b}'
-            | '\u{200e}'
-            | '\u{200f}'
-            | '\u{061c}'
-            | '\u{feff}' => {}
-            c if c.is_control() => {}
-            c => out.push(c),
+        if c == '\r' && it.peek() == Some(&'\n') {
+            out.push(c);
+        } else if is_hidden(c) {
+            out.push_str(&format!("<U+{:04X}>", u32::from(c)));
+        } else {
+            out.push(c);
         }
     }
     out
@@ -210,18 +212,38 @@ mod tests {
     }
 
     #[test]
-    fn printable_drops_what_a_screen_would_act_on() {
-        assert_eq!(printable("Deploy \u{1b}[31mnow\u{1b}[0m?"), "Deploy now?");
-        assert_eq!(printable("step 1\u{1b}[2J"), "step 1");
-        assert_eq!(printable("a\u{1b}]0;title\u{7}b"), "ab");
-        assert_eq!(printable("a\u{1b}]8;;http://x\u{1b}\\link"), "alink");
-        assert_eq!(printable("x\u{9b}1;2Hy\rz\u{0}"), "xyz");
-        assert_eq!(printable("abc\u{202e}fed\u{2066}"), "abcfed");
-        assert_eq!(printable("a\u{200e}b\u{200b}c\u{feff}d\u{061c}"), "abcd");
+    fn printable_shows_what_a_screen_would_act_on() {
+        assert_eq!(
+            printable("Deploy \u{1b}[31mnow\u{1b}[0m?"),
+            "Deploy <U+001B>[31mnow<U+001B>[0m?"
+        );
+        // Cursor up and erase line: a line of a diff cannot be hidden.
+        assert_eq!(
+            printable("a\n\u{1b}[1A\u{1b}[2Kb"),
+            "a\n<U+001B>[1A<U+001B>[2Kb"
+        );
+        // OSC 52 (clipboard) is shown, not sent to the terminal.
+        assert_eq!(
+            printable("x\u{1b}]52;c;ZXZpbA==\u{7}"),
+            "x<U+001B>]52;c;ZXZpbA==<U+0007>"
+        );
+        assert_eq!(
+            printable("x\u{9b}1;2Hy\rz\u{0}"),
+            "x<U+009B>1;2Hy<U+000D>z<U+0000>"
+        );
+        assert_eq!(
+            printable("abc\u{202e}fed\u{2066}"),
+            "abc<U+202E>fed<U+2066>"
+        );
+        assert_eq!(
+            printable("a\u{200e}b\u{200b}c\u{feff}d\u{061c}\u{e0041}"),
+            "a<U+200E>b<U+200B>c<U+FEFF>d<U+061C><U+E0041>"
+        );
         assert_eq!(printable("👩\u{200d}💻"), "👩\u{200d}💻");
+        assert_eq!(printable("crlf\r\nline"), "crlf\r\nline");
         assert_eq!(
             printable("two\nlines\tand a tab\u{1b}"),
-            "two\nlines\tand a tab"
+            "two\nlines\tand a tab<U+001B>"
         );
         assert_eq!(printable("é ✓ 日本"), "é ✓ 日本");
     }
@@ -230,7 +252,8 @@ mod tests {
         #[test]
         fn printable_leaves_no_control_but_newline_and_tab(s in "\\PC*|[\\x00-\\x7f\\u{9b}\\u{202e}]*") {
             let p = printable(&s);
-            proptest::prop_assert!(p.chars().all(|c| c == '\n' || c == '\t' || !c.is_control()));
+            let bare = p.replace("\r\n", "\n");
+            proptest::prop_assert!(bare.chars().all(|c| !is_hidden(c)));
             proptest::prop_assert!(!p.contains('\u{202e}'), "a direction override is left");
             // Idempotent: what is shown once is shown the same again.
             proptest::prop_assert_eq!(printable(&p), p);

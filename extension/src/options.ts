@@ -1,6 +1,8 @@
 // The options page: host address, auto-send, budgets, and selector overrides checked by the core.
+// What the core and the host say is shown through `visible` (by `el` and `setText`); the fields
+// hold the settings as they are stored.
 
-import { byId, el } from "../../www/common/dom.js";
+import { byId, el, setText } from "../../www/common/dom.js";
 import { ask } from "./protocol.js";
 
 const verdict = byId<HTMLDivElement>("verdict");
@@ -16,7 +18,7 @@ async function load(): Promise<void> {
   byId<HTMLInputElement>("truncation").value = String(s.truncationBudgetSeconds);
   byId<HTMLInputElement>("timeout").value = String(s.replyTimeoutSeconds);
   byId<HTMLTextAreaElement>("overrides").value = s.selectorOverrides;
-  byId("defaults").textContent = (await ask("defaultSites", {})).json;
+  setText(byId("defaults"), (await ask("defaultSites", {})).json);
 }
 
 async function check(): Promise<boolean> {

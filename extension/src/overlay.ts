@@ -1,9 +1,11 @@
 // The in-page overlay: a shadow root the site's CSS cannot reach (and that cannot reach the site),
 // styled with a constructed stylesheet (allowed under a strict style-src CSP). Every value goes in
-// with textContent.
+// with textContent, through `visible` (www/common/visible.ts, directly or by `el`): what the model,
+// a command, the page or an MCP server wrote shows its control, direction and invisible characters
+// as code points (`<U+202E>`), so what a person reads is what runs.
 
 import { DIFF_CSS, diffRow, diffView, totals } from "../../www/common/diff-view.js";
-import { button, el } from "../../www/common/dom.js";
+import { button, el, setText } from "../../www/common/dom.js";
 import { FORM_CSS, formView } from "../../www/common/form-view.js";
 import type { CommandView, FileDiff, Generation, GenerationReport, PendingPrompt, PromptAnswer } from "./generated/core.js";
 import type { Diagnostic, FollowReport, ReplyAnswer } from "./protocol.js";
@@ -150,16 +152,16 @@ export class Overlay {
   }
 
   setWhere(text: string): void {
-    this.where.textContent = text;
+    setText(this.where, text);
   }
 
   setPhase(text: string, kind: PillKind): void {
-    this.pill.textContent = text;
+    setText(this.pill, text);
     this.pill.className = `pill ${kind}`;
   }
 
   note(text: string): void {
-    this.foot.textContent = text;
+    setText(this.foot, text);
   }
 
   /// A new reply: forget the previous batch's state.
@@ -211,7 +213,7 @@ export class Overlay {
         ? ["none", "The JSON is not complete yet."]
         : ["none", "No JSON yet."];
     this.genFit.className = `fit ${kind}`;
-    this.genFit.textContent = text;
+    setText(this.genFit, text);
   }
 
   /// Shows what the core says about the reply so far. Only what changed is drawn again: the
@@ -257,7 +259,7 @@ export class Overlay {
       this.commands.replaceChildren(this.tableHead, this.table);
     }
     const title = `Commands (${shown.length})`;
-    if (this.tableHead.textContent !== title) this.tableHead.textContent = title;
+    if (this.tableHead.textContent !== title) setText(this.tableHead, title);
     const seen = new Set<number>();
     let prev: HTMLTableRowElement | null = null;
     for (const c of shown) {
@@ -331,7 +333,8 @@ export class Overlay {
   output(chunk: string): void {
     this.out.classList.remove("hidden");
     this.outText = (this.outText + chunk).slice(-6000);
-    this.out.textContent = this.outText;
+    // The whole tail again (not the chunk alone): a CRLF split between two chunks stays a line end.
+    setText(this.out, this.outText);
     this.out.scrollTop = this.out.scrollHeight;
   }
 

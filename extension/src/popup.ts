@@ -1,6 +1,8 @@
 // The popup: pairing, connection status, mode/pace/piece, Start/Pause/Stop, and the selector doctor.
+// What the host, the page or the tab says is shown through `visible` (directly or by `el`).
 
-import { byId, el, oneOf } from "../../www/common/dom.js";
+import { byId, el, oneOf, setText } from "../../www/common/dom.js";
+import { visible } from "../../www/common/visible.js";
 import { MODES, PACES } from "./generated/core.js";
 import { ask, type TabRun } from "./protocol.js";
 
@@ -8,7 +10,7 @@ const errorBox = byId<HTMLDivElement>("error");
 
 function showError(e: unknown): void {
   errorBox.hidden = false;
-  errorBox.textContent = e instanceof Error ? e.message : String(e);
+  setText(errorBox, e instanceof Error ? e.message : String(e));
 }
 
 function clearError(): void {
@@ -31,7 +33,7 @@ function showRun(run: TabRun | null): void {
   const text = run
     ? `Session ${run.session} · turn ${run.turn} batch ${run.batch} · ${run.state}${run.reason ? ` (${run.reason})` : ""}`
     : "No session in this tab.";
-  byId("run").textContent = text;
+  setText(byId("run"), text);
   const active = run?.state === "running" || run?.state === "paused";
   byId<HTMLButtonElement>("pause").disabled = !active;
   byId<HTMLButtonElement>("stop").disabled = !active;
@@ -39,9 +41,9 @@ function showRun(run: TabRun | null): void {
   byId("pause").textContent = run?.state === "paused" ? "Resume" : "Pause";
   byId("start").textContent = run?.state === "ended" && run.reason === "done" ? "Next task" : "Start";
   byId("branch-row").hidden = !run?.branch;
-  byId("branch").textContent = run?.branch ?? "";
+  setText(byId("branch"), run?.branch ?? "");
   byId("branch-note").hidden = !run?.branchNote;
-  byId("branch-note").textContent = run?.branchNote ?? "";
+  setText(byId("branch-note"), run?.branchNote ?? "");
 }
 
 /// On a tab that is not a supported chat: say so, and offer the chats that are.
@@ -79,17 +81,17 @@ async function refresh(): Promise<void> {
     triedAutoPair = true;
     const auto = await ask("autoPair", {});
     st = auto;
-    byId("auto-pair-note").textContent = auto.paired ? "" : (auto.autoPair ?? "");
+    setText(byId("auto-pair-note"), auto.paired ? "" : (auto.autoPair ?? ""));
   }
   const dot = byId("conn");
   dot.className = `dot ${st.connected && st.paired ? "ok" : "bad"}`;
-  byId("conn-text").textContent = st.paired ? (st.connected ? `connected to ${st.hostUrl}` : "host not reachable") : "not paired";
+  setText(byId("conn-text"), st.paired ? (st.connected ? `connected to ${st.hostUrl}` : "host not reachable") : "not paired");
   byId("pair").hidden = st.paired;
   byId("paired").hidden = !st.paired;
   byId<HTMLInputElement>("host-url").value = st.hostUrl;
   if (st.error) showError(st.error);
   if (!st.paired) return;
-  byId("workspace").textContent = st.workspace ?? "";
+  setText(byId("workspace"), st.workspace ?? "");
   const s = await ask("getSettings", {});
   byId<HTMLSelectElement>("mode").value = s.mode;
   byId<HTMLSelectElement>("pace").value = s.pace;
@@ -99,7 +101,7 @@ async function refresh(): Promise<void> {
   const where = tab?.id === undefined ? { site: null, supported: [] } : await ask("tabSite", { tabId: tab.id });
   chatTab = where.site !== null;
   byId<HTMLButtonElement>("start").disabled = !chatTab;
-  byId("site").textContent = where.site ? `${where.site} (${host})` : "not a chat";
+  setText(byId("site"), where.site ? `${where.site} (${host})` : "not a chat");
   showNotChat(where.supported);
   if (st.connected) {
     const pieces = byId<HTMLSelectElement>("piece");
@@ -108,7 +110,7 @@ async function refresh(): Promise<void> {
       for (const p of list) {
         const o = el("option", "", p.name);
         o.value = p.name;
-        o.title = p.description;
+        o.title = visible(p.description);
         pieces.append(o);
       }
       pieces.value = s.piece;
@@ -212,7 +214,7 @@ on("doctor", () =>
     for (const l of r.lines) {
       const tr = el("tr");
       tr.append(el("td", "", l.key), el("td", `st-${l.status}`, l.status), el("td", "", `${l.code ? `${l.code}: ` : ""}${l.message}`));
-      tr.title = l.selector ?? "";
+      tr.title = visible(l.selector ?? "");
       out.append(tr);
     }
   }),

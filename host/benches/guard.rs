@@ -4,6 +4,7 @@
 //! workspace and on one shaped like a JavaScript project with its `node_modules` (about 50,000
 //! files in 5,000 folders); and the first scan of a process, which lists every folder (later scans
 //! list only the folders whose times changed). Prints medians; asserts nothing about time.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used)] // a broken temp dir should stop the benchmark
 
 use keyless_host::exec::gitguard::{context, Guard};

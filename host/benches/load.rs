@@ -2,6 +2,7 @@
 //! concurrent clients each with its own session submitting small batches, plus the pure check
 //! route. Prints requests/s, p50/p99 latency and the host's idle and peak memory.
 //! Run with `cargo xtask bench` (it builds the host and sets KEYLESS_HOST_BIN).
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used, clippy::panic)] // a broken setup should stop the benchmark
 
 use std::io::{BufReader, Read, Write};

@@ -3,6 +3,7 @@
 //! The first run fills the snapshot cache and is printed on its own. Prints figures; asserts
 //! nothing about time. Run with `cargo xtask bench` (it builds the host and sets
 //! KEYLESS_HOST_BIN).
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used)] // a broken setup should stop the benchmark
 
 use std::process::{Command, Stdio};

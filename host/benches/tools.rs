@@ -6,6 +6,12 @@
 //!   server's stdin and its answer read back (the server's own time plus the pipe).
 //! - SSH: one `true` through keyless's runner against bare `ssh` with the same options, each a
 //!   fresh connection to a real sshd on 127.0.0.1 (keyless never shares connections).
+//! - The launcher: what finding a program where the model cannot write (its `#!` interpreter
+//!   included) and cutting PATH and the environment add to starting `git --version`, against a
+//!   plain spawn of the same program.
+//! - The limits: what a command's control group costs (made, entered, removed), and a sandboxed
+//!   `true` with its limits, by the backend this machine has.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a broken setup should stop the benchmark
 
 use keyless_core::mcp::ServerConfig;
@@ -185,6 +191,7 @@ fn ssh() {
     let opts = SshOptions {
         config_file: Some(sshd.client_config.clone()),
         program: None,
+        workspace: None,
     };
     let through: Vec<Duration> = (0..20)
         .map(|_| {
@@ -240,6 +247,102 @@ fn main() -> std::process::ExitCode {
 }
 
 fn bench() {
+    launcher();
+    limits();
     mcp();
     ssh();
+}
+
+/// The launcher's cost per program it starts.
+fn launcher() {
+    let ws = tempfile::tempdir().expect("ws");
+    let launcher = keyless_host::launch::Launcher::new(Some(ws.path()));
+    let Ok(git) = launcher.program("git") else {
+        println!("launcher: no git on this machine; skipped");
+        return;
+    };
+    let resolve: Vec<Duration> = (0..200)
+        .map(|_| {
+            let t = Instant::now();
+            let l = keyless_host::launch::Launcher::new(Some(ws.path()));
+            let _ = l.program("git").expect("git");
+            t.elapsed()
+        })
+        .collect();
+    let through: Vec<Duration> = (0..30)
+        .map(|_| {
+            let t = Instant::now();
+            let l = keyless_host::launch::Launcher::new(Some(ws.path()));
+            let p = l.program("git").expect("git");
+            let out = l
+                .command(&p, keyless_host::launch::Purpose::Git)
+                .arg("--version")
+                .output()
+                .expect("git");
+            assert!(out.status.success());
+            t.elapsed()
+        })
+        .collect();
+    let bare: Vec<Duration> = (0..30)
+        .map(|_| {
+            let t = Instant::now();
+            let out = Command::new(&git.path).arg("--version").output().expect("git");
+            assert!(out.status.success());
+            t.elapsed()
+        })
+        .collect();
+    println!(
+        "launcher: resolve git in trusted PATH folders, #! checked (median of 200):      {:>7.3} ms",
+        ms(median(resolve))
+    );
+    println!(
+        "launcher: `git --version` through the launcher (resolve, cut PATH and env; median of 30): {:>7.2} ms",
+        ms(median(through))
+    );
+    println!(
+        "plain spawn of the same git --version (median of 30):                          {:>7.2} ms",
+        ms(median(bare))
+    );
+}
+
+/// The control group (or resource limits) of each sandboxed command.
+fn limits() {
+    use keyless_host::exec::limits::{backend, CommandGroup, Limits};
+    let limits = Limits::new(1024, None);
+    println!("limits: {}", backend().describe());
+    let group: Vec<Duration> = (0..100)
+        .map(|_| {
+            let t = Instant::now();
+            drop(CommandGroup::new(limits));
+            t.elapsed()
+        })
+        .collect();
+    println!(
+        "limits: a command's group made and removed (median of 100):                    {:>7.3} ms",
+        ms(median(group))
+    );
+    let ws = tempfile::tempdir().expect("ws");
+    let spec = keyless_host::exec::sandbox::spec_for(ws.path(), false, false);
+    let run = |spec: &keyless_host::exec::sandbox::Spec| -> Vec<Duration> {
+        (0..20)
+            .map(|_| {
+                let t = Instant::now();
+                let out = keyless_host::exec::shell::run(
+                    "true",
+                    Some(spec),
+                    ws.path(),
+                    Duration::from_secs(30),
+                    1000,
+                    |_| true,
+                )
+                .expect("run");
+                assert_eq!(out.exit_code, Some(0), "{}", out.output);
+                t.elapsed()
+            })
+            .collect()
+    };
+    println!(
+        "limits: a sandboxed `true` with its limits, guard included (median of 20):     {:>7.2} ms",
+        ms(median(run(&spec)))
+    );
 }

@@ -140,6 +140,7 @@ pub fn exec_settings(
         sandbox: true,
         network: cfg.network,
         pass_env: cfg.program_env.clone().unwrap_or_default(),
+        limits: crate::exec::limits::Limits::new(cfg.max_processes, cfg.max_memory_mib),
         missing_tools: Vec::new(),
         tools,
     }

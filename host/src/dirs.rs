@@ -107,3 +107,91 @@ pub fn own_locations() -> Vec<PathBuf> {
     real.dedup();
     real
 }
+
+/// The files git reads its global and system config from, whether or not they exist yet: a link
+/// planted in one's place counts before it holds a setting.
+#[must_use]
+pub fn git_config_candidates() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    for var in ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"] {
+        if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
+            v.push(PathBuf::from(p));
+        }
+    }
+    if let Some(h) = &home {
+        v.push(h.join(".gitconfig"));
+    }
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    if let Some(x) = xdg {
+        v.push(x.join("git").join("config"));
+    }
+    v.push(PathBuf::from("/etc/gitconfig"));
+    v
+}
+
+/// One of the user's own configuration files that resolves into a workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Linked {
+    /// Where the user's tools look for it (`~/.gitconfig`).
+    pub home_path: PathBuf,
+    /// Where it really is, workspace-relative (`dotfiles/gitconfig`); for a linked folder, the
+    /// folder.
+    pub rel: String,
+}
+
+/// The user's configuration files ([`keyless_core::policy::persistence::HOME_CONFIG`] under
+/// `$HOME`, and git's config files) whose real place is inside `workspace`: a dotfiles
+/// repository the user links their home to.
+#[must_use]
+pub fn linked_user_config(workspace: &Path) -> Vec<Linked> {
+    let real_ws = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return Vec::new();
+    };
+    let candidates = keyless_core::policy::persistence::HOME_CONFIG
+        .iter()
+        .map(|rel| home.join(rel))
+        .chain(git_config_candidates());
+    let mut out: Vec<Linked> = Vec::new();
+    for p in candidates {
+        let real = real_path(&p);
+        if let Ok(rel) = real.strip_prefix(&real_ws) {
+            let rel = rel.display().to_string();
+            if !rel.is_empty() && !out.iter().any(|l| l.rel == rel) {
+                out.push(Linked { home_path: p, rel });
+            }
+        }
+    }
+    out
+}
+
+/// What `serve` and `run` say at start when the user's own configuration files are links into
+/// the workspace: which ones, and what keyless does about them.
+#[must_use]
+pub fn linked_notice(workspace: &Path) -> Option<String> {
+    let linked = linked_user_config(workspace);
+    if linked.is_empty() {
+        return None;
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let list: Vec<String> = linked
+        .iter()
+        .map(|l| {
+            let shown = home
+                .as_ref()
+                .and_then(|h| l.home_path.strip_prefix(h).ok())
+                .map_or_else(
+                    || l.home_path.display().to_string(),
+                    |r| format!("~/{}", r.display()),
+                );
+            format!("{shown} → {}", l.rel)
+        })
+        .collect();
+    Some(format!(
+        "your own configuration files are links into this workspace: {}. keyless treats them as yours: the model cannot write them (file commands are refused, commands see them read-only and what a command changes is put back), and keyless does not push while git or ssh would read one.",
+        list.join(", ")
+    ))
+}

@@ -64,11 +64,15 @@ fn mcp_rows(r: &mut Report, cfg: &keyless_core::keyless_json::KeylessConfig, roo
 }
 
 /// The SSH registry: readable, and the ssh client there.
-fn ssh_rows(r: &mut Report) {
+fn ssh_rows(r: &mut Report, workspace: &Path) {
     match crate::ssh_registry::load() {
         Ok(list) if list.is_empty() => {}
         Ok(list) => {
-            let client = std::process::Command::new("ssh").arg("-V").output();
+            let launcher = crate::launch::Launcher::new(Some(workspace));
+            let client = launcher
+                .start("ssh", crate::launch::Purpose::Doctor)
+                .map_err(|e| io::Error::other(e.to_string()))
+                .and_then(|mut c| c.arg("-V").output());
             let level = if client.is_ok() {
                 Level::Ok
             } else {
@@ -172,12 +176,11 @@ pub fn run(workspace: &Path) -> Result<ExitCode, HostError> {
             None
         }
     };
-    let git = crate::exec::programs::trusted("git", workspace)
-        .unwrap_or_else(|| std::path::PathBuf::from("git"));
-    match std::process::Command::new(git)
-        .arg("--version")
-        .current_dir(std::env::temp_dir())
-        .output()
+    let launcher = crate::launch::Launcher::new(Some(workspace));
+    match launcher
+        .start("git", crate::launch::Purpose::Doctor)
+        .map_err(|e| io::Error::other(e.to_string()))
+        .and_then(|mut c| c.arg("--version").output())
     {
         Ok(o) if o.status.success() => r.add(
             Level::Ok,
@@ -237,6 +240,25 @@ pub fn run(workspace: &Path) -> Result<ExitCode, HostError> {
             Level::Warn
         };
         r.add(level, "sandbox", sandbox.describe());
+        let backend = crate::exec::limits::backend();
+        let limits = crate::exec::limits::Limits::new(cfg.max_processes, cfg.max_memory_mib);
+        r.add(
+            if matches!(backend, crate::exec::limits::Backend::Rlimits) {
+                Level::Warn
+            } else {
+                Level::Ok
+            },
+            "limits",
+            format!(
+                "each command: at most {} processes, {} MiB of memory; {}",
+                limits.max_processes,
+                limits.max_memory_bytes / 1024 / 1024,
+                backend.describe()
+            ),
+        );
+        if let Some(n) = crate::dirs::linked_notice(ws.root()) {
+            r.add(Level::Warn, "your config", n);
+        }
         let snap = crate::exec::snapshot::gather(ws.root(), String::new());
         let found = snap.tools.iter().filter(|(_, v)| v.is_some()).count();
         let missing = snap.missing();
@@ -273,7 +295,7 @@ pub fn run(workspace: &Path) -> Result<ExitCode, HostError> {
     if let (Some(ws), Some(cfg)) = (&ws, &cfg) {
         mcp_rows(&mut r, cfg, ws.root());
     }
-    ssh_rows(&mut r);
+    ssh_rows(&mut r, workspace);
     let regs = crate::native::registrations();
     if regs.is_empty() {
         r.add(

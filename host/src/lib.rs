@@ -12,6 +12,7 @@ pub mod error;
 pub mod exec;
 pub mod install_record;
 pub mod lang;
+pub mod launch;
 pub mod mcp;
 pub mod mcp_auth;
 pub mod native;

@@ -20,10 +20,6 @@ use std::time::{Duration, Instant};
 
 /// How long a server may take to start and answer `initialize` and `tools/list`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// The variables a stdio server inherits from the host; anything else it needs is in its `Env`.
-pub const INHERITED_ENV: [&str; 8] = [
-    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR",
-];
 /// How many sessions keep their servers running; the oldest session's are stopped beyond it.
 const SESSIONS_KEPT: usize = 8;
 
@@ -368,6 +364,12 @@ fn keep_tail(buf: &Mutex<String>, chunk: &str) {
 }
 
 impl Pool {
+    /// The workspace whose model the pool's servers are kept from.
+    #[must_use]
+    pub fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+
     /// A pool for the servers of `servers`, for the workspace at `workspace`.
     ///
     /// # Errors
@@ -797,15 +799,6 @@ pub fn describe(cfg: &ServerConfig) -> String {
     }
 }
 
-/// Where stdio servers start: the user's home (or /), never the workspace, so a relative path or a
-/// tool's config looked up in the working folder is not the model's.
-fn server_cwd() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .filter(|h| h.is_absolute())
-        .unwrap_or_else(|| PathBuf::from("/"))
-}
-
 /// The program a stdio server runs, checked: a server runs outside the sandbox as the user's own
 /// program, so neither it nor a file it is given may be one the model can write. A bare name is
 /// looked up only in the absolute PATH folders a command cannot write (not the workspace, not a
@@ -819,67 +812,45 @@ fn stdio_program(
     command: &str,
     args: &[String],
     workspace: &std::path::Path,
-) -> Result<PathBuf, String> {
-    use crate::exec::programs::{model_writable, trusted};
-    let program = if command.contains('/') {
-        let p = PathBuf::from(command);
-        if !p.is_absolute() {
-            return Err(format!(
-                "Command \"{command}\" must be a bare program name or an absolute path"
-            ));
-        }
-        p
-    } else {
-        trusted(command, workspace).ok_or_else(|| {
-            format!("program \"{command}\" is not in a PATH folder outside the workspace and the temp folders")
-        })?
-    };
-    if model_writable(&program, workspace) {
-        return Err(format!(
-            "{} is in the workspace or a temp folder, which the model can write; keyless does not run it outside the sandbox",
-            program.display()
-        ));
-    }
-    let cwd = server_cwd();
+) -> Result<(crate::launch::Launcher, crate::launch::Program), String> {
+    let launcher = crate::launch::Launcher::new(Some(workspace));
+    let program = launcher
+        .program(command)
+        .map_err(|e| format!("{}: {e}", Code::LaunchRefused))?;
+    let cwd = launcher.working_dir(crate::launch::Purpose::McpServer);
     for a in args {
         let p = cwd.join(a);
-        if p.is_file() && model_writable(&p, workspace) {
+        if p.is_file() && launcher.model_writable(&p) {
             return Err(format!(
-                "argument {a} is a file in the workspace or a temp folder, which the model can write; keyless does not run it outside the sandbox"
+                "{}: argument {a} is a file in the workspace or a temp folder, which the model can write; keyless does not run it outside the sandbox",
+                Code::LaunchRefused
             ));
         }
     }
-    Ok(program)
+    Ok((launcher, program))
 }
 
 async fn start(
     name: String,
     cfg: ServerConfig,
-    program: Option<PathBuf>,
+    program: Option<(crate::launch::Launcher, crate::launch::Program)>,
     client: Client,
     stderr: Arc<Mutex<String>>,
 ) -> Result<Live, String> {
     let questions = Arc::clone(&client.questions);
     let stale = Arc::clone(&client.stale);
     let service = match (&program, &cfg.url) {
-        (Some(command), _) => {
-            let mut cmd = tokio::process::Command::new(command);
+        (Some((launcher, command)), _) => {
             // Like the reference MCP clients: a short list of harmless variables and what
-            // `Env` names, never the host's whole environment (its keys and tokens).
-            cmd.env_clear();
-            for name in INHERITED_ENV {
-                if let Some(v) = std::env::var_os(name) {
-                    cmd.env(name, v);
-                }
-            }
-            cmd.args(&cfg.args)
-                .envs(&cfg.env)
-                .current_dir(server_cwd())
-                .kill_on_drop(true);
+            // `Env` names, never the host's whole environment (its keys and tokens); PATH holds
+            // only folders the model cannot write, so `npx`'s `#!/usr/bin/env node` finds a
+            // trusted node.
+            let mut cmd = launcher.tokio_command(command, crate::launch::Purpose::McpServer);
+            cmd.args(&cfg.args).envs(&cfg.env).kill_on_drop(true);
             let (transport, err) = rmcp::transport::TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::piped())
                 .spawn()
-                .map_err(|e| format!("cannot start {}: {e}", command.display()))?;
+                .map_err(|e| format!("cannot start {}: {e}", command.path.display()))?;
             if let Some(mut err) = err {
                 let buf = Arc::clone(&stderr);
                 tokio::spawn(async move {

@@ -232,8 +232,10 @@ pub fn openable(url: &str) -> bool {
 }
 
 /// How the authorization URL reaches the user's browser: the program `$BROWSER` names (run with
-/// the URL as its one argument, no shell), else `xdg-open`; the URL is always printed too.
-fn open_browser(url: &str) -> bool {
+/// the URL as its one argument, no shell), else `xdg-open`, each through the launcher (found only
+/// where the model cannot write, PATH cut to such folders); the URL is always printed too.
+fn open_browser(url: &str, workspace: Option<&std::path::Path>) -> bool {
+    let launcher = crate::launch::Launcher::new(workspace);
     let program = std::env::var("BROWSER")
         .ok()
         .filter(|b| !b.trim().is_empty());
@@ -245,8 +247,10 @@ fn open_browser(url: &str) -> bool {
         }
         None => ("xdg-open".to_string(), Vec::new()),
     };
-    std::process::Command::new(program)
-        .args(args)
+    let Ok(mut cmd) = launcher.start(&program, crate::launch::Purpose::Desktop) else {
+        return false;
+    };
+    cmd.args(args)
         .arg(url)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -323,6 +327,7 @@ const EXCHANGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60)
 pub fn login(
     name: &str,
     cfg: &ServerConfig,
+    workspace: Option<&std::path::Path>,
     challenge_given: Option<&str>,
     out: &mut dyn Write,
     stop: &mut dyn FnMut() -> bool,
@@ -386,7 +391,7 @@ pub fn login(
             keyless_core::text::truncate_chars(&keyless_core::text::printable(&auth_url), 200)
         ));
     }
-    let opened = open_browser(&auth_url);
+    let opened = open_browser(&auth_url, workspace);
     let _ = writeln!(
         out,
         "{} the authorization page for MCP server \"{name}\"; if it did not open, open this URL:\n  {auth_url}\nWaiting for the browser to come back to {redirect} …",

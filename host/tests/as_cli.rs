@@ -1,4 +1,5 @@
 //! `keyless-host as check | fmt` on files in a temp folder.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used)]
 
 use std::path::Path;

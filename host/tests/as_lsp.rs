@@ -1,6 +1,7 @@
 //! `keyless-host as lsp` driven by a scripted client over its standard input and output, as an
 //! editor drives it: initialize, open a file with problems, read the diagnostics, fix it, format,
 //! hover, go to definition (in the file and into an imported one), shut down.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used, clippy::panic)]
 
 use serde_json::{json, Value};

@@ -1,6 +1,7 @@
 //! The model providers of `.as` programs against fake servers on 127.0.0.1 that speak each API's
 //! wire format (Chat Completions, Messages, Ollama's /api/chat), error bodies included. Nothing
 //! leaves the machine.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -382,6 +383,79 @@ fn the_examples_run_against_fake_providers() {
         .contains("[Notes]\n# Release notes"));
 }
 
+/// A user config folder whose keyless.json allows `http://127.0.0.1:PORT` (`Programs.Http`).
+fn allow_http(port: u16) -> tempfile::TempDir {
+    let cfg = tempfile::tempdir().expect("cfg");
+    std::fs::create_dir_all(cfg.path().join("keyless")).expect("dir");
+    std::fs::write(
+        cfg.path().join("keyless/keyless.json"),
+        serde_json::json!({"Programs": {"Http": [format!("http://127.0.0.1:{port}")]}}).to_string(),
+    )
+    .expect("keyless.json");
+    cfg
+}
+
+/// A program's network needs trust (issue 40, attack 8): a loopback "metadata" service the user
+/// never allowed is not reached, nor is any origin missing from `Programs.Http`, whether the
+/// program names it or a workspace keyless.json (not approved) lists it; nothing is sent. The
+/// control: the same program with the origin in the user's `Programs.Http` reaches it.
+#[test]
+fn a_program_reaches_only_the_origins_the_user_allows() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let d = tmp.path();
+    let (port, seen) = fake(|_| {
+        (
+            200,
+            r#"{"secret":"instance-credentials"}"#.into(),
+            Duration::ZERO,
+        )
+    });
+    let program = |host: &str, path: &str| {
+        format!("import tool Meta from \"http://{host}:{port}\"\n\nmain agent A {{\n    main func(input) {{\n        return Meta.get({{ url: \"{path}\" }})\n    }}\n}}\n")
+    };
+    let run = |config: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+            .env("XDG_CONFIG_HOME", config)
+            .args(["as", "run", "m.as"])
+            .current_dir(d)
+            .output()
+            .expect("run")
+    };
+    std::fs::write(
+        d.join("m.as"),
+        program("127.0.0.1", "/latest/meta-data/iam"),
+    )
+    .expect("write");
+    let nobody = tempfile::tempdir().expect("cfg");
+    let out = run(nobody.path());
+    assert!(
+        failed(&out).contains("KA_AS_TOOL_REFUSED")
+            && failed(&out).contains("is not in keyless.json's Programs.Http"),
+        "{}",
+        failed(&out)
+    );
+    // The workspace's own keyless.json, not approved, cannot allow it either.
+    std::fs::write(
+        d.join("keyless.json"),
+        serde_json::json!({"Programs": {"Http": [format!("http://127.0.0.1:{port}")]}}).to_string(),
+    )
+    .expect("ws config");
+    let out = run(nobody.path());
+    assert!(failed(&out).contains("Programs.Http"), "{}", failed(&out));
+    std::fs::remove_file(d.join("keyless.json")).expect("rm");
+    // `localhost` is another name of the same service: its own origin, not allowed.
+    std::fs::write(d.join("m.as"), program("localhost", "/x")).expect("write");
+    let allowed = allow_http(port);
+    let out = run(allowed.path());
+    assert!(failed(&out).contains("Programs.Http"), "{}", failed(&out));
+    assert!(seen.lock().expect("seen").is_empty(), "a request was sent");
+    // The control: allowed by the user, the same origin is reached.
+    std::fs::write(d.join("m.as"), program("127.0.0.1", "/x")).expect("write");
+    let out = run(allowed.path());
+    assert_eq!(ok(&out)["status"], 200);
+    assert_eq!(seen.lock().expect("seen").len(), 1);
+}
+
 /// The http(s) tool: paths of the imported origin only, redirects followed within it and refused
 /// off it, JSON bodies parsed, post bodies sent as JSON.
 #[test]
@@ -393,6 +467,7 @@ fn the_http_tool_stays_on_its_origin() {
         "/api/submit" => (201, r#"{"saved":true}"#.into(), Duration::ZERO),
         _ => (404, r#"{"error":"no"}"#.into(), Duration::ZERO),
     });
+    let allowed = allow_http(port);
     let program = |calls: &str| {
         format!("import tool Http from \"http://127.0.0.1:{port}\"\n\nmain agent A {{\n    main func(input) {{\n        return {calls}\n    }}\n}}\n")
     };
@@ -402,10 +477,7 @@ fn the_http_tool_stays_on_its_origin() {
     )
     .expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
-        .env(
-            "XDG_CONFIG_HOME",
-            std::env::temp_dir().join("keyless-as-models-no-user-config"),
-        )
+        .env("XDG_CONFIG_HOME", allowed.path())
         .args(["as", "run", "h.as"])
         .current_dir(d)
         .output()
@@ -432,10 +504,7 @@ fn the_http_tool_stays_on_its_origin() {
         )
         .expect("write");
         let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
-            .env(
-                "XDG_CONFIG_HOME",
-                std::env::temp_dir().join("keyless-as-models-no-user-config"),
-            )
+            .env("XDG_CONFIG_HOME", allowed.path())
             .args(["as", "run", "h.as"])
             .current_dir(d)
             .output()
@@ -488,15 +557,13 @@ fn http_redirects_never_leave_the_origin() {
             );
         }
     });
+    let allowed = allow_http(port);
     let program = |url: &str| {
         format!("import tool Http from \"http://127.0.0.1:{port}\"\n\nmain agent A {{\n    main func(input) {{\n        return Http.get({{ url: \"{url}\" }})\n    }}\n}}\n")
     };
     std::fs::write(d.join("r.as"), program("/in")).expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
-        .env(
-            "XDG_CONFIG_HOME",
-            std::env::temp_dir().join("keyless-as-models-no-user-config"),
-        )
+        .env("XDG_CONFIG_HOME", allowed.path())
         .args(["as", "run", "r.as"])
         .current_dir(d)
         .output()
@@ -507,10 +574,7 @@ fn http_redirects_never_leave_the_origin() {
     );
     std::fs::write(d.join("r.as"), program("/out")).expect("write");
     let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
-        .env(
-            "XDG_CONFIG_HOME",
-            std::env::temp_dir().join("keyless-as-models-no-user-config"),
-        )
+        .env("XDG_CONFIG_HOME", allowed.path())
         .args(["as", "run", "r.as"])
         .current_dir(d)
         .output()

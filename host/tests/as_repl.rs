@@ -1,5 +1,6 @@
 //! `keyless-host as repl` under a pseudo-terminal: line editing is on, multi-line input, `:load`
 //! from the current folder, `:trace`, variables kept between inputs, and the history file.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used)]
 
 use std::io::{Read, Write};

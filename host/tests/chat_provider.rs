@@ -2,6 +2,7 @@
 //! processes, and a scripted tab speaking the extension's side of the API (register, claim,
 //! answer). The Chromium test (tests/browser/chat_programs.test.mjs) runs the real extension on
 //! an imitation chat; this one covers every failure and the exactly-once rules.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used, clippy::panic)] // the helpers fail the test loudly
 
 use serde_json::{json, Value};

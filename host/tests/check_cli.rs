@@ -1,4 +1,5 @@
 //! The real `keyless-host` binary on the conformance corpus, plus its exit codes and errors.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -4,6 +4,7 @@
 //! a trusted server run unasked, others confirmed, tools outside the movement refused), a missing
 //! required server stopping the session, a timeout, and `mcp://` in an `.as` program.
 #![allow(clippy::expect_used, clippy::panic)]
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 
 mod common;
 
@@ -358,10 +359,7 @@ fn a_server_the_model_could_write_is_never_started() {
     let text = list.to_string();
     assert!(text.contains("is a file in the workspace"), "{text}");
     assert!(text.contains("server.sh is in the workspace"), "{text}");
-    assert!(
-        text.contains("bare program name or an absolute path"),
-        "{text}"
-    );
+    assert!(text.contains("only by name or absolute path"), "{text}");
     assert!(!canary.exists(), "a workspace file ran as an MCP server");
 }
 
@@ -448,12 +446,12 @@ fn keyless_introduces_itself_and_cancels_what_it_stops_waiting_for() {
         .find(|m| m["method"] == "notifications/cancelled")
         .unwrap_or_else(|| panic!("no notifications/cancelled in {seen:?}"));
     assert_eq!(cancelled["params"]["requestId"], call["id"], "{cancelled}");
-    // Progress is shown live, as the server's words, their escape sequences dropped.
+    // Progress is shown live, as the server's words, their escape sequences made visible.
     let out = host(&fx, &["mcp", "call", "recorder.steps"]);
     let said = String::from_utf8_lossy(&out.stderr);
     for i in 1..=3 {
         assert!(
-            said.contains(&format!("[recorder] progress {i}/3: step {i}\n")),
+            said.contains(&format!("[recorder] progress {i}/3: step {i}<U+001B>[2J\n")),
             "{said}"
         );
     }
@@ -486,9 +484,12 @@ fn keyless_introduces_itself_and_cancels_what_it_stops_waiting_for() {
         answer,
         serde_json::json!({"action": "accept", "content": {"name": "Ann", "count": 3, "go": false}})
     );
-    // The server's words reach the terminal on standard error, without its escape sequences.
+    // The server's words reach the terminal on standard error, their escape sequences shown.
     let said = String::from_utf8_lossy(&out.stderr);
-    assert!(said.contains("asks: Deploy now?"), "{said}");
+    assert!(
+        said.contains("asks: Deploy <U+001B>[31mnow<U+001B>[0m?") && !said.contains('\u{1b}'),
+        "{said}"
+    );
     for (given, action) in [("decline", "decline"), ("cancel", "cancel")] {
         let out = host(&fx, &["mcp", "call", "recorder.ask", "--answer", given]);
         let answer: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -642,4 +643,64 @@ fn a_server_that_needs_a_login_is_logged_in_to_refreshed_and_logged_out_of() {
     let said = everything_said(&out);
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("keyless-host mcp login remote"), "{said}");
+}
+
+/// Issue 40, attack 4: `mcp login` opens the browser through the launcher. With no `$BROWSER`,
+/// `xdg-open` is looked up only in PATH folders the model cannot write: a `.venv/bin/xdg-open`
+/// of the model's first on PATH never runs, the trusted one does (and completes the login).
+#[test]
+fn mcp_login_never_opens_the_browser_with_a_program_the_model_planted() {
+    let Some(fx) = setup(None) else { return };
+    let record = fx.root.join("record.jsonl");
+    let server = HttpServer::protected(&record, 60);
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        serde_json::json!({ "Mcp": { "Servers": { "remote": { "Url": server.url } } } })
+            .to_string(),
+    )
+    .expect("keyless.json");
+    let canary = fx.root.join("canary");
+    let planted = fx.ws().join(".venv/bin/xdg-open");
+    std::fs::create_dir_all(planted.parent().expect("folder")).expect("venv");
+    std::fs::write(
+        &planted,
+        format!("#!/bin/sh\necho fired >> '{}'\n", canary.display()),
+    )
+    .expect("plant");
+    common::make_executable(&planted);
+    let trusted = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("trusted-open-{}", std::process::id()));
+    std::fs::create_dir_all(&trusted).expect("trusted");
+    std::fs::write(
+        trusted.join("xdg-open"),
+        "#!/bin/sh\nexec curl -fsSL -o /dev/null \"$1\"\n",
+    )
+    .expect("opener");
+    common::make_executable(&trusted.join("xdg-open"));
+    let path = format!(
+        "{}:{}:{}",
+        planted.parent().expect("folder").display(),
+        trusted.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // The control: looked up on that PATH, the model's opener runs.
+    let _ = std::process::Command::new("sh")
+        .args(["-c", "xdg-open http://127.0.0.1:9/"])
+        .env("PATH", &path)
+        .output()
+        .expect("sh");
+    assert!(canary.exists(), "the planted opener does not fire");
+    std::fs::remove_file(&canary).expect("reset");
+    let out = fx
+        .host()
+        .args(["mcp", "login", "remote", "--workspace"])
+        .arg(fx.ws())
+        .env_remove("BROWSER")
+        .env("PATH", &path)
+        .output()
+        .expect("login");
+    let _ = std::fs::remove_dir_all(&trusted);
+    let said = everything_said(&out);
+    assert!(!canary.exists(), "the model's xdg-open ran: {said}");
+    assert!(out.status.success(), "{said}");
 }

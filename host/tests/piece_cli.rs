@@ -1,4 +1,5 @@
 //! `keyless-host piece validate | tools | graph` through the real binary.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used)] // fixture helpers fail the test loudly
 
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 //! `keyless-host run` / `undo` on real temp workspaces: real git repositories with a bare repo as
 //! origin, checked with the git CLI; line endings, BOMs, backups, symlinks, the command policy,
 //! timeouts and output caps.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used)] // fixture helpers fail the test loudly
 
 mod common;

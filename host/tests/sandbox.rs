@@ -1,6 +1,7 @@
 //! Attacks on the sandbox boundary, each against the real `keyless-host` binary in a temp folder.
 //! A canary file outside the workspace (in the fixture's own temp folder) shows whether anything
 //! the model wrote ran outside the sandbox.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used, clippy::panic)] // fixture helpers fail the test loudly
 
 mod common;

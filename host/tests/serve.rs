@@ -1,6 +1,7 @@
 //! `keyless-host serve` over real sockets on 127.0.0.1:0, with a real workspace: pairing, every
 //! hostile request refused, sessions, exactly-once retries, serialized submits, confirmations,
 //! the event stream, cancel, and a restart in the middle of a session.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used, clippy::panic)] // the helpers fail the test loudly
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,5 +1,6 @@
 //! `keyless-host ssh add | list | remove | grant`: the registry in a temp config folder (never the
 //! real home), mode 0600, the seed's id form, ownership on grant.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used)]
 
 use std::os::unix::fs::PermissionsExt;

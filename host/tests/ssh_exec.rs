@@ -2,6 +2,7 @@
 //! keys): exec, upload, download, known_hosts never accepted blindly, the seed's refusals
 //! (declared, allowed, owned, granted), a timeout, confirmation in Ask mode, and the shipped
 //! `ssh-ops` piece through `run --piece`.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used, clippy::panic)]
 
 mod common;

@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo xtask bench` (it builds the wasm package first), or
 //! `cargo bench -p keyless-tests --bench side_by_side` after `cargo xtask build`.
-
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used, clippy::cast_precision_loss)]
 
 use keyless_tests::bench::{gbps, measure, realistic_reply};

@@ -4,6 +4,8 @@
 //!
 //! Set `KEYLESS_BLESS=1` to rewrite the expected files after an intended change, then review the
 //! diff.
+#![allow(clippy::disallowed_methods)]
+// tests and benches start the programs under test
 
 // Test support: a broken checkout or corpus file should fail the test run loudly.
 #![allow(clippy::expect_used, clippy::panic)]

@@ -3,6 +3,7 @@
 // each item reads the same: the code, the place, the key (a piece's `movements[0].persona`), the
 // message, the help and the notes. The data comes from the wasm core; this only draws it.
 import { el } from "./dom";
+import { visible } from "./visible";
 import type { Diagnostic } from "../../extension/src/generated/core";
 
 /** "line 3, column 16", "line 3", or "" when it has no place. */
@@ -17,7 +18,7 @@ export function diagnosticItems(list: Diagnostic[], select?: (line: number, colu
   return list.map((d) => {
     const li = el("li", d.severity);
     li.dataset["line"] = d.line === null ? "" : String(d.line);
-    li.append(el("span", "dcode", d.code), el("span", "ln", placeOf(d)), d.key ? `${d.key}: ${d.message}` : d.message);
+    li.append(el("span", "dcode", d.code), el("span", "ln", placeOf(d)), visible(d.key ? `${d.key}: ${d.message}` : d.message));
     if (d.help) li.append(el("div", "help", `help: ${d.help}`));
     for (const n of d.notes ?? []) li.append(el("div", "note", n));
     const line = d.line;

@@ -1,7 +1,10 @@
 // A file's diff as the overlay and the dashboard show it: a <details> whose summary names the file
 // and its counts, and whose body holds the unified diff with added and removed lines coloured.
 // The diff comes from the host (core::diff); nothing here computes one. Text goes in with
-// textContent only. The CSS classes (diff, d-add, d-del, d-hunk, d-note) are styled by each page.
+// textContent only, through `el` and so `visible`: a line holding an escape sequence (cursor up,
+// erase line, OSC 52) or a direction override shows it as code points (`<U+001B>`, `<U+202E>`),
+// so a file cannot hide a line of its own diff. The CSS classes (diff, d-add, d-del, d-hunk,
+// d-note) are styled by each page.
 
 import { el } from "./dom.js";
 import type { FileDiff } from "../../extension/src/generated/core.js";

@@ -39,7 +39,12 @@ function wrappedHeights(area: HTMLTextAreaElement, lines: string[]): number[] | 
   st.overflowWrap = cs.overflowWrap;
   st.wordBreak = cs.wordBreak;
   st.tabSize = cs.tabSize;
-  for (const line of lines) mirror.append(el("div", "", line === "" ? "\u200b" : line));
+  // The textarea's own characters, not `visible`'s: the copy must wrap exactly as the textarea does.
+  for (const line of lines) {
+    const l = el("div");
+    l.textContent = line === "" ? "\u200b" : line;
+    mirror.append(l);
+  }
   document.body.append(mirror);
   const heights = [...mirror.children].map((c) => (c as HTMLElement).getBoundingClientRect().height);
   mirror.remove();

@@ -2,10 +2,12 @@
 // field of the form the host read from the server's schema (core::elicit), its default filled in,
 // and three answers: send, decline, cancel the tool call. The host checks the values again
 // (core::elicit::Form::accept) and refuses what does not fit; the refusal is shown under the form,
-// which stays open to be mended. Text goes in with textContent only; the classes are styled by
-// FORM_CSS, adopted by each page.
+// which stays open to be mended. Text goes in with textContent only, through `visible` (the
+// server's words, labels and choices show hidden characters as code points); the classes are
+// styled by FORM_CSS, adopted by each page.
 
-import { button, el } from "./dom.js";
+import { button, el, setText } from "./dom.js";
+import { visible } from "./visible.js";
 import type { Field, Form, PromptAnswer } from "../../extension/src/generated/core.js";
 
 export const FORM_CSS = `
@@ -37,7 +39,7 @@ function input(f: Field): [HTMLElement, Reader] {
       if (typeof d === "string") i.value = d;
       // Core caps it at MAX_ANSWER_CHARS; a value the DOM refuses would stop the whole form.
       if (k.max_length !== null && k.max_length <= 10000) i.maxLength = k.max_length;
-      if (k.format) i.placeholder = k.format;
+      if (k.format) i.placeholder = visible(k.format);
       return [i, () => (i.value === "" ? undefined : i.value)];
     }
     case "number": {
@@ -107,6 +109,11 @@ export function formView(form: Form, send: (a: PromptAnswer) => Promise<void>, d
     if (f.description) label.append(el("span", "f-help", f.description));
     const [control, read] = input(f);
     label.append(control);
+    // The default goes in the field as the server sent it (it is the value sent back); what the
+    // field cannot show plainly is spelled out under it.
+    if (f.kind.type === "text" && typeof f.default === "string" && visible(f.default) !== f.default) {
+      label.append(el("span", "f-help", `The default holds hidden characters: ${f.default}`));
+    }
     box.append(label);
     readers.push([f.name, read]);
   }
@@ -114,7 +121,7 @@ export function formView(form: Form, send: (a: PromptAnswer) => Promise<void>, d
   const answer = (a: PromptAnswer) => (): void => {
     error.textContent = "";
     send(a).then(done, (e: unknown) => {
-      error.textContent = e instanceof Error ? e.message : String(e);
+      setText(error, e instanceof Error ? e.message : String(e));
     });
   };
   const values = (): Record<string, unknown> => {

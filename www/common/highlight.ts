@@ -34,7 +34,10 @@ export function paint(pre: HTMLElement, grammar: Grammar, text: string): void {
         frag.append(t.text);
         continue;
       }
-      const s = el("span", "", t.text);
+      // The textarea's own characters, not `visible`'s: this layer must hold them one for one, or
+      // the caret and the selection (the textarea's) would not lie on what is drawn.
+      const s = el("span");
+      s.textContent = t.text;
       s.dataset["scope"] = scope;
       frag.append(s);
     }

@@ -2,13 +2,14 @@
 // tools and its movement graph (its findings are drawn by diagnostics.ts). The data comes from the wasm core
 // (validatePiece, pieceTools, pieceGraphModel); these functions only draw it.
 import { el } from "./dom";
+import { visible } from "./visible";
 import type { EffectiveTools, Graph } from "../../extension/src/generated/core";
 
 /** One card per movement: the commands it allows and its runcommand patterns. */
 export function toolCards(all: EffectiveTools[]): HTMLDivElement[] {
   return all.map((t) => {
     const d = el("div", "tools-m");
-    d.append(el("b", "", t.movement), t.commands.join(", "));
+    d.append(el("b", "", t.movement), visible(t.commands.join(", ")));
     if (t.command_patterns) d.append(el("div", "timing", t.command_patterns.length ? `runcommand only: ${t.command_patterns.join(" | ")}` : "runcommand: nothing (an empty allowed_commands)"));
     return d;
   });
@@ -19,7 +20,7 @@ const SVG = "http://www.w3.org/2000/svg";
 function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>, text = ""): SVGElementTagNameMap[K] {
   const e = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-  if (text) e.textContent = text;
+  if (text) e.textContent = visible(text);
   return e;
 }
 
@@ -52,7 +53,7 @@ export function drawGraph(graph: Graph, title: string): SVGSVGElement {
   let width = 60 + maxPer * (W + GX) - GX;
   const height = 60 + depths.length * (H + GY) - GY;
   // Drawn at its own size (shrunk to fit, never blown up).
-  const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": `movement graph of ${title}` });
+  const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": visible(`movement graph of ${title}`) });
   const defs = svg("defs", {});
   const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
   marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#6b7384" }));
@@ -67,7 +68,7 @@ export function drawGraph(graph: Graph, title: string): SVGSVGElement {
     root.append(svg("path", { d, fill: "none", stroke: e.fallback ? "#adb5bd" : "#6b7384", "stroke-width": 1.5, "stroke-dasharray": e.fallback ? "5 4" : "", "marker-end": "url(#arrow)" }));
     const lx = back ? Math.max(a.x, b.x) + W + 34 : (x1 + x2) / 2 + 6, ly = back ? (a.y + b.y) / 2 + H / 2 : (y1 + y2) / 2;
     // The whole label, wrapped at word boundaries (never clipped); the drawing widens to hold it.
-    const lines = wrapLabel(e.label, 24);
+    const lines = wrapLabel(visible(e.label), 24);
     const text = svg("text", { x: lx, y: ly - ((lines.length - 1) * 13) / 2, "font-size": 11, fill: "#495057" });
     lines.forEach((line, i) => text.append(svg("tspan", { x: lx, dy: i === 0 ? 0 : 13 }, line)));
     text.append(svg("title", {}, e.label));

@@ -1,8 +1,10 @@
 // The keyless host dashboard: sessions, each batch's reply and results, live output, pending
 // confirmations, the audit log, and undo. It talks to the host's API with the local token that
-// `keyless-host serve` printed in the dashboard URL. All data is written with textContent.
+// `keyless-host serve` printed in the dashboard URL. All data is written with textContent, through
+// `visible` (directly or by `el`): control, direction and invisible characters show as code points.
 import { DIFF_CSS, diffRow, diffView, totals } from "../common/diff-view";
-import { byId, el } from "../common/dom";
+import { byId, el, setText } from "../common/dom";
+import { visible } from "../common/visible";
 import { FORM_CSS, formView } from "../common/form-view";
 import type { BatchCounts, BatchOutcome, CommandRecord, PromptAnswer, TraceEvent } from "../../extension/src/generated/core";
 import { type Call, callHost, HostError, hostEvent, v1 } from "../common/host-api";
@@ -26,7 +28,7 @@ function notice(text: string): void {
     n = el("div", "notice");
     document.body.append(n);
   }
-  n.textContent = text;
+  setText(n, text);
   n.classList.add("show");
   window.setTimeout(() => n?.classList.remove("show"), 3000);
 }
@@ -66,7 +68,7 @@ async function loadSessions(): Promise<void> {
       const li = el("li", s.session === state.selected ? "sel" : "");
       // The task first: it is what the user remembers a session by.
       const task = el("div", "task", s.task ?? "(no task given)");
-      if (s.task) task.title = s.task;
+      if (s.task) task.title = visible(s.task);
       const top = el("div", "id", s.session);
       if (s.piece) top.append(" ", el("span", "chip piece", "piece"));
       const facts = [s.branch ? `on ${s.branch}` : "", s.mode ?? "", `turn ${s.turn} · batch ${s.batch}`, time(s.created_at)].filter((f) => f !== "");
@@ -122,7 +124,7 @@ async function batchBody(id: string): Promise<HTMLDivElement> {
       const tier = el("td");
       if (c.tier && c.decision) {
         const chip = el("span", `chip ${c.tier}`, `${c.tier} · ${c.decision}`);
-        chip.title = c.reason ?? "";
+        chip.title = visible(c.reason ?? "");
         tier.append(chip);
       }
       tr.append(el("td", "n", `#${c.number}`), el("td", "c", c.command), el("td", "t", c.target), tier, outcomeCell(c.result));
@@ -154,7 +156,7 @@ async function loadBatches(): Promise<void> {
     return;
   }
   const s = await api(v1.session(state.selected));
-  byId("session-title").textContent = `Batches · ${s.session} · now turn ${s.turn}, batch ${s.batch}`;
+  setText(byId("session-title"), `Batches · ${s.session} · now turn ${s.turn}, batch ${s.batch}`);
   // A page opened mid-batch has missed its batch_started event: take it from the store.
   const running = s.batches.find((b) => b.status === "running");
   if (running && !state.runningSession) setRunning(s.session);
@@ -184,7 +186,7 @@ async function loadBatches(): Promise<void> {
         const undo = el("button", "", "Undo");
         undo.addEventListener("click", (ev) => {
           ev.stopPropagation();
-          if (!window.confirm(`Restore the files batch ${b.id} changed?`)) return;
+          if (!window.confirm(visible(`Restore the files batch ${b.id} changed?`))) return;
           api(v1.undo(b.id))
             .then((r) => {
               notice(`Restored ${r.restored.length} file(s)`);
@@ -273,7 +275,7 @@ async function loadPending(): Promise<void> {
         row.append(yes, no);
         if (p.offer) {
           const exact = el("button", "", "Always allow this command");
-          exact.title = `Run \`${p.offer.exact.text}\` here without asking (never above ${p.offer.exact.tier})`;
+          exact.title = visible(`Run \`${p.offer.exact.text}\` here without asking (never above ${p.offer.exact.tier})`);
           exact.addEventListener("click", () => answer({ approve: true, always: "exact" }));
           row.append(exact);
           if (p.offer.like) {
@@ -306,7 +308,7 @@ async function loadAudit(): Promise<void> {
       const st = el("td");
       st.append(el("span", `chip ${a.status}`, a.code ?? a.status));
       const target = el("td", "tg", a.target.length > 48 ? `${a.target.slice(0, 47)}…` : a.target);
-      target.title = a.target;
+      target.title = visible(a.target);
       tr.append(el("td", "t", time(a.at)), el("td", "", a.command), target, st);
       return tr;
     }),
@@ -340,7 +342,7 @@ function traceNode(e: TraceEvent): HTMLElement {
   summary.append(el("span", "kind", e.event));
   switch (e.event) {
     case "call":
-      summary.append(`${e.agent}.${e.func}`, el("span", "ms", `${e.duration_ms} ms`), " ", chip(e.error === null, "ok", "error"));
+      summary.append(visible(`${e.agent}.${e.func}`), el("span", "ms", `${e.duration_ms} ms`), " ", chip(e.error === null, "ok", "error"));
       labelled(node, "input", e.input);
       if (e.error !== null) labelled(node, "error", e.error);
       else labelled(node, "output", e.output);
@@ -348,7 +350,7 @@ function traceNode(e: TraceEvent): HTMLElement {
       node.open = true;
       break;
     case "generate":
-      summary.append(e.via ? `${e.model} · ${e.via}` : e.model, el("span", "ms", `${e.attempts.length} attempt(s) · ${e.duration_ms} ms`), " ", chip(e.value !== null, "fits", "refused"));
+      summary.append(visible(e.via ? `${e.model} · ${e.via}` : e.model), el("span", "ms", `${e.attempts.length} attempt(s) · ${e.duration_ms} ms`), " ", chip(e.value !== null, "fits", "refused"));
       e.attempts.forEach((a, i) => {
         labelled(node, `prompt ${i + 1}`, a.prompt);
         labelled(node, `answer ${i + 1}`, a.answer);
@@ -361,12 +363,12 @@ function traceNode(e: TraceEvent): HTMLElement {
       if (e.value !== null) labelled(node, "value", e.value);
       break;
     case "tool":
-      summary.append(`${e.tool}.${e.method}`, " ", chip(e.error === null, "ok", "error"));
+      summary.append(visible(`${e.tool}.${e.method}`), " ", chip(e.error === null, "ok", "error"));
       labelled(node, "args", e.args);
       labelled(node, e.error === null ? "result" : "error", e.error ?? e.result);
       break;
     case "memory":
-      summary.append(`${e.memory}.${e.method}`, " ", chip(e.error === null, "ok", "error"));
+      summary.append(visible(`${e.memory}.${e.method}`), " ", chip(e.error === null, "ok", "error"));
       labelled(node, "args", e.args);
       labelled(node, e.error === null ? "result" : "error", e.error ?? e.result);
       break;
@@ -439,7 +441,7 @@ function setRunning(session: string): void {
   state.runningSession = session;
   state.runningSince = session ? Date.now() : 0;
   const chip = byId("live-state");
-  chip.textContent = session ? `running · ${session}` : "idle";
+  setText(chip, session ? `running · ${session}` : "idle");
   chip.className = `chip ${session ? "running" : "idle"}`;
   byId<HTMLButtonElement>("stop").disabled = !session;
 }
@@ -448,6 +450,24 @@ function liveAppend(text: string, cls = ""): void {
   const live = byId("live");
   live.append(el("span", cls, text));
   live.scrollTop = live.scrollHeight;
+}
+
+/// A carriage return that ended the last output chunk: it goes with the next chunk, so a CRLF split
+/// between two chunks stays a line end (a lone one shows as `<U+000D>`).
+let heldCR = false;
+
+function liveOutput(chunk: string): void {
+  let text = heldCR ? `\r${chunk}` : chunk;
+  heldCR = text.endsWith("\r");
+  if (heldCR) text = text.slice(0, -1);
+  if (text) liveAppend(text);
+}
+
+/// The carriage return held back, when no newline follows it.
+function flushCR(): void {
+  if (!heldCR) return;
+  heldCR = false;
+  liveAppend("\r");
 }
 
 function connect(): void {
@@ -466,13 +486,15 @@ function connect(): void {
     if (!ev) return;
     switch (ev.type) {
       case "batch_started":
+        heldCR = false;
         byId("live").replaceChildren();
         setRunning(ev.session);
         break;
       case "output":
-        liveAppend(ev.text);
+        liveOutput(ev.text);
         break;
       case "say":
+        flushCR();
         liveAppend(`» ${ev.text}\n`, "say");
         break;
       case "prompt":
@@ -480,6 +502,7 @@ function connect(): void {
         void loadPending();
         break;
       case "batch_finished":
+        flushCR();
         setRunning("");
         state.selected = ev.session;
         void refresh();

@@ -1,8 +1,10 @@
 // The piece editor: the workspace's pieces, edited with live validation, effective tools and the
 // movement graph from the wasm core (the same checks `PUT /v1/pieces/{name}` runs), and saved or
-// deleted through the host's API with the dashboard's token. All text goes in with textContent.
+// deleted through the host's API with the dashboard's token. All text goes in with textContent,
+// through `visible` (directly or by `el`); the editor's fields hold the piece as it is stored.
 import init, { pieceGraphModel, pieceTools, validatePieceAs } from "../../target/wasm-pkg/keyless_wasm.js";
-import { byId, el } from "../common/dom";
+import { byId, el, setText } from "../common/dom";
+import { visible } from "../common/visible";
 import { callHost, type Call, HostError, v1 } from "../common/host-api";
 import { renderGutter, selectLine, syncGutter } from "../common/editor";
 import { drawGraph, toolCards } from "../common/piece-view";
@@ -49,7 +51,7 @@ const nameBox = () => byId<HTMLInputElement>("name");
 
 function saved(text: string, bad = false): void {
   const box = byId("saved");
-  box.textContent = text;
+  setText(box, text);
   box.className = `saved${bad ? " bad" : ""}`;
 }
 
@@ -64,9 +66,12 @@ function render(): void {
   const v = validatePieceAs(yaml, name);
   const verdict = byId("verdict");
   verdict.className = `verdict ${v.piece ? "ok" : "bad"}`;
-  verdict.textContent = v.piece
-    ? `✓ Ready to save as "${name}" — ${v.piece.movements.length} movement(s), ${v.warnings.length} warning(s)`
-    : `✗ ${v.errors.length} error(s) — fix them to save`;
+  setText(
+    verdict,
+    v.piece
+      ? `✓ Ready to save as "${name}" — ${v.piece.movements.length} movement(s), ${v.warnings.length} warning(s)`
+      : `✗ ${v.errors.length} error(s) — fix them to save`,
+  );
   const findings = [...v.errors, ...v.warnings];
   showFindings(findings);
   renderGutter("gutter", yaml, errorLines(findings), yamlBox());
@@ -90,7 +95,7 @@ async function loadList(select?: string): Promise<PieceSummary[]> {
       const li = el("li", p.name === select ? "on" : "");
       li.dataset["piece"] = p.name;
       li.append(el("span", "", p.name), el("span", "src", p.editable ? "workspace" : p.source === "built-in" ? "built-in" : "user"));
-      li.title = p.description;
+      li.title = visible(p.description);
       li.addEventListener("click", () => void open(p.name));
       return li;
     }),
@@ -103,7 +108,7 @@ async function open(name: string): Promise<void> {
   state.loaded = { name: p.name, editable: p.editable };
   nameBox().value = p.name;
   yamlBox().value = p.yaml;
-  byId("source").textContent = p.editable ? "workspace piece" : `${p.source === "built-in" ? "built-in" : p.source} — saving stores a workspace copy that hides it`;
+  setText(byId("source"), p.editable ? "workspace piece" : `${p.source === "built-in" ? "built-in" : p.source} — saving stores a workspace copy that hides it`);
   for (const li of document.querySelectorAll<HTMLLIElement>("#pieces li")) li.classList.toggle("on", li.dataset["piece"] === name);
   byId("saved").className = "saved hidden";
   render();

@@ -4,7 +4,8 @@
 // Built by `cargo xtask build` (wasm-bindgen --target web); esbuild bundles the JS glue and the
 // .wasm file is copied next to the bundle.
 import init, { asCheck, asFormat, checkReply, commandViews, pieceGraphModel, pieceTools, validatePiece } from "../../target/wasm-pkg/keyless_wasm.js";
-import { byId, el, oneOf } from "../common/dom";
+import { byId, el, oneOf, setText } from "../common/dom";
+import { visible } from "../common/visible";
 import { renderGutter, selectLine, syncGutter } from "../common/editor";
 import { drawGraph, toolCards } from "../common/piece-view";
 import { diagnosticItems, errorLines } from "../common/diagnostics";
@@ -131,9 +132,12 @@ function renderReply(): void {
   renderGutter("gutter", text, errorLines(report.diagnostics));
   const verdict = byId("verdict");
   verdict.className = `verdict ${report.ok ? "ok" : "bad"}`;
-  verdict.textContent = report.ok
-    ? `✓ Valid — ${report.commands.length} block(s), control: ${report.control ?? "next"}`
-    : `✗ Rejected — ${report.diagnostics.length} problem(s); nothing would run`;
+  setText(
+    verdict,
+    report.ok
+      ? `✓ Valid — ${report.commands.length} block(s), control: ${report.control ?? "next"}`
+      : `✗ Rejected — ${report.diagnostics.length} problem(s); nothing would run`,
+  );
   byId("diags").replaceChildren(...diagnosticItems(report.diagnostics, (line) => selectLine(area, line)));
   const plan = byId("plan");
   plan.replaceChildren(
@@ -142,17 +146,17 @@ function renderReply(): void {
       const tier = el("td");
       if (c.tier && c.decision) {
         const chip = el("span", `chip ${c.tier}`, `${c.tier} · ${c.decision}`);
-        chip.title = c.reason ?? "";
+        chip.title = visible(c.reason ?? "");
         tier.append(chip);
       }
       const status = el("td", "s");
       status.append(report.ok ? el("span", `chip ${c.run ? "run" : "skip"}`, c.run ? "runs" : "skipped") : el("span", "", "—"));
-      if (c.skip_reason) status.append(" ", c.skip_reason);
+      if (c.skip_reason) status.append(" ", visible(c.skip_reason));
       tr.append(el("td", "n", `#${c.number}`), el("td", "c", c.command), el("td", "t", c.target), tier, status);
       return tr;
     }),
   );
-  byId("correction").textContent = report.correction ?? "(none: the reply is valid)";
+  setText(byId("correction"), report.correction ?? "(none: the reply is valid)");
   byId("timing").textContent = `${text.length.toLocaleString()} characters checked in ${elapsed.toFixed(2)} ms by the wasm core`;
 }
 
@@ -164,7 +168,7 @@ function renderPiece(): void {
   const v = validatePiece(yaml, false);
   const verdict = byId("piece-verdict");
   verdict.className = `verdict ${v.piece ? "ok" : "bad"}`;
-  verdict.textContent = v.piece ? `✓ Valid piece "${v.piece.name}" — ${v.piece.movements.length} movement(s), ${v.warnings.length} warning(s)` : `✗ Invalid — ${v.errors.length} error(s)`;
+  setText(verdict, v.piece ? `✓ Valid piece "${v.piece.name}" — ${v.piece.movements.length} movement(s), ${v.warnings.length} warning(s)` : `✗ Invalid — ${v.errors.length} error(s)`);
   byId("findings").replaceChildren(...diagnosticItems([...v.errors, ...v.warnings]));
   byId("graph").replaceChildren(v.piece ? drawGraph(pieceGraphModel(yaml), v.piece.name) : el("p", "timing", "Fix the errors to see the graph."));
   // The same data the CLI's `piece tools` prints.
@@ -235,7 +239,7 @@ function renderAs(): void {
   verdict.className = `verdict ${report.ok ? "ok" : "bad"}`;
   verdict.textContent = report.ok ? "✓ Valid program" : `✗ ${report.diagnostics.length} problem(s)`;
   byId("as-diags").replaceChildren(...diagnosticItems(report.diagnostics, (line) => selectLine(area, line)));
-  byId("as-formatted").textContent = formatted;
+  setText(byId("as-formatted"), formatted);
   byId("as-timing").textContent = `${src.length.toLocaleString()} characters checked and formatted in ${elapsed.toFixed(2)} ms by the wasm core`;
 }
 

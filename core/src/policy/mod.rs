@@ -17,6 +17,8 @@
 //!   denied list;
 //! - [`pattern`]: allow-list patterns;
 //! - [`steering`]: the workspace files that steer programs (a toolchain file, `.npmrc`, …);
+//! - [`persistence`]: the files the user's own tools run later (hooks, `.envrc`, editor tasks,
+//!   CI workflows, install-time scripts): writing one is always confirmed but in Auto mode;
 //! - [`verdict`]: the one verdict on a command of any kind ([`verdict::Judge`]), for the executor and
 //!   every view.
 
@@ -24,6 +26,7 @@ mod args;
 mod known;
 mod lexer;
 mod pattern;
+pub mod persistence;
 mod programs;
 pub mod reads;
 pub mod steering;
@@ -162,6 +165,41 @@ pub struct Context {
     /// the user's config folder.
     #[serde(default)]
     pub always: Vec<always::AllowRule>,
+    /// The host's steering list is not whole (more files than it lists, or a workspace too deep
+    /// or too large to look through): every program a file can steer is then at least Execute.
+    #[serde(default)]
+    pub steering_unknown: bool,
+    /// The host could not list every program of the PATH folders the model can write: every
+    /// program is then judged as possibly the model's.
+    #[serde(default)]
+    pub untrusted_unknown: bool,
+    /// PATH folders the model can write: inside the workspace (workspace-relative), or relative
+    /// entries (`node_modules/.bin`, `.`) that the shell looks up from whatever folder it is in.
+    #[serde(default)]
+    pub path_dirs: Vec<PathDir>,
+    /// The folder git's `core.hooksPath` names, workspace-relative, when it is in the workspace.
+    #[serde(default)]
+    pub hooks_path: Option<String>,
+    /// The host's git guard cannot look through the whole workspace (more entries than it
+    /// reads): what a command does to git's files there goes unchecked, so every command is
+    /// confirmed (at least Risky).
+    #[serde(default)]
+    pub unguarded: bool,
+    /// The user's own configuration files (`~/.gitconfig`, `~/.bashrc`, …) that are links into
+    /// the workspace, workspace-relative: a write to one is refused by the host, and judged here
+    /// as a file the user's tools run.
+    #[serde(default)]
+    pub linked_config: Vec<String>,
+}
+
+/// A PATH folder the model can write.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PathDir {
+    /// Workspace-relative (`.venv/bin`), or the entry as PATH holds it when `relative`.
+    pub dir: String,
+    /// A relative entry: the folder depends on where the shell is.
+    pub relative: bool,
 }
 
 /// Nesting depth for `sh -c`, `$(…)` and wrappers.
@@ -365,6 +403,7 @@ pub fn decide_with(line: &str, mode: Mode, allow: &[String], ctx: &Context) -> V
         .iter()
         .find(|r| always::covers_line(r, line, c.tier));
     let mut worst: Option<(Decision, usize, String)> = None;
+    let mut decided: Vec<(Decision, usize, String)> = Vec::with_capacity(c.segments.len());
     for (i, s) in c.segments.iter().enumerate() {
         let allow_listed = || allow.iter().any(|p| pattern_matches(p, &s.text));
         let user_rule = exact.or_else(|| {
@@ -393,26 +432,41 @@ pub fn decide_with(line: &str, mode: Mode, allow: &[String], ctx: &Context) -> V
             _ => s.reason.clone(),
         };
         if worst.as_ref().is_none_or(|(d, _, _)| decision > *d) {
-            worst = Some((decision, i, why));
+            worst = Some((decision, i, why.clone()));
         }
+        decided.push((decision, i, why));
     }
     let (decision, reason) = match worst {
-        // In words: the reason alone for a line of one command, the command it is about for a
-        // line of several.
+        // In words: the reason alone for a line of one command; for a line of several, every
+        // command that made it ask (or deny), each with its reason, so that a harmless first
+        // command cannot hide a second one.
         Some((d, _, why)) if c.segments.len() == 1 => (d, why),
-        Some((d, i, why)) => (
+        Some((d, i, why)) if d == Decision::Run => (
             d,
             format!(
                 "`{}`: {why}",
                 crate::text::truncate_chars(c.segments[i].text.trim(), 80)
             ),
         ),
+        Some((d, _, _)) => {
+            let named: Vec<String> = decided
+                .iter()
+                .filter(|(x, _, _)| *x == d)
+                .map(|(_, i, why)| {
+                    format!(
+                        "`{}`: {why}",
+                        crate::text::truncate_chars(c.segments[*i].text.trim(), 80)
+                    )
+                })
+                .collect();
+            (d, named.join("; "))
+        }
         None => (Decision::Run, "nothing to run".to_string()),
     };
     Verdict {
         tier: c.tier,
         decision,
-        reason,
+        reason: crate::text::printable(&reason),
         segments: c.segments,
     }
 }

@@ -161,6 +161,12 @@ pub(crate) fn classify_segments(raw: &[Segment], depth: u32, ctx: &Context) -> V
     let mut out: Vec<SegmentVerdict> = Vec::with_capacity(raw.len());
     let mut pipeline_has_downloader = false;
     let mut pipeline_heredoc: Option<&str> = None;
+    let relative_path = ctx
+        .path_dirs
+        .iter()
+        .find(|d| d.relative)
+        .map(|d| d.dir.as_str());
+    let mut moved = false;
     for seg in raw {
         if !seg.piped {
             pipeline_has_downloader = false;
@@ -168,6 +174,21 @@ pub(crate) fn classify_segments(raw: &[Segment], depth: u32, ctx: &Context) -> V
         }
         let mut r = classify_segment(seg, depth, ctx);
         let prog = program_name(seg);
+        if let Some(why) = maybe_shadowed(seg, &prog, moved, relative_path, ctx) {
+            r = worse(r, rated(Tier::Risky, why));
+        }
+        if ctx.unguarded {
+            r = worse(
+                r,
+                rated(
+                    Tier::Risky,
+                    "keyless cannot check git's files after a command in this workspace (it holds more entries than keyless looks through)",
+                ),
+            );
+        }
+        if matches!(prog.as_str(), "cd" | "pushd" | "popd") {
+            moved = true;
+        }
         if seg.piped && INTERPRETERS.contains(&prog.as_str()) {
             if pipeline_has_downloader {
                 r = worse(
@@ -204,6 +225,41 @@ pub(crate) fn classify_segments(raw: &[Segment], depth: u32, ctx: &Context) -> V
         });
     }
     out
+}
+
+/// Commands the shell runs itself, whatever PATH holds.
+const SHELL_BUILTINS: &[&str] = &[
+    "cd", "pushd", "popd", "echo", "printf", "pwd", "true", "false", "test", "[", ":", "exit",
+    "export", "set", "unset", "shift", "umask", "wait", "read", "type", "hash",
+];
+
+/// Why a segment's program may be one the model wrote although the host's list of shadowed
+/// programs does not name it: that list was cut short, or PATH has a relative folder and the line
+/// changed folder before (the shell then looks the program up from there).
+fn maybe_shadowed(
+    seg: &Segment,
+    prog: &str,
+    moved: bool,
+    relative_path: Option<&str>,
+    ctx: &Context,
+) -> Option<String> {
+    if prog.is_empty() || SHELL_BUILTINS.contains(&prog) {
+        return None;
+    }
+    if seg.program().is_some_and(|w| w.text.contains('/')) {
+        return None; // a path is judged as a path
+    }
+    if ctx.untrusted_unknown {
+        return Some(format!(
+            "{prog} may be a program the model wrote: keyless could not list every program in the PATH folders the model can write"
+        ));
+    }
+    match relative_path {
+        Some(dir) if moved => Some(format!(
+            "{prog} may be a program the model wrote: PATH holds the relative folder \"{dir}\", which the shell looks up from the folder the line changed to"
+        )),
+        _ => None,
+    }
 }
 
 /// A program word's name: without folder or Windows extension, lower case.
@@ -387,7 +443,9 @@ fn classify_words(words: &[Word], depth: u32, ctx: &Context) -> Rated {
         );
     }
     let all = texts(words);
-    if let Some(why) = super::steering::steered(&name, &all[1..], &ctx.steering) {
+    if let Some(why) =
+        super::steering::steered(&name, &all[1..], &ctx.steering, ctx.steering_unknown)
+    {
         r = worse(r, rated(Tier::Execute, why));
     }
     if r.0 < Tier::Risky {

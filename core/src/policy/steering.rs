@@ -197,7 +197,23 @@ pub fn is_steering_file(rel: &str) -> bool {
 
 /// Why `program` is at least Execute here, if it is: a file that steers it exists in the
 /// workspace (`present`), or the command line names one (`words`).
-pub(crate) fn steered(program: &str, words: &[&str], present: &[String]) -> Option<String> {
+/// With `unknown` (the host's list was cut short), a program any file can steer is judged as
+/// steered.
+pub(crate) fn steered(
+    program: &str,
+    words: &[&str],
+    present: &[String],
+    unknown: bool,
+) -> Option<String> {
+    if unknown
+        && TABLE
+            .iter()
+            .any(|(programs, _)| programs.contains(&program))
+    {
+        return Some(format!(
+            "{program} obeys files the model can write, and the workspace holds more of them than keyless could list (it cannot tell whether one steers this run)"
+        ));
+    }
     for (programs, files) in TABLE {
         if !programs.contains(&program) {
             continue;
@@ -228,11 +244,19 @@ mod tests {
     #[test]
     fn files_steer_their_programs_only() {
         let present = vec!["sub/.cargo/config.toml".to_string()];
-        assert!(steered("cargo", &["--version"], &present).is_some());
-        assert!(steered("rustc", &["--version"], &present).is_none());
-        assert!(steered("cargo", &["--version"], &["x.cargo/config.toml".into()]).is_none());
-        assert!(steered("mvn", &["-s", ".mvn/maven.config"], &[]).is_some());
-        assert!(steered("mvn", &["--settings=./.mvn/maven.config"], &[]).is_some());
+        assert!(steered("cargo", &["--version"], &present, false).is_some());
+        assert!(steered("rustc", &["--version"], &present, false).is_none());
+        assert!(steered(
+            "cargo",
+            &["--version"],
+            &["x.cargo/config.toml".into()],
+            false
+        )
+        .is_none());
+        assert!(steered("mvn", &["-s", ".mvn/maven.config"], &[], false).is_some());
+        assert!(steered("mvn", &["--settings=./.mvn/maven.config"], &[], false).is_some());
+        assert!(steered("cargo", &["--version"], &[], true).is_some());
+        assert!(steered("ls", &[], &[], true).is_none());
         assert!(is_steering_file("rust-toolchain.toml"));
         assert!(is_steering_file("a/b/.npmrc"));
         assert!(!is_steering_file("a/b/npmrc"));

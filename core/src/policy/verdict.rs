@@ -95,9 +95,79 @@ pub fn command_verdict(
                     "an MCP tool can do anything its server does (not marked read-only by a trusted server)",
                 ),
             };
-            Some(extension_verdict(c, tier, reason, mode))
+            let v = extension_verdict(c, tier, reason, mode);
+            Some(match persistence_of(c, ctx) {
+                Some(p) => persistence_verdict(c, &p, Some(v), mode),
+                None => v,
+            })
         }
-        (_, None) => file_command_verdict(c.kind, &confirm_text(c), mode),
+        (_, None) => {
+            let plain = file_command_verdict(c.kind, &confirm_text(c), mode);
+            match persistence_of(c, ctx) {
+                Some(p) => Some(persistence_verdict(c, &p, plain, mode)),
+                None => plain,
+            }
+        }
+    }
+}
+
+/// The files the user's tools run later that a file command writes, moves or deletes
+/// ([`super::persistence`]).
+#[must_use]
+pub fn persistence_of(c: &Command, ctx: &Context) -> Option<super::persistence::Persistence> {
+    use super::persistence::persistence;
+    let path = c.argument.as_deref()?;
+    match c.kind {
+        CommandKind::NewFile | CommandKind::UpdateFile => {
+            persistence(path, c.section_text(SectionName::Content), ctx)
+        }
+        CommandKind::EditFile => {
+            let text = format!(
+                "{}\n{}",
+                c.section_text(SectionName::Find).unwrap_or(""),
+                c.section_text(SectionName::Replace).unwrap_or("")
+            );
+            persistence(path, Some(&text), ctx)
+        }
+        CommandKind::DeleteFile => persistence(path, None, ctx),
+        CommandKind::SshDownload => persistence(c.transfer()?.to, None, ctx),
+        CommandKind::MoveFile => persistence(path, None, ctx).or_else(|| {
+            let to = c
+                .section_text(SectionName::To)?
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())?;
+            persistence(to, None, ctx)
+        }),
+        _ => None,
+    }
+}
+
+/// A file command on a persistence file: Risky (asked in every mode but Auto), with who runs the
+/// file in the reason.
+fn persistence_verdict(
+    c: &Command,
+    p: &super::persistence::Persistence,
+    plain: Option<Verdict>,
+    mode: Mode,
+) -> Verdict {
+    let reason = format!(
+        "{} writes {}, a file your own tools run later ({}); such files are always confirmed",
+        c.kind, p.path, p.why
+    );
+    let reason = match plain {
+        Some(v) if v.tier >= Tier::Risky => format!("{}; {reason}", v.reason),
+        _ => reason,
+    };
+    Verdict {
+        tier: Tier::Risky,
+        decision: tier_decision(Tier::Risky, mode, || false),
+        reason: reason.clone(),
+        segments: vec![super::SegmentVerdict {
+            text: confirm_text(c),
+            tier: Tier::Risky,
+            reason,
+        }],
     }
 }
 

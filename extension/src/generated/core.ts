@@ -55,6 +55,16 @@ export type Untrusted = { name: string,
  */
 path: string, };
 
+export type PathDir = { 
+/**
+ * Workspace-relative (`.venv/bin`), or the entry as PATH holds it when `relative`.
+ */
+dir: string, 
+/**
+ * A relative entry: the folder depends on where the shell is.
+ */
+relative: boolean, };
+
 export type RuleKind = "exact" | "like";
 
 export type AllowRule = { 
@@ -99,7 +109,38 @@ links_any: boolean,
  * What the user said to always allow in this workspace ([`always`]): the host reads it from
  * the user's config folder.
  */
-always: Array<AllowRule>, };
+always: Array<AllowRule>, 
+/**
+ * The host's steering list is not whole (more files than it lists, or a workspace too deep
+ * or too large to look through): every program a file can steer is then at least Execute.
+ */
+steering_unknown: boolean, 
+/**
+ * The host could not list every program of the PATH folders the model can write: every
+ * program is then judged as possibly the model's.
+ */
+untrusted_unknown: boolean, 
+/**
+ * PATH folders the model can write: inside the workspace (workspace-relative), or relative
+ * entries (`node_modules/.bin`, `.`) that the shell looks up from whatever folder it is in.
+ */
+path_dirs: Array<PathDir>, 
+/**
+ * The folder git's `core.hooksPath` names, workspace-relative, when it is in the workspace.
+ */
+hooks_path: string | null, 
+/**
+ * The host's git guard cannot look through the whole workspace (more entries than it
+ * reads): what a command does to git's files there goes unchecked, so every command is
+ * confirmed (at least Risky).
+ */
+unguarded: boolean, 
+/**
+ * The user's own configuration files (`~/.gitconfig`, `~/.bashrc`, …) that are links into
+ * the workspace, workspace-relative: a write to one is refused by the host, and judged here
+ * as a file the user's tools run.
+ */
+linked_config: Array<string>, };
 
 export type Change = "added" | "modified" | "deleted" | "moved";
 
@@ -846,3 +887,5 @@ context?: Context, };
 export const MODES: readonly Mode[] = ["Ask", "AutoSafe", "Auto"];
 
 export const PACES: readonly Pace[] = ["Step", "Balanced", "Batch"];
+
+export const HIDDEN_RANGES: readonly (readonly [number, number])[] = [[0xad, 0xad], [0x34f, 0x34f], [0x61c, 0x61c], [0x115f, 0x1160], [0x17b4, 0x17b5], [0x180b, 0x180e], [0x200b, 0x200b], [0x200e, 0x200f], [0x2028, 0x202e], [0x205f, 0x206f], [0x3164, 0x3164], [0xfeff, 0xfeff], [0xffa0, 0xffa0], [0xfff9, 0xfffb], [0xe0000, 0xe007f]];

@@ -207,7 +207,9 @@ pub(super) fn policy_cmd(a: &PolicyArgs) -> Result<ExitCode, HostError> {
             writeln!(
                 out,
                 "tier: {}  decision: {}  ({})",
-                verdict.tier, verdict.decision, verdict.reason
+                verdict.tier,
+                verdict.decision,
+                keyless_core::text::printable(&verdict.reason)
             )?;
             for (i, s) in verdict.segments.iter().enumerate() {
                 writeln!(
@@ -215,8 +217,8 @@ pub(super) fn policy_cmd(a: &PolicyArgs) -> Result<ExitCode, HostError> {
                     "  segment {}: {:<9} {}  — {}",
                     i + 1,
                     s.tier.as_str(),
-                    s.text,
-                    s.reason
+                    keyless_core::text::printable(&s.text),
+                    keyless_core::text::printable(&s.reason)
                 )?;
             }
             Ok(())

@@ -99,8 +99,15 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
     match cmd {
         McpCmd::Login { server, workspace } => {
             let cfg = declared(&workspace, &server)?;
-            crate::mcp_auth::login(&server, &cfg, None, &mut std::io::stderr(), &mut || false)
-                .map_err(|e| coded(Code::McpUnavailable, format!("login to \"{server}\": {e}")))?;
+            crate::mcp_auth::login(
+                &server,
+                &cfg,
+                Some(&workspace),
+                None,
+                &mut std::io::stderr(),
+                &mut || false,
+            )
+            .map_err(|e| coded(Code::McpUnavailable, format!("login to \"{server}\": {e}")))?;
             let _ = writeln!(
                 out,
                 "logged in to MCP server \"{server}\"; its tokens are in {}",
@@ -239,6 +246,7 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
                         crate::mcp_auth::login(
                             server,
                             &cfg,
+                            Some(&workspace),
                             Some(&challenge),
                             &mut std::io::stderr(),
                             &mut || false,

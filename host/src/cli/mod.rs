@@ -82,6 +82,15 @@ enum Cmd {
         probe: bool,
         #[arg(long)]
         parent: Option<u32>,
+        /// A control group's `cgroup.procs` (or `tasks`) to join first.
+        #[arg(long = "join")]
+        join: Vec<PathBuf>,
+        /// RLIMIT_NPROC to take first (where no control group can be made).
+        #[arg(long)]
+        max_procs: Option<u64>,
+        /// RLIMIT_DATA to take first.
+        #[arg(long)]
+        max_data: Option<u64>,
         #[arg(last = true)]
         command: Vec<String>,
     },
@@ -245,8 +254,15 @@ pub fn main() -> ExitCode {
             network,
             probe,
             parent,
+            join,
+            max_procs,
+            max_data,
             command,
         } => {
+            if let Err(e) = crate::exec::limits::enter(&join, max_procs, max_data) {
+                eprintln!("keyless sandbox: {e}");
+                return ExitCode::from(126);
+            }
             return crate::exec::sandbox::wrapper_main(&crate::exec::sandbox::WrapperArgs {
                 workspace,
                 tmp,
@@ -311,8 +327,8 @@ mod tests {
     #[test]
     fn model_text_is_shown_with_its_control_characters_escaped() {
         assert_eq!(
-            super::run::shown("touch x #\u{1b}[2K\rRun `ls`?"),
-            "touch x #\\u{1b}[2K\\rRun `ls`?"
+            super::run::shown("touch x #\u{1b}[2K\rRun `ls`?\u{202e}"),
+            "touch x #<U+001B>[2K<U+000D>Run `ls`?<U+202E>"
         );
     }
 

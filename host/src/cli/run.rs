@@ -175,15 +175,15 @@ pub fn on_ctrl_c(flag: &Arc<AtomicBool>) -> io::Result<()> {
 /// escape sequence in a command line cannot redraw the prompt the user answers.
 #[must_use]
 pub fn shown(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c => out.push_str(&keyless_core::text::printable(c.encode_utf8(&mut [0; 4]))),
+        }
+    }
+    out
 }
 
 /// A server's form (MCP elicitation) on the terminal. The next `--answer` answers it first
@@ -388,18 +388,28 @@ impl Prompter for TerminalPrompter {
 
     fn ask(&mut self, question: &str) -> Option<String> {
         if let Some(a) = self.answers.pop_front() {
-            println!("[ask] {question}\n[answer] {a}");
+            println!(
+                "[ask] {}\n[answer] {a}",
+                keyless_core::text::printable(question)
+            );
             return Some(a);
         }
         if !self.interactive {
-            println!("[ask] {question}\n[no answer: no terminal; pass --answer TEXT]");
+            println!(
+                "[ask] {}\n[no answer: no terminal; pass --answer TEXT]",
+                keyless_core::text::printable(question)
+            );
             return None;
         }
-        Self::read_line(&format!("{question}\n> ")).filter(|a| !a.trim().is_empty())
+        Self::read_line(&format!("{}\n> ", keyless_core::text::printable(question)))
+            .filter(|a| !a.trim().is_empty())
     }
 
     fn say(&mut self, message: &str) {
-        println!("[say] {}", message.trim_end());
+        println!(
+            "[say] {}",
+            keyless_core::text::printable(message.trim_end())
+        );
     }
 
     fn progress(&mut self, server: &str, line: &str) {
@@ -562,10 +572,11 @@ fn copy_to_clipboard(text: &str, workspace: &Path) -> bool {
         if !usable {
             continue;
         }
-        let Some(program) = crate::exec::programs::trusted(name, workspace) else {
+        let launcher = crate::launch::Launcher::new(Some(workspace));
+        let Ok(mut command) = launcher.start(name, crate::launch::Purpose::Desktop) else {
             continue;
         };
-        let child = std::process::Command::new(program)
+        let child = command
             .args(*args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
@@ -708,6 +719,9 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
     }
     let snapshot = crate::exec::snapshot::gather_for(ws.root(), &mut o.exec);
     let _ = writeln!(out, "sandbox: {}", snapshot.sandbox);
+    if let Some(n) = crate::dirs::linked_notice(ws.root()) {
+        let _ = writeln!(out, "note: {n}");
+    }
     let ctx = submit::Context {
         store: &store,
         ws: &ws,
@@ -774,20 +788,20 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
         out = io::stdout().lock();
         match (step.stored, step.status) {
             (true, BatchStatus::Interrupted) => {
-                let _ = writeln!(out, "{}\n", step.text);
+                let _ = writeln!(out, "{}\n", keyless_core::text::printable(&step.text));
                 continue;
             }
             (true, _) => {
                 let _ = writeln!(
                     out,
                     "batch {id} already ran; its stored result, not run again:\n{}\n",
-                    step.text
+                    keyless_core::text::printable(&step.text)
                 );
                 continue;
             }
             (false, _) => {}
         }
-        let _ = writeln!(out, "{}", step.text);
+        let _ = writeln!(out, "{}", keyless_core::text::printable(&step.text));
         if !step.diff.is_empty() {
             let shown = if o.diff {
                 keyless_core::diff::render(&step.diff)
@@ -819,10 +833,14 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
         match step.turn_ended {
             Some(TurnEnd::Done) => {
                 if let Some(m) = &step.done_message {
-                    let _ = writeln!(out, "\nThe model says it is done:\n{m}");
+                    let _ = writeln!(
+                        out,
+                        "\nThe model says it is done:\n{}",
+                        keyless_core::text::printable(m)
+                    );
                 }
                 if let Some(r) = &step.review {
-                    let _ = writeln!(out, "\n{r}");
+                    let _ = writeln!(out, "\n{}", keyless_core::text::printable(r));
                 }
                 if !step.task_diff.is_empty() {
                     let _ = writeln!(
@@ -1146,7 +1164,7 @@ pub fn log_cmd(
                 e.batch,
                 e.command,
                 e.status.as_str(),
-                e.target
+                shown(&e.target)
             );
         }
         let _ = writeln!(

@@ -117,6 +117,8 @@ pub struct ExecSettings {
     /// keyless.json's `Programs.Env`: the secret-looking variables commands still get (named
     /// exactly); every other one is withheld ([`keyless_core::secrets::withheld`]).
     pub pass_env: Vec<String>,
+    /// Commands.MaxProcesses and Commands.MaxMemoryMiB ([`super::limits`]).
+    pub limits: super::limits::Limits,
     /// Tools the environment snapshot lists as missing (KA_TOOL_MISSING).
     pub missing_tools: Vec<String>,
     /// SSH and the MCP servers, for the extension commands.
@@ -135,6 +137,10 @@ impl Default for ExecSettings {
             sandbox: false,
             network: false,
             pass_env: Vec::new(),
+            limits: super::limits::Limits::new(
+                keyless_core::keyless_json::DEFAULT_MAX_PROCESSES,
+                None,
+            ),
             missing_tools: Vec::new(),
             tools: super::tools::Tools::default(),
         }
@@ -317,15 +323,19 @@ impl Executor<'_> {
             }
         }
         // @@deletefile and @@commit are confirmed as the same writes through runcommand would be.
-        let verdict = self.judge(Context::default()).verdict(cmd);
+        // A file the user's own tools run later is judged with where those are (the hooks
+        // folder, the PATH folders the model can write, the user's linked config files).
+        let context = if cmd.kind.takes_path() {
+            super::gitguard::persistence_context(self.ws.root())
+        } else {
+            Context::default()
+        };
+        let verdict = self.judge(context).verdict(cmd);
         let tier = verdict.as_ref().map(|v| v.tier);
         if let Some(v) = &verdict {
-            let preview = match cmd.kind {
-                CommandKind::DeleteFile => super::diffs::Before::take(self.ws, cmd)
-                    .map(|b| b.deletion())
-                    .unwrap_or_default(),
-                _ => Vec::new(),
-            };
+            let preview = super::diffs::Before::take(self.ws, cmd)
+                .map(|b| b.preview(cmd))
+                .unwrap_or_default();
             if let Err(f) = admit_with(cmd, v, prompter, &preview, None) {
                 return (Err(f), tier);
             }
@@ -477,6 +487,7 @@ impl Executor<'_> {
         // A command the user saw and approved may write .git; nothing else may.
         let confine = self.cfg.sandbox.then(|| super::sandbox::Spec {
             pass_env: self.cfg.pass_env.clone(),
+            limits: self.cfg.limits,
             ..super::sandbox::spec_for(self.ws.root(), self.cfg.network, approved)
         });
         // The user may have taken a while to answer: the snapshot is taken again right before
@@ -577,6 +588,23 @@ pub(super) fn process_outcome(out: &shell::ShellOutput, timeout: Duration) -> Ou
         return Outcome::Error {
             code: Code::GitProtected,
             reason: super::gitguard::describe(&out.repairs),
+            exit_code: out.exit_code,
+            duration_ms: Some(ms),
+            output,
+        };
+    }
+    if let Some((code, why)) = &out.limit {
+        // Said even when the command still exited 0: a limit hit is never a quiet success.
+        return Outcome::Error {
+            code: *code,
+            reason: if out.timed_out {
+                format!(
+                    "{why}; it also ran into its timeout ({}s)",
+                    timeout.as_secs()
+                )
+            } else {
+                why.clone()
+            },
             exit_code: out.exit_code,
             duration_ms: Some(ms),
             output,

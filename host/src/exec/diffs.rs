@@ -84,6 +84,48 @@ impl Before {
             .collect()
     }
 
+    /// What the command would change, before it runs (the preview a confirmation shows): the
+    /// deletion; a new or rewritten file's content; an edit's replacement when its FIND occurs
+    /// once; a move. Empty when it cannot be told beforehand.
+    #[must_use]
+    pub fn preview(&self, cmd: &Command) -> Vec<FileDiff> {
+        let new: Vec<u8> = match cmd.kind {
+            CommandKind::DeleteFile => return self.deletion(),
+            CommandKind::NewFile | CommandKind::UpdateFile => cmd
+                .section_text(SectionName::Content)
+                .unwrap_or("")
+                .as_bytes()
+                .to_vec(),
+            CommandKind::EditFile => {
+                let (Read::Bytes(old), Some(find), Some(replace)) = (
+                    &self.old,
+                    cmd.section_text(SectionName::Find),
+                    cmd.section_text(SectionName::Replace),
+                ) else {
+                    return Vec::new();
+                };
+                let text = String::from_utf8_lossy(old);
+                if text.matches(find).count() != 1 {
+                    return Vec::new();
+                }
+                text.replacen(find, replace, 1).into_bytes()
+            }
+            CommandKind::MoveFile => match &self.old {
+                Read::Bytes(b) => b.clone(),
+                _ => return Vec::new(),
+            },
+            _ => return Vec::new(),
+        };
+        let (from, old) = if cmd.kind == CommandKind::MoveFile {
+            (Some(self.from.as_str()), Side::Absent)
+        } else {
+            (None, self.old.side())
+        };
+        file_diff(&self.to, from, old, Side::Bytes(&new))
+            .into_iter()
+            .collect()
+    }
+
     /// What the command would change when it deletes the file (the preview a confirmation of
     /// `@@deletefile` shows).
     #[must_use]

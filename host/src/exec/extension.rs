@@ -13,7 +13,6 @@ use super::tools::Extensions;
 use super::workspace::BatchBackup;
 use super::Failure;
 use keyless_core::message::Outcome;
-use keyless_core::policy::Context;
 use keyless_core::policy::Tier;
 use keyless_core::ssh::Connection;
 use keyless_core::textfile::OutputCap;
@@ -54,7 +53,10 @@ impl Executor<'_> {
         } else {
             None
         };
-        let Some(verdict) = self.judge(Context::default()).verdict(cmd) else {
+        let Some(verdict) = self
+            .judge(super::gitguard::persistence_context(self.ws.root()))
+            .verdict(cmd)
+        else {
             return (
                 Err(Failure::new(
                     Code::Internal,
@@ -72,9 +74,12 @@ impl Executor<'_> {
                 .timeout_seconds
                 .unwrap_or(self.cfg.timeout_seconds),
         ));
-        // The host runs ssh outside the sandbox: never one the model could have put on PATH.
+        // The host runs ssh outside the sandbox, through the launcher: never one the model could
+        // have put on PATH, never with a config file the model can write.
+        let launcher = crate::launch::Launcher::new(Some(self.ws.root()));
         let ssh = SshOptions {
-            program: super::programs::trusted("ssh", self.ws.root()),
+            program: launcher.program("ssh").ok(),
+            workspace: Some(self.ws.root().to_path_buf()),
             ..ext.ssh.clone()
         };
         if conn.is_some() && ssh.program.is_none() {
@@ -82,6 +87,21 @@ impl Executor<'_> {
                 Err(Failure::new(
                     Code::CommandNotFound,
                     "ssh (OpenSSH's client) is not in a PATH folder outside the workspace; install openssh-client",
+                )),
+                tier,
+            );
+        }
+        if let (Some(_), Some(file)) = (
+            conn.as_ref(),
+            launcher.writable_among(&ssh.config_files()).first(),
+        ) {
+            return (
+                Err(Failure::new(
+                    Code::LaunchRefused,
+                    format!(
+                        "ssh would read {}, which is in the workspace (or a temp folder) where the model can write; nothing ran",
+                        file.display()
+                    ),
                 )),
                 tier,
             );
@@ -334,6 +354,7 @@ fn step_up(
     crate::mcp_auth::login(
         server,
         cfg,
+        Some(pool.workspace()),
         Some(challenge),
         &mut LiveOutput(&user),
         &mut stop,

@@ -14,7 +14,6 @@ use super::workspace::Workspace;
 use super::Failure;
 use keyless_core::Code;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Git settings (Git.* in keyless.json).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -433,14 +432,44 @@ fn push(
     oid: git2::Oid,
     branch: &str,
 ) -> Result<String, Failure> {
-    let git = super::programs::trusted("git", ws.root()).ok_or_else(|| {
+    let launcher = crate::launch::Launcher::new(Some(ws.root()));
+    let git = launcher.program("git").map_err(|e| {
         Failure::new(
             Code::GitNotInstalled,
-            "the commit is made, but pushing needs the git program, which is not installed (or only found in a folder the model can write)",
+            format!("the commit is made, but pushing needs the git program: {e}"),
         )
     })?;
     let bare = push_repo(ws, repo)?;
-    let mut c = Command::new(git);
+    let url = absolute_local_url(url, ws.root());
+    let refused = |why: String| {
+        Failure::new(
+            Code::LaunchRefused,
+            format!("the commit is made, but not pushed: {why}. Push it yourself with `git push` once you have checked that."),
+        )
+    };
+    if let Some(local) = local_path(&url) {
+        if launcher.config_writable(&local) {
+            return Err(refused(format!(
+                "origin ({url}) is a folder the model can write, and git would run what its hooks and config name"
+            )));
+        }
+    }
+    if let Some(file) = launcher
+        .writable_among(&config_files(&launcher, &git, &bare))
+        .first()
+    {
+        return Err(refused(format!(
+            "git would read {}, which is in the workspace (or a temp folder) where the model can write",
+            file.display()
+        )));
+    }
+    if let Some(file) = launcher.writable_among(&ssh_config_files()).first() {
+        return Err(refused(format!(
+            "ssh would read {}, which is in the workspace (or a temp folder) where the model can write",
+            file.display()
+        )));
+    }
+    let mut c = launcher.command(&git, crate::launch::Purpose::Git);
     c.arg("--git-dir")
         .arg(&bare)
         .args([
@@ -451,23 +480,10 @@ fn push(
             "push",
             "--porcelain",
             "--",
-            url,
+            &url,
         ])
         .arg(format!("{oid}:refs/heads/{branch}"))
-        // Relative local URLs resolve from the workspace, as they did for origin.
-        .current_dir(ws.root())
         .env("GIT_TERMINAL_PROMPT", "0");
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_COMMON_DIR",
-        "GIT_NAMESPACE",
-    ] {
-        c.env_remove(var);
-    }
     let out = c
         .output()
         .map_err(|e| Failure::new(Code::GitFailure, format!("cannot run git push: {e}")))?;
@@ -484,6 +500,74 @@ fn push(
             format!("the commit is made, but git push failed:\n{}", text.trim()),
         ))
     }
+}
+
+/// A local origin as git reads it (a path, or `file://`), made absolute against the workspace so
+/// that git can start outside it; any other URL unchanged.
+fn absolute_local_url(url: &str, root: &Path) -> String {
+    if url.contains("://") || is_scp_like(url) || Path::new(url).is_absolute() {
+        return url.to_string();
+    }
+    root.join(url).display().to_string()
+}
+
+/// `host:path`, git's short form of an ssh URL: a colon before any slash.
+fn is_scp_like(url: &str) -> bool {
+    match (url.find(':'), url.find('/')) {
+        (Some(c), Some(s)) => c < s,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// The folder a local origin names.
+fn local_path(url: &str) -> Option<PathBuf> {
+    if let Some(rest) = url.strip_prefix("file://") {
+        return Some(PathBuf::from(rest));
+    }
+    (!url.contains("://") && !is_scp_like(url)).then(|| PathBuf::from(url))
+}
+
+/// Every file the push's git reads its config from (the system's, the user's, their includes),
+/// as git itself lists them (`git config --list --show-origin --includes`).
+fn config_files(
+    launcher: &crate::launch::Launcher,
+    git: &crate::launch::Program,
+    bare: &Path,
+) -> Vec<PathBuf> {
+    let mut c = launcher.command(git, crate::launch::Purpose::Git);
+    c.arg("--git-dir")
+        .arg(bare)
+        .args(["config", "--list", "--show-origin", "--includes", "-z"])
+        .stdin(std::process::Stdio::null());
+    let Ok(out) = c.output() else {
+        return Vec::new();
+    };
+    // `-z`: `file:PATH NUL key NL value NUL`, repeated.
+    let mut files: Vec<PathBuf> = out
+        .stdout
+        .split(|b| *b == 0)
+        .filter_map(|part| part.strip_prefix(b"file:"))
+        .map(|p| PathBuf::from(String::from_utf8_lossy(p).into_owned()))
+        .map(|p| if p.is_absolute() { p } else { bare.join(p) })
+        // The push repository's own config: keyless writes it afresh before every push.
+        .filter(|p| !p.starts_with(bare))
+        .collect();
+    // The files git would read even when they hold nothing yet (a symlink into the workspace
+    // is planted before it holds a setting).
+    files.extend(crate::dirs::git_config_candidates());
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// The ssh client's config files a push over ssh reads.
+fn ssh_config_files() -> Vec<PathBuf> {
+    let mut v = vec![PathBuf::from("/etc/ssh/ssh_config")];
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        v.push(home.join(".ssh").join("config"));
+    }
+    v
 }
 
 /// What `push -u` records: origin/<branch> and the branch's upstream.
@@ -566,7 +650,50 @@ pub fn review(root: &Path, rec: &RepoRecord) -> Option<String> {
             deletions,
             uncommitted,
             pushed,
+            persistence: persistence_changed(root, &repo, base),
         }
         .text(),
     )
+}
+
+/// The files the user's own tools run later ([`keyless_core::policy::persistence`]) that differ
+/// from `base` (committed since, or not committed, untracked included).
+fn persistence_changed(
+    root: &Path,
+    repo: &git2::Repository,
+    base: Option<git2::Oid>,
+) -> Vec<keyless_core::policy::persistence::Persistence> {
+    let tree = base
+        .and_then(|b| repo.find_commit(b).ok())
+        .and_then(|c| c.tree().ok());
+    let mut opts = git2::DiffOptions::new();
+    opts.include_untracked(true).recurse_untracked_dirs(true);
+    let Ok(diff) = repo.diff_tree_to_workdir_with_index(tree.as_ref(), Some(&mut opts)) else {
+        return Vec::new();
+    };
+    let ctx = super::gitguard::persistence_context(root);
+    let mut out = Vec::new();
+    for d in diff.deltas().take(100_000) {
+        for f in [d.new_file(), d.old_file()] {
+            let Some(rel) = f.path().map(|p| p.to_string_lossy().into_owned()) else {
+                continue;
+            };
+            if out
+                .iter()
+                .any(|p: &keyless_core::policy::persistence::Persistence| p.path == rel)
+            {
+                continue;
+            }
+            let text = std::fs::read(root.join(&rel))
+                .ok()
+                .filter(|b| b.len() < 1 << 20)
+                .map(|b| String::from_utf8_lossy(&b).into_owned());
+            if let Some(p) =
+                keyless_core::policy::persistence::persistence(&rel, text.as_deref(), &ctx)
+            {
+                out.push(p);
+            }
+        }
+    }
+    out
 }

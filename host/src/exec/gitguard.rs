@@ -57,11 +57,19 @@ struct Snapshot {
     nodes: BTreeMap<String, Node>,
     /// The folders git takes for repositories, workspace-relative.
     gitdirs: BTreeSet<String>,
-    /// The scan stopped at a limit.
+    /// The scan stopped at a limit (too deep or too many entries): what it did not see is not
+    /// known.
     incomplete: bool,
+    /// The folders the scan did not enter because they are deeper than [`MAX_DEPTH`]
+    /// (workspace-relative): the guard cannot check them, so it moves them aside.
+    frontier: BTreeSet<String>,
+    /// The scan stopped at [`MAX_ENTRIES`].
+    too_many: bool,
     entries: usize,
     /// Files that steer programs ([`keyless_core::policy::steering`]), found on the way.
     steering: Vec<String>,
+    /// More steering files were found than [`MAX_STEERING`]: the list is not whole.
+    steering_cut: bool,
     /// Symlinks, with their targets as they read, found on the way (the policy judges reads
     /// through the ones that lead out: [`keyless_core::policy::reads`]).
     links: Vec<(String, String)>,
@@ -118,8 +126,8 @@ impl Stamp {
     }
 }
 
-/// The most steering files listed (a workspace with more is judged by the first ones, which
-/// already make each program they steer Execute).
+/// The most steering files listed: past it the list says it is not whole, and every program a
+/// file can steer is at least Execute.
 const MAX_STEERING: usize = 500;
 
 fn join(rel: &str, name: &str) -> String {
@@ -181,11 +189,18 @@ impl Snapshot {
             scan.visit(Some(d), "", 0);
         }
         // The workspace's settings file: only the user writes it (a command that makes or
-        // changes it is put back, like git's control files).
+        // changes it is put back, like git's control files). So are the user's own
+        // configuration files that are links into the workspace (a dotfiles repository).
         if let Some(n) = node(dir, super::workspace::SETTINGS_FILE) {
             scan.out
                 .nodes
                 .insert(super::workspace::SETTINGS_FILE.to_string(), n);
+        }
+        for rel in linked_config(root) {
+            let (folder, name) = rel.rsplit_once('/').unwrap_or(("", rel.as_str()));
+            if let Some(n) = open_folder(dir, folder).and_then(|d| node(&d, name)) {
+                scan.out.nodes.insert(rel, n);
+            }
         }
         scan.out
     }
@@ -200,11 +215,27 @@ struct Scan<'a> {
 }
 
 impl Scan<'_> {
+    /// A steering file for the list, which stops at [`MAX_STEERING`] and then says it is not
+    /// whole (the policy then judges every steerable program as steered).
+    fn note_steering(&mut self, path: String) {
+        if self.out.steering.len() < MAX_STEERING {
+            self.out.steering.push(path);
+        } else {
+            self.out.steering_cut = true;
+        }
+    }
+
     /// One folder: taken from `prev` when unchanged, else listed (through `handle`, or a handle
     /// opened beneath the root, never through a symlink).
     fn visit(&mut self, handle: Option<Dir>, rel: &str, depth: usize) {
-        if depth > MAX_DEPTH || self.out.entries > MAX_ENTRIES {
+        if depth > MAX_DEPTH {
             self.out.incomplete = true;
+            self.out.frontier.insert(rel.to_string());
+            return;
+        }
+        if self.out.entries > MAX_ENTRIES {
+            self.out.incomplete = true;
+            self.out.too_many = true;
             return;
         }
         let stamp = Stamp::of(&self.root.join(rel));
@@ -222,9 +253,7 @@ impl Scan<'_> {
                     }
                 }
                 for st in &f.steering {
-                    if self.out.steering.len() < MAX_STEERING {
-                        self.out.steering.push(st.clone());
-                    }
+                    self.note_steering(st.clone());
                 }
                 self.out.links.extend(f.links.iter().cloned());
                 for sub in &f.subdirs {
@@ -334,9 +363,7 @@ impl Scan<'_> {
                 }
             } else if keyless_core::policy::steering::is_steering_file(&path) {
                 folder.steering.push(path.clone());
-                if self.out.steering.len() < MAX_STEERING {
-                    self.out.steering.push(path);
-                }
+                self.note_steering(path);
             }
         }
         if stamp.is_some() {
@@ -401,11 +428,16 @@ enum Kind<'a> {
     Info {
         gitdir: &'a str,
     },
+    /// One of the user's own configuration files, a link from their home into the workspace.
+    UserConfig,
 }
 
-fn kind<'a>(path: &'a str, gitdirs: &BTreeSet<String>) -> Option<Kind<'a>> {
+fn kind<'a>(path: &'a str, gitdirs: &BTreeSet<String>, linked: &[String]) -> Option<Kind<'a>> {
     if path == super::workspace::SETTINGS_FILE {
         return Some(Kind::Settings);
+    }
+    if linked.iter().any(|l| l == path) {
+        return Some(Kind::UserConfig);
     }
     let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
     if name == ".git" && !gitdirs.contains(parent) {
@@ -449,6 +481,7 @@ impl std::fmt::Display for Repair {
             (Some(to), true) => write!(f, "; moved to {to}, the previous one put back"),
             (Some(to), false) => write!(f, "; moved to {to}"),
             (None, true) => write!(f, "; put back"),
+            (None, false) if self.path != "." => write!(f, "; it could not be moved or put back"),
             (None, false) => Ok(()),
         }
     }
@@ -460,6 +493,8 @@ pub struct Guard {
     root: PathBuf,
     dir: Dir,
     before: Snapshot,
+    /// The user's configuration files that are links into the workspace (workspace-relative).
+    linked: Vec<String>,
 }
 
 impl Guard {
@@ -471,7 +506,13 @@ impl Guard {
         let dir = Dir::open_ambient_dir(workspace, cap_std::ambient_authority())?;
         let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
         let before = scan(&dir, &root);
-        Ok(Guard { root, dir, before })
+        let linked = linked_config(&root);
+        Ok(Guard {
+            root,
+            dir,
+            before,
+            linked,
+        })
     }
 
     /// The files that steer programs, as the snapshot found them (the policy's context).
@@ -513,7 +554,8 @@ impl Guard {
             let of_live_repo = after.gitdirs.contains(parent)
                 || (after.gitdirs.contains(grand)
                     && matches!(parent.rsplit('/').next(), Some("hooks" | "info")));
-            let settings = path == super::workspace::SETTINGS_FILE;
+            let settings =
+                path == super::workspace::SETTINGS_FILE || self.linked.iter().any(|l| l == path);
             if settings || (of_live_repo && !path.ends_with("/.git") && path != ".git") {
                 repairs.push(self.put_back(
                     path,
@@ -524,12 +566,21 @@ impl Guard {
                 ));
             }
         }
+        // Folders deeper than the scan goes cannot be checked: a repository there could hold a
+        // hook or an fsmonitor that the user's own git runs (through a gitlink, a `cd`). They
+        // are moved aside whole, never left unchecked.
+        for rel in &after.frontier {
+            let why = format!(
+                "a folder deeper than {MAX_DEPTH} folders, which keyless cannot look through (a repository in it could hold hooks or config git would run)"
+            );
+            repairs.push(self.put_back(rel, Some(&Node::Dir), None, why, &mut quarantine));
+        }
         // What the guard put back changes folders; the next scan reads those again anyway.
         remember(&self.root, &after);
-        if after.incomplete {
+        if after.too_many {
             repairs.push(Repair {
                 path: ".".into(),
-                why: format!("the workspace is too deep or too large to look through whole (more than {MAX_DEPTH} folders deep or {MAX_ENTRIES} entries); repositories past that were not checked"),
+                why: format!("the workspace holds more than {MAX_ENTRIES} entries, more than keyless looks through: repositories past them were not checked, and nothing there was moved or put back; until it holds fewer, every command is confirmed"),
                 moved_to: None,
                 restored: false,
             });
@@ -544,10 +595,10 @@ impl Guard {
                 && self.before.nodes.iter().any(|(p, n)| {
                     n == now
                         && p.rsplit('/').next() == path.rsplit('/').next()
-                        && kind(p, &self.before.gitdirs).is_some()
+                        && kind(p, &self.before.gitdirs, &self.linked).is_some()
                 })
         };
-        match kind(path, &after.gitdirs) {
+        match kind(path, &after.gitdirs, &self.linked) {
             None => Ok(()),
             Some(Kind::DotGit) => match now {
                 Node::Dir => Ok(()),
@@ -590,6 +641,9 @@ impl Guard {
             },
             Some(Kind::Settings) => Err(
                 "keyless.json holds keyless's own settings; only the user writes it".into(),
+            ),
+            Some(Kind::UserConfig) => Err(
+                "one of your own configuration files (your home links it into the workspace); only you write it".into(),
             ),
             Some(Kind::Info { gitdir }) => {
                 if self.before.gitdirs.contains(gitdir) {
@@ -777,14 +831,27 @@ fn open_agent(root: &Dir) -> Option<Dir> {
     root.open_dir_nofollow(super::workspace::AGENT_DIR).ok()
 }
 
-/// The repairs as the command's reason.
+/// The repairs as the command's reason, saying only what happened to each.
 #[must_use]
 pub fn describe(repairs: &[Repair]) -> String {
     let list: Vec<String> = repairs.iter().map(ToString::to_string).collect();
-    format!(
-        "the command changed files that steer git or keyless outside the sandbox (the next time the user runs git, or keyless starts); keyless put them back: {}",
-        list.join("; ")
-    )
+    let moved = repairs.iter().any(|r| r.moved_to.is_some() || r.restored);
+    let unchecked = repairs.iter().any(|r| r.moved_to.is_none() && !r.restored);
+    let head = match (moved, unchecked) {
+        (true, false) => "the command changed files that steer git or keyless outside the sandbox (the next time you run git, or keyless starts); keyless moved them aside",
+        (true, true) => "the command changed files that steer git or keyless outside the sandbox (the next time you run git, or keyless starts); keyless moved aside what it could, and says below what it could not",
+        (false, _) => "keyless could not check everything this command may have changed among the files that steer git outside the sandbox",
+    };
+    format!("{head}: {}", list.join("; "))
+}
+
+/// The user's configuration files that are links into the workspace at `root` (real path),
+/// workspace-relative: control points like keyless.json.
+fn linked_config(root: &Path) -> Vec<String> {
+    crate::dirs::linked_user_config(root)
+        .into_iter()
+        .map(|l| l.rel)
+        .collect()
 }
 
 /// What the host knows of the workspace for the command policy, now: the programs the shell would
@@ -792,11 +859,13 @@ pub fn describe(repairs: &[Repair]) -> String {
 /// guard's).
 #[must_use]
 pub fn context(workspace: &Path, guard: Option<&Guard>) -> keyless_core::policy::Context {
-    let (steering, (links_out, links_whole), links_any) = match guard {
+    let (steering, steering_unknown, (links_out, links_whole), links_any, unguarded) = match guard {
         Some(g) => (
             g.steering().to_vec(),
+            g.before.steering_cut || g.before.incomplete,
             g.links_out(),
             !g.before.links.is_empty(),
+            g.before.too_many,
         ),
         None => Dir::open_ambient_dir(workspace, cap_std::ambient_authority())
             .map(|d| {
@@ -805,18 +874,56 @@ pub fn context(workspace: &Path, guard: Option<&Guard>) -> keyless_core::policy:
                 let s = scan(&d, &root);
                 let out = links_out(&s, &root);
                 let any = !s.links.is_empty();
-                (s.steering, out, any)
+                let unknown = s.steering_cut || s.incomplete;
+                (s.steering, unknown, out, any, s.too_many)
             })
-            .unwrap_or_default(),
+            // The workspace cannot be read: nothing is known, so nothing is proven harmless.
+            .unwrap_or_else(|_| (Vec::new(), true, (Vec::new(), false), true, true)),
     };
+    let shadowed = super::programs::untrusted_programs(workspace);
     keyless_core::policy::Context {
-        untrusted: super::programs::untrusted_programs(workspace),
+        untrusted: shadowed.programs,
+        untrusted_unknown: !shadowed.complete,
         steering,
+        steering_unknown,
         links_out,
         links_unknown: !links_whole,
         links_any,
         always: crate::always::rules(workspace),
+        unguarded,
+        path_dirs: super::programs::writable_path_dirs(workspace),
+        hooks_path: hooks_path(workspace),
+        linked_config: crate::dirs::linked_user_config(workspace)
+            .into_iter()
+            .map(|l| l.rel)
+            .collect(),
     }
+}
+
+/// The part of the policy's context that the persistence table reads (the hooks folder, the PATH
+/// folders the model can write, the user's linked configuration files), without the scan.
+#[must_use]
+pub fn persistence_context(workspace: &Path) -> keyless_core::policy::Context {
+    keyless_core::policy::Context {
+        path_dirs: super::programs::writable_path_dirs(workspace),
+        hooks_path: hooks_path(workspace),
+        linked_config: linked_config(workspace),
+        ..keyless_core::policy::Context::default()
+    }
+}
+
+/// The folder `core.hooksPath` names for the workspace's repository (its own config, the user's
+/// and the system's), workspace-relative, when it lies in the workspace.
+fn hooks_path(workspace: &Path) -> Option<String> {
+    let repo = git2::Repository::open(workspace).ok()?;
+    let value = repo.config().ok()?.get_path("core.hooksPath").ok()?;
+    let base = repo.workdir().unwrap_or(workspace);
+    let real = crate::dirs::real_path(&base.join(value));
+    let root = std::fs::canonicalize(workspace).ok()?;
+    real.strip_prefix(&root)
+        .ok()
+        .map(|r| r.display().to_string())
+        .filter(|r| !r.is_empty())
 }
 /// The most symlinks leading out that the context lists (it travels with every session); with
 /// more, every relative read is judged as possibly leading out.

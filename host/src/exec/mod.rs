@@ -12,6 +12,7 @@ pub mod files;
 pub mod git;
 pub mod gitguard;
 mod lease;
+pub mod limits;
 pub mod programs;
 pub mod remote;
 pub mod sandbox;

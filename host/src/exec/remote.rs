@@ -10,7 +10,7 @@
 
 use super::shell::{run_program, Io, ShellOutput};
 use keyless_core::ssh::{shell_quote, Connection};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -26,9 +26,11 @@ pub const MAX_DOWNLOAD_BYTES: u64 = 64 * 1024 * 1024;
 pub struct SshOptions {
     /// `KEYLESS_SSH_CONFIG`: an ssh_config file used instead of `~/.ssh/config` (`ssh -F`).
     pub config_file: Option<PathBuf>,
-    /// The ssh program, found where the model cannot write ([`super::programs::trusted`]); set
-    /// by the executor for its workspace. `None`: `ssh` from PATH (benchmarks).
-    pub program: Option<PathBuf>,
+    /// The ssh program, found by the launcher where the model cannot write; set by the executor
+    /// for its workspace. `None`: the launcher's `ssh` with no workspace (benchmarks).
+    pub program: Option<crate::launch::Program>,
+    /// The workspace the launcher keeps ssh's PATH out of.
+    pub workspace: Option<PathBuf>,
 }
 
 impl SshOptions {
@@ -40,6 +42,22 @@ impl SshOptions {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
             program: None,
+            workspace: None,
+        }
+    }
+
+    /// The config files ssh reads (the one given with `-F`, else the user's and the system's).
+    #[must_use]
+    pub fn config_files(&self) -> Vec<PathBuf> {
+        match &self.config_file {
+            Some(f) => vec![f.clone()],
+            None => {
+                let mut v = vec![PathBuf::from("/etc/ssh/ssh_config")];
+                if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+                    v.push(home.join(".ssh").join("config"));
+                }
+                v
+            }
         }
     }
 }
@@ -47,7 +65,16 @@ impl SshOptions {
 /// `ssh [options] -p PORT -l USER -- HOST REMOTE_COMMAND`.
 #[must_use]
 pub fn command(c: &Connection, opts: &SshOptions, remote: &str) -> Command {
-    let mut cmd = Command::new(opts.program.as_deref().unwrap_or(Path::new("ssh")));
+    let launcher = crate::launch::Launcher::new(opts.workspace.as_deref());
+    let program = opts.program.clone().unwrap_or_else(|| {
+        launcher
+            .program("ssh")
+            .unwrap_or_else(|_| crate::launch::Program {
+                path: PathBuf::from("/usr/bin/ssh"),
+                interpreter: None,
+            })
+    });
+    let mut cmd = launcher.command(&program, crate::launch::Purpose::Ssh);
     if let Some(f) = &opts.config_file {
         cmd.arg("-F").arg(f);
     }
@@ -156,7 +183,7 @@ pub fn upload(
         command(c, opts, &line),
         Io {
             input: Some(bytes),
-            stdout_to: None,
+            ..Io::default()
         },
         timeout,
         4000,
@@ -182,8 +209,8 @@ pub fn download(
     let out = run_program(
         command(c, opts, &line),
         Io {
-            input: None,
             stdout_to: Some(file.try_clone()?),
+            ..Io::default()
         },
         timeout,
         4000,

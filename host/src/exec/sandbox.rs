@@ -135,6 +135,8 @@ pub struct Spec {
     /// Where credentials live in the user's home ([`keyless_core::secrets::HOME_SECRETS`]):
     /// hidden from the command (an empty read-only folder or file mounted over each).
     pub hidden: Vec<PathBuf>,
+    /// How many processes and how much memory the command may have ([`super::limits`]).
+    pub limits: super::limits::Limits,
 }
 
 /// The user's credential folders and files that exist ([`keyless_core::secrets::HOME_SECRETS`]
@@ -213,8 +215,14 @@ pub fn protected_paths(workspace: &Path, approved: bool) -> Vec<PathBuf> {
     v.push(workspace.join(".agent"));
     v.push(workspace.join(super::workspace::SETTINGS_FILE));
     // The user's own keyless configuration, the host binary and the native-messaging manifests,
-    // when a writable folder holds them.
+    // when a writable folder holds them; the user's own configuration files that are links into
+    // the workspace (a dotfiles repository).
     v.extend(crate::dirs::own_locations());
+    v.extend(
+        crate::dirs::linked_user_config(workspace)
+            .into_iter()
+            .map(|l| crate::dirs::real_path(workspace).join(l.rel)),
+    );
     v
 }
 
@@ -237,6 +245,7 @@ pub fn spec_for(workspace: &Path, network: bool, approved: bool) -> Spec {
         network,
         pass_env: Vec::new(),
         hidden: hidden_paths(workspace),
+        limits: super::limits::Limits::new(keyless_core::keyless_json::DEFAULT_MAX_PROCESSES, None),
     }
 }
 
@@ -300,7 +309,7 @@ pub fn confines_writes(workspace: &Path) -> bool {
 pub fn probe(workspace: &Path, network: bool) -> Report {
     let spec = spec_for(workspace, network, false);
     let _ = std::fs::create_dir_all(&spec.tmp);
-    let out = std::process::Command::new(wrapper_program())
+    let out = crate::launch::host_binary()
         .args(wrapper_args(&spec))
         .arg("--probe")
         .arg("--")
@@ -833,11 +842,7 @@ mod linux {
     /// once when the wrapper is gone (and the kernel kills the namespace with it).
     pub fn init_main(parent: u32, command: &str) -> std::process::ExitCode {
         die_with(parent, exit_killed);
-        let child = match std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(command)
-            .spawn()
-        {
+        let child = match crate::launch::model_shell(command).spawn() {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("keyless sandbox: cannot start /bin/sh: {e}");
@@ -902,7 +907,7 @@ pub fn wrapper_main(a: &WrapperArgs) -> std::process::ExitCode {
         }
         let child = if report.namespaces {
             // The first child becomes PID 1 of the new PID namespace.
-            std::process::Command::new(wrapper_program())
+            crate::launch::host_binary()
                 .arg("__sandbox-init")
                 .arg("--parent")
                 .arg(std::process::id().to_string())
@@ -911,10 +916,7 @@ pub fn wrapper_main(a: &WrapperArgs) -> std::process::ExitCode {
                 .spawn()
         } else {
             linux::subreaper();
-            std::process::Command::new("/bin/sh")
-                .arg("-c")
-                .arg(&a.command)
-                .spawn()
+            crate::launch::model_shell(&a.command).spawn()
         };
         let status = match child.and_then(|mut c| c.wait()) {
             Ok(s) => s,
@@ -938,11 +940,7 @@ pub fn wrapper_main(a: &WrapperArgs) -> std::process::ExitCode {
             );
             return std::process::ExitCode::SUCCESS;
         }
-        match std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(&a.command)
-            .status()
-        {
+        match crate::launch::model_shell(&a.command).status() {
             Ok(s) => exit_status_code(s),
             Err(_) => std::process::ExitCode::from(126),
         }
@@ -959,11 +957,7 @@ pub fn init_main(parent: u32, command: &str) -> std::process::ExitCode {
     #[cfg(not(target_os = "linux"))]
     {
         let _ = parent;
-        match std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(command)
-            .status()
-        {
+        match crate::launch::model_shell(command).status() {
             Ok(s) => exit_status_code(s),
             Err(_) => std::process::ExitCode::from(126),
         }

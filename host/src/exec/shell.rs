@@ -21,6 +21,8 @@ pub struct ShellOutput {
     pub cancelled: bool,
     /// What the git guard put back after a confined command ([`super::gitguard`]).
     pub repairs: Vec<super::gitguard::Repair>,
+    /// The limit the command hit ([`super::limits`]): its code and reason.
+    pub limit: Option<(keyless_core::Code, String)>,
 }
 
 /// Decodes a byte stream as UTF-8 across chunk boundaries (invalid bytes become U+FFFD).
@@ -93,36 +95,41 @@ fn kill_group(pid: u32) {
 #[cfg(not(unix))]
 fn kill_group(_pid: u32) {}
 
-fn shell_command(line: &str, confine: Option<&super::sandbox::Spec>) -> Command {
+fn shell_command(
+    line: &str,
+    confine: Option<&super::sandbox::Spec>,
+    group: Option<&super::limits::CommandGroup>,
+) -> Command {
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
         let mut c = match confine {
             Some(spec) => {
-                let mut c = Command::new(super::sandbox::wrapper_program());
+                let mut c = crate::launch::host_binary();
                 // The user's environment, without what looks like a secret: whatever a command
                 // prints reaches the chat.
                 let (env, _) = super::sandbox::command_env(&spec.pass_env);
                 c.env_clear()
                     .envs(env)
                     .args(super::sandbox::wrapper_args(spec))
+                    .args(
+                        group
+                            .map(super::limits::CommandGroup::wrapper_args)
+                            .unwrap_or_default(),
+                    )
                     .arg("--")
                     .arg(line)
                     .env("TMPDIR", &spec.tmp);
                 c
             }
-            None => {
-                let mut c = Command::new("/bin/sh");
-                c.arg("-c").arg(line);
-                c
-            }
+            None => crate::launch::model_shell(line),
         };
         c.process_group(0);
         c
     }
     #[cfg(not(unix))]
     {
-        let _ = confine;
+        let _ = (confine, group);
         let mut c = Command::new("cmd");
         c.arg("/C").arg(line);
         c
@@ -184,9 +191,19 @@ pub fn run_guarded(
         }
         None => (None, None),
     };
-    let mut command = shell_command(line, spec);
+    // A confined command is bounded: a group of its own (or resource limits).
+    let group = spec.map(|s| std::sync::Arc::new(super::limits::CommandGroup::new(s.limits)));
+    let mut command = shell_command(line, spec, group.as_deref());
     command.current_dir(cwd).env("KEYLESS", "1");
-    let mut out = run_program(command, Io::default(), timeout, max_output_chars, on_output)?;
+    let io = Io {
+        group: group.clone(),
+        ..Io::default()
+    };
+    let mut out = run_program(command, io, timeout, max_output_chars, on_output)?;
+    if let Some(g) = &group {
+        out.limit = g.report(&out.output, out.exit_code != Some(0));
+    }
+    drop(group);
     if let Some(g) = guard {
         out.repairs = g.check();
     }
@@ -200,6 +217,8 @@ pub struct Io {
     pub input: Option<Vec<u8>>,
     /// Its stdout goes to this file, untouched (binary-safe), instead of the merged output.
     pub stdout_to: Option<std::fs::File>,
+    /// The command's control group: reaching its process limit stops the command at once.
+    pub group: Option<std::sync::Arc<super::limits::CommandGroup>>,
 }
 
 /// Runs a prepared program in its own process group, like [`run`]: a deadline that kills the
@@ -234,6 +253,8 @@ pub fn run_program(
         .stderr(Stdio::piped());
     let mut child = command.spawn()?;
     let pid = child.id();
+    let io_group = io.group;
+    let mut limited = false;
     let writer = match (io.input, child.stdin.take()) {
         (Some(bytes), Some(mut stdin)) => Some(std::thread::spawn(move || {
             use std::io::Write;
@@ -263,6 +284,16 @@ pub fn run_program(
             if status.is_some() {
                 exited_at = Some(now);
             }
+        }
+        if status.is_none()
+            && !cancelled
+            && io_group
+                .as_deref()
+                .is_some_and(|g| g.processes_exhausted(pid))
+        {
+            // A command at its process limit is a fork bomb or broken: stop it now.
+            cancelled = true;
+            limited = true;
         }
         if status.is_none() && (cancelled || now >= deadline) {
             timed_out = !cancelled;
@@ -329,8 +360,10 @@ pub fn run_program(
         duration: start.elapsed(),
         output: cap.finish(),
         timed_out,
-        cancelled,
+        // Stopped at its process limit: not the user's cancel (the limit is reported instead).
+        cancelled: cancelled && !limited,
         repairs: Vec::new(),
+        limit: None,
     })
 }
 

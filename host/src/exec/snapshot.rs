@@ -32,12 +32,18 @@ fn clean(line: &str) -> String {
 /// How long one version probe may take; a tool that answers later is listed as installed.
 const PROBE_CAP: Duration = Duration::from_secs(3);
 
-/// Runs `program arg` outside the workspace, killed after [`PROBE_CAP`].
-fn probe_once(program: &Path, arg: &str) -> Option<std::process::Output> {
+/// Runs `program arg` through the launcher (outside the workspace, PATH cut to the trusted
+/// folders, so a `#!/usr/bin/env node` finds the same trusted `node`), killed after
+/// [`PROBE_CAP`].
+fn probe_once(
+    launcher: &crate::launch::Launcher,
+    program: &crate::launch::Program,
+    arg: &str,
+) -> Option<std::process::Output> {
     use std::io::Read as _;
-    let mut child = std::process::Command::new(program)
+    let mut child = launcher
+        .command(program, crate::launch::Purpose::Probe)
         .arg(arg)
-        .current_dir(std::env::temp_dir())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -70,9 +76,9 @@ fn probe_once(program: &Path, arg: &str) -> Option<std::process::Output> {
     })
 }
 
-fn probe_tool(program: &Path) -> String {
+fn probe_tool(launcher: &crate::launch::Launcher, program: &crate::launch::Program) -> String {
     for arg in ["--version", "version"] {
-        let Some(o) = probe_once(program, arg) else {
+        let Some(o) = probe_once(launcher, program, arg) else {
             return "installed".into();
         };
         let text = if o.stdout.is_empty() {
@@ -93,11 +99,15 @@ fn probe_tool(program: &Path) -> String {
 
 /// What the version probes depend on, cheap to read: each tool's resolved file (path, size,
 /// modification time), PATH, and the files and variables that pick versions behind shims.
-fn probe_key(workspace: &Path, found: &[(String, Option<std::path::PathBuf>)]) -> String {
+fn probe_key(
+    workspace: &Path,
+    found: &[(String, Option<std::path::PathBuf>)],
+    launcher: &crate::launch::Launcher,
+) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update(env!("CARGO_PKG_VERSION"));
-    h.update(std::env::var("PATH").unwrap_or_default());
+    h.update(launcher.path_value().to_string_lossy().as_bytes());
     for (tool, path) in found {
         h.update(tool);
         if let Some(p) = path {
@@ -155,11 +165,18 @@ struct Cached {
 /// Tool versions: from `.agent/snapshot-cache.json` when nothing they depend on changed, else
 /// probed in parallel (each under [`PROBE_CAP`]) and cached.
 fn tool_versions(workspace: &Path) -> Vec<(String, Option<String>)> {
-    let found: Vec<(String, Option<std::path::PathBuf>)> = PROBED_TOOLS
+    let launcher = crate::launch::Launcher::new(Some(workspace));
+    // A tool the launcher refuses (its `#!` interpreter only where the model can write) is
+    // listed as missing: it is never run outside the sandbox.
+    let programs: Vec<(String, Option<crate::launch::Program>)> = PROBED_TOOLS
         .iter()
-        .map(|t| ((*t).to_string(), super::programs::trusted(t, workspace)))
+        .map(|t| ((*t).to_string(), launcher.program(t).ok()))
         .collect();
-    let key = probe_key(workspace, &found);
+    let found: Vec<(String, Option<std::path::PathBuf>)> = programs
+        .iter()
+        .map(|(t, p)| (t.clone(), p.as_ref().map(|p| p.path.clone())))
+        .collect();
+    let key = probe_key(workspace, &found, &launcher);
     let cache = workspace.join(".agent").join("snapshot-cache.json");
     if let Some(c) = std::fs::read(&cache)
         .ok()
@@ -168,9 +185,15 @@ fn tool_versions(workspace: &Path) -> Vec<(String, Option<String>)> {
     {
         return c.tools;
     }
-    let handles: Vec<_> = found
+    let handles: Vec<_> = programs
         .into_iter()
-        .map(|(t, path)| (t, path.map(|p| std::thread::spawn(move || probe_tool(&p)))))
+        .map(|(t, program)| {
+            let launcher = launcher.clone();
+            (
+                t,
+                program.map(|p| std::thread::spawn(move || probe_tool(&launcher, &p))),
+            )
+        })
         .collect();
     let tools: Vec<(String, Option<String>)> = handles
         .into_iter()

@@ -63,6 +63,9 @@ pub struct Workspace {
     /// Real paths keyless owns that may sit inside the workspace (the user's keyless config
     /// folder, the host binary, the native-messaging manifests): nothing writes there.
     protected: Vec<PathBuf>,
+    /// The user's own configuration files that are links into the workspace (a dotfiles
+    /// repository): real path, and where their tools look for it (`~/.bashrc`).
+    user_config: Vec<(PathBuf, PathBuf)>,
 }
 
 /// The names inside a git directory that steer git (or make the folder one): a write there is
@@ -138,10 +141,15 @@ impl Workspace {
             ));
         }
         let handle = Dir::open_ambient_dir(&root, cap_std::ambient_authority())?;
+        let user_config = crate::dirs::linked_user_config(&root)
+            .into_iter()
+            .map(|l| (root.join(&l.rel), l.home_path))
+            .collect();
         Ok(Self {
             root,
             dir: handle,
             protected: crate::dirs::own_locations(),
+            user_config,
         })
     }
 
@@ -277,7 +285,8 @@ impl Workspace {
     /// (`.git` and `.agent` in any spelling a file system could take for them, see
     /// [`keyless_core::path::same_name`]); `keyless.json` at the root, in any such spelling; the
     /// user's keyless config folder, the host binary and the native-messaging manifests when the
-    /// workspace holds them; and git's control files in any folder git would take for a
+    /// workspace holds them; the user's own configuration files (`~/.bashrc`, `~/.gitconfig`, …)
+    /// that are links into the workspace; and git's control files in any folder git would take for a
     /// repository (a `HEAD` with `objects/` and `refs/`), or a write that would make one.
     ///
     /// # Errors
@@ -301,8 +310,28 @@ impl Workspace {
                 format!("{} belongs to keyless itself", p.display()),
             ));
         }
+        if let Some((_, home)) = self
+            .user_config
+            .iter()
+            .find(|(p, _)| abs.starts_with(p) || p.starts_with(&abs))
+        {
+            return Err(outside(
+                &t.rel,
+                format!(
+                    "{} is a link to this file: it is one of your own configuration files, which your shell, git or editor run or obey outside the sandbox; keyless never lets the model write it (edit it yourself)",
+                    home.display()
+                ),
+            ));
+        }
         self.refuse_git_control(&t)?;
         Ok(Writable(t))
+    }
+
+    /// The user's own configuration files that are links into this workspace: where each really
+    /// is and where their tools look for it.
+    #[must_use]
+    pub fn user_config(&self) -> &[(PathBuf, PathBuf)] {
+        &self.user_config
     }
 
     /// Refuses a write into git's control files of a folder git would take for a repository, and

@@ -39,6 +39,8 @@ pub struct HostEffects<'w> {
     pub env_allow: Option<Vec<String>>,
     /// keyless.json's `Programs.Tools`: the programs `sh://NAME` may run besides find/grep/sed.
     pub program_tools: Vec<String>,
+    /// keyless.json's `Programs.Http`: the origins `http(s)://` tools may reach.
+    pub program_http: Vec<String>,
     /// keyless.json's `Mcp.Servers`, started on the run's first `mcp://` call and stopped with it.
     pub mcp: Option<std::sync::Arc<crate::mcp::Pool>>,
     /// The SQLite memories opened so far, by workspace-relative path.
@@ -71,6 +73,7 @@ impl<'w> HostEffects<'w> {
             observer: None,
             env_allow: None,
             program_tools: Vec::new(),
+            program_http: Vec::new(),
             mcp: None,
             dbs: Vec::new(),
             chat_host: None,
@@ -87,6 +90,7 @@ impl<'w> HostEffects<'w> {
         if let Ok(l) = crate::config::load_config(self.ws.root()) {
             self.env_allow = l.cfg.program_env;
             self.program_tools = l.cfg.program_tools;
+            self.program_http = l.cfg.program_http;
             if !l.cfg.mcp_servers.is_empty() {
                 self.mcp = crate::mcp::Pool::new(l.cfg.mcp_servers, self.ws.root().to_path_buf())
                     .ok()
@@ -465,6 +469,7 @@ impl Effects for HostEffects<'_> {
         let allowed = crate::lang::tools::Allowed {
             env: self.env_allow.as_deref(),
             programs: &self.program_tools,
+            http: &self.program_http,
             mcp: self.mcp.as_deref(),
             scope: &self.run,
         };

@@ -20,6 +20,7 @@
 
 pub mod chat;
 pub mod effects;
+mod http;
 pub mod lsp;
 pub mod models;
 pub mod repl;

@@ -10,8 +10,8 @@
 //! - `env://process`: `get`; only the names keyless.json's `Programs.Env` allows and a few that
 //!   describe the machine, never a credential-looking value unless named exactly
 //!   ([`keyless_core::secrets`]).
-//! - `http(s)://ORIGIN`: `get` and `post` on paths of that origin only, redirects included
-//!   (followed by hand, never off the origin), with a timeout and a 4 MiB answer cap.
+//! - `http(s)://ORIGIN`: `get` and `post` on paths of an origin the user allows
+//!   (`Programs.Http`), see [`super::http`].
 //! - `mcp://SERVER/TOOL`: `call` (or `run`) with the tool's arguments as one object, on a server
 //!   keyless.json's `Mcp.Servers` declares; the answer is the tool's structured content, else its
 //!   text (parsed when it is JSON).
@@ -47,7 +47,7 @@ fn io_error(what: &str, e: &std::io::Error) -> EffectError {
     EffectError::new(Code::FileIo, format!("{what}: {e}"))
 }
 
-fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+pub(super) fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
     args.get(key).and_then(Value::as_str)
 }
 
@@ -412,6 +412,8 @@ pub struct Allowed<'a> {
     pub env: Option<&'a [String]>,
     /// `Programs.Tools`: the programs `sh://NAME` may run.
     pub programs: &'a [String],
+    /// `Programs.Http`: the origins `http(s)://` tools may reach.
+    pub http: &'a [String],
     /// `Mcp.Servers`, for `mcp://` tools.
     pub mcp: Option<&'a crate::mcp::Pool>,
     /// The run the servers are kept for.
@@ -570,111 +572,8 @@ pub fn call(
             keyless_core::secrets::may_read(name, value.as_deref(), env_allow).map_err(refuse)?;
             Ok(value.map_or(Value::Null, Value::String))
         }
-        Some(("http" | "https", _)) => http(uri, method, args),
+        Some(("http" | "https", _)) => super::http::call(uri, method, args, allowed.http),
         Some(("mcp", rest)) if matches!(method, "call" | "run") => mcp_call(allowed, rest, args),
         _ => Err(refuse(format!("{uri} ({method}): this tool is not in this build yet; nothing ran"))),
     }
-}
-
-/// The most bytes of an HTTP answer read, and the redirects followed (within the origin only).
-const MAX_HTTP_BODY: u64 = 4 << 20;
-const MAX_REDIRECTS: usize = 5;
-
-/// `Http.get` / `Http.post` of an `http(s)://ORIGIN` import: `url` is a path on that origin (an
-/// absolute URL, or a redirect elsewhere, is refused), `headers` an object of strings, `body` JSON
-/// (post), `timeout` in milliseconds (default 30,000, at most 120,000). The answer: `{ status,
-/// body }`, the body parsed when it is JSON, at most 4 MiB.
-fn http(origin: &str, method: &str, args: &Value) -> Result<Value, EffectError> {
-    if !matches!(method, "get" | "post") {
-        return Err(refuse(format!("{origin} has get and post, not {method}")));
-    }
-    let origin = origin.trim_end_matches('/');
-    let path = arg_str(args, "url").unwrap_or("/");
-    let same_origin = |p: &str| -> Result<String, EffectError> {
-        if let Some(rest) = p.strip_prefix(origin) {
-            if rest.is_empty() || rest.starts_with('/') || rest.starts_with('?') {
-                return Ok(format!("{origin}{rest}"));
-            }
-        }
-        if p.starts_with('/') && !p.starts_with("//") {
-            return Ok(format!("{origin}{p}"));
-        }
-        Err(refuse(format!(
-            "{p} is not on {origin}: requests stay on the imported origin"
-        )))
-    };
-    let mut url = same_origin(path)?;
-    let timeout = args
-        .get("timeout")
-        .and_then(Value::as_u64)
-        .unwrap_or(30_000)
-        .clamp(1, 120_000);
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(std::time::Duration::from_millis(timeout)))
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build()
-        .into();
-    let headers: Vec<(String, String)> = args
-        .get("headers")
-        .and_then(Value::as_object)
-        .map(|h| {
-            h.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut post = method == "post";
-    for _ in 0..=MAX_REDIRECTS {
-        let result = if post {
-            let mut r = agent.post(&url).header("content-type", "application/json");
-            for (k, v) in &headers {
-                r = r.header(k, v);
-            }
-            r.send(args.get("body").cloned().unwrap_or(Value::Null).to_string())
-        } else {
-            let mut r = agent.get(&url);
-            for (k, v) in &headers {
-                r = r.header(k, v);
-            }
-            r.call()
-        };
-        let response =
-            result.map_err(|e| EffectError::new(Code::AsEffect, format!("{url}: {e}")))?;
-        let status = response.status().as_u16();
-        if (300..400).contains(&status) {
-            let location = response
-                .headers()
-                .get("location")
-                .and_then(|l| l.to_str().ok())
-                .ok_or_else(|| refuse(format!("{url}: redirect without a location")))?
-                .to_string();
-            url = same_origin(&location)?;
-            // 303 (and, as browsers do, 301/302) turn a post into a get.
-            if matches!(status, 301..=303) {
-                post = false;
-            }
-            continue;
-        }
-        let json = response
-            .headers()
-            .get("content-type")
-            .and_then(|c| c.to_str().ok())
-            .is_some_and(|c| c.contains("json"));
-        let text = response
-            .into_body()
-            .with_config()
-            .limit(MAX_HTTP_BODY)
-            .read_to_string()
-            .map_err(|e| EffectError::new(Code::AsEffect, format!("{url}: {e}")))?;
-        let body = if json {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        } else {
-            Value::String(text)
-        };
-        return Ok(json!({ "status": status, "body": body }));
-    }
-    Err(refuse(format!(
-        "{url}: more than {MAX_REDIRECTS} redirects"
-    )))
 }

@@ -158,6 +158,9 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         println!("pairing code: {code}   (enter it in the keyless extension's popup; single use)");
         println!("local token: {local_token}   (for scripts: Authorization: Bearer …)");
         println!("sandbox: {}", snapshot.sandbox);
+        if let Some(n) = crate::dirs::linked_notice(st.ws.root()) {
+            println!("note: {n}");
+        }
         match &st.www {
             Some(_) => println!("dashboard: http://{addr}/?token={local_token}"),
             None => println!("dashboard: not built (cargo xtask build builds it)"),

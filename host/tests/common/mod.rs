@@ -1,6 +1,7 @@
 //! Shared fixture of the host's integration tests: a temp folder with a git workspace (`ws/`, on
 //! branch `feature`, one commit, origin = the bare `origin.git` beside it) and the user's config
 //! folder (`config/`), so that nothing outside the temp folder is read or written.
+#![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(dead_code, clippy::expect_used)] // each test file uses a part; fixture helpers fail loudly
 
 use std::path::{Path, PathBuf};
