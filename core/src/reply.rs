@@ -360,6 +360,16 @@ impl Command {
                 .map(|l| crate::text::truncate_chars(l, 80))
                 .unwrap_or_default()
         };
+        let more_lines = || {
+            let n = self
+                .section_text(SectionName::Cmd)
+                .map_or(0, |t| t.lines().filter(|l| !l.trim().is_empty()).count());
+            match n {
+                0 | 1 => String::new(),
+                2 => " (+1 more line)".to_string(),
+                n => format!(" (+{} more lines)", n - 1),
+            }
+        };
         match self.kind {
             CommandKind::MoveFile => format!(
                 "{} -> {}",
@@ -367,11 +377,14 @@ impl Command {
                 first_line(SectionName::To)
             ),
             k if k.takes_path() => self.argument.clone().unwrap_or_default(),
-            CommandKind::RunCommand => first_line(SectionName::Cmd),
+            // A command line of several lines says so: a second line is never hidden behind a
+            // harmless first one in a header or the audit trail.
+            CommandKind::RunCommand => first_line(SectionName::Cmd) + &more_lines(),
             CommandKind::SshExec => format!(
-                "{}: {}",
+                "{}: {}{}",
                 self.argument.as_deref().unwrap_or(""),
-                first_line(SectionName::Cmd)
+                first_line(SectionName::Cmd),
+                more_lines()
             ),
             CommandKind::SshUpload | CommandKind::SshDownload => match self.transfer() {
                 Some(t) => format!("{}: {} -> {}", t.connection, t.from, t.to),

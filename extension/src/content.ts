@@ -7,7 +7,7 @@ import { COPY_EDITORS, EDITOR_TEXT, EDITORS, READ_EDITORS, WANT_COPY } from "./e
 import { contentIn, readReply } from "./extract.js";
 import { match, matchAll, probeOne, touches } from "./select.js";
 import { Overlay } from "./overlay.js";
-import { ask, type CandidateFacts, type Delivery, type DoctorLine, type PickedNode, type FollowReport, type Generation, type HostEvent, type PageObservation, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
+import { ask, type CandidateFacts, type Delivery, type DoctorLine, type PickedNode, type FollowReport, type Generation, type HostEvent, type Inspection, type PageObservation, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
 
 interface Watch {
   /// Assistant messages that existed before the message this reply answers.
@@ -144,6 +144,22 @@ function onGenerationEnded(g: Generation): void {
   const o = ui();
   o.setPhase(g.state === "cancelled" ? "cancelled" : "ended", "");
   o.note(`${g.error ?? ""}`.trim() || "The program no longer waits for this reply.");
+}
+
+/// What this script finds on the page, read the way a task reads it (the real-page suite).
+function inspect(): Inspection {
+  const replies = assistantMessages();
+  const newest = replies[replies.length - 1];
+  const read = newest ? readNewest(newest, false) : null;
+  return {
+    site: site?.id ?? null,
+    composer: site !== null && match(site.selectors.composer) !== null,
+    send: site !== null && match(site.selectors.send_button) !== null,
+    assistantMessages: replies.length,
+    userMessages: userElements().length,
+    lastReply: read?.text ?? null,
+    incomplete: read?.incomplete ?? false,
+  };
 }
 
 /// The user's messages on the page.
@@ -738,6 +754,9 @@ chrome.runtime.onMessage.addListener((msg: TabMessage, _sender, sendResponse) =>
       return false;
     case "programs":
       programs = msg.on;
+      return false;
+    case "inspect":
+      sendResponse(inspect());
       return false;
     default:
       return false;

@@ -159,7 +159,21 @@ export type TabMessage =
   | { type: "doctor"; lines: DoctorLine[] }
   | { type: "generate"; generation: Generation }
   | { type: "generationEnded"; generation: Generation }
-  | { type: "programs"; on: boolean };
+  | { type: "programs"; on: boolean }
+  | { type: "inspect" };
+
+/// What the content script finds on its page, as it would read it for a task (the real-page
+/// suite asks for it; nothing else does): the composer and send button, the replies and the
+/// user's messages it counts, and the newest reply's text as the parser would get it.
+export interface Inspection {
+  site: string | null;
+  composer: boolean;
+  send: boolean;
+  assistantMessages: number;
+  userMessages: number;
+  lastReply: string | null;
+  incomplete: boolean;
+}
 
 /// Sends a request to the worker and unwraps its answer (throws `Error("KA_… message")`).
 export async function ask<K extends RequestType>(type: K, req: Requests[K]["req"]): Promise<Requests[K]["res"]> {

@@ -7,7 +7,8 @@
 #![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used)] // a broken temp dir should stop the benchmark
 
-use keyless_host::exec::gitguard::{context, Guard};
+use keyless_host::exec::gitguard::Guard;
+use keyless_host::exec::policy_context::context;
 use std::path::Path;
 use std::time::{Duration, Instant};
 

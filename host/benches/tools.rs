@@ -286,7 +286,10 @@ fn launcher() {
     let bare: Vec<Duration> = (0..30)
         .map(|_| {
             let t = Instant::now();
-            let out = Command::new(&git.path).arg("--version").output().expect("git");
+            let out = Command::new(&git.path)
+                .arg("--version")
+                .output()
+                .expect("git");
             assert!(out.status.success());
             t.elapsed()
         })

@@ -151,13 +151,15 @@ pub fn linked_user_config(workspace: &Path) -> Vec<Linked> {
     let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
         return Vec::new();
     };
-    let candidates = keyless_core::policy::persistence::HOME_CONFIG
+    let mut candidates: Vec<PathBuf> = keyless_core::policy::persistence::HOME_CONFIG
         .iter()
         .map(|rel| home.join(rel))
-        .chain(git_config_candidates());
+        .chain(git_config_candidates())
+        .collect();
+    candidates.extend(included_config(&home));
     let mut out: Vec<Linked> = Vec::new();
     for p in candidates {
-        let real = real_path(&p);
+        let real = through_links(&p);
         if let Ok(rel) = real.strip_prefix(&real_ws) {
             let rel = rel.display().to_string();
             if !rel.is_empty() && !out.iter().any(|l| l.rel == rel) {
@@ -194,4 +196,87 @@ pub fn linked_notice(workspace: &Path) -> Option<String> {
         "your own configuration files are links into this workspace: {}. keyless treats them as yours: the model cannot write them (file commands are refused, commands see them read-only and what a command changes is put back), and keyless does not push while git or ssh would read one.",
         list.join(", ")
     ))
+}
+
+/// `p` with its links followed even where the last one leads nowhere yet (a `~/.bashrc` that
+/// links to a workspace file the model has not written is the model's to write), then resolved as
+/// far as it exists.
+#[must_use]
+pub fn through_links(p: &Path) -> PathBuf {
+    let mut at = p.to_path_buf();
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&at) else {
+            break;
+        };
+        at = if target.is_absolute() {
+            target
+        } else {
+            at.parent().map_or(target.clone(), |d| d.join(&target))
+        };
+    }
+    real_path(&at)
+}
+
+/// The files the user's git and ssh configuration pull in (`[include]` and `[includeIf]` paths,
+/// ssh's `Include`), a few levels deep: they are the user's configuration as much as the files
+/// that name them.
+fn included_config(home: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut queue: Vec<(PathBuf, bool)> = git_config_candidates()
+        .into_iter()
+        .map(|p| (p, true))
+        .collect();
+    queue.push((home.join(".ssh").join("config"), false));
+    let mut seen = 0;
+    while let Some((file, git)) = queue.pop() {
+        seen += 1;
+        if seen > 32 {
+            break;
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut in_include = false;
+        for line in text.lines() {
+            let t = line.trim();
+            let value = if git {
+                if t.starts_with('[') {
+                    let section = t.trim_start_matches('[').to_ascii_lowercase();
+                    in_include = section.starts_with("include");
+                    continue;
+                }
+                match t.split_once('=') {
+                    Some((k, v)) if in_include && k.trim().eq_ignore_ascii_case("path") => v.trim(),
+                    _ => continue,
+                }
+            } else {
+                match t.split_once(char::is_whitespace) {
+                    Some((k, v)) if k.eq_ignore_ascii_case("include") => v.trim(),
+                    _ => continue,
+                }
+            };
+            for word in value.split_whitespace() {
+                let word = word.trim_matches('"');
+                let path = if let Some(rest) = word.strip_prefix("~/") {
+                    home.join(rest)
+                } else if Path::new(word).is_absolute() {
+                    PathBuf::from(word)
+                } else if git {
+                    base.join(word)
+                } else {
+                    home.join(".ssh").join(word)
+                };
+                // A glob names files of its folder: the folder counts.
+                let path = if word.contains(['*', '?', '[']) {
+                    path.parent().map(Path::to_path_buf).unwrap_or(path)
+                } else {
+                    path
+                };
+                out.push(path.clone());
+                queue.push((path, git));
+            }
+        }
+    }
+    out
 }

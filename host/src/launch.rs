@@ -423,13 +423,20 @@ impl Launcher {
         out
     }
 
-    /// Whether a variable's value names (as a word, or a `:`-separated part of one) an absolute
-    /// path where the model can write.
-    fn names_writable_place(&self, v: &std::ffi::OsStr) -> bool {
-        let text = v.to_string_lossy();
-        text.split(|c: char| c.is_whitespace() || c == ':' || c == '=' || c == '\'' || c == '"')
-            .filter(|w| w.starts_with('/'))
-            .any(|w| self.config_writable(Path::new(w)))
+    /// Whether a value (a variable's, a setting's) names, as a word or a `:`-separated part of
+    /// one, an absolute or `~/` path where the model can write.
+    #[must_use]
+    pub fn names_writable_place(&self, v: impl AsRef<std::ffi::OsStr>) -> bool {
+        let text = v.as_ref().to_string_lossy();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        text.split(|c: char| {
+            c.is_whitespace() || c == ':' || c == '=' || c == '\'' || c == '"' || c == ','
+        })
+        .filter_map(|w| match (w.strip_prefix("~/"), &home) {
+            (Some(rest), Some(h)) => Some(h.join(rest)),
+            _ => w.starts_with('/').then(|| PathBuf::from(w)),
+        })
+        .any(|p| self.config_writable(&p))
     }
 
     /// Where programs start: `/` (nothing there steers a program), or the user's home for MCP

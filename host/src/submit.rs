@@ -293,7 +293,7 @@ pub fn submit(
     })
 }
 
-/// What the host knows of the workspace now, for the command policy ([`crate::exec::gitguard::context`]),
+/// What the host knows of the workspace now, for the command policy ([`crate::exec::policy_context::context`]),
 /// kept with the session: the views judge the next reply with it, and its batch is stored with it.
 ///
 /// # Errors
@@ -303,7 +303,7 @@ pub fn refresh_context(
     session: &str,
     root: &Path,
 ) -> Result<keyless_core::policy::Context, StoreError> {
-    let context = crate::exec::gitguard::context(root, None);
+    let context = crate::exec::policy_context::context(root, None);
     if let Ok(json) = serde_json::to_string(&context) {
         store.set_context(session, &json)?;
     }

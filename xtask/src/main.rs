@@ -407,9 +407,14 @@ fn lint_firefox_build() -> Result {
 /// (issue 32): eight more adapters with every selector a list of alternatives (the shipped data
 /// 3.4 → 11 KiB), the selector picker (candidates, the choice, the override merged and checked),
 /// and an override's problem named by its key path (serde_path_to_error, 13 KiB):
-/// 905 → 975 KiB raw, 362 → 387 KiB gzip.
-const WASM_BUDGET_RAW: u64 = 980 * 1024;
-const WASM_BUDGET_GZIP: u64 = 390 * 1024;
+/// 905 → 975 KiB raw, 362 → 387 KiB gzip. Raised from 980/390 KiB for the boundary's round 4
+/// (issue 40): the overlay judges a file command with the persistence table (files the user's
+/// tools run later, the install-time scripts of a manifest read as JSON), the context's new
+/// facts (PATH folders the model can write, lists that are not whole), reasons that name every
+/// command that asks, and shows text through the one sanitizer: 975 → 996 KiB raw,
+/// 387 → 395 KiB gzip.
+const WASM_BUDGET_RAW: u64 = 1004 * 1024;
+const WASM_BUDGET_GZIP: u64 = 400 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {

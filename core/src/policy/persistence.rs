@@ -40,11 +40,26 @@ const TABLE: &[(&str, &str)] = &[
     ("mise.toml", "mise runs its hooks and tasks when your shell enters the folder"),
     (".mise.toml", "mise runs its hooks and tasks when your shell enters the folder"),
     (".mise/**", "mise runs its hooks and tasks when your shell enters the folder"),
+    ("mise.local.toml", "mise runs its hooks and tasks when your shell enters the folder"),
+    (".mise.local.toml", "mise runs its hooks and tasks when your shell enters the folder"),
+    ("mise/config.toml", "mise runs its hooks and tasks when your shell enters the folder"),
+    (".config/mise/**", "mise runs its hooks and tasks when your shell enters the folder"),
+    ("bin/activate", "your shell runs it when you activate the environment"),
+    ("bin/activate.fish", "your shell runs it when you activate the environment"),
+    ("bin/activate.csh", "your shell runs it when you activate the environment"),
+    (".npmrc", "npm, pnpm and yarn obey it on your next install (script-shell, node-options run programs)"),
+    (".yarnrc", "yarn obeys it on your next install"),
+    (".yarnrc.yml", "yarn runs the program its yarnPath names"),
+    (".pnpmfile.cjs", "pnpm runs it on your next install"),
     // Editors.
     (".vscode/tasks.json", "VS Code runs its tasks (some when the folder opens)"),
     (".vscode/settings.json", "VS Code runs the programs its settings name"),
     (".vscode/launch.json", "VS Code runs it when you start debugging"),
     (".vscode/mcp.json", "VS Code starts the MCP servers it names"),
+    ("*.code-workspace", "VS Code runs the tasks and programs a workspace file names"),
+    (".idea/watcherTasks.xml", "your JetBrains IDE runs its file watchers"),
+    (".zed/tasks.json", "Zed runs its tasks"),
+    (".zed/settings.json", "Zed runs the programs its settings name"),
     (".idea/runConfigurations/**", "your JetBrains IDE runs these configurations"),
     (".idea/workspace.xml", "your JetBrains IDE runs the configurations it holds"),
     (".run/**", "your JetBrains IDE runs these configurations"),
@@ -64,6 +79,8 @@ const TABLE: &[(&str, &str)] = &[
     (".drone.yml", "CI runs it with the repository's secrets"),
     (".woodpecker.yml", "CI runs it with the repository's secrets"),
     (".woodpecker/**", "CI runs it with the repository's secrets"),
+    (".forgejo/workflows/**", "CI runs it with the repository's secrets"),
+    (".gitea/workflows/**", "CI runs it with the repository's secrets"),
     // Other coding agents' settings (their hooks and servers run as you).
     (".claude/settings.json", "Claude Code runs the hooks it names"),
     (".claude/settings.local.json", "Claude Code runs the hooks it names"),
@@ -72,6 +89,14 @@ const TABLE: &[(&str, &str)] = &[
     (".cursor/mcp.json", "Cursor starts the MCP servers it names"),
     (".gemini/settings.json", "Gemini CLI runs the servers and commands it names"),
     (".aider.conf.yml", "aider runs the lint and test commands it names"),
+    (".cursor/hooks.json", "Cursor runs the hooks it names"),
+    (".cursor/environment.json", "Cursor runs the commands it names"),
+    (".codex/config.toml", "Codex runs the servers and commands it names"),
+    (".continue/**", "Continue starts the servers and commands it names"),
+    ("opencode.json", "opencode runs the servers and commands it names"),
+    (".roo/mcp.json", "Roo starts the MCP servers it names"),
+    (".amazonq/mcp.json", "Amazon Q starts the MCP servers it names"),
+    (".kiro/settings/mcp.json", "Kiro starts the MCP servers it names"),
 ];
 
 /// Package manifests whose scripts run at install time, and those scripts' names.
@@ -165,6 +190,65 @@ pub const HOME_CONFIG: &[&str] = &[
     ".claude.json",
 ];
 
+/// Why a package manifest's new content makes the next install run something, if it does:
+/// content that is not known (a move, a delete, an edit judged without the file) or not JSON, an
+/// install-time script (keys compared after JSON decoding, so `"postinstal\u006c"` is
+/// `postinstall`), or a dependency that is not a version range from the registry (a git URL, a
+/// path, a tarball, `user/repo`, an alias: each runs its own install scripts).
+fn manifest_risk(name: &str, keys: &[&str], content: Option<&str>) -> Option<String> {
+    let who = if name == "package.json" {
+        "npm, yarn and pnpm"
+    } else {
+        "composer"
+    };
+    let Some(text) = content else {
+        return Some(format!(
+            "{who} run its install-time scripts on your next install, and what this command leaves in it is not known before it runs"
+        ));
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
+        return Some(format!(
+            "{who} read it on your next install, and it is not JSON keyless can read"
+        ));
+    };
+    if let Some(k) = v
+        .get("scripts")
+        .and_then(serde_json::Value::as_object)
+        .and_then(|s| s.keys().find(|k| keys.contains(&k.as_str())))
+    {
+        return Some(format!(
+            "{who} run its install-time script \"{k}\" on your next install"
+        ));
+    }
+    if name == "package.json" {
+        for field in [
+            "dependencies",
+            "devDependencies",
+            "optionalDependencies",
+            "peerDependencies",
+            "bundleDependencies",
+            "overrides",
+            "resolutions",
+        ] {
+            let Some(deps) = v.get(field).and_then(serde_json::Value::as_object) else {
+                continue;
+            };
+            for (dep, spec) in deps {
+                let plain = spec.as_str().is_some_and(|t| {
+                    t.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || " .^~<>=*|-+".contains(c))
+                });
+                if !plain {
+                    return Some(format!(
+                        "npm, yarn and pnpm fetch and install \"{dep}\" from what it names (not a version from the registry), running its own install scripts"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// What a write to a persistence file is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Persistence {
@@ -193,6 +277,11 @@ fn matches(rel: &str, pattern: &str) -> bool {
                     .zip(&pat)
                     .all(|(a, b)| a.eq_ignore_ascii_case(b))
         });
+    }
+    if let Some(ext) = pattern.strip_prefix('*') {
+        return path
+            .last()
+            .is_some_and(|n| n.len() > ext.len() && n.to_ascii_lowercase().ends_with(ext));
     }
     let pat = segments(pattern);
     path.len() >= pat.len()
@@ -223,6 +312,33 @@ fn in_relative_path_dir(rel: &str, entry: &str) -> bool {
         return true;
     }
     parent.len() >= e.len() && parent[parent.len() - e.len()..] == e[..]
+}
+
+/// Whether a file named `name` may be a persistence file whatever folder it is in: the quick
+/// test a scan of a whole workspace asks before [`persistence`] (a file in a folder that
+/// [`in_persistence_folder`] names is one too).
+#[must_use]
+pub fn is_persistence_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    TABLE.iter().any(|(p, _)| {
+        if p.ends_with("/**") {
+            return false;
+        }
+        if let Some(ext) = p.strip_prefix('*') {
+            return lower.ends_with(ext);
+        }
+        p.rsplit('/')
+            .next()
+            .is_some_and(|last| last.eq_ignore_ascii_case(name))
+    }) || INSTALL_SCRIPTS.iter().any(|(f, _)| *f == name)
+}
+
+/// Whether every file in the workspace-relative folder `dir` is a persistence file (a hooks
+/// folder, `.vscode`'s siblings excluded: only the table's `folder/**` rows, the hooks path and
+/// the PATH folders the model can write).
+#[must_use]
+pub fn in_persistence_folder(dir: &str, ctx: &Context) -> bool {
+    persistence(&format!("{dir}/x"), None, ctx).is_some()
 }
 
 /// Why a write to `rel` changes a file the user's tools run later, if it does. `content` is
@@ -261,26 +377,8 @@ pub fn persistence(rel: &str, content: Option<&str>, ctx: &Context) -> Option<Pe
     }
     let name = segments(rel).last().copied().unwrap_or("");
     if let Some((_, keys)) = INSTALL_SCRIPTS.iter().find(|(f, _)| *f == name) {
-        let text = content.unwrap_or("");
-        let names_one =
-            content.is_none() || keys.iter().any(|k| text.contains(&format!("\"{k}\"")));
-        // A dependency from a git URL, a path or a tarball runs its own install scripts.
-        let odd_dependency = [
-            "\"git+",
-            "\"git:",
-            "\"github:",
-            "\"file:",
-            "\"link:",
-            ".tgz\"",
-        ]
-        .iter()
-        .any(|m| text.contains(m));
-        if names_one || odd_dependency {
-            return hit(if name == "package.json" {
-                "npm, yarn and pnpm run its install-time scripts (preinstall, postinstall, prepare, …) on your next install"
-            } else {
-                "composer runs its install-time scripts on your next install"
-            });
+        if let Some(why) = manifest_risk(name, keys, content) {
+            return hit(&why);
         }
     }
     None
@@ -340,10 +438,26 @@ mod tests {
         .is_some());
         assert!(persistence(
             "package.json",
-            Some(r#"{"scripts":{"test":"node --test"}}"#),
+            Some(r#"{"scripts":{"test":"node --test"}, "dependencies": {"a": "^1.2.3", "b": "~2 || 3.x", "c": "latest"}}"#),
             &c
         )
         .is_none());
+        for risky in [
+            r#"{"scripts":{"postinstal\u006c":"x"}}"#,
+            r#"{"dependencies":{"x":"../evil"}}"#,
+            r#"{"dependencies":{"x":"user/repo"}}"#,
+            r#"{"devDependencies":{"x":"https://h.invalid/x.tgz"}}"#,
+            r#"{"dependencies":{"x":"npm:other@1"}}"#,
+            "not json",
+        ] {
+            assert!(
+                persistence("package.json", Some(risky), &c).is_some(),
+                "{risky}"
+            );
+        }
+        assert!(persistence("package.json", None, &c).is_some());
+        assert!(persistence("a/b.code-workspace", None, &c).is_some());
+        assert!(persistence(".venv/bin/activate", None, &c).is_some());
     }
 
     #[test]

@@ -121,14 +121,9 @@ pub fn persistence_of(c: &Command, ctx: &Context) -> Option<super::persistence::
         CommandKind::NewFile | CommandKind::UpdateFile => {
             persistence(path, c.section_text(SectionName::Content), ctx)
         }
-        CommandKind::EditFile => {
-            let text = format!(
-                "{}\n{}",
-                c.section_text(SectionName::Find).unwrap_or(""),
-                c.section_text(SectionName::Replace).unwrap_or("")
-            );
-            persistence(path, Some(&text), ctx)
-        }
+        // What an edit leaves is not known from the command alone: the host judges an edit of a
+        // manifest as the whole file it will write (an `@@updatefile` of it).
+        CommandKind::EditFile => persistence(path, None, ctx),
         CommandKind::DeleteFile => persistence(path, None, ctx),
         CommandKind::SshDownload => persistence(c.transfer()?.to, None, ctx),
         CommandKind::MoveFile => persistence(path, None, ctx).or_else(|| {

@@ -195,7 +195,7 @@ pub(super) fn policy_cmd(a: &PolicyArgs) -> Result<ExitCode, HostError> {
     let context = a
         .workspace
         .as_deref()
-        .map(|w| crate::exec::gitguard::context(w, None))
+        .map(|w| crate::exec::policy_context::context(w, None))
         .unwrap_or_default();
     let verdict = decide_with(&line, a.mode, &a.allow, &context);
     let mut out = io::stdout().lock();

@@ -326,11 +326,12 @@ impl Executor<'_> {
         // A file the user's own tools run later is judged with where those are (the hooks
         // folder, the PATH folders the model can write, the user's linked config files).
         let context = if cmd.kind.takes_path() {
-            super::gitguard::persistence_context(self.ws.root())
+            super::policy_context::persistence_context(self.ws.root())
         } else {
             Context::default()
         };
-        let verdict = self.judge(context).verdict(cmd);
+        let judged = super::diffs::as_judged(self.ws, cmd);
+        let verdict = self.judge(context).verdict(&judged);
         let tier = verdict.as_ref().map(|v| v.tier);
         if let Some(v) = &verdict {
             let preview = super::diffs::Before::take(self.ws, cmd)
@@ -451,7 +452,7 @@ impl Executor<'_> {
                 )
             }
         };
-        let context = super::gitguard::context(self.ws.root(), Some(&guard));
+        let context = super::policy_context::context(self.ws.root(), Some(&guard));
         let Some(verdict) = self.judge(context.clone()).verdict(cmd) else {
             return (
                 Err(Failure::new(Code::Internal, "no verdict on a runcommand")),
@@ -492,11 +493,14 @@ impl Executor<'_> {
         });
         // The user may have taken a while to answer: the snapshot is taken again right before
         // the command starts, so nothing the user did meanwhile is taken for the command's doing.
-        let guard = if approved {
+        let mut guard = if approved {
             super::gitguard::Guard::take(self.ws.root()).unwrap_or(guard)
         } else {
             guard
         };
+        // Files the user's tools run later change only under a command the user confirmed, or
+        // in Auto mode (a Build-tier `cargo build` whose build script writes `.envrc` is put back).
+        guard.unconfirmed = !approved && self.cfg.mode != Mode::Auto;
         let confined = confine.as_ref().map(|spec| (spec, guard));
         let out = match shell::run_guarded(line, confined, self.ws.root(), timeout, max, |c| {
             if !c.is_empty() {

@@ -58,6 +58,47 @@ pub fn touched(cmd: &Command) -> Option<(String, String)> {
     }
 }
 
+/// A file command as the policy judges it: its paths resolved as the workspace resolves them
+/// (a link `v -> .vscode` makes `v/tasks.json` the editor's tasks file), and an edit of a
+/// package manifest as the whole file it will write (an `@@updatefile` of it), so the
+/// persistence table reads what the next install will read.
+#[must_use]
+pub fn as_judged(ws: &Workspace, cmd: &Command) -> Command {
+    let mut c = cmd.clone();
+    let real = |rel: &str| ws.resolve(rel).map_or_else(|_| rel.to_string(), |t| t.rel);
+    if let Some(a) = c.argument.as_deref().filter(|_| cmd.kind.takes_path()) {
+        c.argument = Some(real(a));
+    }
+    if cmd.kind == CommandKind::MoveFile {
+        for s in &mut c.sections {
+            if s.name == SectionName::To {
+                s.text = real(s.text.trim());
+            }
+        }
+    }
+    if cmd.kind == CommandKind::EditFile {
+        let manifest = c
+            .argument
+            .as_deref()
+            .and_then(|a| a.rsplit('/').next())
+            .is_some_and(|n| n == "package.json" || n == "composer.json");
+        if manifest {
+            if let Some(b) = Before::take(ws, cmd) {
+                if let Some(new) = b.edited(cmd) {
+                    c.kind = CommandKind::UpdateFile;
+                    c.sections = vec![keyless_core::reply::Section {
+                        name: SectionName::Content,
+                        nonce: None,
+                        text: String::from_utf8_lossy(&new).into_owned(),
+                        line: cmd.line,
+                    }];
+                }
+            }
+        }
+    }
+    c
+}
+
 /// What a command is about to change, read before it runs.
 #[derive(Debug)]
 pub struct Before {
@@ -84,6 +125,20 @@ impl Before {
             .collect()
     }
 
+    /// An edit's result, when its FIND occurs once in the file as it is.
+    #[must_use]
+    pub fn edited(&self, cmd: &Command) -> Option<Vec<u8>> {
+        let (Read::Bytes(old), Some(find), Some(replace)) = (
+            &self.old,
+            cmd.section_text(SectionName::Find),
+            cmd.section_text(SectionName::Replace),
+        ) else {
+            return None;
+        };
+        let text = String::from_utf8_lossy(old);
+        (text.matches(find).count() == 1).then(|| text.replacen(find, replace, 1).into_bytes())
+    }
+
     /// What the command would change, before it runs (the preview a confirmation shows): the
     /// deletion; a new or rewritten file's content; an edit's replacement when its FIND occurs
     /// once; a move. Empty when it cannot be told beforehand.
@@ -96,20 +151,10 @@ impl Before {
                 .unwrap_or("")
                 .as_bytes()
                 .to_vec(),
-            CommandKind::EditFile => {
-                let (Read::Bytes(old), Some(find), Some(replace)) = (
-                    &self.old,
-                    cmd.section_text(SectionName::Find),
-                    cmd.section_text(SectionName::Replace),
-                ) else {
-                    return Vec::new();
-                };
-                let text = String::from_utf8_lossy(old);
-                if text.matches(find).count() != 1 {
-                    return Vec::new();
-                }
-                text.replacen(find, replace, 1).into_bytes()
-            }
+            CommandKind::EditFile => match self.edited(cmd) {
+                Some(new) => new,
+                None => return Vec::new(),
+            },
             CommandKind::MoveFile => match &self.old {
                 Read::Bytes(b) => b.clone(),
                 _ => return Vec::new(),

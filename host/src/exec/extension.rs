@@ -54,7 +54,7 @@ impl Executor<'_> {
             None
         };
         let Some(verdict) = self
-            .judge(super::gitguard::persistence_context(self.ws.root()))
+            .judge(super::policy_context::persistence_context(self.ws.root()))
             .verdict(cmd)
         else {
             return (

@@ -454,13 +454,29 @@ fn push(
             )));
         }
     }
-    if let Some(file) = launcher
-        .writable_among(&config_files(&launcher, &git, &bare))
-        .first()
-    {
+    let (files, values) = config_files(&launcher, &git, &bare);
+    if let Some(file) = launcher.writable_among(&files).first() {
         return Err(refused(format!(
             "git would read {}, which is in the workspace (or a temp folder) where the model can write",
             file.display()
+        )));
+    }
+    // A setting that names a program or a file (core.sshCommand with `-F FILE`, a credential
+    // helper, core.askPass, a url.*.insteadOf to a local folder) where the model can write.
+    let runs_or_reads = |entry: &&String| {
+        let key = entry.split('=').next().unwrap_or("").to_ascii_lowercase();
+        ["core.", "credential.", "url.", "gpg.", "http.", "ssh."]
+            .iter()
+            .any(|p| key.starts_with(p))
+    };
+    if let Some(v) = values
+        .iter()
+        .filter(runs_or_reads)
+        .find(|v| launcher.names_writable_place(v))
+    {
+        return Err(refused(format!(
+            "your git configuration names a place in the workspace (or a temp folder) where the model can write: {}",
+            keyless_core::text::printable(&keyless_core::text::truncate_chars(v, 200))
         )));
     }
     if let Some(file) = launcher.writable_among(&ssh_config_files()).first() {
@@ -529,36 +545,43 @@ fn local_path(url: &str) -> Option<PathBuf> {
 }
 
 /// Every file the push's git reads its config from (the system's, the user's, their includes),
-/// as git itself lists them (`git config --list --show-origin --includes`).
+/// as git itself lists them (`git config --list --show-origin --includes`), and every value set
+/// there (`key=value`).
 fn config_files(
     launcher: &crate::launch::Launcher,
     git: &crate::launch::Program,
     bare: &Path,
-) -> Vec<PathBuf> {
+) -> (Vec<PathBuf>, Vec<String>) {
     let mut c = launcher.command(git, crate::launch::Purpose::Git);
     c.arg("--git-dir")
         .arg(bare)
         .args(["config", "--list", "--show-origin", "--includes", "-z"])
         .stdin(std::process::Stdio::null());
-    let Ok(out) = c.output() else {
-        return Vec::new();
-    };
-    // `-z`: `file:PATH NUL key NL value NUL`, repeated.
-    let mut files: Vec<PathBuf> = out
-        .stdout
-        .split(|b| *b == 0)
-        .filter_map(|part| part.strip_prefix(b"file:"))
-        .map(|p| PathBuf::from(String::from_utf8_lossy(p).into_owned()))
-        .map(|p| if p.is_absolute() { p } else { bare.join(p) })
-        // The push repository's own config: keyless writes it afresh before every push.
-        .filter(|p| !p.starts_with(bare))
-        .collect();
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut values: Vec<String> = Vec::new();
+    if let Ok(out) = c.output() {
+        // `-z`: `ORIGIN NUL key NL value NUL`, repeated.
+        let mut parts = out.stdout.split(|b| *b == 0);
+        while let (Some(origin), Some(entry)) = (parts.next(), parts.next()) {
+            let entry = String::from_utf8_lossy(entry).replacen('\n', "=", 1);
+            if let Some(p) = origin.strip_prefix(b"file:") {
+                let p = PathBuf::from(String::from_utf8_lossy(p).into_owned());
+                let p = if p.is_absolute() { p } else { bare.join(p) };
+                // The push repository's own config: keyless writes it afresh before every push.
+                if p.starts_with(bare) {
+                    continue;
+                }
+                files.push(p);
+            }
+            values.push(entry);
+        }
+    }
     // The files git would read even when they hold nothing yet (a symlink into the workspace
     // is planted before it holds a setting).
     files.extend(crate::dirs::git_config_candidates());
     files.sort();
     files.dedup();
-    files
+    (files, values)
 }
 
 /// The ssh client's config files a push over ssh reads.
@@ -671,7 +694,7 @@ fn persistence_changed(
     let Ok(diff) = repo.diff_tree_to_workdir_with_index(tree.as_ref(), Some(&mut opts)) else {
         return Vec::new();
     };
-    let ctx = super::gitguard::persistence_context(root);
+    let ctx = super::policy_context::persistence_context(root);
     let mut out = Vec::new();
     for d in diff.deltas().take(100_000) {
         for f in [d.new_file(), d.old_file()] {

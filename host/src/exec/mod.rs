@@ -13,6 +13,7 @@ pub mod git;
 pub mod gitguard;
 mod lease;
 pub mod limits;
+pub mod policy_context;
 pub mod programs;
 pub mod remote;
 pub mod sandbox;

@@ -55,20 +55,31 @@ fn http_agent(origin: &str, args: &Value) -> Result<ureq::Agent, EffectError> {
     ))
 }
 
-/// Loopback, link-local, unspecified (and their IPv4-in-IPv6 forms).
+/// Loopback, link-local, unspecified, the shared address space of carriers and clouds
+/// (100.64.0.0/10: Alibaba's metadata service) and IPv6 unique-local addresses (fc00::/7: AWS's
+/// IPv6 metadata service), with their IPv4-in-IPv6 forms. Private LAN ranges are not here: a
+/// company's API by name is a program's business.
 fn internal(ip: std::net::IpAddr) -> bool {
     match ip {
-        std::net::IpAddr::V4(v4) => v4.is_loopback() || v4.is_link_local() || v4.is_unspecified(),
+        std::net::IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || (a == 100 && (64..128).contains(&b))
+        }
         std::net::IpAddr::V6(v6) => {
             v6.is_loopback()
                 || v6.is_unspecified()
                 || (v6.segments()[0] & 0xffc0) == 0xfe80
+                || (v6.segments()[0] & 0xfe00) == 0xfc00
                 || v6.to_ipv4_mapped().is_some_and(|v4| internal(v4.into()))
         }
     }
 }
 
-/// DNS, then a refusal of internal addresses for a name that does not say it is internal.
+/// DNS, then a refusal of internal addresses ([`internal`]) for a name that does not say it is
+/// internal.
 #[derive(Debug)]
 struct OutwardResolver<R> {
     inner: R,
@@ -249,6 +260,8 @@ mod tests {
             "[fe80::1]:80",
             "[::ffff:127.0.0.1]:80",
             "[::ffff:169.254.169.254]:80",
+            "100.100.100.200:80",
+            "[fd00:ec2::254]:80",
         ] {
             assert!(resolve(inside, false).is_err(), "{inside}");
             assert!(resolve(inside, true).is_ok(), "{inside} named itself");

@@ -46,7 +46,8 @@ pub(super) async fn policy_route(
         return Err(ApiError::BadRequest("the command line is empty".into()));
     }
     // Judged in the served workspace, as the executor would.
-    let context = blocking(move || Ok(crate::exec::gitguard::context(st.ws.root(), None))).await?;
+    let context =
+        blocking(move || Ok(crate::exec::policy_context::context(st.ws.root(), None))).await?;
     Ok(Json(decide_with(&input.command, mode, &input.allow, &context)).into_response())
 }
 

@@ -50,6 +50,8 @@ function certificate() {
 // The real code editors a site's code blocks may be (Qwen's, see skins.js), served from the npm
 // packages: the reader must get their whole text while they keep only what is in view.
 const modules = join(here, "..", "..", "..", "node_modules");
+/** The real-page suite's pages (tests/realpages/pages). */
+export const REAL_PAGES = join(here, "..", "..", "realpages", "pages");
 const VENDOR = {
   "/vendor/monaco/": join(modules, "monaco-editor", "min"),
   "/vendor/ace/": join(modules, "ace-builds"),
@@ -117,6 +119,25 @@ export function startFakeChat(replies = []) {
           res.end(JSON.stringify({ text: reply.text, chunk: reply.chunk ?? 24, delayMs: reply.delayMs ?? 25, banner: reply.banner ?? null }));
         });
       });
+      return;
+    }
+    // A page the real site rendered (tests/realpages/pages, or a capture a user sent), at the
+    // site's own host, with its scripts blocked: only the extension runs on it.
+    if (url.pathname.startsWith("/__real/")) {
+      const rel = normalize(decodeURIComponent(url.pathname.slice("/__real/".length)));
+      try {
+        if (rel.startsWith("..") || !rel.endsWith(".html")) throw new Error("outside");
+        const data = readFileSync(join(REAL_PAGES, rel));
+        res.writeHead(200, {
+          "content-security-policy": "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:",
+          "cache-control": "no-store",
+          "content-type": "text/html; charset=utf-8",
+        });
+        res.end(data);
+      } catch {
+        res.writeHead(404, headers);
+        res.end("not found");
+      }
       return;
     }
     if (files[url.pathname]) {

@@ -26,6 +26,10 @@
 //! notes the files that steer programs, which the command policy judges with ([`context`]).
 #![allow(clippy::disallowed_methods)] // keyless putting back git's own control files, never the model's write
 
+mod repair;
+pub use repair::{describe, Repair};
+use repair::{persist_why, Quarantine};
+
 use super::workspace::{looks_like_git_dir, open_read, write_atomic_in};
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
@@ -63,8 +67,11 @@ struct Snapshot {
     /// The folders the scan did not enter because they are deeper than [`MAX_DEPTH`]
     /// (workspace-relative): the guard cannot check them, so it moves them aside.
     frontier: BTreeSet<String>,
-    /// The scan stopped at [`MAX_ENTRIES`].
+    /// The scan stopped at [`MAX_ENTRIES`], or found more persistence files than it reads.
     too_many: bool,
+    /// Files the user's own tools run later ([`keyless_core::policy::persistence`]), as they are:
+    /// a command that ran without the user's confirmation may not change them.
+    persist: BTreeMap<String, Node>,
     entries: usize,
     /// Files that steer programs ([`keyless_core::policy::steering`]), found on the way.
     steering: Vec<String>,
@@ -93,7 +100,13 @@ struct Folder {
     dotgit: bool,
     steering: Vec<String>,
     links: Vec<(String, String)>,
+    /// Its persistence files (read again at every scan: their contents change without the
+    /// folder's times).
+    persist: Vec<String>,
 }
+
+/// The most persistence files the guard reads: past it, every command is confirmed.
+const MAX_PERSIST: usize = 4_000;
 
 /// A folder's device, inode, and modification and change times (nanoseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,9 +189,11 @@ impl Snapshot {
     /// Scans the workspace `root` (its handle `dir`); with `prev`, a folder whose stamp is
     /// unchanged is taken from it instead of being listed again.
     fn take(dir: &Dir, root: &Path, prev: Option<&Snapshot>) -> Self {
+        let pctx = super::policy_context::persistence_context(root);
         let mut scan = Scan {
             root_dir: dir,
             root,
+            pctx: &pctx,
             prev: prev.filter(|p| !p.incomplete),
             out: Snapshot {
                 at: Some(std::time::SystemTime::now()),
@@ -210,11 +225,25 @@ impl Snapshot {
 struct Scan<'a> {
     root_dir: &'a Dir,
     root: &'a Path,
+    /// Where the files the user's tools run are (the hooks folder, PATH folders, linked config).
+    pctx: &'a keyless_core::policy::Context,
     prev: Option<&'a Snapshot>,
     out: Snapshot,
 }
 
 impl Scan<'_> {
+    /// A persistence file of folder `dir`, read now.
+    fn note_persist(&mut self, dir: &Dir, rel: &str, name: &str) {
+        if self.out.persist.len() >= MAX_PERSIST {
+            self.out.too_many = true;
+            self.out.incomplete = true;
+            return;
+        }
+        if let Some(n) = node(dir, name) {
+            self.out.persist.insert(join(rel, name), n);
+        }
+    }
+
     /// A steering file for the list, which stops at [`MAX_STEERING`] and then says it is not
     /// whole (the policy then judges every steerable program as steered).
     fn note_steering(&mut self, path: String) {
@@ -254,6 +283,14 @@ impl Scan<'_> {
                 }
                 for st in &f.steering {
                     self.note_steering(st.clone());
+                }
+                if !f.persist.is_empty() {
+                    if let Some(d) = open_folder(self.root_dir, rel) {
+                        for p in &f.persist {
+                            let name = p.rsplit('/').next().unwrap_or(p);
+                            self.note_persist(&d, rel, name);
+                        }
+                    }
                 }
                 self.out.links.extend(f.links.iter().cloned());
                 for sub in &f.subdirs {
@@ -308,8 +345,24 @@ impl Scan<'_> {
             dotgit: false,
             steering: Vec::new(),
             links: Vec::new(),
+            persist: Vec::new(),
         };
+        let persist_folder = !rel.starts_with(".agent")
+            && keyless_core::policy::persistence::in_persistence_folder(rel, self.pctx);
         for (name, ft) in listing {
+            if !ft.is_dir()
+                && !rel.starts_with(".agent")
+                && (persist_folder || keyless_core::policy::persistence::is_persistence_name(&name))
+                && keyless_core::policy::persistence::persistence(
+                    &join(rel, &name),
+                    None,
+                    self.pctx,
+                )
+                .is_some()
+            {
+                folder.persist.push(join(rel, &name));
+                self.note_persist(dir, rel, &name);
+            }
             if ft.is_symlink() && name != ".git" {
                 if let Ok(target) = dir.read_link_contents(&name) {
                     let link = (join(rel, &name), target.to_string_lossy().into_owned());
@@ -462,31 +515,6 @@ fn kind<'a>(path: &'a str, gitdirs: &BTreeSet<String>, linked: &[String]) -> Opt
     None
 }
 
-/// A change the guard made, for the command's result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Repair {
-    pub path: String,
-    /// Why what the command left there was not kept.
-    pub why: String,
-    /// Where it went (`.agent/quarantine/…`), if anything was there.
-    pub moved_to: Option<String>,
-    /// Whether what was there before is back.
-    pub restored: bool,
-}
-
-impl std::fmt::Display for Repair {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path, self.why)?;
-        match (&self.moved_to, self.restored) {
-            (Some(to), true) => write!(f, "; moved to {to}, the previous one put back"),
-            (Some(to), false) => write!(f, "; moved to {to}"),
-            (None, true) => write!(f, "; put back"),
-            (None, false) if self.path != "." => write!(f, "; it could not be moved or put back"),
-            (None, false) => Ok(()),
-        }
-    }
-}
-
 /// The guard of one command: the snapshot from before it ran.
 #[derive(Debug)]
 pub struct Guard {
@@ -495,6 +523,9 @@ pub struct Guard {
     before: Snapshot,
     /// The user's configuration files that are links into the workspace (workspace-relative).
     linked: Vec<String>,
+    /// The command runs without the user's confirmation, outside Auto mode: it may not change a
+    /// file the user's tools run later (a build script writing `.envrc` is put back).
+    pub unconfirmed: bool,
 }
 
 impl Guard {
@@ -512,6 +543,7 @@ impl Guard {
             dir,
             before,
             linked,
+            unconfirmed: true,
         })
     }
 
@@ -519,6 +551,13 @@ impl Guard {
     #[must_use]
     pub fn steering(&self) -> &[String] {
         &self.before.steering
+    }
+
+    /// What the snapshot tells the policy beyond its lists: whether the steering list is whole,
+    /// whether the workspace holds symlinks, whether the guard could look everywhere.
+    #[must_use]
+    pub fn facts(&self) -> ScanFacts {
+        facts_of(&self.before, &self.root)
     }
 
     /// The symlinks that lead out of the workspace, as the snapshot found them, and whether
@@ -564,6 +603,22 @@ impl Guard {
                     "the command removed it".into(),
                     &mut quarantine,
                 ));
+            }
+        }
+        // Files the user's tools run later, changed by a command nobody confirmed: put back.
+        if self.unconfirmed {
+            for (path, now) in &after.persist {
+                let was = self.before.persist.get(path);
+                if was != Some(now) {
+                    let why = persist_why(path, &after);
+                    repairs.push(self.put_back(path, Some(now), was, why, &mut quarantine));
+                }
+            }
+            for (path, was) in &self.before.persist {
+                if !after.persist.contains_key(path) {
+                    let why = format!("{}; the command removed it", persist_why(path, &after));
+                    repairs.push(self.put_back(path, None, Some(was), why, &mut quarantine));
+                }
             }
         }
         // Folders deeper than the scan goes cannot be checked: a repository there could hold a
@@ -777,154 +832,15 @@ fn open_folder(root: &Dir, rel: &str) -> Option<Dir> {
     Some(d)
 }
 
-/// `.agent/quarantine/ID/`: where what the guard does not keep goes, so nothing is lost.
-struct Quarantine<'a> {
-    root: &'a Dir,
-    id: String,
-}
-
-impl<'a> Quarantine<'a> {
-    fn new(root: &'a Dir) -> Self {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Quarantine {
-            root,
-            id: format!("{ms}-{}-{n}", std::process::id()),
-        }
-    }
-
-    /// Moves `parent/name` (a file, a link, a whole folder) to the quarantine under `path`;
-    /// removes it when it cannot be moved. Returns where it went.
-    fn take(&mut self, parent: &Dir, name: &str, path: &str) -> Option<String> {
-        let dest = format!("quarantine/{}/{path}", self.id);
-        let (dest_folder, dest_name) = dest.rsplit_once('/').unwrap_or(("", dest.as_str()));
-        let moved = open_agent(self.root)
-            .and_then(|agent| {
-                agent.create_dir_all(dest_folder).ok()?;
-                agent.open_dir_nofollow(dest_folder).ok()
-            })
-            .is_some_and(|to| parent.rename(name, &to, dest_name).is_ok());
-        if moved {
-            return Some(format!(".agent/{dest}"));
-        }
-        let is_dir = parent
-            .symlink_metadata(name)
-            .is_ok_and(|m| m.file_type().is_dir());
-        let _ = if is_dir {
-            parent.remove_dir_all(name)
-        } else {
-            parent.remove_file(name)
-        };
-        None
-    }
-}
-
-fn open_agent(root: &Dir) -> Option<Dir> {
-    match root.create_dir(super::workspace::AGENT_DIR) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(_) => return None,
-    }
-    root.open_dir_nofollow(super::workspace::AGENT_DIR).ok()
-}
-
-/// The repairs as the command's reason, saying only what happened to each.
-#[must_use]
-pub fn describe(repairs: &[Repair]) -> String {
-    let list: Vec<String> = repairs.iter().map(ToString::to_string).collect();
-    let moved = repairs.iter().any(|r| r.moved_to.is_some() || r.restored);
-    let unchecked = repairs.iter().any(|r| r.moved_to.is_none() && !r.restored);
-    let head = match (moved, unchecked) {
-        (true, false) => "the command changed files that steer git or keyless outside the sandbox (the next time you run git, or keyless starts); keyless moved them aside",
-        (true, true) => "the command changed files that steer git or keyless outside the sandbox (the next time you run git, or keyless starts); keyless moved aside what it could, and says below what it could not",
-        (false, _) => "keyless could not check everything this command may have changed among the files that steer git outside the sandbox",
-    };
-    format!("{head}: {}", list.join("; "))
-}
-
 /// The user's configuration files that are links into the workspace at `root` (real path),
 /// workspace-relative: control points like keyless.json.
-fn linked_config(root: &Path) -> Vec<String> {
+pub(super) fn linked_config(root: &Path) -> Vec<String> {
     crate::dirs::linked_user_config(root)
         .into_iter()
         .map(|l| l.rel)
         .collect()
 }
 
-/// What the host knows of the workspace for the command policy, now: the programs the shell would
-/// take from folders the model can write, and the files that steer programs (the same scan as the
-/// guard's).
-#[must_use]
-pub fn context(workspace: &Path, guard: Option<&Guard>) -> keyless_core::policy::Context {
-    let (steering, steering_unknown, (links_out, links_whole), links_any, unguarded) = match guard {
-        Some(g) => (
-            g.steering().to_vec(),
-            g.before.steering_cut || g.before.incomplete,
-            g.links_out(),
-            !g.before.links.is_empty(),
-            g.before.too_many,
-        ),
-        None => Dir::open_ambient_dir(workspace, cap_std::ambient_authority())
-            .map(|d| {
-                let root =
-                    std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-                let s = scan(&d, &root);
-                let out = links_out(&s, &root);
-                let any = !s.links.is_empty();
-                let unknown = s.steering_cut || s.incomplete;
-                (s.steering, unknown, out, any, s.too_many)
-            })
-            // The workspace cannot be read: nothing is known, so nothing is proven harmless.
-            .unwrap_or_else(|_| (Vec::new(), true, (Vec::new(), false), true, true)),
-    };
-    let shadowed = super::programs::untrusted_programs(workspace);
-    keyless_core::policy::Context {
-        untrusted: shadowed.programs,
-        untrusted_unknown: !shadowed.complete,
-        steering,
-        steering_unknown,
-        links_out,
-        links_unknown: !links_whole,
-        links_any,
-        always: crate::always::rules(workspace),
-        unguarded,
-        path_dirs: super::programs::writable_path_dirs(workspace),
-        hooks_path: hooks_path(workspace),
-        linked_config: crate::dirs::linked_user_config(workspace)
-            .into_iter()
-            .map(|l| l.rel)
-            .collect(),
-    }
-}
-
-/// The part of the policy's context that the persistence table reads (the hooks folder, the PATH
-/// folders the model can write, the user's linked configuration files), without the scan.
-#[must_use]
-pub fn persistence_context(workspace: &Path) -> keyless_core::policy::Context {
-    keyless_core::policy::Context {
-        path_dirs: super::programs::writable_path_dirs(workspace),
-        hooks_path: hooks_path(workspace),
-        linked_config: linked_config(workspace),
-        ..keyless_core::policy::Context::default()
-    }
-}
-
-/// The folder `core.hooksPath` names for the workspace's repository (its own config, the user's
-/// and the system's), workspace-relative, when it lies in the workspace.
-fn hooks_path(workspace: &Path) -> Option<String> {
-    let repo = git2::Repository::open(workspace).ok()?;
-    let value = repo.config().ok()?.get_path("core.hooksPath").ok()?;
-    let base = repo.workdir().unwrap_or(workspace);
-    let real = crate::dirs::real_path(&base.join(value));
-    let root = std::fs::canonicalize(workspace).ok()?;
-    real.strip_prefix(&root)
-        .ok()
-        .map(|r| r.display().to_string())
-        .filter(|r| !r.is_empty())
-}
 /// The most symlinks leading out that the context lists (it travels with every session); with
 /// more, every relative read is judged as possibly leading out.
 const MAX_LINKS_OUT: usize = 1_000;
@@ -937,4 +853,39 @@ fn links_out(s: &Snapshot, root: &Path) -> (Vec<String>, bool) {
     let mut out = found.out;
     out.truncate(MAX_LINKS_OUT);
     (out, whole)
+}
+
+/// What a scan tells the policy ([`super::policy_context`]).
+#[derive(Debug, Clone, Default)]
+pub struct ScanFacts {
+    pub steering: Vec<String>,
+    /// The steering list is not whole.
+    pub steering_unknown: bool,
+    pub links_out: Vec<String>,
+    /// The list of links that lead out is whole.
+    pub links_whole: bool,
+    pub links_any: bool,
+    /// The guard cannot look through the whole workspace.
+    pub unguarded: bool,
+}
+
+fn facts_of(s: &Snapshot, root: &Path) -> ScanFacts {
+    let (links_out, links_whole) = links_out(s, root);
+    ScanFacts {
+        steering: s.steering.clone(),
+        steering_unknown: s.steering_cut || s.incomplete,
+        links_out,
+        links_whole,
+        links_any: !s.links.is_empty(),
+        unguarded: s.too_many,
+    }
+}
+
+/// A scan of `workspace` now (from the last one where folders did not change), for the policy;
+/// `None` when the workspace cannot be read.
+#[must_use]
+pub fn scan_facts(workspace: &Path) -> Option<ScanFacts> {
+    let d = Dir::open_ambient_dir(workspace, cap_std::ambient_authority()).ok()?;
+    let root = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    Some(facts_of(&scan(&d, &root), &root))
 }

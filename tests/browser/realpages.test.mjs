@@ -1,0 +1,110 @@
+// The real-page suite (tests/realpages/README.md): every page a chat site really rendered, and
+// every capture a user sent, served at its site's host over HTTPS with its own scripts blocked,
+// loaded in Chromium with the built extension; the content script says what it finds (composer,
+// send button, replies and user messages, the newest reply as the parser would get it) and it
+// must be what tests/realpages/expected/SITE/NAME.json says a reader finds in the page.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { launchWithExtension, root } from "./host.mjs";
+import { REAL_PAGES, SITE_HOSTS, startFakeChat } from "./fakechat/server.mjs";
+import { until } from "./scenario.mjs";
+
+const EXPECTED = join(root, "tests", "realpages", "expected");
+
+/** Every page with its expected values: [site, name]. */
+export function realPages() {
+  const out = [];
+  if (!existsSync(EXPECTED)) return out;
+  for (const site of readdirSync(EXPECTED).sort()) {
+    for (const f of readdirSync(join(EXPECTED, site)).sort()) {
+      if (f.endsWith(".json")) out.push([site, f.replace(/\.json$/, "")]);
+    }
+  }
+  return out;
+}
+
+/** The code blocks of a rebuilt reply: each fence's language and its lines. */
+export function codeBlocks(text) {
+  const blocks = [];
+  const lines = (text ?? "").split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^(`{3,})(.*)$/.exec(lines[i]);
+    if (!open) continue;
+    const end = lines.findIndex((l, j) => j > i && l === open[1]);
+    if (end < 0) break;
+    blocks.push({ lang: open[2], code: lines.slice(i + 1, end).join("\n") });
+    i = end;
+  }
+  return blocks;
+}
+
+/** What the content script of `page` (at `url`) finds, once it has its adapter. */
+export async function inspect(browser, url) {
+  const pattern = `${new URL(url).origin}/*`;
+  return until(`the content script on ${url}`, async () => {
+    const r = await browser.worker.evaluate(async ({ pattern, url }) => {
+      const tab = (await chrome.tabs.query({ url: pattern })).find((t) => t.url === url);
+      if (!tab?.id) return null;
+      try {
+        return await chrome.tabs.sendMessage(tab.id, { type: "inspect" });
+      } catch {
+        return null;
+      }
+    }, { pattern, url });
+    return r?.site ? r : null;
+  });
+}
+
+describe("the adapters on the pages the sites really rendered", () => {
+  let chat;
+  let browser;
+  const pages = realPages();
+
+  before(async () => {
+    chat = await startFakeChat([]);
+    browser = await launchWithExtension(chat.port);
+  });
+
+  after(async () => {
+    await browser?.context.close();
+    await chat?.close();
+  });
+
+  it("has the pages and their expected values", () => {
+    assert.ok(pages.length >= 29, `expected values in ${EXPECTED}: ${pages.length}`);
+    for (const [site, name] of pages) assert.ok(existsSync(join(REAL_PAGES, site, `${name}.html`)), `${site}/${name}.html`);
+  });
+
+  for (const [site, name] of pages) {
+    it(`${site}/${name}`, async () => {
+      const want = JSON.parse(readFileSync(join(EXPECTED, site, `${name}.json`), "utf8"));
+      const url = `https://${SITE_HOSTS[site][0]}/__real/${site}/${name}.html`;
+      const page = await browser.context.newPage();
+      try {
+        await page.goto(url);
+        const got = await inspect(browser, url);
+        const seen = {
+          composer: want.composer === null ? null : got.composer,
+          send: want.send === null ? null : got.send,
+          assistant_messages: got.assistantMessages,
+          user_messages: got.userMessages,
+          last_reply: got.incomplete ? `INCOMPLETE\n${got.lastReply}` : got.lastReply,
+          code_blocks: codeBlocks(got.lastReply),
+        };
+        const expected = {
+          composer: want.composer,
+          send: want.send,
+          assistant_messages: want.assistant_messages,
+          user_messages: want.user_messages,
+          last_reply: want.last_reply,
+          code_blocks: want.code_blocks,
+        };
+        assert.deepEqual(seen, expected);
+      } finally {
+        await page.close();
+      }
+    });
+  }
+});
