@@ -40,12 +40,131 @@ function codeOf(pre: Element): { code: string; lang: string } {
   return { code, lang: m?.[1] ?? "" };
 }
 
-/// An editor's whole text (from the page script), or its visible lines and `whole: false`.
+/// An element's text with each `<br>` a newline (a code view drawn as one `pre` of lines).
+function brText(el: Element): string {
+  let t = "";
+  const walk = (n: Node) => {
+    if (n.nodeType === Node.TEXT_NODE) t += n.nodeValue ?? "";
+    else if (n.nodeType === Node.ELEMENT_NODE) {
+      if ((n as Element).tagName.toUpperCase() === "BR") t += "\n";
+      else n.childNodes.forEach(walk);
+    }
+  };
+  walk(el);
+  return t;
+}
+
+/// An editor's whole text (from the page script), or its visible lines and `whole: false`. A
+/// read-only view drawn as one `pre`/`code` of lines separated by `<br>` (ChatGPT's code blocks
+/// since 2026-07) holds every line: its text is whole.
 function editorText(el: Element): { code: string; whole: boolean } {
   const full = el.getAttribute(EDITOR_TEXT);
   if (full !== null) return { code: full, whole: true };
-  const lines = Array.from(el.querySelectorAll(".cm-line, .view-line, .CodeMirror-line, .ace_line")).map((l) => (l.textContent ?? "").replace(/\u00a0/g, " "));
+  const rows = Array.from(el.querySelectorAll(".cm-line, .view-line, .CodeMirror-line, .ace_line"));
+  if (rows.length === 0) {
+    const drawn = el.querySelector("pre.cm-content, .cm-content pre, .cm-content code, .cm-content");
+    if (drawn) return { code: brText(drawn).replace(/\u00a0/g, " ").replace(/\n$/, ""), whole: true };
+  }
+  const monaco = monacoRows(el, rows);
+  if (monaco) return { code: monaco.map((l) => (l.textContent ?? "").replace(/\u00a0/g, " ")).join("\n"), whole: true };
+  const lines = rows.map((l) => (l.textContent ?? "").replace(/\u00a0/g, " "));
   return { code: lines.join("\n"), whole: false };
+}
+
+/// A px length from an inline style (`top: 19px`), or NaN.
+function px(el: Element | null, prop: string): number {
+  const v = el instanceof HTMLElement ? el.style.getPropertyValue(prop) : "";
+  return v.endsWith("px") ? Number.parseFloat(v) : Number.NaN;
+}
+
+/// A Monaco editor that shows every line of its text: scrolled to its top, its rendered lines
+/// in order from the first, and room left below the last one (Monaco draws every line that meets
+/// its viewport, so none lies further down). Then its lines, in order; else `null` (only the
+/// page script or the site's copy button can give its text).
+function monacoRows(el: Element, rows: Element[]): Element[] | null {
+  const editor = el.closest(".monaco-editor") ?? (el.matches(".monaco-editor") ? el : null);
+  if (!editor || rows.length === 0) return null;
+  const content = editor.querySelector(".lines-content");
+  const scrolled = px(content, "top");
+  if (!(scrolled === 0 || Number.isNaN(scrolled)) || /translate3d\(\s*[^,]+,\s*-[1-9]/.test((content as HTMLElement | null)?.style.transform ?? "")) return null;
+  const viewport = px(editor.querySelector(".monaco-scrollable-element"), "height") || px(editor, "height");
+  const placed = rows.map((r) => ({ r, top: px(r, "top"), height: px(r, "height") }));
+  if (placed.some((p) => Number.isNaN(p.top))) return null;
+  placed.sort((a, b) => a.top - b.top);
+  const line = placed[0]?.height || placed[1]?.top || Number.NaN;
+  if (Number.isNaN(line) || Number.isNaN(viewport) || placed[0]?.top !== 0) return null;
+  if (placed.some((p, i) => Math.abs(p.top - i * line) > 0.5)) return null;
+  const bottom = placed.length * line;
+  return viewport - bottom >= line / 4 ? placed.map((p) => p.r) : null;
+}
+
+/// Math as its TeX source, once: a block's `data-math` (Gemini), KaTeX's TeX annotation, or the
+/// source a `<math>` keeps as its own text (Qwen); `null` when the element holds none.
+const MATH = "[data-math], .katex-display, .katex, mjx-container, math";
+function texOf(el: Element): string | null {
+  const own = el.closest("[data-math]") ?? el.querySelector("[data-math]");
+  const dm = own?.getAttribute("data-math");
+  if (dm) return dm;
+  const ann = el.querySelector('annotation[encoding="application/x-tex"]');
+  if (ann) return ann.textContent ?? "";
+  const m = el.tagName.toUpperCase() === "MATH" ? el : el.querySelector("math");
+  if (m) {
+    const bare = Array.from(m.childNodes)
+      .filter((n) => n.nodeType === Node.TEXT_NODE)
+      .map((n) => n.nodeValue ?? "")
+      .join("")
+      .trim();
+    if (bare) return bare;
+    const alt = m.getAttribute("alttext");
+    if (alt) return alt;
+  }
+  return null;
+}
+
+/// Whether math shows as a block of its own.
+function displayMath(el: Element): boolean {
+  return safeMatches(el, '.katex-display, .math-block, math[display="block"], mjx-container[display="true"]') || el.querySelector(".katex-display") !== null;
+}
+
+const CELL = 'td, th, [role="cell"], [role="gridcell"], [role="columnheader"], [role="rowheader"]';
+
+/// A table cell's text on one line: its buttons included (a header's sort button holds its
+/// label), math as TeX, what is ignored left out.
+function cellText(cell: Element, skip: readonly string[] | undefined): string {
+  let t = "";
+  const walk = (n: Node) => {
+    if (n.nodeType === Node.TEXT_NODE) t += n.nodeValue ?? "";
+    else if (n.nodeType === Node.ELEMENT_NODE) {
+      const e = n as Element;
+      const tag = e.tagName.toUpperCase();
+      if (tag !== "BUTTON" && SKIP.has(tag)) return;
+      if (n !== cell && skip && matchesAny(e, skip)) return;
+      if (e.getAttribute("aria-hidden") === "true") return;
+      if (safeMatches(e, MATH)) {
+        const tex = texOf(e);
+        if (tex !== null) {
+          t += ` ${tex} `;
+          return;
+        }
+      }
+      if (tag === "BR") t += " ";
+      e.childNodes.forEach(walk);
+    }
+  };
+  walk(cell);
+  return t.replace(/\s+/g, " ").trim();
+}
+
+/// The rows of a table: its `tr`s (or `role=row`s), else, for a grid of bare cells, the cells in
+/// runs as long as its header row.
+function tableRows(table: Element): Element[][] {
+  const rows = Array.from(table.querySelectorAll('tr, [role="row"]')).filter((r) => r.closest('table, [role="table"], [role="grid"]') === table);
+  if (rows.length) return rows.map((r) => Array.from(r.querySelectorAll(CELL)).filter((c) => c.closest('tr, [role="row"]') === r));
+  const cells = Array.from(table.querySelectorAll(CELL));
+  const width = cells.filter((c) => safeMatches(c, 'th, [role="columnheader"]')).length || cells.length;
+  const out: Element[][] = [];
+  for (let i = 0; i < cells.length; i += width) out.push(cells.slice(i, i + width));
+  return out;
 }
 
 const PROSE = "p, li, h1, h2, h3, h4, h5, h6, blockquote, table";
@@ -122,15 +241,16 @@ export function readReply(message: Element, ignore: string | readonly string[] |
   };
   const walk = (node: Node) => {
     if (node.nodeType === Node.TEXT_NODE) {
-      const t = (node.nodeValue ?? "").replace(/[\n\r]+/g, " ").replace(/\u00a0/g, " ");
-      // Whitespace between block elements (templates that indent their markup) starts no line:
-      // the browser collapses it too, and it must not become a blank line in the reply.
+      // Prose is read as the browser shows it: a run of whitespace is one space (templates
+      // indent their markup), none at the start of a line.
+      const t = (node.nodeValue ?? "").replace(/\u00a0/g, " ").replace(/[ \t\n\r\f]+/g, " ");
+      // Whitespace between block elements starts no line, and never a blank line.
       if (t.trim() === "") {
-        if (line !== "") line += t;
+        if (line !== "" && !line.endsWith(" ")) line += " ";
         return;
       }
       lastFence = -1;
-      line += t;
+      line += line === "" || line.endsWith(" ") ? t.replace(/^ /, "") : t;
       return;
     }
     if (node.nodeType !== Node.ELEMENT_NODE) return;
@@ -143,10 +263,39 @@ export function readReply(message: Element, ignore: string | readonly string[] |
       newline();
       return;
     }
-    // An editor, or a <pre> an editor sits in: the editor's whole text, never its visible lines.
+    // Math: its TeX source once (never both the rendering and the source), a block on its own line.
+    if (safeMatches(el, MATH)) {
+      const tex = texOf(el);
+      if (tex !== null) {
+        lastFence = -1;
+        const t = tex.replace(/\s+/g, " ").trim();
+        if (displayMath(el)) {
+          boundary();
+          line = t;
+          boundary();
+        } else line += t;
+        return;
+      }
+    }
+    // A table: a line per row, its cells joined by " | ", the header row first.
+    if (tag === "TABLE" || el.getAttribute("role") === "table" || el.getAttribute("role") === "grid") {
+      boundary();
+      lastFence = -1;
+      for (const row of tableRows(el)) {
+        const cells = row.map((c) => cellText(c, skip));
+        if (cells.some((c) => c !== "")) out.push(cells.join(" | "));
+      }
+      return;
+    }
+    // An editor, or a <pre> an editor sits in: the editor's whole text, never its visible lines;
+    // a short label in the <pre> around it (the block's header) names its language.
     const inner = tag === "PRE" ? el.querySelector(EDITORS) : null;
     if (inner) {
+      const label = textOutside(el, inner, skip) || textOutside(el, inner, undefined);
+      const before = labelled;
+      if (/^[\w+#.-]{1,24}$/.test(label)) labelled = label;
       walk(inner);
+      labelled = before;
       return;
     }
     const editor = safeMatches(el, EDITORS);
@@ -154,7 +303,9 @@ export function readReply(message: Element, ignore: string | readonly string[] |
       const wrapped = codeWrapper(el, skip);
       if (wrapped) {
         boundary();
-        labelled = /^[\w+#.-]{1,24}$/.test(wrapped.label) ? wrapped.label : "";
+        // The label may sit in a header the adapter ignores (Gemini's decoration): read it there.
+        const label = wrapped.label || textOutside(el, wrapped.code, undefined);
+        labelled = /^[\w+#.-]{1,24}$/.test(label) ? label : "";
         walk(wrapped.code);
         labelled = "";
         return;
@@ -168,7 +319,15 @@ export function readReply(message: Element, ignore: string | readonly string[] |
         const e = editorText(el);
         code = e.code;
         if (!e.whole) incomplete = true;
-      } else ({ code, lang } = codeOf(el));
+      } else {
+        ({ code, lang } = codeOf(el));
+        // A <pre> that holds its own header (a language label beside the code element).
+        const codeEl = el.querySelector("code");
+        if (!lang && !labelled && codeEl) {
+          const label = textOutside(el, codeEl, skip) || textOutside(el, codeEl, undefined);
+          if (/^[\w+#.-]{1,24}$/.test(label) && label.toLowerCase() !== "code") lang = label.toLowerCase();
+        }
+      }
       if (!lang && labelled && labelled.toLowerCase() !== "code") lang = labelled.toLowerCase();
       const fence = "`".repeat(Math.max(3, longestFenceRun(code, "`") + 1));
       out.push(fence + lang, ...code.split("\n"), fence);

@@ -106,8 +106,12 @@ pub struct Selectors {
 }
 
 /// What no site's reply text includes, whatever the adapter says: screen-reader text, author and
-/// model-name labels, and reasoning ("thinking") panels, whose text may hold command lines the
-/// model only considered.
+/// model-name labels, reasoning ("thinking") panels, whose text may hold command lines the model
+/// only considered, and citation chips. Each rule is about the element that holds such a thing:
+/// a class token that begins with the word (`thinking-block`, `thoughts-container`) or names it
+/// after a prefix (`ds-think-content`, `ms-thought-chunk`), never a flag on the answer's own
+/// parents (`has-thoughts`, Gemini's, sits on every ancestor of a reply that had a thinking
+/// phase; a rule matching it read such replies as empty).
 pub const COMMON_IGNORE: &[&str] = &[
     ".sr-only",
     ".visually-hidden",
@@ -116,13 +120,23 @@ pub const COMMON_IGNORE: &[&str] = &[
     "[class*=\"model-name\" i]",
     "[data-testid*=\"author\" i]",
     "[data-testid*=\"model-name\" i]",
-    "[class*=\"think\" i]",
-    "[class*=\"thought\" i]",
-    "[class*=\"reasoning\" i]",
+    "[class^=\"think\" i]",
+    "[class*=\" think\" i]",
+    "[class*=\"-think\" i]:not([class*=\"has-think\" i])",
+    "[class^=\"thought\" i]",
+    "[class*=\" thought\" i]",
+    "[class*=\"-thought\" i]:not([class*=\"has-thought\" i])",
+    "[class^=\"reasoning\" i]",
+    "[class*=\" reasoning\" i]",
+    "[class*=\"-reasoning\" i]:not([class*=\"has-reasoning\" i])",
     "[data-testid*=\"thinking\" i]",
     "[data-testid*=\"reasoning\" i]",
     "model-thoughts",
     "ms-thought-chunk",
+    "[data-testid*=\"citation\" i]",
+    "span.citation",
+    "[data-pplx-citation-url]",
+    ".ds-markdown-cite",
 ];
 
 /// One chat site.
