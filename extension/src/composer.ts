@@ -2,6 +2,7 @@
 // the message, sending, and confirming the message appeared in the thread.
 
 import { pasteEvent } from "./browser.js";
+import { Seen } from "./identity.js";
 import type { SiteAdapter } from "./protocol.js";
 import { match, matchAll, shown } from "./select.js";
 
@@ -138,7 +139,7 @@ async function until<T>(ms: number, probe: () => T | null | undefined | false): 
 /// Clicks send and waits until the message shows in the thread: a new user message that holds
 /// its first line. On a page where no user message is found at all (a selector the site broke),
 /// the composer emptied and a reply starting (`replying`) confirm it instead.
-async function clickAndConfirm(site: SiteAdapter, text: string, before: number, waitMs: number, replying: () => boolean): Promise<boolean> {
+async function clickAndConfirm(site: SiteAdapter, text: string, before: Seen, waitMs: number, replying: () => boolean): Promise<boolean> {
   const button = await until(5000, () => sendButton(site));
   if (!button) {
     if (!match(site.selectors.send_button)) {
@@ -149,8 +150,11 @@ async function clickAndConfirm(site: SiteAdapter, text: string, before: number, 
   button.click();
   const head = firstLine(text).replace(/\s+/g, " ");
   const seen = await until(waitMs, () => {
+    // The user's newest message, new since the send began (by its key or as a new element: a
+    // virtualized thread unmounts old ones, so a count proves nothing), holding the first line.
     const all = userMessages(site);
-    if (all.length > before && all.slice(before).some((m) => (m.textContent ?? "").replace(/\s+/g, " ").includes(head))) return true;
+    const newest = all[all.length - 1];
+    if (newest && !before.has(newest) && (newest.textContent ?? "").replace(/\s+/g, " ").includes(head)) return true;
     if (all.length > 0) return false;
     const el = match(site.selectors.composer) as HTMLElement | null;
     return el !== null && normalise(composerText(el)) === "" && replying();
@@ -194,7 +198,7 @@ export async function send(site: SiteAdapter, text: string, opts: SendOptions = 
     if (await attach(site, opts.attach.fileName, text)) body = opts.attach.note;
     else fallback = "KA_ATTACHMENT_UPLOAD_FAILED";
   }
-  const before = userMessages(site).length;
+  const before = new Seen(userMessages(site));
   await write(site, body);
   const wait = opts.confirmMs ?? 10000;
   const replying = opts.replying ?? (() => false);
@@ -202,7 +206,9 @@ export async function send(site: SiteAdapter, text: string, opts: SendOptions = 
   // One retry: the text may still be in the composer (the click was lost), or gone (sent late).
   const el = match(site.selectors.composer) as HTMLElement | null;
   if (el && normalise(composerText(el)) === "") {
-    const late = userMessages(site).length > before;
+    const now = userMessages(site);
+    const newest = now[now.length - 1];
+    const late = newest !== undefined && !before.has(newest);
     if (late) return fallback;
     await write(site, body);
   }

@@ -5,18 +5,22 @@
 import { ChatError, send, write } from "./composer.js";
 import { COPY_EDITORS, EDITOR_TEXT, EDITORS, READ_EDITORS, WANT_COPY } from "./editors.js";
 import { contentIn, readReply } from "./extract.js";
+import { find, keyOf, newestUnseen, Seen } from "./identity.js";
 import { match, matchAll, probeOne, touches } from "./select.js";
 import { Overlay } from "./overlay.js";
 import { ask, type CandidateFacts, type Delivery, type DoctorLine, type PickedNode, type FollowReport, type Generation, type HostEvent, type Inspection, type PageObservation, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
 
 interface Watch {
-  /// Assistant messages that existed before the message this reply answers.
-  baseline: number;
+  /// Assistant messages that existed before the message this reply answers (by identity: a
+  /// virtualized thread mounts old ones again as new elements).
+  known: Seen;
+  /// The reply being followed, once it showed: its key, or its element.
+  followed: string | Element | null;
   /// When the message this reply answers was sent; null until the user sends it (after a Start
   /// that only pasted the prompt).
   sentAt: number | null;
   /// User messages on the page when the watch began.
-  users: number;
+  users: Seen;
   lastText: string;
   lastChange: number;
   /// The text the worker has for this reply (updates send only what changed).
@@ -121,7 +125,7 @@ async function onGenerate(g: Generation): Promise<void> {
   });
   o.setWhere(`${site.name} · .as program`);
   o.setPhase("sending the request", "run");
-  const before = assistantMessages().length;
+  const before = new Seen(assistantMessages());
   try {
     await send(site, g.text, { replying: replyingSince(before) });
   } catch (e) {
@@ -179,11 +183,17 @@ function contentOf(message: Element): Element {
   return contentIn(message, site?.selectors.assistant_content, site?.selectors.ignore);
 }
 
-/// A reply has started: a new assistant message since `before`, or the site's stop signal
+/// A reply has started: an assistant message not among `before`, or the site's stop signal
 /// where it was not showing when the send began (a spinner elsewhere on the page proves nothing).
-function replyingSince(before: number): () => boolean {
+function replyingSince(before: Seen): () => boolean {
   const stopBefore = site !== null && match(site.selectors.streaming) !== null;
-  return () => assistantMessages().length > before || (!stopBefore && site !== null && match(site.selectors.streaming) !== null);
+  return () => newestReply(before) !== undefined || (!stopBefore && site !== null && match(site.selectors.streaming) !== null);
+}
+
+/// The newest assistant message not among `known`, after the user's newest message.
+function newestReply(known: Seen): Element | undefined {
+  const users = userElements();
+  return newestUnseen(assistantMessages(), known, users[users.length - 1]);
 }
 
 /// The editors whose copy button was asked for (see page.ts), with what each showed then.
@@ -234,10 +244,10 @@ function exhaustedNow(now: number): boolean {
 }
 
 /// Starts following the reply to a message that was just sent.
-function follow(baseline: number, sent = true): void {
+function follow(known: Seen, sent = true): void {
   const now = performance.now();
-  const users = userElements().length;
-  watch = { baseline, sentAt: sent ? now : null, users, lastText: "", lastChange: now, sent: "", stopSeen: false, commands: [], done: false, fresh: true };
+  const users = new Seen(userElements());
+  watch = { known, followed: null, sentAt: sent ? now : null, users, lastText: "", lastChange: now, sent: "", stopSeen: false, commands: [], done: false, fresh: true };
   exhausted = false;
   lastExhaustedCheck = 0;
   ui().setWhere(`${site?.name ?? ""}${run ? ` · turn ${run.turn} batch ${run.batch}` : ""}`);
@@ -260,11 +270,16 @@ async function tick(): Promise<void> {
   busy = true;
   try {
     const t0 = performance.now();
+    // The reply followed, by its identity once it showed; a reply unmounted while the user
+    // scrolls keeps what was read of it until it is back.
     const msgs = assistantMessages();
-    const newest = msgs.length > w.baseline ? msgs[msgs.length - 1] : undefined;
-    if (w.sentAt === null && (newest || userElements().length > w.users)) w.sentAt = performance.now();
+    const newest = w.followed !== null ? find(msgs, w.followed) : newestReply(w.known);
+    if (newest && w.followed === null) w.followed = keyOf(newest) ?? newest;
+    const away = w.followed !== null && !newest;
+    if (w.sentAt === null && (newest || userElements().some((u) => !w.users.has(u)))) w.sentAt = performance.now();
     const streaming = match(site.selectors.streaming) !== null;
     if (streaming) w.stopSeen = true;
+    if (away) return;
     const read = newest ? readNewest(newest, streaming) : { text: "", incomplete: false };
     const text = read.text;
     // The adapter's "this reply is done" mark (AI Studio's footer), on the newest reply.
@@ -402,7 +417,7 @@ async function deliver(text: string, delivery: Delivery, endAt: number, notice =
   const o = ui();
   unsent = { text, delivery, endAt };
   o.setPhase("sending", "run");
-  const before = assistantMessages().length;
+  const before = new Seen(assistantMessages());
   try {
     const fallback = await send(
       site,
@@ -476,7 +491,7 @@ async function onPaste(text: string, sendIt: boolean): Promise<void> {
   if (!site) return;
   const o = ui();
   o.reset();
-  const before = assistantMessages().length;
+  const before = new Seen(assistantMessages());
   try {
     if (sendIt) {
       await send(site, text, { replying: replyingSince(before) });
@@ -535,9 +550,10 @@ function rebase(picked: Element | null): void {
   let at = picked ? all.indexOf(picked) : -1;
   const lastUser = users[users.length - 1];
   if (at < 0 && watch.sentAt !== null && lastUser) at = all.filter((m) => before(m, lastUser)).length;
-  watch.baseline = at >= 0 ? at : all.length;
-  // Not yet seen sent: the user's messages counted with the new selectors.
-  if (watch.sentAt === null) watch.users = users.length;
+  watch.known = new Seen(at >= 0 ? all.slice(0, at) : all);
+  watch.followed = at >= 0 && all[at] ? (keyOf(all[at] as Element) ?? (all[at] as Element)) : null;
+  // Not yet seen sent: the user's messages taken with the new selectors.
+  if (watch.sentAt === null) watch.users = new Seen(users);
 }
 
 /// Whether `a` comes before `b` in the page and does not hold it (a turn holding the user's
@@ -792,7 +808,7 @@ async function main(): Promise<void> {
   if (programs) ask("ping", {}).catch(() => undefined);
   if (run && (run.state === "running" || run.state === "paused")) {
     // After a reload: follow only replies that arrive from now on (the host never runs a batch twice).
-    follow(assistantMessages().length);
+    follow(new Seen(assistantMessages()));
     ui().setPhase(run.state === "paused" ? "paused" : "following", run.state === "paused" ? "wait" : "follow");
   }
 }

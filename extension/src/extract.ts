@@ -168,6 +168,18 @@ function tableRows(table: Element): Element[][] {
 }
 
 const PROSE = "p, li, h1, h2, h3, h4, h5, h6, blockquote, table";
+/// A code block drawn as an editable view without `pre` (ChatGPT since 2026-09: "Edit code").
+const CODE_VIEW = '[role="textbox"][data-language]';
+
+/// A code view's lines: a line per block child (an empty one holds only a `<br>`), else its text
+/// with `<br>` as newlines.
+function viewText(view: Element): string {
+  const kids = Array.from(view.children);
+  if (kids.length > 0 && kids.every((k) => k.tagName.toUpperCase() === "DIV" || k.tagName.toUpperCase() === "P")) {
+    return kids.map((k) => brText(k).replace(/\n$/, "").replace(/\u00a0/g, " ")).join("\n");
+  }
+  return brText(view).replace(/\u00a0/g, " ");
+}
 
 /// The text of `el` outside `inside` (and outside buttons, icons and what is ignored), trimmed.
 function textOutside(el: Element, inside: Element, skip: readonly string[] | undefined): string {
@@ -190,7 +202,7 @@ function textOutside(el: Element, inside: Element, skip: readonly string[] | und
 /// know to the last class render these; the label must not become a stray line of the reply.
 /// Returns the code element and the label.
 function codeWrapper(el: Element, skip: readonly string[] | undefined): { code: Element; label: string } | null {
-  const codes = el.querySelectorAll(`pre, ${EDITORS}`);
+  const codes = el.querySelectorAll(`pre, ${EDITORS}, ${CODE_VIEW}`);
   const code = codes[0];
   if (!code || !Array.from(codes).every((c) => c === code || code.contains(c))) return null;
   if (Array.from(el.querySelectorAll(PROSE)).some((x) => !code.contains(x))) return null;
@@ -310,6 +322,16 @@ export function readReply(message: Element, ignore: string | readonly string[] |
         labelled = "";
         return;
       }
+    }
+    if (!editor && tag !== "PRE" && safeMatches(el, CODE_VIEW)) {
+      boundary();
+      const code = viewText(el);
+      let lang = (el.getAttribute("data-language") ?? "").toLowerCase();
+      if (!lang && labelled && labelled.toLowerCase() !== "code") lang = labelled.toLowerCase();
+      const fence = "`".repeat(Math.max(3, longestFenceRun(code, "`") + 1));
+      out.push(fence + lang, ...code.split("\n"), fence);
+      lastFence = out.length - 1;
+      return;
     }
     if (tag === "PRE" || editor) {
       boundary();

@@ -598,7 +598,7 @@ test("an MCP server's form goes to the user in the overlay and the dashboard, an
       await form.waitFor({ timeout: 60000 });
       assert.match(await overlay(page).locator(".prompt").textContent(), /The MCP server "recorder" asks this/);
       // The server's words without its escape sequences; the required field first.
-      assert.equal(await form.locator(".server-words").textContent(), "Deploy now?");
+      assert.equal(await form.locator(".server-words").textContent(), "Deploy <U+001B>[31mnow<U+001B>[0m?");
       assert.equal(await form.locator("label.f").first().getAttribute("data-field"), "name");
       assert.equal(await form.locator('[data-field="count"] input').inputValue(), "3");
       assert.match(await form.locator('[data-field="name"]').textContent(), /Your name \*/);

@@ -147,6 +147,45 @@ describe("every site adapter on its imitation, in one browser with one host", ()
     });
   }
 
+  // ChatGPT's layout since 2026-09 (SITES.md): units keyed by data attributes, the reply body
+  // by its style attribute, code blocks drawn again without pre, and a virtualized thread that
+  // unmounts the newest exchanges while the user scrolls up and mounts them again as new
+  // elements. The whole task runs while the test scrolls up and down all along.
+  it("ChatGPT 2026-09: the task runs to a pushed commit and @@done while the user scrolls the virtualized thread", async () => {
+    const label = "ChatGPT 2026-09";
+    const file = "src/greet_chatgpt_2026_09.py";
+    chat.setReplies(siteTaskReplies(label, file).map((text) => ({ text, chunk: 30, delayMs: 15 })));
+    const from = chat.received.length;
+    const { page, tabId } = await open("https://chatgpt.com/?variant=2026-09", "form[data-chatgpt-composer] [data-composer-markdown]");
+    let scrolling = true;
+    let scrolls = 0;
+    const scroller = (async () => {
+      while (scrolling) {
+        await new Promise((r) => setTimeout(r, 350));
+        await page.evaluate((n) => (n % 2 ? window.__timeline.down() : window.__timeline.up()), scrolls).catch(() => undefined);
+        scrolls++;
+      }
+    })();
+    try {
+      await start(tabId, `Add ${file} and commit it.`);
+      await until(`${label}: the done state`, async () => (await pill(page).textContent()) === "done", 90000);
+      scrolling = false;
+      await scroller;
+      await page.evaluate(() => window.__timeline.down());
+      await page.screenshot({ path: join(shots, "sites-chatgpt-2026-09.png") });
+      const got = chat.received.slice(from);
+      assert.equal(got.length, 3, `${label}: the prompt and two results, nothing after @@done (scrolled ${scrolls} times)`);
+      assert.equal(readFileSync(join(w.ws, file), "utf8"), `${GREET_PY}\n`, `${label}: the file is byte-exact`);
+      assert.match(got[1].text, new RegExp(`#3 runcommand \\| python3 ${file.replace(".", "\\.")} ---\\nstatus: ok`));
+      assert.equal(git(w.origin, "log", "-1", "--format=%s", "feature/greet"), `Add the greeting module (${label})`);
+      assert.deepEqual(await page.evaluate(() => window.__keylessProblems), [], `${label}: no false problem while streaming`);
+      assert.ok(scrolls >= 4, `the thread was scrolled during the task (${scrolls})`);
+    } finally {
+      scrolling = false;
+      await page.close();
+    }
+  });
+
   it("Qwen: code editors the page script cannot read are KA_REPLY_INCOMPLETE, and nothing runs", async () => {
     const body = ["@@newfile src/partial.py", "<<<CONTENT", ...Array.from({ length: 20 }, (_, i) => `x${i} = ${i}`), "CONTENT>>>", "@@end", "@@next", "@@end", "@@eof"];
     chat.setReplies([{ text: fenced(body.join("\n")), chunk: 60, delayMs: 10 }]);

@@ -355,7 +355,8 @@
 
   /** The page from a skin: the same model, streaming and editors, the skin's DOM. */
   function runSkin(skin) {
-    const thread = h("div", { class: "thread" });
+    // A skin may keep its own thread (a virtualized one mounts the turns itself).
+    const thread = skin.thread ?? h("div", { class: "thread" });
     const main = h("main", {}, thread);
     root.append(h("header", { class: "top", text: skin.title }), main, skin.form);
     const kinds = { prosemirror: Editor, tiptap: TiptapEditor, lexical: LexicalEditor, quill: QuillEditor, textarea: FormTextarea };

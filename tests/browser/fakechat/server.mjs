@@ -162,8 +162,10 @@ export function startFakeChat(replies = []) {
     }
     if (url.pathname === "/" || url.pathname.startsWith("/c/") || url.pathname.startsWith("/chat") || url.pathname.startsWith("/app") || url.pathname.startsWith("/prompts") || url.pathname.startsWith("/a/") || url.pathname === "/new") {
       // ?variant=2: the second imitation of one of the first four sites.
-      const variant = url.searchParams.get("variant") === "2" && OWN.has(site) ? "2" : "";
-      const skin = variant ? `${site}-2` : OWN.has(site) ? "" : site;
+      // ?variant=2026-09: ChatGPT's layout since September 2026.
+      const asked = url.searchParams.get("variant");
+      const variant = (asked === "2" && OWN.has(site)) || (asked === "2026-09" && site === "chatgpt") ? asked : "";
+      const skin = variant ? `${site}-${variant}` : OWN.has(site) ? "" : site;
       res.writeHead(200, { ...headers, "content-type": "text/html; charset=utf-8" });
       res.end(`<!doctype html><html lang="en" data-site="${site}" data-skin="${skin}"><head><meta charset="utf-8"><title>${TITLES[site]}</title><link rel="stylesheet" href="/chat.css">${site === "qwen" ? editorAssets(url.searchParams.get("editor")) : ""}</head><body class="${site}${skin ? " skin" : ""}"><div id="root"></div><script src="/skins.js"></script><script src="/chat.js"></script></body></html>`);
       return;
