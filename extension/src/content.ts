@@ -161,22 +161,51 @@ function inspect(): Inspection {
     send: site !== null && match(site.selectors.send_button) !== null,
     assistantMessages: replies.length,
     userMessages: userElements().length,
+    ambiguous: thread().ambiguous,
+    alternatives: site ? probe(site.selectors) : [],
     lastReply: read?.text ?? null,
     incomplete: read?.incomplete ?? false,
   };
 }
 
-/// The user's messages on the page.
-function userElements(): Element[] {
-  return site ? matchAll(site.selectors.user_message) : [];
+/// The thread as both selectors see it. An element both take (a reply the user selector also
+/// takes, or a user turn a broad reply selector also takes) is never thrown away: it is decided by
+/// its position, as turns alternate: after the user's message it is a reply, after a reply (or
+/// first) the user's. A negative user rule ("a message without the reply's class") takes every
+/// reply once the site renames that class; the reply is still read. `ambiguous` counts them (the
+/// doctor says so).
+function thread(): { users: Element[]; replies: Element[]; ambiguous: number } {
+  if (!site) return { users: [], replies: [], ambiguous: 0 };
+  const rawUsers = matchAll(site.selectors.user_message);
+  const rawReplies = matchAll(site.selectors.assistant_message);
+  const inUser = (m: Element) => rawUsers.some((u) => u === m || u.contains(m));
+  const holdsReply = (u: Element) => rawReplies.some((m) => m === u || u.contains(m));
+  const pureUsers = rawUsers.filter((u) => !holdsReply(u));
+  const all = [...new Set([...pureUsers, ...rawReplies])].sort((a, b) => (a === b ? 0 : a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1));
+  const users: Element[] = [];
+  const replies: Element[] = [];
+  let ambiguous = 0;
+  let lastWasUser = false;
+  for (const el of all) {
+    let isUser = pureUsers.includes(el);
+    if (!isUser && inUser(el)) {
+      ambiguous++;
+      isUser = !lastWasUser;
+    }
+    (isUser ? users : replies).push(el);
+    lastWasUser = isUser;
+  }
+  return { users, replies, ambiguous };
 }
 
-/// The assistant messages on the page: never one that is, or sits inside, a user message (a
-/// fallback selector broad enough to catch the user's turn must not make it read as a reply).
+/// The user's messages on the page (elements both selectors take, by position: [`thread`]).
+function userElements(): Element[] {
+  return thread().users;
+}
+
+/// The assistant messages on the page: never one that is the user's by position ([`thread`]).
 function assistantMessages(): Element[] {
-  if (!site) return [];
-  const users = userElements();
-  return matchAll(site.selectors.assistant_message).filter((m) => !users.some((u) => u === m || u.contains(m)));
+  return thread().replies;
 }
 
 function contentOf(message: Element): Element {

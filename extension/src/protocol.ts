@@ -171,6 +171,10 @@ export interface Inspection {
   send: boolean;
   assistantMessages: number;
   userMessages: number;
+  /// Elements both the reply and the user selectors take, decided by position.
+  ambiguous: number;
+  /// Which alternative of each selector matched (1-based; null: none), and how many elements.
+  alternatives: { key: string; matches: number | null; alternative: number | null }[];
   lastReply: string | null;
   incomplete: boolean;
 }

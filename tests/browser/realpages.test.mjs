@@ -5,7 +5,7 @@
 // must be what tests/realpages/expected/SITE/NAME.json says a reader finds in the page.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { launchWithExtension, root } from "./host.mjs";
 import { REAL_PAGES, SITE_HOSTS, startFakeChat } from "./fakechat/server.mjs";
@@ -67,9 +67,22 @@ describe("the adapters on the pages the sites really rendered", () => {
     browser = await launchWithExtension(chat.port);
   });
 
+  /// Which alternative of each selector matched on each page (the closing note's table).
+  const table = [];
+
   after(async () => {
     await browser?.context.close();
     await chat?.close();
+    const keys = ["composer", "send_button", "assistant_message", "assistant_content", "user_message", "streaming"];
+    const lines = [`| page | ${keys.join(" | ")} |`, `|${" --- |".repeat(keys.length + 1)}`];
+    for (const [page, alts] of table) {
+      const cell = (k) => {
+        const a = alts.find((x) => x.key === k);
+        return !a || a.alternative === null ? "–" : `${a.alternative + 1}${a.alternative > 0 ? " (fallback)" : ""}`;
+      };
+      lines.push(`| ${page} | ${keys.map(cell).join(" | ")} |`);
+    }
+    writeFileSync(join(root, "target", "realpages-alternatives.md"), `${lines.join("\n")}\n`);
   });
 
   it("has the pages and their expected values", () => {
@@ -85,6 +98,7 @@ describe("the adapters on the pages the sites really rendered", () => {
       try {
         await page.goto(url);
         const got = await inspect(browser, url);
+        table.push([`${site}/${name}`, got.alternatives]);
         const seen = {
           composer: want.composer === null ? null : got.composer,
           send: want.send === null ? null : got.send,

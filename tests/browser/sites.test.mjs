@@ -186,6 +186,72 @@ describe("every site adapter on its imitation, in one browser with one host", ()
     }
   });
 
+  // Fail safe when a site differs from its adapter (issue 41): every imitation with its stop
+  // signal selector broken (the reply streams with no recognized stop signal: no false problem,
+  // it completes on @@eof and quiet), and with the class (or attribute) its replies carry renamed
+  // on the page (the reply is read, or the doctor shows the reply selector broken; it is never
+  // taken for the user's message).
+  const RENAMED = {
+    chatgpt: "markdown", claude: "font-claude-message", gemini: "markdown", aistudio: "turn-content", deepseek: "ds-markdown",
+    grok: "response-content-markdown", mistral: "[data-message-part-type]", perplexity: "prose", copilot: "[data-content=ai-message]",
+    kimi: "markdown-container", qwen: "response-message-content", openrouter: "[data-testid=assistant-message]", "chatgpt-2": "markdown", "claude-2": "font-claude-message",
+    "gemini-2": "markdown", "aistudio-2": "turn-content", "chatgpt-2026-09": "[data-markdown-text-style]",
+  };
+  const FAILSAFE = [
+    ["ChatGPT", "chatgpt", "https://chatgpt.com/", "#prompt-textarea"],
+    ["Claude", "claude", "https://claude.ai/new", ".ProseMirror"],
+    ["ChatGPT 2026-09", "chatgpt-2026-09", "https://chatgpt.com/?variant=2026-09", "form[data-chatgpt-composer] [data-composer-markdown]"],
+    ...SITES,
+  ];
+  const adapterOf = (slug) => slug.replace(/-2$|-2026-09$/, "");
+  const shortTask = (slug, marker) => fenced(["@@say", "<<<MSG", `Reply ${marker} from the model.`, "MSG>>>", "@@end", "@@newfile", `src/failsafe_${slug.replaceAll("-", "_")}.txt`].join("\n").replace("@@newfile\n", "@@newfile ") + ["", "<<<CONTENT", "safe", "CONTENT>>>", "@@end", "@@done", "<<<MSG", "done", "MSG>>>", "@@end", "@@eof"].join("\n"));
+  it("every imitation with its stop signal selector broken: no false problem, the reply completes on @@eof and quiet", async () => {
+    for (const [label, slug, url, composer] of FAILSAFE) {
+      await setOverrides(JSON.stringify({ [adapterOf(slug)]: { selectors: { streaming: ["#keyless-no-such-stop-signal"] } } }));
+      chat.setReplies([{ text: shortTask(slug, "one"), chunk: 6, delayMs: 12 }]);
+      const sep = url.includes("?") ? "&" : "?";
+      const { page, tabId } = await open(`${url}${sep}x=stop`, composer);
+      try {
+        await start(tabId, `Write the failsafe file (${label}).`);
+        await until(`${label}: done without a stop signal`, async () => (await pill(page).textContent()) === "done", 60000);
+        assert.deepEqual(await page.evaluate(() => window.__keylessProblems), [], `${label}: no false problem while streaming without a stop signal`);
+        assert.equal(readFileSync(join(w.ws, `src/failsafe_${slug.replaceAll("-", "_")}.txt`), "utf8"), "safe\n", label);
+      } finally {
+        await page.close();
+      }
+    }
+    await setOverrides("{}");
+  });
+
+  it("every imitation whose replies lost their class: the reply is read or the doctor says why, never taken for the user's message", async () => {
+    const outcomes = [];
+    const failures = [];
+    for (const [label, slug, url, composer] of FAILSAFE) {
+      chat.setReplies([{ text: shortTask(`${slug}_renamed`, "two"), chunk: 40, delayMs: 10 }]);
+      const sep = url.includes("?") ? "&" : "?";
+      const page = (await open(`${url}${sep}renamed=${encodeURIComponent(RENAMED[slug])}`, composer));
+      try {
+        await start(page.tabId, `Write the failsafe file (${label}, renamed).`);
+        const target = `${new URL(url).origin}/*`;
+        const seen = await until(`${label}: the reply on the page`, async () => {
+          const r = await browser.worker.evaluate(async ({ tabId }) => chrome.tabs.sendMessage(tabId, { type: "inspect" }), { tabId: page.tabId, target });
+          const done = (await pill(page.page).textContent()) === "done";
+          const broken = r.alternatives.find((a) => a.key === "assistant_message")?.matches === 0;
+          return done || broken || (r.lastReply ?? "").includes("Reply two") ? { r, done, broken } : null;
+        }, 30000);
+        // The reply is never one of the user's messages (a user selector the rename broke too may
+        // find none: then the doctor shows it broken as well).
+        if (seen.r.userMessages > 1) failures.push(`${label}: the reply was taken for the user's message (${JSON.stringify(seen.r)})`);
+        else if (!(seen.done || seen.broken || (seen.r.assistantMessages >= 1 && seen.r.lastReply.includes("Reply two")))) failures.push(`${label}: neither read nor the selector broken`);
+        outcomes.push(`${label}: ${seen.done ? "read and run" : seen.broken ? "reply selector broken (the doctor says so)" : "read"}${seen.r.ambiguous ? `, ${seen.r.ambiguous} element(s) both selectors take, decided by position` : ""}`);
+      } finally {
+        await page.page.close();
+      }
+    }
+    console.log(`figure: renamed reply classes:\n${outcomes.join("\n")}`);
+    assert.deepEqual(failures, []);
+  });
+
   it("Qwen: code editors the page script cannot read are KA_REPLY_INCOMPLETE, and nothing runs", async () => {
     const body = ["@@newfile src/partial.py", "<<<CONTENT", ...Array.from({ length: 20 }, (_, i) => `x${i} = ${i}`), "CONTENT>>>", "@@end", "@@next", "@@end", "@@eof"];
     chat.setReplies([{ text: fenced(body.join("\n")), chunk: 60, delayMs: 10 }]);

@@ -34,10 +34,14 @@ impl PageObservation {
     /// Whether the site may still add to the reply: its stop signal shows, or its `reply_done`
     /// mark does not yet (or showed less than [`REPLY_DONE_QUIET_MS`] after the last change). A
     /// mark that never shows (the site changed it) is awaited [`REPLY_DONE_WAIT_MS`] of quiet at
-    /// most: then the stop signal and `@@eof` decide, as on a site without one.
+    /// most: then the stop signal and `@@eof` decide, as on a site without one. Where no stop
+    /// signal was seen at all during the reply (the adapter's is not recognized, or the site has
+    /// none), the site may be writing until the text has been quiet for [`QUIET_MS`]: meanwhile
+    /// the last line stays unjudged, so a half-written `@@ru` is never shown as a problem.
     #[must_use]
     pub fn still_writing(&self) -> bool {
         self.site_streaming
+            || (!self.stop_signal_seen && self.reply_done.is_none() && self.quiet_ms < QUIET_MS)
             || match self.reply_done {
                 Some(false) => self.quiet_ms < REPLY_DONE_WAIT_MS,
                 Some(true) => self.quiet_ms < REPLY_DONE_QUIET_MS,
@@ -193,16 +197,21 @@ impl Follower {
             .iter()
             .map(|c| self.row(c, None, None))
             .collect();
+        // Without a recognized stop signal (none seen during the reply, no done mark), the page
+        // may still be writing anything until the text is quiet: no problem shows meanwhile (a
+        // site's own streaming marks, a half-written line), the rows do.
+        let unsure = !page.stop_signal_seen && page.reply_done.is_none() && page.quiet_ms < QUIET_MS;
+        let diagnostics = if unsure { Vec::new() } else { out.diagnostics };
         FollowReport {
             verdict,
             code: verdict.code(),
             r#final: false,
-            ok: out.diagnostics.is_empty(),
+            ok: diagnostics.is_empty(),
             commands,
             control: out.reply.control(),
             correction: None,
             lines: out.complete_lines,
-            diagnostics: out.diagnostics,
+            diagnostics,
         }
     }
 }

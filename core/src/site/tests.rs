@@ -77,7 +77,7 @@ fn override_merges_one_selector() {
     assert_eq!(c.selectors.composer.all(), ["div.new-composer"]);
     assert_eq!(
         c.selectors.send_button.first(),
-        "button[data-testid=\"send-button\"]"
+        "form[data-chatgpt-composer] button[type=\"submit\"][aria-label=\"Send\"]"
     );
     // A list is alternatives in order; an empty list or a bad one is refused, naming the key.
     let sites = load_sites(

@@ -20,6 +20,28 @@
     return e;
   };
 
+  // ?renamed=NAME: the site renamed a class its replies carry (`markdown`), an attribute
+  // (`[data-message-part-type]`) or an attribute's value (`[data-testid=assistant-message]`):
+  // every element gets the new name, as a site's redeploy would.
+  const renamed = new URLSearchParams(location.search).get("renamed");
+  if (renamed) {
+    const [, attr, value] = /^\[([\w-]+)(?:=([^\]]+))?\]$/.exec(renamed) ?? [];
+    const rename = (el) => {
+      if (attr && value !== undefined) {
+        if (el.getAttribute(attr) === value) el.setAttribute(attr, `${value}-renamed`);
+      } else if (attr && el.hasAttribute(attr)) {
+        el.setAttribute(`${attr}-renamed`, el.getAttribute(attr));
+        el.removeAttribute(attr);
+      } else if (!attr && el.classList.contains(renamed)) el.classList.replace(renamed, `${renamed}-renamed`);
+    };
+    new MutationObserver((records) => {
+      for (const r of records) {
+        if (r.type === "attributes") rename(r.target);
+        for (const n of r.addedNodes) if (n.nodeType === 1) [n, ...n.querySelectorAll("*")].forEach(rename);
+      }
+    }).observe(document.documentElement, { subtree: true, childList: true, attributes: true, attributeFilter: attr ? [attr] : ["class"] });
+  }
+
   // ---- markdown (enough of it to be faithful to how replies are mangled) ----
   function codeBlock(code, lang) {
     const codeEl = h("code", { class: `whitespace-pre! language-${lang || "plaintext"}` });
