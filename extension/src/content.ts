@@ -6,6 +6,7 @@ import { ChatError, send, write } from "./composer.js";
 import { COPY_EDITORS, EDITOR_TEXT, EDITORS, READ_EDITORS, WANT_COPY } from "./editors.js";
 import { contentIn, readReply } from "./extract.js";
 import { find, keyOf, newestUnseen, Seen } from "./identity.js";
+import { capture, captureName } from "./capture.js";
 import { match, matchAll, probeOne, touches } from "./select.js";
 import { Overlay } from "./overlay.js";
 import { ask, type CandidateFacts, type Delivery, type DoctorLine, type PickedNode, type FollowReport, type Generation, type HostEvent, type Inspection, type PageObservation, type ReplyOutcome, type Settings, type Selectors, type SiteAdapter, type TabMessage, type TabRun } from "./protocol.js";
@@ -802,6 +803,9 @@ chrome.runtime.onMessage.addListener((msg: TabMessage, _sender, sendResponse) =>
       return false;
     case "inspect":
       sendResponse(inspect());
+      return false;
+    case "capture":
+      sendResponse(site ? { name: captureName(site), html: capture(site) } : null);
       return false;
     default:
       return false;

@@ -220,4 +220,22 @@ on("doctor", () =>
   }),
 );
 
+on("capture", () =>
+  withTab(async (tabId) => {
+    const { name, html } = await ask("capture", { tabId });
+    const url = URL.createObjectURL(new Blob([html], { type: "text/html" }));
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = name;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+    const out = byId<HTMLTableElement>("doctor-out");
+    const tr = el("tr");
+    tr.append(el("td", "", "capture"), el("td", "st-ok", "saved"), el("td", "", `${name}: open it to check it holds none of your conversation, then attach it to the report`));
+    out.append(tr);
+  }),
+);
+
 refresh().catch(showError);

@@ -142,6 +142,7 @@ export interface Requests {
   resume: { req: { tabId: number }; res: { run: TabRun | null } };
   stop: { req: { tabId: number }; res: { run: TabRun | null } };
   doctor: { req: { tabId: number }; res: { site: string | null; lines: DoctorLine[]; error: string | null } };
+  capture: { req: { tabId: number }; res: { name: string; html: string } };
   metrics: { req: Record<string, never>; res: Metrics };
 }
 
@@ -160,7 +161,8 @@ export type TabMessage =
   | { type: "generate"; generation: Generation }
   | { type: "generationEnded"; generation: Generation }
   | { type: "programs"; on: boolean }
-  | { type: "inspect" };
+  | { type: "inspect" }
+  | { type: "capture" };
 
 /// What the content script finds on its page, as it would read it for a task (the real-page
 /// suite asks for it; nothing else does): the composer and send button, the replies and the

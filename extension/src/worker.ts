@@ -703,6 +703,12 @@ const handlers: Handlers = {
     }
     return { site: site.name, lines, error: null };
   },
+  async capture(req) {
+    const msg: TabMessage = { type: "capture" };
+    const got: { name: string; html: string } | null | undefined = await chrome.tabs.sendMessage(req.tabId, msg);
+    if (!got) throw new Error("KA_SELECTOR_NOT_FOUND this tab is not a supported chat site (or the page did not answer; reload it)");
+    return got;
+  },
   async metrics() {
     return metrics;
   },

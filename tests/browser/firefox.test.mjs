@@ -391,3 +391,53 @@ test("Firefox: an MCP server's form is filled in the overlay, refused values sai
     prepare,
   );
 });
+
+// The real-page suite in Firefox (tests/realpages): every page the sites rendered, served at its
+// host with its scripts blocked, read by the Firefox build's content script; what it finds must be
+// what the expected values say, as in Chromium.
+test("Firefox: the adapters on the pages the sites really rendered", { skip }, async () => {
+  const { realPages, codeBlocks } = await import("./scenario.mjs");
+  const { SITE_HOSTS } = await import("./fakechat/server.mjs");
+  const chat = await startFakeChat([]);
+  const ff = await launchFirefox(chat.port);
+  const failures = [];
+  try {
+    const popup = await openExtensionPage(ff.browser, ff.extensionUrl("popup.html"), "body");
+    for (const [site, name] of realPages()) {
+      const want = JSON.parse(readFileSync(join(root, "tests", "realpages", "expected", site, `${name}.json`), "utf8"));
+      const url = `https://${SITE_HOSTS[site][0]}/__real/${site}/${name}.html`;
+      const page = await ff.browser.newPage();
+      try {
+        await page.goto(url, { waitUntil: "domcontentloaded" });
+        const got = await until(`the content script on ${url}`, () =>
+          popup.evaluate(async (u) => {
+            const tab = (await browser.tabs.query({})).find((t) => t.url === u);
+            if (!tab) return null;
+            const r = await browser.tabs.sendMessage(tab.id, { type: "inspect" }).catch(() => null);
+            return r?.site ? r : null;
+          }, url),
+        );
+        const seen = {
+          composer: want.composer === null ? null : got.composer,
+          send: want.send === null ? null : got.send,
+          assistant_messages: got.assistantMessages,
+          user_messages: got.userMessages,
+          last_reply: got.incomplete ? `INCOMPLETE\n${got.lastReply}` : got.lastReply,
+          code_blocks: codeBlocks(got.lastReply),
+        };
+        const expected = { composer: want.composer, send: want.send, assistant_messages: want.assistant_messages, user_messages: want.user_messages, last_reply: want.last_reply, code_blocks: want.code_blocks };
+        try {
+          assert.deepEqual(seen, expected);
+        } catch (e) {
+          failures.push(`${site}/${name}: ${e.message}`);
+        }
+      } finally {
+        await page.close();
+      }
+    }
+  } finally {
+    await ff.close();
+    await chat.close();
+  }
+  assert.deepEqual(failures, []);
+});

@@ -9,53 +9,9 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { launchWithExtension, root } from "./host.mjs";
 import { REAL_PAGES, SITE_HOSTS, startFakeChat } from "./fakechat/server.mjs";
-import { until } from "./scenario.mjs";
+import { codeBlocks, inspect, realPages } from "./scenario.mjs";
 
 const EXPECTED = join(root, "tests", "realpages", "expected");
-
-/** Every page with its expected values: [site, name]. */
-export function realPages() {
-  const out = [];
-  if (!existsSync(EXPECTED)) return out;
-  for (const site of readdirSync(EXPECTED).sort()) {
-    for (const f of readdirSync(join(EXPECTED, site)).sort()) {
-      if (f.endsWith(".json")) out.push([site, f.replace(/\.json$/, "")]);
-    }
-  }
-  return out;
-}
-
-/** The code blocks of a rebuilt reply: each fence's language and its lines. */
-export function codeBlocks(text) {
-  const blocks = [];
-  const lines = (text ?? "").split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const open = /^(`{3,})(.*)$/.exec(lines[i]);
-    if (!open) continue;
-    const end = lines.findIndex((l, j) => j > i && l === open[1]);
-    if (end < 0) break;
-    blocks.push({ lang: open[2], code: lines.slice(i + 1, end).join("\n") });
-    i = end;
-  }
-  return blocks;
-}
-
-/** What the content script of `page` (at `url`) finds, once it has its adapter. */
-export async function inspect(browser, url) {
-  const pattern = `${new URL(url).origin}/*`;
-  return until(`the content script on ${url}`, async () => {
-    const r = await browser.worker.evaluate(async ({ pattern, url }) => {
-      const tab = (await chrome.tabs.query({ url: pattern })).find((t) => t.url === url);
-      if (!tab?.id) return null;
-      try {
-        return await chrome.tabs.sendMessage(tab.id, { type: "inspect" });
-      } catch {
-        return null;
-      }
-    }, { pattern, url });
-    return r?.site ? r : null;
-  });
-}
 
 describe("the adapters on the pages the sites really rendered", () => {
   let chat;

@@ -2,9 +2,10 @@
 // tests/browser/firefox.test.mjs on Firefox): a workspace with a bare origin, a fenced reply, a
 // wait with a deadline.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 export const git = (cwd, ...args) => execFileSync("git", args, { cwd, encoding: "utf8" }).trim();
 
@@ -121,3 +122,46 @@ export function recorderPiece(w, root, record) {
 
 /** An `@@mcp recorder.TOOL` block with no arguments, as lines. */
 export const recorderCall = (tool) => [`@@mcp recorder.${tool}`, "<<<ARGS", "{}", "ARGS>>>", "@@end"];
+
+/** What the content script of `page` (at `url`) finds, once it has its adapter. */
+export async function inspect(browser, url) {
+  const pattern = `${new URL(url).origin}/*`;
+  return until(`the content script on ${url}`, async () => {
+    const r = await browser.worker.evaluate(async ({ pattern, url }) => {
+      const tab = (await chrome.tabs.query({ url: pattern })).find((t) => t.url === url);
+      if (!tab?.id) return null;
+      try {
+        return await chrome.tabs.sendMessage(tab.id, { type: "inspect" });
+      } catch {
+        return null;
+      }
+    }, { pattern, url });
+    return r?.site ? r : null;
+  });
+}
+
+/** Every real page with its expected values (tests/realpages/expected): [site, name]. */
+export function realPages() {
+  const dir = join(dirname(fileURLToPath(import.meta.url)), "..", "realpages", "expected");
+  const out = [];
+  if (!existsSync(dir)) return out;
+  for (const site of readdirSync(dir).sort()) {
+    for (const f of readdirSync(join(dir, site)).sort()) if (f.endsWith(".json")) out.push([site, f.replace(/\.json$/, "")]);
+  }
+  return out;
+}
+
+/** The code blocks of a rebuilt reply: each fence's language and its lines. */
+export function codeBlocks(text) {
+  const blocks = [];
+  const lines = (text ?? "").split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^(`{3,})(.*)$/.exec(lines[i]);
+    if (!open) continue;
+    const end = lines.findIndex((l, j) => j > i && l === open[1]);
+    if (end < 0) break;
+    blocks.push({ lang: open[2], code: lines.slice(i + 1, end).join("\n") });
+    i = end;
+  }
+  return blocks;
+}

@@ -11,12 +11,12 @@
 // renamed: the doctor's report, "Pick it", the derived override, the task running.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { launchWithExtension, shots, startHost } from "./host.mjs";
-import { startFakeChat } from "./fakechat/server.mjs";
-import { fenced, FIRST_SITES, git, GREET_PY, MORE_SITES, siteTaskReplies, until, workspace } from "./scenario.mjs";
+import { REAL_ROOTS, startFakeChat } from "./fakechat/server.mjs";
+import { fenced, FIRST_SITES, git, GREET_PY, inspect, MORE_SITES, siteTaskReplies, until, workspace } from "./scenario.mjs";
 
 const SITES = [...FIRST_SITES, ...MORE_SITES];
 
@@ -250,6 +250,61 @@ describe("every site adapter on its imitation, in one browser with one host", ()
     }
     console.log(`figure: renamed reply classes:\n${outcomes.join("\n")}`);
     assert.deepEqual(failures, []);
+  });
+
+  // "Save this page for a bug report": a capture of three imitations, read back by the
+  // real-page suite's route, finds what the live page showed (the texts as placeholders, code as
+  // its line count) and holds none of the conversation's text.
+  it("a capture of a page reads back as the live page did and holds none of the conversation", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "keyless-captures-"));
+    REAL_ROOTS.push(dir);
+    const placeholder = (t) => t.replace(/\p{L}/gu, "x").replace(/\p{N}/gu, "0");
+    /** A reply's text with fence lines bare and code lines empty (a capture keeps code's line count only). */
+    const shape = (text) => {
+      let inCode = null;
+      return (text ?? "").split("\n").map((l) => {
+        const f = /^(`{3,})/.exec(l)?.[1];
+        if (f && (inCode === null || f === inCode)) {
+          inCode = inCode === null ? f : null;
+          return "```";
+        }
+        return inCode !== null ? "" : l;
+      }).join("\n");
+    };
+    const sites = [FAILSAFE[2], FAILSAFE.find(([, s]) => s === "deepseek"), FAILSAFE.find(([, s]) => s === "claude")];
+    for (const [label, slug, url, composer] of sites) {
+      chat.setReplies([{ text: shortTask(`${slug}_capture`, "three"), chunk: 60, delayMs: 5 }]);
+      const { page, tabId } = await open(url, composer);
+      try {
+        await start(tabId, `Write the capture file (${label}).`);
+        await until(`${label}: done`, async () => (await pill(page).textContent()) === "done", 60000);
+        const live = await browser.worker.evaluate(async (id) => chrome.tabs.sendMessage(id, { type: "inspect" }), tabId);
+        const cap = await browser.worker.evaluate(async (id) => chrome.tabs.sendMessage(id, { type: "capture" }), tabId);
+        assert.match(cap.name, new RegExp(`^keyless-capture-${adapterOf(slug)}-\\d{8}-\\d{6}\\.html$`));
+        for (const secret of ["Reply three", "capture file", "failsafe", "safe\n", "Working on", "AgentScript"]) {
+          assert.ok(!cap.html.includes(secret), `${label}: the capture holds "${secret}"`);
+        }
+        assert.match(cap.html, /data-keyless-match="[^"]*assistant_message/, `${label}: the adapter's matches are marked`);
+        const site = adapterOf(slug);
+        mkdirSync(join(dir, site), { recursive: true });
+        writeFileSync(join(dir, site, cap.name), cap.html);
+        const back = `${new URL(url).origin}/__real/${site}/${cap.name}`;
+        const again = await browser.context.newPage();
+        try {
+          await again.goto(back);
+          const read = await inspect(browser, back);
+          assert.deepEqual(
+            { composer: read.composer, send: read.send, assistant: read.assistantMessages, user: read.userMessages, reply: shape(read.lastReply) },
+            { composer: live.composer, send: live.send, assistant: live.assistantMessages, user: live.userMessages, reply: shape(placeholder(live.lastReply ?? "")) },
+            `${label}: the capture reads back as the live page (live ${JSON.stringify(live.lastReply)}, capture ${JSON.stringify(read.lastReply)})`,
+          );
+        } finally {
+          await again.close();
+        }
+      } finally {
+        await page.close();
+      }
+    }
   });
 
   it("Qwen: code editors the page script cannot read are KA_REPLY_INCOMPLETE, and nothing runs", async () => {

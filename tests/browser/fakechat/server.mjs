@@ -5,7 +5,7 @@
 // no 'wasm-unsafe-eval'). A scripted "model" answers each message with the next reply of a list.
 import { createServer } from "node:https";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, extname, join, normalize } from "node:path";
 import { buildSync } from "esbuild";
@@ -52,6 +52,8 @@ function certificate() {
 const modules = join(here, "..", "..", "..", "node_modules");
 /** The real-page suite's pages (tests/realpages/pages). */
 export const REAL_PAGES = join(here, "..", "..", "realpages", "pages");
+/** More folders `/__real/` serves from after REAL_PAGES (a test's fresh captures). */
+export const REAL_ROOTS = [];
 const VENDOR = {
   "/vendor/monaco/": join(modules, "monaco-editor", "min"),
   "/vendor/ace/": join(modules, "ace-builds"),
@@ -127,7 +129,9 @@ export function startFakeChat(replies = []) {
       const rel = normalize(decodeURIComponent(url.pathname.slice("/__real/".length)));
       try {
         if (rel.startsWith("..") || !rel.endsWith(".html")) throw new Error("outside");
-        const data = readFileSync(join(REAL_PAGES, rel));
+        const root = [REAL_PAGES, ...REAL_ROOTS].find((r) => existsSync(join(r, rel)));
+        if (!root) throw new Error("not found");
+        const data = readFileSync(join(root, rel));
         res.writeHead(200, {
           "content-security-policy": "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:",
           "cache-control": "no-store",
