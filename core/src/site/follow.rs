@@ -200,8 +200,10 @@ impl Follower {
         // Without a recognized stop signal (none seen during the reply, no done mark), the page
         // may still be writing anything until the text is quiet: no problem shows meanwhile (a
         // site's own streaming marks, a half-written line), the rows do.
-        let unsure =
-            !page.stop_signal_seen && page.reply_done.is_none() && page.quiet_ms < QUIET_MS;
+        let unsure = !page.site_streaming
+            && !page.stop_signal_seen
+            && page.reply_done.is_none()
+            && page.quiet_ms < QUIET_MS;
         let diagnostics = if unsure { Vec::new() } else { out.diagnostics };
         FollowReport {
             verdict,
