@@ -602,9 +602,9 @@ test("an MCP server's form goes to the user in the overlay and the dashboard, an
       assert.equal(await form.locator("label.f").first().getAttribute("data-field"), "name");
       assert.equal(await form.locator('[data-field="count"] input').inputValue(), "3");
       assert.match(await form.locator('[data-field="name"]').textContent(), /Your name \*/);
-      // The tool's progress came before, live, with the output.
+      // The tool's progress came before, live, with the output; the escape sequence the server put in it shows as its code point.
       const live = await overlay(page).locator("pre.out").textContent();
-      for (const i of [1, 2, 3]) assert.ok(live.includes(`[recorder] progress ${i}/3: step ${i}\n`), live);
+      for (const i of [1, 2, 3]) assert.ok(live.includes(`[recorder] progress ${i}/3: step ${i}<U+001B>[2J\n`), live);
       // A count out of range is refused by the host, said under the form, and the form stays.
       await form.locator('[data-field="name"] input').fill("Ada");
       await form.locator('[data-field="count"] input').fill("12");

@@ -367,7 +367,7 @@ test("Firefox: an MCP server's form is filled in the overlay, refused values sai
       await until("the form", async () => (await overlayCount(page, ".prompt .eform")) === 1, 60000);
       assert.equal(await overlayText(page, ".eform .server-words"), "Deploy <U+001B>[31mnow<U+001B>[0m?");
       const live = await overlayText(page, "pre.out");
-      for (const i of [1, 2, 3]) assert.ok(live.includes(`[recorder] progress ${i}/3: step ${i}\n`), live);
+      for (const i of [1, 2, 3]) assert.ok(live.includes(`[recorder] progress ${i}/3: step ${i}<U+001B>[2J\n`), live);
       const fill = (field, value) =>
         page.evaluate(
           (f, v) => {

@@ -477,6 +477,11 @@
       ? h("textarea", { class: "textarea", "aria-label": "Enter a prompt", placeholder: "Start typing a prompt", formcontrolname: "promptText", rows: "3" })
       : h("div", { contenteditable: "true", class: "ProseMirror", translate: "no" });
   if (SITE === "chatgpt") editorEl.id = "prompt-textarea";
+  // Claude, Feb 2026 (SITES.md, two captures): the contenteditable itself carries the test id and the label.
+  if (SITE === "claude") {
+    editorEl.setAttribute("data-testid", "chat-input");
+    editorEl.setAttribute("aria-label", "Write your prompt to Claude");
+  }
   const hiddenTextarea = h("textarea", { name: "prompt-textarea", hidden: "" });
   const sendBtn = SITE === "chatgpt"
     ? h("button", { "data-testid": "send-button", "aria-label": "Send prompt", class: "send", text: "↑" })
