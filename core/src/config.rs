@@ -16,7 +16,7 @@ pub enum ConfigError {
         min: u64,
         max: u64,
     },
-    #[error("{setting}: unknown value \"{value}\" (expected one of: {expected})")]
+    #[error("{setting}: {}", unknown_value(.value, .expected))]
     UnknownValue {
         setting: &'static str,
         value: String,
@@ -55,9 +55,33 @@ impl ConfigError {
             } => format!("{value} is out of range ({min}..={max})"),
             ConfigError::UnknownValue {
                 value, expected, ..
-            } => format!("unknown value \"{value}\" (expected one of: {expected})"),
+            } => unknown_value(value, expected),
             ConfigError::Inconsistent { reason, .. } => reason.clone(),
         }
+    }
+}
+
+/// `unknown value "autosave" (expected one of: Ask, AutoSafe, Auto; did you mean AutoSafe?)`: the
+/// hint names the keyword within one edit of what was typed, or one per four letters of a longer
+/// keyword (case, `-` and `_` aside), if any: `fast` suggests nothing, not `Ask`.
+fn unknown_value(value: &str, expected: &str) -> String {
+    let key = |t: &str| {
+        t.chars()
+            .filter(|c| *c != '-' && *c != '_')
+            .collect::<String>()
+            .to_ascii_lowercase()
+    };
+    let given = key(value);
+    let near = expected
+        .split(", ")
+        .map(|k| (crate::text::edit_distance(&given, &key(k)), k))
+        .filter(|(d, k)| !given.is_empty() && *d <= (key(k).len() / 4).max(1))
+        .min_by_key(|(d, _)| *d);
+    match near {
+        Some((_, k)) => {
+            format!("unknown value \"{value}\" (expected one of: {expected}; did you mean {k}?)")
+        }
+        None => format!("unknown value \"{value}\" (expected one of: {expected})"),
     }
 }
 
@@ -322,6 +346,20 @@ mod tests {
             Ok(BatchFailureMode::Continue)
         );
         assert!("fast".parse::<Pace>().is_err());
+    }
+
+    #[test]
+    fn an_unknown_keyword_names_the_nearest_one() {
+        let e = "autosave".parse::<Mode>().expect_err("not a mode");
+        assert_eq!(
+            e.to_string(),
+            "Commands.Mode: unknown value \"autosave\" (expected one of: Ask, AutoSafe, Auto; did you mean AutoSafe?)"
+        );
+        let e = "yolo".parse::<Mode>().expect_err("not a mode");
+        assert_eq!(
+            e.to_string(),
+            "Commands.Mode: unknown value \"yolo\" (expected one of: Ask, AutoSafe, Auto)"
+        );
     }
 
     #[test]

@@ -37,33 +37,51 @@ pub struct ServeInfo {
     pub workspace: String,
 }
 
-/// Records the running server (mode 0600); removed again by [`forget_serve`].
+/// Records the running server (mode 0600); removed again by [`forget_serve`]. Returns the
+/// `serve` the file named before, when that one still answers (a serve for another workspace):
+/// [`forget_serve`] gives the file back to it.
 ///
 /// # Errors
 /// When the file cannot be written.
-pub fn record_serve(info: &ServeInfo) -> io::Result<()> {
+pub fn record_serve(info: &ServeInfo) -> io::Result<Option<ServeInfo>> {
     let Some(path) = serve_file() else {
-        return Ok(());
+        return Ok(None);
     };
+    let previous = running_serve().ok().filter(|p| p.pid != info.pid);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let json = serde_json::to_vec_pretty(info).map_err(io::Error::other)?;
     crate::exec::workspace::write_atomic(&path, &json)?;
-    crate::pairing::set_private(&path)
+    crate::pairing::set_private(&path)?;
+    Ok(previous)
 }
 
-/// Removes `serve.json` if it still names this process.
-pub fn forget_serve(pid: u32) {
+/// Removes `serve.json` if it still names this process; when the `serve` it replaced still
+/// answers, the file names that one again (so a second serve for another folder never leaves
+/// the first one unreachable for the popup and `as run`).
+pub fn forget_serve(pid: u32, previous: Option<ServeInfo>) {
     if let Some(path) = serve_file() {
         let mine = std::fs::read(&path)
             .ok()
             .and_then(|b| serde_json::from_slice::<ServeInfo>(&b).ok())
             .is_some_and(|i| i.pid == pid);
         if mine {
-            let _ = std::fs::remove_file(path);
+            let _ = std::fs::remove_file(&path);
+            if let Some(p) = previous.filter(|p| answers(p.port)) {
+                let _ = record_serve(&p);
+            }
         }
     }
+}
+
+/// Whether something listens on 127.0.0.1:`port`.
+fn answers(port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        std::time::Duration::from_millis(500),
+    )
+    .is_ok()
 }
 
 pub use crate::dirs::browser_dirs;
@@ -313,16 +331,12 @@ pub fn running_serve() -> Result<ServeInfo, String> {
         .and_then(|p| std::fs::read(p).ok())
         .and_then(|b| serde_json::from_slice::<ServeInfo>(&b).ok())
         .ok_or("keyless-host serve is not running (start it in your project with keyless-host serve, then open the popup again)")?;
-    std::net::TcpStream::connect_timeout(
-        &std::net::SocketAddr::from(([127, 0, 0, 1], info.port)),
-        std::time::Duration::from_millis(500),
-    )
-    .map_err(|_| {
-        format!(
+    if !answers(info.port) {
+        return Err(format!(
             "keyless-host serve is not answering on port {} any more (start it again)",
             info.port
-        )
-    })?;
+        ));
+    }
     Ok(info)
 }
 

@@ -813,9 +813,12 @@ fn sigterm_shuts_down_gracefully() {
 fn port_in_use_is_a_clear_error() {
     let e = env();
     let srv = spawn(&e.ws, &e.config, &[]);
+    // A serve for another folder on the same port (for this folder, see one_serve_per_workspace).
+    let other = e.ws.with_file_name("other");
+    std::fs::create_dir_all(&other).expect("other");
     let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
         .args(["serve", "--port", &srv.port.to_string(), "--workspace"])
-        .arg(&e.ws)
+        .arg(&other)
         .env("XDG_CONFIG_HOME", &e.config)
         .output()
         .expect("run");
@@ -2076,4 +2079,64 @@ fn a_call_that_needs_more_access_asks_the_user_to_log_in_again() {
         .expect("the token")
         .to_string();
     assert!(!text.contains(&token), "{v}");
+}
+
+/// What `serve.json` names (the serve the popup and `as run` find).
+fn serve_json(config: &Path) -> serde_json::Value {
+    let path = config.join("keyless").join("serve.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("serve.json")
+}
+
+#[cfg(unix)]
+fn stop(srv: &mut Server) {
+    let killed = Command::new("kill")
+        .args(["-TERM", &srv.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    assert!(srv.child.wait().expect("wait").success());
+}
+
+#[cfg(unix)]
+#[test]
+fn one_serve_per_workspace() {
+    let e = env();
+    let first = spawn(&e.ws, &e.config, &[]);
+    assert_eq!(serve_json(&e.config)["port"], first.port);
+    // A second serve for the same folder, on another port (what the port error suggests):
+    // it says where the first one listens and ends; the first keeps serving and keeps serve.json.
+    let out = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["serve", "--port", "0", "--workspace"])
+        .arg(&e.ws)
+        .env("XDG_CONFIG_HOME", &e.config)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("KA_CONFIG_VALIDATION"), "{err}");
+    assert!(err.contains("already runs for"), "{err}");
+    assert!(
+        err.contains(&format!("http://127.0.0.1:{}", first.port)),
+        "{err}"
+    );
+    assert!(err.contains(&format!("pid {}", first.child.id())), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
+    assert_eq!(first.get("/v1/status").0, 200);
+    assert_eq!(serve_json(&e.config)["port"], first.port);
+
+    // A serve for another folder takes serve.json while it runs and gives it back when it ends.
+    let other = e.ws.with_file_name("other");
+    std::fs::create_dir_all(&other).expect("other");
+    let mut second = spawn(&other, &e.config, &[]);
+    assert_eq!(serve_json(&e.config)["port"], second.port);
+    stop(&mut second);
+    assert_eq!(serve_json(&e.config)["port"], first.port);
+
+    // A serve that is gone without a word (killed) holds nothing: the next one takes over.
+    drop(first);
+    let again = spawn(&e.ws, &e.config, &[]);
+    assert_ne!(again.port, 0);
+    assert_eq!(again.get("/v1/status").0, 200);
+    assert_eq!(serve_json(&e.config)["port"], again.port);
 }

@@ -412,8 +412,10 @@ fn lint_firefox_build() -> Result {
 /// tools run later, the install-time scripts of a manifest read as JSON), the context's new
 /// facts (PATH folders the model can write, lists that are not whole), reasons that name every
 /// command that asks, and shows text through the one sanitizer: 975 → 996 KiB raw,
-/// 387 → 395 KiB gzip.
-const WASM_BUDGET_RAW: u64 = 1004 * 1024;
+/// 387 → 395 KiB gzip. Raised from 1004 KiB raw for the keyword hint (issue 42: a setting's
+/// unknown value names the nearest keyword, `autosave` → AutoSafe, in the CLI, keyless.json and
+/// the pages that check settings through the core alike): 1004.0 → 1004.3 KiB raw.
+const WASM_BUDGET_RAW: u64 = 1008 * 1024;
 const WASM_BUDGET_GZIP: u64 = 400 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.

@@ -60,7 +60,13 @@ pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
         www,
     })
     .map(|()| ExitCode::SUCCESS)
-    .map_err(|source| HostError::Bind { port, source })
+    .map_err(|e| match e {
+        crate::server::ServeError::Claimed(message) => HostError::Coded {
+            code: keyless_core::Code::ConfigValidation,
+            message,
+        },
+        crate::server::ServeError::Io(source) => HostError::Bind { port, source },
+    })
 }
 
 /// Where the dashboard is: installed (`~/.local/bin/keyless-host` → `~/.local/share/keyless/www`)

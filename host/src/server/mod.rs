@@ -24,6 +24,7 @@ mod as_runs;
 mod assets;
 mod auth;
 mod batches;
+pub mod claim;
 mod generations;
 mod prompts;
 mod pure;
@@ -116,9 +117,12 @@ pub struct ServeOptions {
 /// a confirmation or an answer ends declined (nobody can answer once the server stops).
 ///
 /// # Errors
-/// When the port cannot be bound or the workspace opened.
-pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
+/// [`ServeError::Claimed`] while another `serve` runs for the workspace; [`ServeError::Io`] when
+/// the port cannot be bound or the workspace opened.
+pub fn serve(mut o: ServeOptions) -> Result<(), ServeError> {
     let ws = Workspace::open(&o.workspace)?;
+    let mut claim =
+        claim::Claim::take(&ws).map_err(|e| ServeError::Claimed(e.message(ws.root())))?;
     ws.clean_leftovers();
     let snapshot = crate::exec::snapshot::gather_for(ws.root(), &mut o.exec);
     let code = crate::pairing::pairing_code()?;
@@ -140,6 +144,9 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         let listener =
             tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], o.port))).await?;
         let addr = listener.local_addr()?;
+        if let Err(e) = claim.record(addr.port()) {
+            tracing::warn!(error = %e, "cannot record the port in .agent/serve.lock");
+        }
         let st = Shared::new(StateParts {
             port: addr.port(),
             ws,
@@ -174,13 +181,17 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         }
         // The extension's native-messaging host finds this server here (pairing without a code).
         let me = std::process::id();
-        if let Err(e) = crate::native::record_serve(&crate::native::ServeInfo {
+        let previous = match crate::native::record_serve(&crate::native::ServeInfo {
             port: addr.port(),
             pid: me,
             workspace: st.ws.root().display().to_string(),
         }) {
-            tracing::warn!(error = %e, "cannot record serve.json: the extension pairs with the code only");
-        }
+            Ok(previous) => previous,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot record serve.json: the extension pairs with the code only");
+                None
+            }
+        };
         let shutdown = shutdown_signal()?;
         println!("Press Ctrl-C to stop.");
         use std::io::Write as _;
@@ -190,9 +201,21 @@ pub fn serve(mut o: ServeOptions) -> std::io::Result<()> {
         // Nobody can answer now: the batches waiting for an answer end declined and are recorded.
         shared.close_prompts();
         shared.close_generations();
-        crate::native::forget_serve(me);
+        crate::native::forget_serve(me, previous);
+        drop(claim);
         r
-    })
+    })?;
+    Ok(())
+}
+
+/// Why `serve` did not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Another `serve` runs for this workspace (the words say where).
+    #[error("{0}")]
+    Claimed(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
 /// Ctrl-C and SIGTERM, registered when this is called (not when it is first awaited): a signal
