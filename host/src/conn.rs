@@ -161,9 +161,11 @@ pub async fn serve(
         });
     }
     drop(listener);
+    // Requests in flight get a moment to answer (a cancelled batch's results); an event stream
+    // a dashboard holds open never ends by itself, so it does not hold the exit longer.
     tokio::select! {
         () = graceful.shutdown() => {}
-        () = tokio::time::sleep(Duration::from_secs(5)) => {}
+        () = tokio::time::sleep(Duration::from_millis(700)) => {}
     }
     Ok(())
 }

@@ -1439,13 +1439,27 @@ fn interactive_runs_a_pasted_conversation_on_a_terminal() {
         &mut master,
         "#1 runcommand | echo hi > greeting.txt ---\r\nstatus: ok",
     );
+    // A pasted reply that ends with a newline: the Enter after @@eof never answers the
+    // confirmation shown after it (it would decline with the default, unseen).
+    master
+        .write_all(
+            b"@@runcommand\n<<<CMD\necho hey >> greeting.txt\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n\n\n",
+        )
+        .expect("paste");
+    wait_for(&mut master, "Run `echo hey >> greeting.txt`? Risky");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    master.write_all(b"y\n").expect("answer");
+    wait_for(
+        &mut master,
+        "#1 runcommand | echo hey >> greeting.txt ---\r\nstatus: ok",
+    );
     master
         .write_all(b"@@done\n<<<MSG\nI said hello.\nMSG>>>\n@@end\n@@eof\n")
         .expect("paste");
     wait_for(&mut master, "The model says it is done:\r\nI said hello.");
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(0));
-    assert_eq!(fx.read("greeting.txt"), b"hi\n");
+    assert_eq!(fx.read("greeting.txt"), b"hi\nhey\n");
 }
 
 /// The id `run` prints for its Nth reply (`=== reply N …, id ID)`).
@@ -1644,7 +1658,7 @@ fn undo_knows_about_commits_twice_and_bad_ids() {
     let second = batch_id(&text, 1);
     let (out, shown) = host_in(&fx, &["undo", "--workspace", w, "--batch", &second]);
     assert!(out.status.success(), "{shown}");
-    assert!(shown.contains("1 file(s) restored"), "{shown}");
+    assert!(shown.contains("1 file\n  restored README.md"), "{shown}");
     assert_eq!(fx.read("README.md"), b"# demo\n");
     let (out, _) = host_in(&fx, &["undo", "--workspace", w, "--batch", &second]);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -2140,3 +2140,76 @@ fn one_serve_per_workspace() {
     assert_eq!(again.get("/v1/status").0, 200);
     assert_eq!(serve_json(&e.config)["port"], again.port);
 }
+
+/// Ctrl-C in serve cancels the running command (its session resumable) and serve ends, long
+/// before the command would have: the batch's result is KA_CANCELLED, recorded for the next serve.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_cancels_the_running_command_and_serve_ends() {
+    let e = env();
+    let mut srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let session = srv.session();
+    let events = srv.events();
+    let body =
+        serde_json::json!({ "reply": run_cmd("echo started; sleep 30; echo finished > late.txt") })
+            .to_string();
+    let _pending = srv.send_reply_unread(&session, &body);
+    events.wait_for("started");
+    let asked = Instant::now();
+    let sent = Command::new("kill")
+        .args(["-INT", &srv.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    // `sleep 30` would keep it for 30 s; cancelled, serve ends on its own well before.
+    let mut ended = None;
+    while asked.elapsed() < Duration::from_secs(20) {
+        if let Some(status) = srv.child.try_wait().expect("wait") {
+            ended = Some(status);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = ended.expect("serve still runs 20 s after Ctrl-C");
+    eprintln!("serve ended {:?} after Ctrl-C", asked.elapsed());
+    assert!(status.success(), "{status}");
+    assert!(!e.ws.join("late.txt").exists());
+    // The next serve has the batch, cancelled, and the session goes on from it.
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let (s, v) = srv.get(&format!("/v1/sessions/{session}"));
+    assert_eq!(s, 200, "{v}");
+    let id = v["batches"][0]["id"]
+        .as_str()
+        .expect("batch id")
+        .to_string();
+    let (_, b) = srv.get(&format!("/v1/batches/{id}"));
+    assert_eq!(
+        b["commands"][0]["result"]["code"].as_str(),
+        Some("KA_CANCELLED"),
+        "{b}"
+    );
+    let (s, v) = srv.post("/v1/sessions", &serde_json::json!({"resume": session}));
+    assert_eq!(s, 200, "{v}");
+}
+
+/// A second Ctrl-C ends serve at once, whatever is still finishing.
+#[cfg(unix)]
+#[test]
+fn a_second_ctrl_c_quits_at_once() {
+    let e = env();
+    let mut srv = spawn(&e.ws, &e.config, &[]);
+    for _ in 0..2 {
+        let sent = Command::new("kill")
+            .args(["-INT", &srv.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+    }
+    let status = srv.child.wait().expect("wait");
+    // Either the first Ctrl-C's clean exit (0) or the second's (130): never the default
+    // action of SIGINT (killed by the signal).
+    assert!(
+        status.code() == Some(0) || status.code() == Some(130),
+        "{status}"
+    );
+}

@@ -38,8 +38,8 @@ enum Cmd {
     Serve(serve::ServeArgs),
     /// Execute reply files in order as one session in a workspace, printing each results message.
     Run(run::RunArgs),
-    /// Restore the files one batch changed (the newest batch that can be undone by default).
-    /// A batch whose files a later commit recorded is not restored: --revert makes a new commit
+    /// Restore the files one batch changed, by file commands and by commands alike (the newest
+    /// batch that can be undone by default). A batch whose files a later commit recorded is not restored: --revert makes a new commit
     /// that takes that commit back (when it was not pushed).
     Undo {
         /// The workspace folder.
@@ -54,6 +54,10 @@ enum Cmd {
         /// Revert the unpushed commits that recorded the batch's files (each as a new commit).
         #[arg(long, requires = "batch")]
         revert: bool,
+        /// Put back the batch's versions even of files changed after it ran (by a later batch, a
+        /// command or you); without it, undo names those files and changes nothing.
+        #[arg(long, conflicts_with_all = ["list", "revert"])]
+        force: bool,
     },
     /// "Always allow" rules: the commands you told keyless to stop asking about, per workspace
     /// (kept in your config folder, never in the workspace).
@@ -239,7 +243,8 @@ pub fn main() -> ExitCode {
             batch,
             list,
             revert,
-        } => run::undo_cmd(&workspace, batch.as_deref(), list, revert),
+            force,
+        } => run::undo_cmd(&workspace, batch.as_deref(), list, revert, force),
         Cmd::Allow(c) => setup::allow_cmd(c),
         Cmd::Config { workspace, approve } => setup::show_config(&workspace, approve),
         Cmd::Doctor { workspace } => crate::doctor::run(&workspace),

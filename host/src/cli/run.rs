@@ -288,6 +288,14 @@ pub fn terminal_form(
 
 impl TerminalPrompter {
     fn read_line(prompt: &str) -> Option<String> {
+        // An answer is read only from what is typed after the question shows: what came before
+        // (the newline after a pasted reply's @@eof, a key pressed while a command ran) is
+        // dropped, or it would answer the question with its default unseen. A terminal in its
+        // line mode hands std one line per read, so nothing typed ahead sits in std's buffer.
+        #[cfg(unix)]
+        if stdin_is_terminal() {
+            let _ = nix::sys::termios::tcflush(io::stdin(), nix::sys::termios::FlushArg::TCIFLUSH);
+        }
         eprint!("{prompt}");
         let _ = io::stderr().flush();
         let mut line = String::new();
@@ -912,6 +920,7 @@ pub fn undo_cmd(
     batch: Option<&str>,
     list: bool,
     revert: bool,
+    force: bool,
 ) -> Result<ExitCode, HostError> {
     use crate::exec::undo::{self, State};
     let ws = Workspace::open(workspace).map_err(|source| HostError::Read {
@@ -964,6 +973,18 @@ pub fn undo_cmd(
                 local_time(f.at),
                 f.files.len()
             );
+            // The batch's files, whoever changed them (file commands and commands alike).
+            const SHOWN: usize = 6;
+            let mut names: Vec<String> = f
+                .files
+                .iter()
+                .take(SHOWN)
+                .map(|p| keyless_core::text::printable(p))
+                .collect();
+            if f.files.len() > SHOWN {
+                names.push(format!("+{} more", f.files.len() - SHOWN));
+            }
+            let _ = writeln!(out, "{:<16} {}", "", names.join(", "));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -994,15 +1015,21 @@ pub fn undo_cmd(
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let restored = undo::undo(&ws, &found).map_err(fail)?;
+    let restored = undo::undo(&ws, &found, force).map_err(fail)?;
     let _ = writeln!(
         out,
-        "undid batch {name} ({}): {} file(s) restored",
+        "undid batch {name} ({}): {} {}",
         found.label,
-        restored.len()
+        restored.len(),
+        if restored.len() == 1 { "file" } else { "files" }
     );
-    for p in restored {
-        let _ = writeln!(out, "  restored {p}");
+    for r in restored {
+        let what = if r.removed {
+            "removed (the batch made it)"
+        } else {
+            "restored"
+        };
+        let _ = writeln!(out, "  {what} {}", keyless_core::text::printable(&r.path));
     }
     Ok(ExitCode::SUCCESS)
 }

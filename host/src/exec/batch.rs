@@ -270,6 +270,8 @@ impl Executor<'_> {
             prompter.command_finished(&result);
             entries.push(result);
         }
+        // What the batch left its files as: undo never overwrites a later change unasked.
+        super::undo::seal(self.ws, self.session, turn, batch);
         let done = parsed
             .reply
             .commands
@@ -311,7 +313,7 @@ impl Executor<'_> {
             return (Err(denied), None);
         }
         if cmd.kind == CommandKind::RunCommand {
-            return self.run_command(cmd, prompter);
+            return self.run_command(cmd, backup, prompter);
         }
         if cmd.kind.is_extension() {
             return self.run_extension(cmd, backup, prompter);
@@ -434,6 +436,7 @@ impl Executor<'_> {
     fn run_command(
         &self,
         cmd: &keyless_core::Command,
+        backup: &mut BatchBackup,
         prompter: &mut dyn Prompter,
     ) -> (Result<Outcome, Failure>, Option<keyless_core::policy::Tier>) {
         let line = cmd.section_text(SectionName::Cmd).unwrap_or("").trim();
@@ -501,6 +504,11 @@ impl Executor<'_> {
         // Files the user's tools run later change only under a command the user confirmed, or
         // in Auto mode (a Build-tier `cargo build` whose build script writes `.envrc` is put back).
         guard.unconfirmed = !approved && self.cfg.mode != Mode::Auto;
+        // What the command may change is kept for undo: the working tree before, then after.
+        let shots = super::undo_tree::Shots::open(self.ws)
+            .and_then(|s| s.take().map(|before| (s, before)))
+            .inspect_err(|e| tracing::warn!(error = %e.message(), "cannot keep the working tree for undo; this command's changes are not undoable"))
+            .ok();
         let confined = confine.as_ref().map(|spec| (spec, guard));
         let out = match shell::run_guarded(line, confined, self.ws.root(), timeout, max, |c| {
             if !c.is_empty() {
@@ -519,6 +527,20 @@ impl Executor<'_> {
                 )
             }
         };
+        if let Some((shots, before)) = shots {
+            let kept = shots
+                .take()
+                .map_err(|e| {
+                    Failure::new(
+                        Code::FileIo,
+                        format!("cannot tell what the command changed: {}", e.message()),
+                    )
+                })
+                .and_then(|after| shots.record(self.ws, before, after, backup));
+            if let Err(f) = kept {
+                tracing::warn!(error = %f.reason, "this command's changes are not undoable");
+            }
+        }
         (Ok(process_outcome(&out, timeout)), tier)
     }
 }

@@ -21,6 +21,7 @@ pub mod shell;
 pub mod snapshot;
 pub mod tools;
 pub mod undo;
+pub mod undo_tree;
 pub mod workspace;
 
 use keyless_core::Code;

@@ -305,15 +305,94 @@ pub fn refusal(f: &Found, st: &State) -> Option<Failure> {
     }
 }
 
-/// Restores the batch's files when nothing refuses it. Returns the restored paths.
+/// What a file holds, as git names it (its blob id), or `None` when it is not a file.
+fn state_of(ws: &Workspace, rel: &str) -> Option<String> {
+    let t = ws.resolve(rel).ok()?;
+    let bytes = ws.read(&t).ok()?;
+    git2::Oid::hash_object(git2::ObjectType::Blob, &bytes)
+        .ok()
+        .map(|o| o.to_string())
+}
+
+/// The name of the file that records what a batch left its files as.
+const AFTER: &str = "after.json";
+
+/// Records what the batch left each of its files as (`after.json` beside the manifest), once the
+/// batch has run: undo compares it with the files as they are, so a change made after the batch
+/// (a later batch, a command, the user's editor) is never overwritten unasked.
+pub fn seal(ws: &Workspace, session: &str, turn: u32, batch: u32) {
+    let Some(f) = read_found(ws, None, &format!("{session}/{turn}-{batch}")) else {
+        return;
+    };
+    let after: std::collections::BTreeMap<&str, Option<String>> = f
+        .files
+        .iter()
+        .map(|p| (p.as_str(), state_of(ws, p)))
+        .collect();
+    if let Ok(json) = serde_json::to_vec_pretty(&after) {
+        if let Err(e) = std::fs::write(f.dir.join(AFTER), json) {
+            tracing::warn!(error = %e, batch = f.label, "cannot record what the batch left its files as");
+        }
+    }
+}
+
+/// The batch's files that changed after it ran (a batch sealed before keyless recorded this:
+/// none can be told).
+#[must_use]
+pub fn changed_since(ws: &Workspace, f: &Found) -> Vec<String> {
+    let Some(after) = std::fs::read(f.dir.join(AFTER)).ok().and_then(|b| {
+        serde_json::from_slice::<std::collections::BTreeMap<String, Option<String>>>(&b).ok()
+    }) else {
+        return Vec::new();
+    };
+    after
+        .into_iter()
+        .filter(|(p, want)| state_of(ws, p) != *want)
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// What undo did to one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Restored {
+    pub path: String,
+    /// The batch had made the file: undo removed it.
+    pub removed: bool,
+}
+
+/// Restores the batch's files when nothing refuses it. Unless `force`, a file that changed after
+/// the batch ran stops it (KA_UNDO_REFUSED naming the files), so nothing is overwritten unasked.
 ///
 /// # Errors
 /// KA_UNDO_REFUSED (see [`refusal`]), or the restore's failure.
-pub fn undo(ws: &Workspace, f: &Found) -> Result<Vec<String>, Failure> {
+pub fn undo(ws: &Workspace, f: &Found, force: bool) -> Result<Vec<Restored>, Failure> {
     if let Some(refused) = refusal(f, &state(ws, f)) {
         return Err(refused);
     }
-    undo_batch(ws, &f.dir).map_err(|e| Failure::new(Code::FileIo, format!("undo failed: {e}")))
+    if !force {
+        let later = changed_since(ws, f);
+        if !later.is_empty() {
+            let name = f.id.as_deref().unwrap_or(&f.label);
+            return Err(Failure::new(
+                Code::UndoRefused,
+                format!(
+                    "{} changed after batch {name} ran (by a later batch, a command or you): undo would overwrite {}; nothing changed. Undo the later batches first, or `keyless-host undo --batch {name} --force` to put back the batch's versions anyway",
+                    later.join(", "),
+                    if later.len() == 1 { "it" } else { "them" }
+                ),
+            ));
+        }
+    }
+    let restored = undo_batch(ws, &f.dir)
+        .map_err(|e| Failure::new(Code::FileIo, format!("undo failed: {e}")))?;
+    let mut out: Vec<Restored> = Vec::new();
+    for path in restored {
+        if out.iter().all(|r| r.path != path) {
+            let removed = state_of(ws, &path).is_none();
+            out.push(Restored { path, removed });
+        }
+    }
+    Ok(out)
 }
 
 /// Reverts the unpushed commits that recorded the batch's files, newest first, each as a new

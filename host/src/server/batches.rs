@@ -86,16 +86,26 @@ pub(super) fn undo_state(
     }
 }
 
+/// `?force=true`: put back the batch's versions even of files changed after it ran.
+#[derive(Debug, Deserialize)]
+pub(super) struct UndoQuery {
+    #[serde(default)]
+    pub(super) force: bool,
+}
+
 pub(super) async fn undo_batch_route(
     State(st): State<Arc<Shared>>,
     UrlPath(id): UrlPath<String>,
+    Query(q): Query<UndoQuery>,
 ) -> Result<Response, ApiError> {
     let guard = st.workspace_lock.clone().lock_owned().await;
     let task_state = st.clone();
     let restored = blocking(move || {
         let _guard = guard;
         let found = crate::exec::undo::find(&task_state.ws, &id).map_err(undo_err)?;
-        crate::exec::undo::undo(&task_state.ws, &found).map_err(undo_err)
+        crate::exec::undo::undo(&task_state.ws, &found, q.force)
+            .map(|r| r.into_iter().map(|r| r.path).collect::<Vec<_>>())
+            .map_err(undo_err)
     })
     .await?;
     st.emit(&HostEvent::Undone {

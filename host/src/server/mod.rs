@@ -113,8 +113,9 @@ pub struct ServeOptions {
 }
 
 /// Binds 127.0.0.1:`port` (0 picks a free port), prints the address, the pairing code and the
-/// local token, and serves until Ctrl-C or SIGTERM. A running batch finishes first; one waiting for
-/// a confirmation or an answer ends declined (nobody can answer once the server stops).
+/// local token, and serves until Ctrl-C or SIGTERM. The running command is cancelled (its batch
+/// recorded, the session resumable); a batch waiting for a confirmation or an answer ends declined
+/// (nobody can answer once the server stops). A second Ctrl-C quits at once.
 ///
 /// # Errors
 /// [`ServeError::Claimed`] while another `serve` runs for the workspace; [`ServeError::Io`] when
@@ -140,7 +141,7 @@ pub fn serve(mut o: ServeOptions) -> Result<(), ServeError> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("keyless_host=info")),
         )
         .try_init();
-    rt.block_on(async move {
+    let r = rt.block_on(async move {
         let listener =
             tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], o.port))).await?;
         let addr = listener.local_addr()?;
@@ -192,11 +193,27 @@ pub fn serve(mut o: ServeOptions) -> Result<(), ServeError> {
                 None
             }
         };
-        let shutdown = shutdown_signal()?;
+        let mut signals = Signals::install()?;
         println!("Press Ctrl-C to stop.");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
         let shared = Arc::clone(&st);
+        let stopping = Arc::clone(&st);
+        // The first Ctrl-C (or SIGTERM) stops what runs: the running command is cancelled
+        // (KA_CANCELLED, its output kept, the session resumable), a waiting question ends
+        // declined, and serve ends within a second or two. A second one ends it at once.
+        let shutdown = async move {
+            signals.next().await;
+            println!("keyless-host: stopping: the running command is cancelled and its session can be resumed (Ctrl-C again quits at once)");
+            let _ = std::io::stdout().flush();
+            stopping.close_prompts();
+            tokio::spawn(async move {
+                signals.next().await;
+                println!("keyless-host: quit");
+                let _ = std::io::stdout().flush();
+                std::process::exit(130);
+            });
+        };
         let r = crate::conn::serve(listener, router(st), shutdown).await;
         // Nobody can answer now: the batches waiting for an answer end declined and are recorded.
         shared.close_prompts();
@@ -204,7 +221,10 @@ pub fn serve(mut o: ServeOptions) -> Result<(), ServeError> {
         crate::native::forget_serve(me, previous);
         drop(claim);
         r
-    })?;
+    });
+    // A batch thread still finishing its cancelled command does not hold the exit.
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    r?;
     Ok(())
 }
 
@@ -218,30 +238,40 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
-/// Ctrl-C and SIGTERM, registered when this is called (not when it is first awaited): a signal
-/// that arrives as soon as the banner is printed is already caught, never the default action.
-///
-/// # Errors
-/// When the handlers cannot be installed.
-fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+/// Ctrl-C and SIGTERM, registered when [`Signals::install`] is called (not when first awaited):
+/// a signal that arrives as soon as the banner is printed is already caught, never the default
+/// action.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut int = signal(SignalKind::interrupt())?;
-        let mut term = signal(SignalKind::terminate())?;
-        Ok(async move {
-            tokio::select! {
-                _ = int.recv() => {},
-                _ = term.recv() => {},
-            }
-            println!("keyless-host: shutting down");
-        })
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// # Errors
+    /// When the handlers cannot be installed.
+    fn install() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Self {
+                int: signal(SignalKind::interrupt())?,
+                term: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
     }
-    #[cfg(not(unix))]
-    {
-        Ok(async {
-            let _ = tokio::signal::ctrl_c().await;
-            println!("keyless-host: shutting down");
-        })
+
+    /// The next Ctrl-C or SIGTERM.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.int.recv() => {},
+            _ = self.term.recv() => {},
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

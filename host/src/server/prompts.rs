@@ -146,10 +146,15 @@ impl Prompter for ServerPrompter {
         });
     }
     fn cancel_requested(&mut self) -> bool {
+        // serve is stopping (Ctrl-C): every running command is cancelled.
         self.shared
-            .cancel
-            .lock()
-            .is_ok_and(|mut c| c.remove(&self.session))
+            .closing
+            .load(std::sync::atomic::Ordering::SeqCst)
+            || self
+                .shared
+                .cancel
+                .lock()
+                .is_ok_and(|mut c| c.remove(&self.session))
     }
     fn command_started(&mut self, c: &keyless_core::Command) {
         self.shared.emit(&HostEvent::CommandStarted {

@@ -1,0 +1,129 @@
+//! Undo covers what commands changed, and never overwrites a change made after the batch unasked
+//! (issue 42): a `sed -i`, an `rm`, a file a command made, bytes kept exactly (CRLF, the run
+//! bit), a later batch and the user's own edit, `undo --list` naming every file, and the user's
+//! repository left as it was.
+#![allow(clippy::disallowed_methods)] // tests start the programs under test
+#![allow(clippy::expect_used)] // fixture helpers fail the test loudly
+
+mod common;
+
+use common::{commit_all, git, host_in, run_cmd, session_of, Fixture};
+use std::os::unix::fs::PermissionsExt as _;
+
+/// `run` of one command line in Auto mode (no one is asked); the batch's label.
+fn command(fx: &Fixture, line: &str) -> String {
+    let (out, text) = fx.run(&[&run_cmd(line)], &["--mode", "auto"]);
+    assert!(
+        text.contains("status: ok"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    format!("{}/1-1", session_of(&text))
+}
+
+fn undo(fx: &Fixture, extra: &[&str]) -> (bool, String) {
+    let ws = fx.ws();
+    let mut args = vec!["undo", "--workspace", ws.to_str().expect("utf-8")];
+    args.extend_from_slice(extra);
+    let (out, text) = host_in(fx, &args);
+    (
+        out.status.success(),
+        format!("{text}{}", String::from_utf8_lossy(&out.stderr)),
+    )
+}
+
+fn objects(fx: &Fixture) -> String {
+    git(&fx.ws(), &["count-objects", "-v"])
+}
+
+#[test]
+fn undo_restores_what_a_command_changed_and_never_a_later_change_unasked() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::write(ws.join("conf.ini"), "a=1\r\nb=2\r\n").expect("write");
+    std::fs::write(ws.join("tool.sh"), "#!/bin/sh\necho one\n").expect("write");
+    std::fs::set_permissions(ws.join("tool.sh"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    std::fs::write(ws.join("gone.txt"), "keep me\n").expect("write");
+    commit_all(&ws, "files");
+    // A file git does not track is kept too.
+    std::fs::write(ws.join("notes.txt"), "draft\n").expect("write");
+    let before = objects(&fx);
+
+    let first = command(
+        &fx,
+        "sed -i 's/a=1/a=9/' conf.ini && sed -i 's/one/two/' tool.sh && rm gone.txt && echo made > made.txt && echo more >> notes.txt",
+    );
+    assert_eq!(fx.read("conf.ini"), b"a=9\r\nb=2\r\n");
+    assert!(!ws.join("gone.txt").exists());
+    // The user's repository gets no object from keyless's snapshots.
+    assert_eq!(objects(&fx), before);
+
+    // `undo --list` names the command's files.
+    let (ok, list) = undo(&fx, &["--list"]);
+    assert!(ok, "{list}");
+    for f in ["conf.ini", "tool.sh", "gone.txt", "made.txt", "notes.txt"] {
+        assert!(list.contains(f), "{f} missing from:\n{list}");
+    }
+
+    // A later batch changes one of its files: undoing the first is refused, naming the file, and
+    // nothing changes.
+    let second = command(&fx, "sed -i 's/b=2/b=3/' conf.ini");
+    let (ok, text) = undo(&fx, &["--batch", &first]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("KA_UNDO_REFUSED"), "{text}");
+    assert!(
+        text.contains("conf.ini changed after batch") && text.contains("--force"),
+        "{text}"
+    );
+    assert_eq!(fx.read("conf.ini"), b"a=9\r\nb=3\r\n");
+    assert!(ws.join("made.txt").exists());
+
+    // Undo the later batch, then the first: every byte as it was, the run bit too.
+    let (ok, text) = undo(&fx, &["--batch", &second]);
+    assert!(ok, "{text}");
+    assert_eq!(fx.read("conf.ini"), b"a=9\r\nb=2\r\n");
+    let (ok, text) = undo(&fx, &["--batch", &first]);
+    assert!(ok, "{text}");
+    assert_eq!(fx.read("conf.ini"), b"a=1\r\nb=2\r\n");
+    assert_eq!(fx.read("tool.sh"), b"#!/bin/sh\necho one\n");
+    let mode = std::fs::metadata(ws.join("tool.sh"))
+        .expect("tool.sh")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "{mode:o}");
+    assert_eq!(fx.read("gone.txt"), b"keep me\n");
+    assert_eq!(fx.read("notes.txt"), b"draft\n");
+    assert!(!ws.join("made.txt").exists());
+    assert!(
+        text.contains("removed (the batch made it) made.txt"),
+        "{text}"
+    );
+    assert!(text.contains("restored gone.txt"), "{text}");
+    assert_eq!(git(&ws, &["status", "--porcelain"]), "?? notes.txt\n");
+    assert_eq!(objects(&fx), before);
+
+    // The user edits a file after a batch: undo names it and asks for --force.
+    let third = command(&fx, "echo line >> notes.txt");
+    std::fs::write(ws.join("notes.txt"), "draft\nline\nmine\n").expect("edit");
+    let (ok, text) = undo(&fx, &[]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("notes.txt changed after batch"), "{text}");
+    assert_eq!(fx.read("notes.txt"), b"draft\nline\nmine\n");
+    let (ok, text) = undo(&fx, &["--batch", &third, "--force"]);
+    assert!(ok, "{text}");
+    assert_eq!(fx.read("notes.txt"), b"draft\n");
+}
+
+#[test]
+fn a_command_in_a_folder_that_is_not_a_repository_is_undoable_too() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::remove_dir_all(ws.join(".git")).expect("no git");
+    std::fs::write(ws.join("data.txt"), "one\n").expect("write");
+    let label = command(&fx, "sed -i 's/one/two/' data.txt");
+    assert_eq!(fx.read("data.txt"), b"two\n");
+    let (ok, text) = undo(&fx, &["--batch", &label]);
+    assert!(ok, "{text}");
+    assert_eq!(fx.read("data.txt"), b"one\n");
+}
