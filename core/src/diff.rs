@@ -234,10 +234,15 @@ pub fn stat(diffs: &[FileDiff]) -> String {
     out
 }
 
-/// `2 files changed, 7 insertions(+), 1 deletion(-)`.
+/// `2 files changed, 7 insertions(+), 1 deletion(-)`. A file edited twice (two diffs) is one
+/// file.
 #[must_use]
 pub fn totals(diffs: &[FileDiff]) -> String {
-    let files = diffs.len();
+    let files = diffs
+        .iter()
+        .map(|d| d.path.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     let add: u32 = diffs.iter().map(|d| d.added).sum();
     let del: u32 = diffs.iter().map(|d| d.removed).sum();
     let s = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });

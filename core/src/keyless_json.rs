@@ -60,6 +60,8 @@ pub struct KeylessConfig {
     /// empty: none is made.
     pub task_branch: String,
     pub truncation_budget_seconds: u32,
+    /// `Agent.RepoMapChars`: the repository map's budget in the first prompt (0: no map).
+    pub repo_map_chars: u32,
     /// The environment variables `.as` programs may read through `env://process` besides the
     /// harmless ones ([`crate::secrets::HARMLESS`]); a name ending in `*` allows a prefix. It also
     /// passes secret-looking variables it names exactly to commands ([`crate::secrets::withheld`]).
@@ -93,6 +95,7 @@ pub const KEYS: &[&str] = &[
     "Limits.MaxFormatRetries",
     "Limits.MaxIterationsPerTurn",
     "Agent.Pace",
+    "Agent.RepoMapChars",
     "Commands.Mode",
     "Commands.AllowList",
     "Commands.BatchFailureMode",
@@ -126,6 +129,7 @@ impl Default for KeylessConfig {
             auto_init: false,
             task_branch: crate::branch::DEFAULT_TASK_BRANCH.to_string(),
             truncation_budget_seconds: 90,
+            repo_map_chars: crate::repomap::DEFAULT_BUDGET,
             program_env: None,
             program_tools: Vec::new(),
             program_http: Vec::new(),
@@ -212,6 +216,7 @@ impl KeylessConfig {
                 "Agent.Pace" => {
                     self.settings.pace = string()?.parse::<Pace>().map_err(|e| bad(e.detail()))?
                 }
+                "Agent.RepoMapChars" => self.repo_map_chars = uint((0, 40_000))?,
                 "Commands.Mode" => {
                     self.mode = string()?.parse::<Mode>().map_err(|e| bad(e.detail()))?
                 }
@@ -435,6 +440,7 @@ impl KeylessConfig {
             "Limits.MaxFormatRetries" => l.max_format_retries.to_string(),
             "Limits.MaxIterationsPerTurn" => l.max_iterations_per_turn.to_string(),
             "Agent.Pace" => self.settings.pace.to_string(),
+            "Agent.RepoMapChars" => self.repo_map_chars.to_string(),
             "Commands.Mode" => self.mode.to_string(),
             "Commands.AllowList" => format!("{:?}", self.allow_list),
             "Commands.BatchFailureMode" => self.batch_failure_mode.to_string(),

@@ -31,6 +31,7 @@ pub mod keyless_json;
 pub mod lang;
 pub mod mcp;
 pub mod message;
+pub mod narrate;
 pub mod pairing;
 pub mod parse;
 pub mod path;
@@ -39,6 +40,7 @@ pub mod plan;
 pub mod policy;
 pub mod render;
 pub mod reply;
+pub mod repomap;
 pub mod secrets;
 pub mod site;
 pub mod ssh;
@@ -132,6 +134,7 @@ pub fn typescript() -> String {
         api::ReplyRequest::decl(&cfg),
         api::PieceProgress::decl(&cfg),
         message::BatchCounts::decl(&cfg),
+        message::CommandEnd::decl(&cfg),
         api::ReplyAnswer::decl(&cfg),
         api::UndoState::decl(&cfg),
         api::BatchOutcome::decl(&cfg),
@@ -167,6 +170,7 @@ pub fn typescript() -> String {
         api::Generation::decl(&cfg),
         api::GenerationAnswer::decl(&cfg),
         api::GenerationClaim::decl(&cfg),
+        api::GenerationSeen::decl(&cfg),
         api::ChatTabReport::decl(&cfg),
         api::ChatTabState::decl(&cfg),
         lang::chat::GenerationReport::decl(&cfg),

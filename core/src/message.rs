@@ -134,6 +134,34 @@ pub struct BatchCounts {
     pub skipped: u32,
 }
 
+/// How one command of a batch ended: the views mark its row with it when they missed the live
+/// events (a retry answered from the store, a view opened late).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CommandEnd {
+    pub number: u32,
+    pub status: ResultStatus,
+    pub code: Option<String>,
+}
+
+impl CommandEnd {
+    /// Each entry's end, in order.
+    #[must_use]
+    pub fn of(entries: &[CommandResult]) -> Vec<Self> {
+        entries
+            .iter()
+            .map(|e| Self {
+                number: e.number,
+                status: e.outcome.status(),
+                code: match &e.outcome {
+                    Outcome::Error { code, .. } => Some(code.as_str().to_string()),
+                    _ => None,
+                },
+            })
+            .collect()
+    }
+}
+
 impl BatchCounts {
     /// Counts one command's status and code.
     pub fn add(&mut self, status: ResultStatus, code: Option<&str>) {
@@ -464,6 +492,8 @@ pub struct PromptContext {
     pub task: Option<String>,
     /// The branch the session works on, the protected branches, origin.
     pub git: Option<crate::branch::GitFacts>,
+    /// The repository map ([`crate::repomap::render`]), when there is one.
+    pub repo_map: Option<String>,
 }
 
 /// What a failed command does to the rest of the batch, as the system prompt states it.
@@ -563,6 +593,9 @@ Rules:
     }
     if let Some(git) = &ctx.git {
         let _ = write!(p, "\n# Git\n{}\n", git.prompt());
+    }
+    if let Some(map) = ctx.repo_map.as_deref().filter(|m| !m.trim().is_empty()) {
+        let _ = write!(p, "\n# Repository\n{}\n", map.trim_end());
     }
     p.push_str("\nWait for the user's task, then reply in AgentScript v1 only.");
     if let Some(m) = &ctx.movement {

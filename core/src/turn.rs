@@ -86,6 +86,17 @@ impl TurnEnd {
         }
     }
 
+    /// Why the turn ended, in the words every view shows (never the raw name).
+    #[must_use]
+    pub fn words(self) -> &'static str {
+        match self {
+            Self::Done => "finished (@@done)",
+            Self::NeedsUserInput => "waiting for your answer",
+            Self::MaxIterationsPerTurn => "stopped: too many batches in a turn",
+            Self::MaxFormatRetries => "stopped: the replies kept breaking the format",
+        }
+    }
+
     /// Reads the stored spelling back.
     #[must_use]
     pub fn from_name(s: &str) -> Option<Self> {

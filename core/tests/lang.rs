@@ -192,3 +192,37 @@ proptest! {
         }
     }
 }
+
+/// A file's syntax slip no longer hides its other problems (issue 42: three rounds of
+/// `as check` to see nine problems): one run reports them all, and what only echoes the slip
+/// (a name the skipped line declared) is not reported.
+#[test]
+fn every_problem_of_a_file_in_one_run() {
+    let src = "import llm Q from \"nope://m\"\n\nmain agent {\n    model Q\n    main func(input) {\n        x = = 1\n        y = missing\n        use x\n        use y\n        return { a: 1 }\n    }\n}\n";
+    let r = lang::check(src);
+    let found: Vec<(Option<u32>, &str)> = r
+        .diagnostics
+        .iter()
+        .map(|d| (d.line, d.code.as_str()))
+        .collect();
+    assert!(found.contains(&(Some(1), "KA_AS_IMPORT")), "{found:?}");
+    assert!(found.contains(&(Some(6), "KA_AS_SYNTAX")), "{found:?}");
+    assert!(
+        r.diagnostics
+            .iter()
+            .any(|d| d.line == Some(7) && d.message.contains("unknown name \"missing\"")),
+        "{:?}",
+        r.diagnostics
+    );
+    // `x` was declared on the skipped line: its use is not a second problem.
+    assert!(
+        !r.diagnostics.iter().any(|d| d.message.contains("\"x\"")),
+        "{:?}",
+        r.diagnostics
+    );
+    // In file order.
+    let lines: Vec<Option<u32>> = r.diagnostics.iter().map(|d| d.line).collect();
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(lines, sorted);
+}

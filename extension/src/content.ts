@@ -36,6 +36,8 @@ interface Watch {
   fresh: boolean;
   /// A `.as` program's generation this reply answers (keyless://chat), not an AgentScript reply.
   gen?: Generation;
+  /// What the host was last told the page shows of the generation's reply.
+  seen?: string;
 }
 
 let site: SiteAdapter | null = null;
@@ -73,9 +75,15 @@ async function tickGeneration(w: Watch, g: Generation, text: string, streaming: 
   if (watch !== w) return;
   const o = ui();
   o.generationReport(r);
+  if (r.seen !== w.seen) {
+    // The host keeps it, so a program's timeout says what the page showed.
+    w.seen = r.seen;
+    ask("generationSeen", { id: g.id, seen: r.seen }).catch(() => undefined);
+  }
   if (changed && text) o.setPhase(streaming ? "streaming" : "checking", "follow");
   if (r.verdict === "waiting") return;
   w.done = true;
+  o.generationEnded();
   if (r.verdict === "complete" || r.verdict === "complete_without_eof") {
     o.setPhase("sending to the program", "run");
     try {
@@ -121,6 +129,7 @@ async function onGenerate(g: Generation): Promise<void> {
       stopSite();
     }
     ask("cancelGeneration", { id: g.id }).catch(() => undefined);
+    o.generationEnded();
     o.setPhase("cancelled", "");
     o.note("Cancelled: the program ends with KA_AS_CANCELLED.");
   });
@@ -147,6 +156,7 @@ function onGenerationEnded(g: Generation): void {
   watch = null;
   stopSite();
   const o = ui();
+  o.generationEnded();
   o.setPhase(g.state === "cancelled" ? "cancelled" : "ended", "");
   o.note(`${g.error ?? ""}`.trim() || "The program no longer waits for this reply.");
 }
@@ -423,7 +433,7 @@ async function submit(text: string, endAt: number, notice = ""): Promise<void> {
   if (a.turn_ended) {
     const asking = a.turn_ended === "needs_user_input";
     o.results(a, a.turn_ended === "done" ? "Nothing more is sent: the task is complete." : asking ? "Nothing more is sent until you answer." : "Nothing more is sent; see the dashboard.");
-    o.setPhase(a.turn_ended === "done" ? "done" : asking ? "waiting for your answer" : a.turn_ended, a.turn_ended === "done" ? "ok" : asking ? "wait" : "bad");
+    o.setPhase(a.turn_ended === "done" ? "done" : asking ? "waiting for your answer" : (a.ended ?? a.turn_ended), a.turn_ended === "done" ? "ok" : asking ? "wait" : "bad");
     return;
   }
   if (run.state === "stopped") {
@@ -460,6 +470,7 @@ async function deliver(text: string, delivery: Delivery, endAt: number, notice =
     o.clearError();
     if (fallback) o.error(fallback, "The file upload failed; the results were pasted instead.");
     follow(before);
+    o.sent(notice ? "The correction was sent to the chat." : "The results were sent to the chat.");
     o.note(`${notice ? `${notice}; its correction was sent` : `results sent ${Math.round(ms)} ms after the reply ended`}`);
   } catch (e) {
     const [code, msg] = errText(e);

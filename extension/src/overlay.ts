@@ -34,7 +34,7 @@ const CSS = `
 table { width: 100%; border-collapse: collapse; font-size: 12px; }
 td { padding: 4px 4px; border-top: 1px solid #eaeef2; vertical-align: top; }
 td.n { color: #656d76; width: 22px; } td.cmd { font-weight: 600; white-space: nowrap; }
-td.target { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; word-break: break-all; }
+td.target { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; overflow-wrap: anywhere; }
 td.state { text-align: right; white-space: nowrap; }
 .badge { display: inline-block; font-size: 10.5px; font-weight: 600; padding: 1px 6px; border-radius: 6px; margin-left: 4px; }
 .t-ReadOnly { background: #dafbe1; color: #116329; } .t-Build { background: #ddf4ff; color: #0550ae; }
@@ -42,14 +42,15 @@ td.state { text-align: right; white-space: nowrap; }
 .s-ok { color: #1a7f37; font-weight: 600; } .s-error { color: #cf222e; font-weight: 600; } .s-skipped { color: #656d76; } .s-running { color: #8250df; font-weight: 600; }
 .why { color: #656d76; font-size: 11.5px; }
 .prompt { border: 1px solid #d4a72c; background: #fff8c5; border-radius: 10px; padding: 8px 10px; display: flex; flex-direction: column; gap: 6px; }
-.prompt code { font: 12px ui-monospace, monospace; background: #fff; border: 1px solid #eaeef2; border-radius: 6px; padding: 4px 6px; display: block; white-space: pre-wrap; word-break: break-all; }
+.prompt code { font: 12px ui-monospace, monospace; background: #fff; border: 1px solid #eaeef2; border-radius: 6px; padding: 4px 6px; display: block; white-space: pre-wrap; overflow-wrap: anywhere; }
 .row { display: flex; gap: 6px; align-items: center; flex-wrap: wrap; }
+input.why-not { flex: 1; min-width: 140px; font: 12px system-ui, sans-serif; padding: 4px 6px; border: 1px solid #d0d7de; border-radius: 6px; background: #fff; }
 button.btn { all: unset; cursor: pointer; font-weight: 600; font-size: 12px; padding: 5px 12px; border-radius: 7px; border: 1px solid #d0d7de; background: #f6f8fa; color: #1f2328; }
 button.btn:hover { background: #eef1f4; }
 button.primary { background: #1f883d; border-color: #1a7f37; color: #fff; } button.primary:hover { background: #1a7f37; }
 button.danger { background: #cf222e; border-color: #a40e26; color: #fff; }
 input.answer { flex: 1; font: inherit; padding: 5px 8px; border: 1px solid #d0d7de; border-radius: 7px; }
-pre.out { margin: 0; max-height: 160px; overflow: auto; background: #0d1117; color: #e6edf3; border-radius: 8px; padding: 8px; font: 11.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; white-space: pre-wrap; word-break: break-all; }
+pre.out { margin: 0; max-height: 160px; overflow: auto; background: #0d1117; color: #e6edf3; border-radius: 8px; padding: 8px; font: 11.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; white-space: pre-wrap; overflow-wrap: anywhere; }
 .error { border-radius: 8px; padding: 8px 10px; background: #ffebe9; border: 1px solid #ff8182; color: #82071e; display: flex; flex-direction: column; gap: 6px; }
 .error .code { font: 600 12px ui-monospace, monospace; }
 .error > div { white-space: pre-line; }
@@ -64,7 +65,7 @@ pre.out { margin: 0; max-height: 160px; overflow: auto; background: #0d1117; col
 .gen { border: 1px solid #c8b5f5; background: #fbf8ff; border-radius: 10px; padding: 8px 10px; display: flex; flex-direction: column; gap: 6px; }
 .gen .asked { margin: 0; max-height: 140px; overflow: auto; font: 11.5px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; white-space: pre-wrap; word-break: break-word; color: #3d444d; }
 .gen .shape { font: 12px ui-monospace, monospace; }
-.gen .gen-title { flex: 1; font-weight: 600; font-size: 12px; color: #6639ba; word-break: break-all; }
+.gen .gen-title { flex: 1; font-weight: 600; font-size: 12px; color: #6639ba; overflow-wrap: anywhere; }
 .fit { padding: 4px 8px; border-radius: 6px; } .fit.yes { background: #dafbe1; color: #116329; } .fit.no { background: #fff5f5; color: #a40e26; } .fit.none { background: #f6f8fa; color: #656d76; }
 .hidden { display: none !important; }
 tr.diffs td { border-top: none; padding: 0 4px 4px 26px; }
@@ -105,6 +106,10 @@ export class Overlay {
   private genFit: HTMLDivElement | null = null;
   /// Each command's state cell (updated by host events while the batch runs).
   private readonly rows = new Map<number, HTMLTableCellElement>();
+  /// The Cancel of the generation this tab answers, while it runs.
+  private genCancel: HTMLButtonElement | null = null;
+  /// The summary's line about sending the results.
+  private sentLine: HTMLElement | null = null;
   /// Each command's row and the key of what it shows: a row is rebuilt only when its key changes.
   private readonly rowEls = new Map<number, { tr: HTMLTableRowElement; key: string }>();
   private table: HTMLTableElement | null = null;
@@ -190,7 +195,8 @@ export class Overlay {
     this.reset();
     const box = el("div", "gen");
     const head = el("div", "row");
-    head.append(el("span", "gen-title", `.as program ${g.file || g.run}${g.attempt > 1 ? ` · attempt ${g.attempt}` : ""}`), button("Cancel", "danger", onCancel));
+    this.genCancel = button("Cancel", "danger", onCancel);
+    head.append(el("span", "gen-title", `.as program ${g.file || g.run}${g.attempt > 1 ? ` · attempt ${g.attempt}` : ""}`), this.genCancel);
     const asked = el("pre", "asked", g.text);
     const shape = el("div", "");
     shape.append(el("span", "why", "answer shape "), el("span", "shape", g.shape_text));
@@ -200,6 +206,12 @@ export class Overlay {
     this.gen.classList.remove("hidden");
     this.note("");
     this.panel.classList.remove("collapsed");
+  }
+
+  /// The generation ended (answered, failed, cancelled): nothing is left to cancel.
+  generationEnded(): void {
+    this.genCancel?.remove();
+    this.genCancel = null;
   }
 
   /// The live shape check of the reply to a generation.
@@ -376,7 +388,17 @@ export class Overlay {
         box.remove();
       };
       const row = el("div", "row");
-      row.append(button("Approve", "primary", reply({ approve: true })), button("Decline", "", reply({ approve: false })));
+      // Why not, told to the model with the decline (optional).
+      const why = el("input", "why-not");
+      why.placeholder = "Why not? (optional; the model is told)";
+      const decline = () => {
+        const text = why.value.trim();
+        reply(text ? { approve: false, answer: text } : { approve: false })();
+      };
+      why.addEventListener("keydown", (e) => {
+        if (e.key === "Enter") decline();
+      });
+      row.append(button("Approve", "primary", reply({ approve: true })), button("Decline", "", decline), why);
       box.append(row);
       if (p.offer) {
         // "Always allow", with the rule shown before it is saved.
@@ -425,6 +447,9 @@ export class Overlay {
 
   results(answer: ReplyAnswer, sent: string): void {
     this.live.classList.add("hidden");
+    // Every row says how its command ended, even where the live events were missed (a retry
+    // answered from the store): never "asks you" or "running…" on a command that already ran.
+    for (const c of answer.commands ?? []) this.commandFinished(c.number, c.status, c.code);
     this.summary.classList.remove("hidden");
     this.summary.className = `summary o-${answer.outcome}`;
     this.summary.replaceChildren();
@@ -468,7 +493,14 @@ export class Overlay {
       review.title = "How to review and merge the task's branch";
       this.summary.append(review);
     }
-    this.summary.append(el("div", "why", sent));
+    this.sentLine = el("div", "why sent", sent);
+    this.summary.append(this.sentLine);
+  }
+
+  /// The summary's last line once the results went (or did not): "Sending the results…" is never
+  /// left standing after they were sent.
+  sent(text: string): void {
+    if (this.sentLine) setText(this.sentLine, text);
   }
 
   error(code: string, message: string, actions: { label: string; run: () => void }[] = []): void {
@@ -534,5 +566,5 @@ function turnEndedText(answer: ReplyAnswer): string {
   if (answer.turn_ended === "needs_user_input" && state?.state === "needs_user_input") {
     return `The piece waits for your answer: ${state.question} Answer it in the chat, then press Start to go on.`;
   }
-  return answer.turn_ended === "done" ? "The model finished the task (@@done)." : `The turn ended: ${answer.turn_ended ?? ""}.`;
+  return answer.turn_ended === "done" ? "The model finished the task (@@done)." : `The turn ended: ${answer.ended ?? answer.turn_ended ?? ""}.`;
 }

@@ -113,6 +113,8 @@ export interface Requests {
   followGeneration: { req: { text: string; shape: unknown; page: PageObservation }; res: GenerationReport };
   /// The reply to a generation (or why there is none: `KA_… message`), sent to the host once.
   generated: { req: { id: string; answer?: string; error?: string }; res: { ok: boolean } };
+  /// What the tab sees of a generation's reply, in words, each time it changes.
+  generationSeen: { req: { id: string; seen: string }; res: { ok: boolean } };
   /// The overlay's Cancel on a generation.
   cancelGeneration: { req: { id: string }; res: { ok: boolean } };
   // from the popup and the options page

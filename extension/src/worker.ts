@@ -476,6 +476,10 @@ const handlers: Handlers = {
     await reportProgramsTab().catch(() => undefined);
     return { ok: true };
   },
+  async generationSeen(req) {
+    await api(v1.seeGeneration(req.id, { seen: req.seen }));
+    return { ok: true };
+  },
   async cancelGeneration(req, sender) {
     await api(v1.cancelGeneration(req.id, "the overlay"));
     const tabId = tabOf(sender);

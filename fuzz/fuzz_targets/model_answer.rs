@@ -1,11 +1,11 @@
 //! Fuzzes the reading of a model's answer (`read_answer` with its forgiving reader, and
-//! `extract_json`) and a `keyless://chat` reply's follower: never a panic, whatever the answer; a
+//! `complete_object`) and a `keyless://chat` reply's follower: never a panic, whatever the answer; a
 //! value read back fits the shape.
 #![no_main]
 
 use keyless_core::lang::ast::{Field, Shape};
 use keyless_core::lang::chat::follow_generation;
-use keyless_core::lang::shape::{check, extract_json, read_answer};
+use keyless_core::lang::shape::{check, complete_object, read_answer};
 use keyless_core::lang::Pos;
 use keyless_core::site::PageObservation;
 use libfuzzer_sys::fuzz_target;
@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         shape: Shape::List(Some(Box::new(Shape::String))),
         pos: Pos { line: 1, column: 1 },
     }]);
-    if let Some(v) = extract_json(answer) {
+    if let Some(v) = complete_object(answer) {
         let _ = check(&v, &shape, "");
     }
     if let Ok(v) = read_answer(answer, &shape).value {

@@ -143,6 +143,7 @@ pub fn exec_settings(
         limits: crate::exec::limits::Limits::new(cfg.max_processes, cfg.max_memory_mib),
         missing_tools: Vec::new(),
         tools,
+        repo_map_chars: cfg.repo_map_chars,
     }
 }
 

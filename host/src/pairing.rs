@@ -281,12 +281,47 @@ impl Pairings {
         found.is_some()
     }
 
-    /// Revokes every token (and every issued code).
+    /// `local-token` beside the pairing file: the token `serve` prints for scripts and the
+    /// dashboard.
+    fn local_token_path(&self) -> PathBuf {
+        self.path.with_file_name("local-token")
+    }
+
+    /// The local token: the same for every `serve` of this user until `pair --reset`
+    /// (so a dashboard tab left open across a restart reconnects), kept mode 0600 in the config
+    /// folder, made on first use.
+    ///
+    /// # Errors
+    /// When it cannot be made or written.
+    pub fn local_token(&self) -> std::io::Result<String> {
+        let path = self.local_token_path();
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let t = text.trim();
+            if t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
+                set_private(&path)?;
+                return Ok(t.to_string());
+            }
+        }
+        let token = random_hex(32)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        crate::exec::workspace::write_atomic(&path, token.as_bytes())?;
+        set_private(&path)?;
+        Ok(token)
+    }
+
+    /// Revokes every token (and every issued code), the local token too.
     ///
     /// # Errors
     /// When the file exists and cannot be removed.
     pub fn reset(&self) -> std::io::Result<usize> {
         let n = self.read().clients.len();
+        match std::fs::remove_file(self.local_token_path()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
         match std::fs::remove_file(&self.path) {
             Ok(()) => Ok(n),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),

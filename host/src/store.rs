@@ -561,6 +561,21 @@ impl Store {
     ///
     /// # Errors
     /// SQLite failures.
+    /// The id of the newest batch of any session, if there is one.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn newest_batch(&self) -> Result<Option<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM batches ORDER BY rowid DESC LIMIT 1")?;
+        let mut rows = stmt.query([])?;
+        Ok(match rows.next()? {
+            Some(r) => Some(r.get(0)?),
+            None => None,
+        })
+    }
+
     pub fn batches(&self, session: &str) -> Result<Vec<BatchSummary>, StoreError> {
         let mut stmt = self.conn.prepare("SELECT id, turn, batch, status, control FROM batches WHERE session_id = ?1 ORDER BY rowid")?;
         let rows = stmt.query_map(params![session], |r| {

@@ -100,27 +100,34 @@ pub fn submit(
         } else {
             stored.text
         };
+        let results = store.results(&id)?;
         let mut counts = keyless_core::message::BatchCounts::default();
-        for r in store.results(&id)? {
+        for r in &results {
             counts.add(r.status, r.code.as_deref());
         }
+        let commands = results
+            .iter()
+            .map(|r| keyless_core::message::CommandEnd {
+                number: r.number,
+                status: r.status,
+                code: r.code.clone(),
+            })
+            .collect();
         return Ok(ReplyAnswer {
             outcome: keyless_core::api::BatchOutcome::of(status, &counts),
             counts,
+            commands,
             done_message: None,
             review: None,
             task_diff: Vec::new(),
-            diff: store
-                .results(&id)?
-                .into_iter()
-                .flat_map(|r| r.diff)
-                .collect(),
+            diff: results.into_iter().flat_map(|r| r.diff).collect(),
             batch_id: id,
             turn,
             batch,
             status,
             text,
             control,
+            ended: turn_ended.map(|t| t.words().to_string()),
             turn_ended,
             stored: true,
             next_turn: pos.turn,
@@ -245,13 +252,14 @@ pub fn submit(
         status: step.status,
         turn_ended: step.turn_ended,
     });
-    let (counts, done_message, diff) = match &outcome {
+    let (counts, commands, done_message, diff) = match &outcome {
         BatchOutcome::Executed {
             entries,
             done_message,
             ..
         } => (
             keyless_core::message::BatchCounts::of(entries),
+            keyless_core::message::CommandEnd::of(entries),
             done_message.clone(),
             entries
                 .iter()
@@ -260,6 +268,7 @@ pub fn submit(
         ),
         BatchOutcome::Rejected { .. } => (
             keyless_core::message::BatchCounts::default(),
+            Vec::new(),
             None,
             Vec::new(),
         ),
@@ -274,6 +283,7 @@ pub fn submit(
     Ok(ReplyAnswer {
         outcome: keyless_core::api::BatchOutcome::of(step.status, &counts),
         counts,
+        commands,
         done_message,
         review,
         diff,
@@ -284,6 +294,7 @@ pub fn submit(
         status: step.status,
         text: step.text,
         control: step.control,
+        ended: step.turn_ended.map(|t| t.words().to_string()),
         turn_ended: step.turn_ended,
         stored: false,
         next_turn: pos.turn,

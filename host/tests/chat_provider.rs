@@ -410,11 +410,37 @@ fn each_failure_ends_the_program_with_its_own_code_and_nothing_is_asked_twice() 
     srv.tab_is_there();
     let out = finish(start_run(&e, "one.as", &["--model-timeout", "2"]));
     assert!(
-        stderr(&out).contains("error[KA_AS_MODEL_TIMEOUT]: the chat did not answer within 2s"),
+        stderr(&out).contains("error[KA_AS_MODEL_TIMEOUT]: no chat tab took the request within 2s"),
         "{}",
         stderr(&out)
     );
     assert_eq!(srv.generations().last().expect("one")["state"], "cancelled");
+    // A tab took it and saw an answer begun but never finished: the timeout says what the page
+    // showed (through the sanitizer), not that the chat did not answer.
+    srv.tab_is_there();
+    let run = start_run(&e, "one.as", &["--model-timeout", "3"]);
+    let g = wait_pending(&srv);
+    let id = g["id"].as_str().expect("id");
+    let (s, b) = srv.post(
+        &format!("/v1/generations/{id}/claim"),
+        &json!({ "site": "ChatGPT" }),
+    );
+    assert_eq!(s, 200, "{b}");
+    let (s, b) = srv.post(
+        &format!("/v1/generations/{id}/seen"),
+        &json!({ "seen": "a reply that began a JSON answer but has not finished it\u{202e}" }),
+    );
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(
+        b["seen"],
+        "a reply that began a JSON answer but has not finished it<U+202E>"
+    );
+    let out = finish(run);
+    assert!(
+        stderr(&out).contains("error[KA_AS_MODEL_TIMEOUT]: no complete answer within 3s (--model-timeout); the ChatGPT tab showed a reply that began a JSON answer but has not finished it<U+202E>"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 fn wait_pending(srv: &Server) -> Value {

@@ -1587,6 +1587,34 @@ fn run_shows_what_each_batch_changed_and_log_shows_a_batch_diff() {
             .is_some_and(|l| l.as_bytes().get(4) == Some(&b'-')),
         "{log}"
     );
+    // Every row's TARGET starts where its header does, whatever the ids' and codes' lengths.
+    let at = log.find("TARGET").expect("TARGET");
+    let rows: Vec<&str> = log
+        .lines()
+        .skip(1)
+        .filter(|l| l.starts_with("20") && l.chars().count() > at)
+        .collect();
+    assert!(!rows.is_empty(), "{log}");
+    for row in rows {
+        assert_eq!(
+            row.chars().nth(at - 1),
+            Some(' '),
+            "misaligned: {row}\n{log}"
+        );
+        assert_ne!(row.chars().nth(at), Some(' '), "misaligned: {row}\n{log}");
+    }
+    // log --diff with no id: the newest batch.
+    let (out, newest) = host_in(
+        &fx2,
+        &[
+            "log",
+            "--workspace",
+            fx2.ws().to_str().expect("utf-8"),
+            "--diff",
+        ],
+    );
+    assert!(out.status.success(), "{newest}");
+    assert!(newest.starts_with("batch "), "{newest}");
 }
 
 #[test]

@@ -19,6 +19,8 @@ struct Server {
     token: String,
     /// What serve wrote to stderr (its log).
     log: std::sync::Arc<std::sync::Mutex<String>>,
+    /// What serve wrote to stdout after its banner (the view).
+    out: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 fn spawn(workspace: &Path, config: &Path, extra: &[&str]) -> Server {
@@ -55,16 +57,26 @@ fn spawn_env(workspace: &Path, config: &Path, extra: &[&str], vars: &[(&str, &st
         port, code, token, ..
     } = keyless_tests::serve::read_banner(&mut reader);
     // Keep draining stdout so the server never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        let _ = reader.read_to_string(&mut sink);
-    });
+    let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    {
+        let out = out.clone();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                if let Ok(mut o) = out.lock() {
+                    o.push_str(&line);
+                }
+                line.clear();
+            }
+        });
+    }
     Server {
         child,
         port,
         code,
         token,
         log,
+        out,
     }
 }
 
@@ -701,19 +713,24 @@ fn confirmations_events_and_cancel() {
             std::fs::read_to_string(e.ws.join("ok.txt")).expect("read"),
             "approved\n"
         );
-        // Decline.
+        // Decline, saying why: the model is told.
         let t = s.spawn(move || srv.reply(session, &r2));
         let p = wait_prompt();
+        // The terminal shows the question waiting.
+        let out = wait_text(&srv.out, "waits for your yes or no");
+        assert!(
+            out.contains("a command waits for your yes or no: echo nope > no.txt (answer in the chat's overlay or the dashboard)"),
+            "{out}"
+        );
         srv.post(
             &format!("/v1/confirmations/{}", p["id"]),
-            &serde_json::json!({"approve": false}),
+            &serde_json::json!({"approve": false, "answer": "write it under tmp/ instead"}),
         );
         let v = t.join().expect("reply");
+        let text = v["text"].as_str().expect("text");
+        assert!(text.contains("code: KA_COMMAND_DECLINED"), "{v}");
         assert!(
-            v["text"]
-                .as_str()
-                .expect("text")
-                .contains("code: KA_COMMAND_DECLINED"),
+            text.contains("and says: write it under tmp/ instead"),
             "{v}"
         );
         assert!(!e.ws.join("no.txt").exists());
@@ -782,6 +799,86 @@ fn a_restarted_host_resumes_the_session() {
     assert_eq!((s, v["code"].as_str()), (404, Some("KA_SESSION_NOT_FOUND")));
 }
 
+/// Waits until `buf` holds `want` (10 s at most), then gives it back.
+fn wait_text(buf: &std::sync::Mutex<String>, want: &str) -> String {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = buf.lock().map(|b| b.clone()).unwrap_or_default();
+        if now.contains(want) || Instant::now() > until {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_terminal_tells_what_happens_and_the_log_waits_for_verbose() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let session = srv.session();
+    srv.reply(
+        &session,
+        "@@runcommand\n<<<CMD\necho hi\nCMD>>>\n@@end\n@@runcommand\n<<<CMD\necho two\nCMD>>>\n@@end\n@@done\n@@end\n@@eof\n",
+    );
+    let out = wait_text(&srv.out, "task done");
+    assert!(
+        out.contains("reply received (turn 1, batch 1), running it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("batch ran (turn 1, batch 1): 2 commands: 2 ok; results go back to the chat"),
+        "{out}"
+    );
+    assert!(
+        out.contains("task done: the model finished (@@done)"),
+        "{out}"
+    );
+    // No request trace without --verbose: the 5-second confirmations poll is not shown.
+    for _ in 0..3 {
+        assert_eq!(srv.get("/v1/confirmations").0, 200);
+    }
+    let log = srv.log.lock().map(|l| l.clone()).unwrap_or_default();
+    assert!(!log.contains("/v1/confirmations"), "{log}");
+    assert!(!out.contains("/v1/confirmations"), "{out}");
+    drop(srv);
+    // --verbose: the log is there, on stderr.
+    let srv = spawn(&e.ws, &e.config, &["--verbose"]);
+    assert_eq!(srv.get("/v1/confirmations").0, 200);
+    let log = wait_text(&srv.log, "/v1/confirmations");
+    assert!(log.contains("/v1/confirmations"), "{log}");
+}
+
+#[test]
+fn the_local_token_survives_a_restart_so_an_open_dashboard_reconnects() {
+    let e = env();
+    let first = spawn(&e.ws, &e.config, &[]);
+    let token = first.token.clone();
+    drop(first);
+    let second = spawn(&e.ws, &e.config, &[]);
+    assert_eq!(second.token, token);
+    let file = e.config.join("keyless").join("local-token");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file)
+            .expect("local-token")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    // Resetting the pairings makes a new one.
+    drop(second);
+    let reset = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
+        .args(["pair", "--reset"])
+        .env("XDG_CONFIG_HOME", &e.config)
+        .output()
+        .expect("setup");
+    assert!(reset.status.success(), "{reset:?}");
+    assert!(!file.exists());
+    let third = spawn(&e.ws, &e.config, &[]);
+    assert_ne!(third.token, token);
+}
+
 #[cfg(unix)]
 #[test]
 fn sigterm_shuts_down_gracefully() {
@@ -828,6 +925,8 @@ fn port_in_use_is_a_clear_error() {
         err.contains("KA_CONFIG_VALIDATION") && err.contains("try --port"),
         "{err}"
     );
+    // A serve that refused to start leaves no `.agent` behind in a folder it made it in.
+    assert!(!other.join(".agent").exists(), "{err}");
 }
 
 #[test]

@@ -140,6 +140,32 @@ test("a program with two generates thinks with the chat tab; a shape mismatch is
   );
 });
 
+test("an answer with a trailing comma completes as the program reads it; a timeout says what the page showed", async () => {
+  await withChat(
+    [
+      // What models write (issue 42): a trailing comma, in the object and in a list.
+      { text: "```json\n{\"kind\": \"bug\", \"severity\": 2,}\n```" },
+      { text: "```json\n{\"title\": \"Crash on save\", \"steps\": [\"Save 'a b.txt'\",],}\n```", chunk: 9, delayMs: 40 },
+      // Begun and never finished: the site stops with the object open.
+      { text: "```json\n{\"kind\": \"bug\", \"sev" },
+    ],
+    async ({ w, chat, page }) => {
+      let run = runProgram(w);
+      let out = await run.done;
+      assert.equal(out.code, 0, out.stderr);
+      assert.deepEqual(JSON.parse(out.stdout), { title: "Crash on save", kind: "bug", severity: 2, steps: ["Save 'a b.txt'"] });
+      assert.equal(chat.received.length, 2, "no correction: the answers were read as the program reads them");
+      assert.match(await overlay(page).locator(".fit").textContent(), /fits the shape/);
+      // The program's own timeout, shorter than the truncation budget: it says what the tab saw.
+      run = runProgram(w, ["--model-timeout", "6"]);
+      out = await run.done;
+      assert.equal(out.code, 1, out.stdout);
+      assert.match(out.stderr, /error\[KA_AS_MODEL_TIMEOUT\]: no complete answer within 6s \(--model-timeout\); the ChatGPT tab showed a reply that began a JSON answer but has not finished it/, out.stderr);
+      assert.equal(chat.received.length, 3);
+    },
+  );
+});
+
 test("a truncated reply, a full chat, the user's Cancel, a reload and a closed tab each end the program with its own code, asking once", async () => {
   let never;
   const hold = new Promise((r) => (never = r));

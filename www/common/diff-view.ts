@@ -55,11 +55,13 @@ export function diffRow(list: FileDiff[], colSpan: number): HTMLTableRowElement 
   return tr;
 }
 
-/** Totals over several files: `2 files changed, +7 −1`. */
+/** Totals over several diffs: `2 files changed, +7 −1`. A file edited twice in a batch (two
+ * diffs) is one file. */
 export function totals(list: FileDiff[]): string {
   const add = list.reduce((n, d) => n + d.added, 0);
   const del = list.reduce((n, d) => n + d.removed, 0);
-  return `${list.length} file${list.length === 1 ? "" : "s"} changed, +${add} −${del}`;
+  const files = new Set(list.map((d) => d.path)).size;
+  return `${files} file${files === 1 ? "" : "s"} changed, +${add} −${del}`;
 }
 
 /** The CSS both pages use for diffs (the overlay adopts it into its shadow root). */

@@ -17,6 +17,7 @@ import type {
   Generation,
   GenerationAnswer,
   GenerationClaim,
+  GenerationSeen,
   HostEvent,
   PairRequest,
   Paired,
@@ -81,6 +82,7 @@ export const v1 = {
   chatTab: (req: ChatTabReport) => post<ChatTabState>("/v1/chat-tab", req),
   claimGeneration: (id: string, req: GenerationClaim) => post<Generation>(`/v1/generations/${seg(id)}/claim`, req),
   answerGeneration: (id: string, req: GenerationAnswer) => post<Generation>(`/v1/generations/${seg(id)}`, req),
+  seeGeneration: (id: string, req: GenerationSeen) => post<Generation>(`/v1/generations/${seg(id)}/seen`, req),
   cancelGeneration: (id: string, by: string) => post<Generation>(`/v1/generations/${seg(id)}/cancel`, { by }),
 };
 

@@ -270,9 +270,12 @@ async function loadPending(): Promise<void> {
         for (const d of p.preview) card.append(diffView(d));
         const yes = el("button", "primary", "Approve");
         const no = el("button", "danger", "Decline");
+        // Why not, told to the model with the decline (optional).
+        const why = el("input", "why-not");
+        why.placeholder = "Why not? (optional; the model is told)";
         yes.addEventListener("click", () => answer({ approve: true }));
-        no.addEventListener("click", () => answer({ approve: false }));
-        row.append(yes, no);
+        no.addEventListener("click", () => answer(why.value.trim() ? { approve: false, answer: why.value.trim() } : { approve: false }));
+        row.append(yes, no, why);
         if (p.offer) {
           const exact = el("button", "", "Always allow this command");
           exact.title = visible(`Run \`${p.offer.exact.text}\` here without asking (never above ${p.offer.exact.tier})`);
@@ -470,16 +473,35 @@ function flushCR(): void {
   liveAppend("\r");
 }
 
+/// The event stream was lost (serve stopped or restarted): what the page shows is reloaded when
+/// it comes back.
+let lost = false;
+
 function connect(): void {
   const conn = byId("conn");
   const es = new EventSource(`/v1/events?token=${encodeURIComponent(token)}`);
   es.onopen = () => {
     conn.classList.add("on");
     byId("conn-text").textContent = "connected";
+    if (!lost) return;
+    // serve came back (its local token is the same across restarts): everything may have moved.
+    lost = false;
+    void loadStatus().catch((e: unknown) => notice(String(e)));
+    void refresh();
+    void loadPending().catch(() => undefined);
+    void loadRuns().catch(() => undefined);
+    void loadChat().catch(() => undefined);
   };
   es.onerror = () => {
+    lost = true;
     conn.classList.remove("on");
-    byId("conn-text").textContent = "reconnecting…";
+    byId("conn-text").textContent = "reconnecting… (is keyless-host serve running?)";
+    // The browser retries a dropped stream by itself, but gives up on an answer that is not the
+    // stream (serve restarting, a proxy's error page): then this page tries again.
+    if (es.readyState === EventSource.CLOSED) {
+      es.close();
+      window.setTimeout(connect, 2000);
+    }
   };
   es.onmessage = (m: MessageEvent<string>) => {
     const ev = hostEvent(m.data);

@@ -6,7 +6,7 @@
 
 use super::ast::Shape;
 use super::interp::ModelCall;
-use super::shape::{describe_shape, extract_json, read_answer};
+use super::shape::{complete_object, describe_shape, read_answer};
 use crate::diag::Code;
 use crate::site::{streaming_view, watch, PageObservation, WatchInput, WatchVerdict};
 use serde::Serialize;
@@ -72,11 +72,34 @@ pub struct GenerationReport {
     pub fits: bool,
     /// Why it does not fit, once there is an object to judge.
     pub problem: Option<String>,
+    /// What the page shows, in words: the tab tells the host each time it changes, so a
+    /// program's timeout says what the chat did rather than that it did not answer.
+    pub seen: String,
 }
 
 /// Whether the reply began an answer: a fence or an object.
 fn started(text: &str) -> bool {
     text.contains("```") || text.contains('{')
+}
+
+/// What a generation's reply shows, in words (a few kinds, so it changes seldom).
+fn seen(view: &str, writing: bool, begun: bool, json: bool, problem: Option<&str>) -> String {
+    let what = if view.trim().is_empty() {
+        "no reply yet".to_string()
+    } else if !begun {
+        "a reply with no JSON in it".to_string()
+    } else if !json {
+        "a reply that began a JSON answer but has not finished it".to_string()
+    } else if let Some(why) = problem {
+        format!("a whole JSON object that does not fit the shape ({why})")
+    } else {
+        "a whole JSON answer that fits the shape".to_string()
+    };
+    if writing {
+        format!("{what}, the site still writing")
+    } else {
+        what
+    }
 }
 
 /// Follows a generation's reply. Completion is the AgentScript reply's rule with a complete JSON
@@ -89,18 +112,27 @@ fn started(text: &str) -> bool {
 pub fn follow_generation(text: &str, shape: &Shape, page: &PageObservation) -> GenerationReport {
     // While the site writes, an open fence is rendered closed: judge only what is certain.
     let view = streaming_view(text, page.still_writing());
-    let value = extract_json(view).filter(Value::is_object);
+    // The reader the program uses: what it would accept completes the reply.
+    let value = complete_object(view);
     let begun = started(view);
     let verdict = watch(&WatchInput::of(text, begun, value.is_some(), page));
     // Judged as the program will read it, once a whole object is there.
     let checked = value.as_ref().map(|_| read_answer(view, shape).value);
+    let problem = checked.and_then(Result::err);
     GenerationReport {
         verdict,
         code: verdict.code(),
         json: value.is_some(),
         started: begun,
-        fits: matches!(checked, Some(Ok(_))),
-        problem: checked.and_then(Result::err),
+        fits: value.is_some() && problem.is_none(),
+        seen: seen(
+            view,
+            page.still_writing(),
+            begun,
+            value.is_some(),
+            problem.as_deref(),
+        ),
+        problem,
     }
 }
 
@@ -177,6 +209,26 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_the_program_repairs_completes_as_it_would_through_mock() {
+        // A trailing comma (issue 42): the host's reader repairs it, so the chat's completion
+        // must too, and the live check says it fits.
+        for text in [
+            "```json\n{\"n\": 3,}\n```",
+            "```json\n{\"n\": 3, // three\n}\n```",
+            "Sure: {n: 3}",
+        ] {
+            let r = follow_generation(text, &shape(), &stopped(10));
+            assert_eq!(r.verdict, WatchVerdict::Complete, "{text}");
+            assert!(r.json && r.fits, "{text}: {r:?}");
+            assert_eq!(
+                read_answer(text, &shape()).value,
+                Ok(serde_json::json!({"n": 3})),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
     fn a_wrong_shape_completes_with_its_problem() {
         let r = follow_generation("{\"n\": \"many\"}", &shape(), &stopped(10));
         assert_eq!(r.verdict, WatchVerdict::Complete);
@@ -228,5 +280,27 @@ mod tests {
         let r = follow_generation("I cannot do that.", &shape(), &stopped(5_000));
         assert_eq!(r.verdict, WatchVerdict::CompleteWithoutEof);
         assert!(!r.json && !r.started);
+        assert_eq!(r.seen, "a reply with no JSON in it");
+    }
+
+    #[test]
+    fn what_the_page_shows_is_said_in_words() {
+        let live = PageObservation {
+            site_streaming: true,
+            ..stopped(10)
+        };
+        let said =
+            |text: &str, page: &PageObservation| follow_generation(text, &shape(), page).seen;
+        assert_eq!(said("", &stopped(10)), "no reply yet");
+        assert_eq!(
+            said("```json\n{\"n\": ", &live),
+            "a reply that began a JSON answer but has not finished it, the site still writing"
+        );
+        assert_eq!(
+            said("{\"n\": 2}", &stopped(10)),
+            "a whole JSON answer that fits the shape"
+        );
+        assert!(said("{\"n\": \"x\"}", &stopped(10))
+            .starts_with("a whole JSON object that does not fit"));
     }
 }

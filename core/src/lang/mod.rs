@@ -34,14 +34,40 @@ pub struct CheckReport {
 /// [`analyze::check_imports`] for the cycle check across files).
 #[must_use]
 pub fn check(src: &str) -> CheckReport {
-    let diagnostics = match parser::parse_all(src) {
-        (Some(program), _) => analyze::analyze(&program),
-        (None, found) => found,
-    };
+    let (_, diagnostics) = diagnose(src);
     CheckReport {
         ok: diagnostics.is_empty(),
         diagnostics,
     }
+}
+
+/// Every problem of one file in one run: the syntax problems, and what the analyzer finds in
+/// the rest of the file (parsing recovers past each slip). A problem that may only echo a slip
+/// is left out: one on a line the parser skipped, or one naming something the skipped tokens
+/// mention (what they declared is unknown to the rest). Also returns the program read, whole
+/// when there were no syntax problems, else without what failed (for the import graph).
+#[must_use]
+pub fn diagnose(src: &str) -> (Option<ast::Program>, Vec<Diagnostic>) {
+    let partial = parser::parse_partial(src);
+    let Some(program) = partial.program else {
+        return (None, partial.problems);
+    };
+    let analysis = analyze::analyze(&program);
+    if partial.problems.is_empty() {
+        return (Some(program), analysis);
+    }
+    let echo = |d: &Diagnostic| {
+        d.line
+            .is_some_and(|l| partial.skipped_lines.binary_search(&l).is_ok())
+            || partial
+                .skipped_names
+                .iter()
+                .any(|n| d.message.contains(&format!("\"{n}\"")))
+    };
+    let mut all = partial.problems;
+    all.extend(analysis.into_iter().filter(|d| !echo(d)));
+    all.sort_by_key(|d| (d.line, d.column));
+    (Some(program), all)
 }
 
 /// A whole number literal's value (`12`, `2k` = 2000), or `None` for a fraction or one past

@@ -37,6 +37,7 @@ pub fn parse(src: &str) -> Res<Program> {
         i: 0,
         depth: 0,
         recovered: None,
+        skipped: Vec::new(),
     };
     p.program()
 }
@@ -50,8 +51,37 @@ pub const MAX_SYNTAX_PROBLEMS: usize = 100;
 /// comes back only when there was none.
 #[must_use]
 pub fn parse_all(src: &str) -> (Option<Program>, Vec<Diagnostic>) {
+    let p = parse_partial(src);
+    if p.problems.is_empty() {
+        (p.program, p.problems)
+    } else {
+        (None, p.problems)
+    }
+}
+
+/// What [`parse_all`] read of a file with syntax problems, so the later stages can look at the
+/// rest in the same run.
+#[derive(Debug, Default)]
+pub struct Partial {
+    /// The program with every statement, member or item that failed left out; `None` when even
+    /// that could not be read (a bad character stopped the tokenizer, a limit).
+    pub program: Option<Program>,
+    /// The syntax problems, at most [`MAX_SYNTAX_PROBLEMS`], in file order.
+    pub problems: Vec<Diagnostic>,
+    /// The names the left-out tokens mention: what they declared is unknown to the rest.
+    pub skipped_names: Vec<String>,
+    /// The lines the left-out tokens are on.
+    pub skipped_lines: Vec<u32>,
+}
+
+/// [`parse_all`], keeping what was read past its problems.
+#[must_use]
+pub fn parse_partial(src: &str) -> Partial {
     if src.len() > MAX_SOURCE_BYTES {
-        return (None, parse(src).err().into_iter().collect());
+        return Partial {
+            problems: parse(src).err().into_iter().collect(),
+            ..Partial::default()
+        };
     }
     let mut bad = Vec::new();
     let tokens = match super::lexer::tokenize_lenient(src, &mut bad) {
@@ -59,7 +89,10 @@ pub fn parse_all(src: &str) -> (Option<Program>, Vec<Diagnostic>) {
         Err(d) => {
             bad.push(d);
             bad.sort_by_key(|d| (d.line, d.column));
-            return (None, bad);
+            return Partial {
+                problems: bad,
+                ..Partial::default()
+            };
         }
     };
     let mut p = Parser {
@@ -67,6 +100,7 @@ pub fn parse_all(src: &str) -> (Option<Program>, Vec<Diagnostic>) {
         i: 0,
         depth: 0,
         recovered: Some(Vec::new()),
+        skipped: Vec::new(),
     };
     let result = p.program();
     let mut found = p.recovered.take().unwrap_or_default();
@@ -83,10 +117,26 @@ pub fn parse_all(src: &str) -> (Option<Program>, Vec<Diagnostic>) {
     found.extend(bad);
     found.sort_by_key(|d| (d.line, d.column));
     found.truncate(MAX_SYNTAX_PROBLEMS);
-    if found.is_empty() {
-        (program, found)
-    } else {
-        (None, found)
+    let mut skipped_names = Vec::new();
+    let mut skipped_lines: Vec<u32> = Vec::new();
+    for &(from, to) in &p.skipped {
+        for t in &p.tokens[from..to.min(p.tokens.len())] {
+            skipped_lines.push(t.pos.line);
+            if let Tok::Ident(s) = &t.tok {
+                skipped_names.push(s.clone());
+            }
+        }
+    }
+    skipped_lines.extend(found.iter().filter_map(|d| d.line));
+    skipped_lines.sort_unstable();
+    skipped_lines.dedup();
+    skipped_names.sort();
+    skipped_names.dedup();
+    Partial {
+        program,
+        problems: found,
+        skipped_names,
+        skipped_lines,
     }
 }
 
@@ -96,6 +146,8 @@ struct Parser {
     depth: u32,
     /// When recovering ([`parse_all`]): the problems met so far.
     recovered: Option<Vec<Diagnostic>>,
+    /// When recovering: the token ranges left out.
+    skipped: Vec<(usize, usize)>,
 }
 
 fn is_name(w: &str) -> bool {
@@ -209,11 +261,15 @@ impl Parser {
         for t in &self.tokens[start.min(self.i)..self.i] {
             count(&t.tok, &mut braces, &mut others);
         }
+        let from = start.min(self.i);
         loop {
             match self.peek() {
-                Tok::Eof => return Ok(()),
-                Tok::RBrace if braces == 0 => return Ok(()),
+                Tok::Eof | Tok::RBrace if braces == 0 || *self.peek() == Tok::Eof => {
+                    self.skipped.push((from, self.i));
+                    return Ok(());
+                }
                 Tok::Newline if braces == 0 && others == 0 => {
+                    self.skipped.push((from, self.i));
                     self.bump();
                     return Ok(());
                 }

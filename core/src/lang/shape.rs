@@ -386,6 +386,9 @@ struct Candidate {
     source: String,
     /// A candidate found in prose (objects there may together be the list a shape wants).
     prose: bool,
+    /// The forgiving reader ran into the end of the text with the value still open (a reply
+    /// still being written, or cut off).
+    truncated: bool,
 }
 
 /// Reads a model's answer against `shape`, schema-aligned: the whole answer, every fenced block
@@ -488,6 +491,7 @@ fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
             repairs: Vec::new(),
             source: "the whole answer".into(),
             prose: false,
+            truncated: false,
         });
         return out;
     }
@@ -515,6 +519,7 @@ fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
                     repairs: Vec::new(),
                     source,
                     prose: false,
+                    truncated: false,
                 });
             } else if let Some(r) = loose::read(inner, 0) {
                 let mut repairs = r.repairs;
@@ -526,6 +531,7 @@ fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
                     repairs,
                     source,
                     prose: false,
+                    truncated: r.truncated,
                 });
             }
         }
@@ -558,6 +564,7 @@ fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
                 repairs: r.repairs,
                 source: format!("line {}", lines.of(start)),
                 prose: true,
+                truncated: r.truncated,
             });
         }
         // A value cut off by the end may have swallowed a later one: look again after its start.
@@ -568,13 +575,14 @@ fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
         };
     }
     if matches!(shape, Shape::List(_)) {
-        let (mut objects, mut repairs) = (Vec::new(), Vec::new());
+        let (mut objects, mut repairs, mut truncated) = (Vec::new(), Vec::new(), false);
         for c in out[first_prose..]
             .iter()
             .filter(|c| c.prose && c.value.is_object())
         {
             objects.push(c.value.clone());
             repairs.extend(c.repairs.iter().cloned());
+            truncated |= c.truncated;
         }
         if objects.len() > 1 {
             out.push(Candidate {
@@ -582,6 +590,7 @@ fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
                 value: Value::Array(objects),
                 repairs,
                 prose: false,
+                truncated,
             });
         }
     }
@@ -592,81 +601,53 @@ fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
             repairs: vec!["read the answer's text as a string".into()],
             source: "the answer's text".into(),
             prose: false,
+            truncated: false,
         });
     }
     out
 }
 
-/// How many `{` of an answer [`extract_json`] tries as an object's start.
-pub const MAX_OBJECT_STARTS: usize = 64;
-
-/// The first JSON object in a model's answer: the whole answer, a fenced block, or the first
-/// balanced `{ … }` that parses, among the first [`MAX_OBJECT_STARTS`] `{` of the answer.
+/// The first JSON object of a model's answer that is whole: read as [`read_answer`] reads it
+/// (the same candidates, the same forgiving reader, so a trailing comma or a comment is
+/// repaired), but never one the reader found cut off by the end of the text. A chat reply's
+/// completion uses it: what the program will accept completes, what is still open waits.
+/// Linear in the answer, as [`read_answer`] is.
 #[must_use]
-pub fn extract_json(answer: &str) -> Option<Value> {
-    let t = answer.trim();
-    if let Ok(v) = serde_json::from_str::<Value>(t) {
-        return Some(v);
-    }
-    if let Some(start) = t.find("```") {
-        let rest = &t[start + 3..];
-        let rest = rest.strip_prefix("json").unwrap_or(rest);
-        if let Some(end) = rest.find("```") {
-            if let Ok(v) = serde_json::from_str::<Value>(rest[..end].trim()) {
-                return Some(v);
-            }
-        }
-    }
-    let bytes = t.as_bytes();
-    // A hostile answer (100 KB of `{`) made this quadratic: at most this many `{` are tried as
-    // the start of an object, so the work is bounded by a small multiple of the answer's size.
-    for (i, _) in t.match_indices('{').take(MAX_OBJECT_STARTS) {
-        let (mut depth, mut in_str, mut esc) = (0i32, false, false);
-        for (j, &b) in bytes.iter().enumerate().skip(i) {
-            if in_str {
-                match (esc, b) {
-                    (true, _) => esc = false,
-                    (false, b'\\') => esc = true,
-                    (false, b'"') => in_str = false,
-                    _ => {}
-                }
-                continue;
-            }
-            match b {
-                b'"' => in_str = true,
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        if let Ok(v) = serde_json::from_str::<Value>(&t[i..=j]) {
-                            return Some(v);
-                        }
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    None
+pub fn complete_object(answer: &str) -> Option<Value> {
+    candidates(answer, &Shape::Object(Vec::new()))
+        .into_iter()
+        .find(|c| !c.truncated && c.value.is_object())
+        .map(|c| c.value)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn hostile_braces_are_bounded_and_an_object_after_stray_braces_is_found() {
         // 400 KB of `{`: nothing, in bounded time (the benchmark prints the figure).
-        assert_eq!(extract_json(&"{".repeat(400_000)), None);
-        // Stray braces in prose before the object, within the bound.
-        let prose = format!(
-            "{} then {{\"ok\": true}}",
-            "{ ".repeat(MAX_OBJECT_STARTS - 1)
+        assert_eq!(complete_object(&"{".repeat(400_000)), None);
+        // Stray braces in prose before the object.
+        let prose = format!("{} then {{\"ok\": true}}", "{ ".repeat(63));
+        assert!(complete_object(&prose).is_some());
+    }
+
+    #[test]
+    fn what_the_program_accepts_is_complete_and_what_is_open_is_not() {
+        let fenced = "Here:\n```json\n{\"n\": 1,}\n```\n";
+        assert_eq!(complete_object(fenced), Some(json!({"n": 1})));
+        let commented = "{\"n\": 1, // one\n}";
+        assert_eq!(complete_object(commented), Some(json!({"n": 1})));
+        // Still being written: the reader would close it, but it is not whole.
+        assert_eq!(complete_object("```json\n{\"n\": 1,\n"), None);
+        assert_eq!(complete_object("{\"n\": [1, 2"), None);
+        assert_eq!(complete_object("no JSON at all"), None);
+        // The fence may still be open once the object is whole.
+        assert_eq!(
+            complete_object("```json\n{\"n\": 1,}\n"),
+            Some(json!({"n": 1}))
         );
-        assert_eq!(extract_json(&prose), Some(serde_json::json!({"ok": true})));
-        // Past it, the reader gives up rather than scan forever.
-        let far = format!("{} then {{\"ok\": true}}", "{ ".repeat(MAX_OBJECT_STARTS));
-        assert_eq!(extract_json(&far), None);
     }
 }

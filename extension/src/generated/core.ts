@@ -508,6 +508,8 @@ failed: number,
  */
 declined: number, skipped: number, };
 
+export type CommandEnd = { number: number, status: ResultStatus, code: string | null, };
+
 export type ReplyAnswer = { batch_id: string, turn: number, batch: number, 
 /**
  * `done` (executed), `rejected` (format correction), `interrupted` (stored as running).
@@ -517,6 +519,10 @@ status: BatchStatus,
  * The text to send back to the chat.
  */
 text: string, control: Control | null, turn_ended: TurnEnd | null, 
+/**
+ * Why the turn ended, in the words every view shows ([`TurnEnd::words`]).
+ */
+ended: string | null, 
 /**
  * True when the answer comes from the store (a retry): nothing ran now.
  */
@@ -533,6 +539,10 @@ context: Context,
  * How the batch's commands ended (all zero for a rejected reply).
  */
 counts: BatchCounts, 
+/**
+ * How each command ended (empty for a rejected reply).
+ */
+commands: Array<CommandEnd>, 
 /**
  * The colour every view gives the batch.
  */
@@ -819,6 +829,11 @@ answer: string | null,
  */
 error: string | null, 
 /**
+ * What the tab last saw of the reply, in words (core's `GenerationReport::seen`): a
+ * timeout says it, rather than that the chat did not answer.
+ */
+seen: string | null, 
+/**
  * Unix milliseconds: asked, taken by a tab, ended.
  */
 asked_at: number, claimed_at: number | null, ended_at: number | null, };
@@ -834,6 +849,12 @@ export type GenerationClaim = {
  * The chat site of the tab (its adapter's name).
  */
 site: string, };
+
+export type GenerationSeen = { 
+/**
+ * At most 200 characters; longer is cut.
+ */
+seen: string, };
 
 export type ChatTabReport = { 
 /**
@@ -865,7 +886,12 @@ fits: boolean,
 /**
  * Why it does not fit, once there is an object to judge.
  */
-problem: string | null, };
+problem: string | null, 
+/**
+ * What the page shows, in words: the tab tells the host each time it changes, so a
+ * program's timeout says what the chat did rather than that it did not answer.
+ */
+seen: string, };
 
 export type CoreOptions = { pace?: Pace, mode?: Mode, limits?: Limits, 
 /**

@@ -155,17 +155,13 @@ fn check_tree(root: &Path) -> Result<Vec<(PathBuf, Diagnostic)>, HostError> {
                 }
             }
         };
-        let program = match lang::parser::parse_all(&text) {
-            (Some(p), _) => p,
-            (None, found) => {
-                out.extend(found.into_iter().map(|d| (file.clone(), d)));
-                graph.push((key.display().to_string(), Vec::new()));
-                continue;
-            }
+        // Every problem of the file in one run: syntax, and what the analyzer finds in the rest.
+        let (program, found) = lang::diagnose(&text);
+        out.extend(found.into_iter().map(|d| (file.clone(), d)));
+        let Some(program) = program else {
+            graph.push((key.display().to_string(), Vec::new()));
+            continue;
         };
-        for d in analyze::analyze(&program) {
-            out.push((file.clone(), d));
-        }
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut edges = Vec::new();
         for item in &program.items {

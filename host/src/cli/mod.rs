@@ -166,9 +166,10 @@ enum Cmd {
         /// Print JSON (one array) instead of a table; times are Unix seconds.
         #[arg(long)]
         json: bool,
-        /// Show the diffs of what a batch changed (an id from the BATCH column), or, for a
-        /// session's id, everything the session changed since the commit it started from.
-        #[arg(long, value_name = "ID")]
+        /// Show the diffs of what a batch changed (an id from the BATCH column; with no id, the
+        /// newest batch), or, for a session's id, everything the session changed since the
+        /// commit it started from.
+        #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
         diff: Option<String>,
     },
     /// Validate pieces (YAML workflows), show their tools, draw their graph.

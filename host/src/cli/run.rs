@@ -750,6 +750,13 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
                     .map(keyless_core::message::movement_prompt),
                 task: o.task.clone(),
                 git: Some(repo.facts(ws.root(), &o.exec.git)),
+                repo_map: (o.exec.repo_map_chars > 0).then(|| {
+                    keyless_core::repomap::render(
+                        &crate::exec::repomap::gather(&ws),
+                        o.task.as_deref(),
+                        o.exec.repo_map_chars,
+                    )
+                }),
             },
         );
         let copied = copy_to_clipboard(&prompt, ws.root());
@@ -1058,19 +1065,35 @@ pub fn stdin_is_terminal() -> bool {
 /// KA_BATCH_NOT_FOUND, or the database cannot be read.
 pub fn log_diff_cmd(workspace: &Path, batch: &str, json: bool) -> Result<ExitCode, HostError> {
     let db = workspace.join(".agent").join("keyless.db");
-    let not_found = || {
-        HostError::Coded {
+    let not_found = || HostError::Coded {
         code: keyless_core::Code::BatchNotFound,
-        message: format!(
-            "no batch or session `{batch}` in {} (the BATCH and SESSION columns of `keyless-host log` have the ids)",
-            crate::dirs::real_path(workspace).display()
-        ),
-    }
+        message: if batch.is_empty() {
+            format!(
+                "no batch in {} yet: nothing has run there",
+                crate::dirs::real_path(workspace).display()
+            )
+        } else {
+            format!(
+                "no batch or session `{batch}` in {} (the BATCH and SESSION columns of `keyless-host log` have the ids)",
+                crate::dirs::real_path(workspace).display()
+            )
+        },
     };
     if !db.is_file() {
         return Err(not_found());
     }
     let store = Store::open(&db).map_err(|e| store_err(&e))?;
+    // `log --diff` with no id: the newest batch.
+    let newest;
+    let batch = if batch.is_empty() {
+        newest = store
+            .newest_batch()
+            .map_err(|e| store_err(&e))?
+            .ok_or_else(not_found)?;
+        newest.as_str()
+    } else {
+        batch
+    };
     if store.session(batch).is_ok() {
         let base = store
             .repo(batch)
@@ -1172,27 +1195,45 @@ pub fn log_cmd(
         let _ = serde_json::to_writer(&mut out, &entries);
         let _ = writeln!(out);
     } else {
-        let _ = writeln!(
-            out,
-            "{:<19} {:<14} {:<16} {:<11} {:<7} TARGET",
-            "WHEN", "SESSION", "BATCH", "COMMAND", "STATUS"
-        );
-        for e in &entries {
-            let code = e
-                .code
-                .as_deref()
-                .map(|c| format!(" {c}"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "{:<19} {:<14} {:<16} {:<11} {:<7}{code} {}",
-                local_time(e.at),
-                e.session,
-                e.batch,
-                e.command,
-                e.status.as_str(),
-                shown(&e.target)
-            );
+        // Columns as wide as their widest cell, so TARGET lines up whatever the ids' lengths.
+        let rows: Vec<[String; 6]> = entries
+            .iter()
+            .map(|e| {
+                let status = match e.code.as_deref() {
+                    Some(c) => format!("{} {c}", e.status.as_str()),
+                    None => e.status.as_str().to_string(),
+                };
+                [
+                    local_time(e.at),
+                    shown(&e.session),
+                    shown(&e.batch),
+                    e.command.clone(),
+                    status,
+                    shown(&e.target),
+                ]
+            })
+            .collect();
+        let head = ["WHEN", "SESSION", "BATCH", "COMMAND", "STATUS", "TARGET"];
+        let mut width = head.map(|h| h.chars().count());
+        for r in &rows {
+            for (w, cell) in width.iter_mut().zip(r.iter()) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let line = |cells: [&str; 6]| {
+            let mut s = String::new();
+            for (i, (cell, w)) in cells.iter().zip(width.iter()).enumerate() {
+                if i == 5 {
+                    s.push_str(cell);
+                } else {
+                    s.push_str(&format!("{cell:<w$}  "));
+                }
+            }
+            s
+        };
+        let _ = writeln!(out, "{}", line(head));
+        for r in &rows {
+            let _ = writeln!(out, "{}", line(r.each_ref().map(String::as_str)));
         }
         let _ = writeln!(
             out,

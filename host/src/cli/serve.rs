@@ -29,6 +29,10 @@ pub(super) struct ServeArgs {
     /// `cargo xtask build` puts it).
     #[arg(long)]
     www: Option<PathBuf>,
+    /// Print the full log (every request, every batch) on stderr, not only warnings. The terminal
+    /// shows what happens in words either way.
+    #[arg(long, short = 'v')]
+    verbose: bool,
 }
 
 pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
@@ -58,6 +62,7 @@ pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
         workspace,
         pairings,
         www,
+        verbose: a.verbose,
     })
     .map(|()| ExitCode::SUCCESS)
     .map_err(|e| match e {

@@ -17,7 +17,7 @@ pub(super) fn pair_cmd(reset: bool) -> Result<ExitCode, HostError> {
             source,
         })?;
         println!(
-            "revoked {n} paired extension(s) and every unused code ({}); pair again with the code keyless-host serve or keyless-host pair prints",
+            "revoked {n} paired extension(s), the local token and every unused code ({}); a running serve keeps its token until it restarts; pair again with the code keyless-host serve or keyless-host pair prints",
             p.path().display()
         );
         return Ok(ExitCode::SUCCESS);

@@ -31,6 +31,8 @@ pub struct Confirmation<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
     Declined,
+    /// Declined, with the user's words on why (told to the model).
+    DeclinedBecause(String),
     /// Nobody could be asked (no terminal, no `--yes`): declined, and the model is told why.
     NoOneToAsk,
     Once,
@@ -123,6 +125,8 @@ pub struct ExecSettings {
     pub missing_tools: Vec<String>,
     /// SSH and the MCP servers, for the extension commands.
     pub tools: super::tools::Tools,
+    /// `Agent.RepoMapChars`: the repository map's budget in the first prompt (0: none).
+    pub repo_map_chars: u32,
 }
 
 impl Default for ExecSettings {
@@ -143,6 +147,7 @@ impl Default for ExecSettings {
             ),
             missing_tools: Vec::new(),
             tools: super::tools::Tools::default(),
+            repo_map_chars: keyless_core::repomap::DEFAULT_BUDGET,
         }
     }
 }
@@ -585,6 +590,14 @@ pub(super) fn admit_with(
             offer,
         }) {
             Approval::Declined => Err(declined()),
+            Approval::DeclinedBecause(why) => Err(Failure::new(
+                Code::CommandDeclined,
+                format!(
+                    "the user declined ({}) and says: {}",
+                    verdict.reason,
+                    keyless_core::text::truncate_chars(why.trim(), 500)
+                ),
+            )),
             Approval::NoOneToAsk => Err(Failure::new(
                 Code::CommandDeclined,
                 format!(

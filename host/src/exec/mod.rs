@@ -16,6 +16,7 @@ pub mod limits;
 pub mod policy_context;
 pub mod programs;
 pub mod remote;
+pub mod repomap;
 pub mod sandbox;
 pub mod shell;
 pub mod snapshot;

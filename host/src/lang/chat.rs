@@ -187,22 +187,23 @@ impl ChatClient {
             id: id.to_string(),
         };
         std::thread::spawn(move || poller.run(&tx));
+        // The generation as the host last told it: a timeout says what the page showed.
+        let mut last: Option<Generation> = None;
         loop {
             if int.pressed.swap(false, Ordering::SeqCst) {
-                self.cancel(id, "Ctrl+C");
+                let _ = self.cancel(id, "Ctrl+C");
                 return Err(EffectError::new(
                     Code::AsCancelled,
                     "cancelled with Ctrl+C while the chat answered",
                 ));
             }
             if Instant::now() >= until {
-                self.cancel(id, "the --model-timeout");
+                // The cancel answers with the generation as it stands: what the tab last showed
+                // (the long poll only answers when a generation ends).
+                let now = self.cancel(id, "the --model-timeout").or(last);
                 return Err(EffectError::new(
                     Code::AsModelTimeout,
-                    format!(
-                        "the chat did not answer within {}s (--model-timeout)",
-                        timeout.as_secs()
-                    ),
+                    timed_out(timeout, now.as_ref()),
                 ));
             }
             let g = match rx.recv_timeout(Duration::from_millis(100)) {
@@ -215,7 +216,9 @@ impl ChatClient {
                 }
             };
             self.site.clone_from(&g.site);
-            match g.state {
+            let state = g.state;
+            last = Some(g.clone());
+            match state {
                 GenerationState::Answered => return Ok(g.answer.unwrap_or_default()),
                 GenerationState::Failed | GenerationState::Cancelled => {
                     let e = g.error.unwrap_or_default();
@@ -233,11 +236,17 @@ impl ChatClient {
         }
     }
 
-    fn cancel(&self, id: &str, by: &str) {
-        let _ = self.post(
-            &format!("/v1/generations/{id}/cancel"),
-            &serde_json::json!({ "by": by }),
-        );
+    /// Cancels the generation; the host's view of it after the cancel, when it answered.
+    fn cancel(&self, id: &str, by: &str) -> Option<Generation> {
+        let (status, body) = self
+            .post(
+                &format!("/v1/generations/{id}/cancel"),
+                &serde_json::json!({ "by": by }),
+            )
+            .ok()?;
+        (status == 200)
+            .then(|| serde_json::from_str(&body).ok())
+            .flatten()
     }
 }
 
@@ -282,6 +291,27 @@ impl Poller {
                 return;
             }
         }
+    }
+}
+
+/// The `--model-timeout` message: what the page showed, as the tab last told the host.
+fn timed_out(timeout: Duration, last: Option<&Generation>) -> String {
+    let secs = timeout.as_secs();
+    match last {
+        Some(g) if g.site.is_some() => {
+            let site = g.site.as_deref().unwrap_or_default();
+            match g.seen.as_deref() {
+                Some(seen) => format!(
+                    "no complete answer within {secs}s (--model-timeout); the {site} tab showed {seen}"
+                ),
+                None => format!(
+                    "the {site} tab took the request but showed no reply within {secs}s (--model-timeout)"
+                ),
+            }
+        }
+        _ => format!(
+            "no chat tab took the request within {secs}s (--model-timeout): turn on \"Answer .as programs here\" in the extension's popup on a chat tab"
+        ),
     }
 }
 

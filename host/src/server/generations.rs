@@ -154,6 +154,7 @@ pub(super) async fn ask(State(st): State<Arc<Shared>>, body: Bytes) -> Result<Re
             site: None,
             answer: None,
             error: None,
+            seen: None,
             asked_at: unix_ms(),
             claimed_at: None,
             ended_at: None,
@@ -316,6 +317,31 @@ pub(super) async fn answer(
         Ok(true)
     })?;
     tracing::info!(generation = %g.id, state = state_word(g.state), "generation ended");
+    Ok(Json(g).into_response())
+}
+
+/// Longest `seen` kept; a longer one is cut (the tab's words, shown through the sanitizer).
+const SEEN_MAX: usize = 200;
+
+/// `POST /v1/generations/{id}/seen`: what the tab sees of the reply now. Kept while the
+/// generation runs, so a timeout can say what the page showed; ignored once it ended.
+pub(super) async fn seen(
+    State(st): State<Arc<Shared>>,
+    UrlPath(id): UrlPath<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let req: api::GenerationSeen = json_body(&body)?;
+    // One line, every hidden character shown: it reaches a terminal in a timeout's message.
+    let one_line = req.seen.replace(['\n', '\r'], " ");
+    let seen =
+        keyless_core::text::printable(&keyless_core::text::truncate_chars(&one_line, SEEN_MAX));
+    let g = update(&st, &id, |g| {
+        if g.state.finished() || g.seen.as_deref() == Some(seen.as_str()) {
+            return Ok(false);
+        }
+        g.seen = Some(seen);
+        Ok(true)
+    })?;
     Ok(Json(g).into_response())
 }
 

@@ -85,6 +85,7 @@ pub fn router(st: Arc<Shared>) -> Router {
         )
         .route("/v1/generations/{id}/claim", post(generations::claim))
         .route("/v1/generations/{id}/cancel", post(generations::cancel))
+        .route("/v1/generations/{id}/seen", post(generations::seen))
         .route("/v1/generations/{id}/release", post(generations::release))
         .route("/v1/chat-tab", post(generations::chat_tab))
         .route("/", get(dashboard_index))
@@ -110,6 +111,8 @@ pub struct ServeOptions {
     pub pairings: Pairings,
     /// The built dashboard folder (`target/www`).
     pub www: Option<PathBuf>,
+    /// The tracing log on stderr (every request, every batch) instead of warnings only.
+    pub verbose: bool,
 }
 
 /// Binds 127.0.0.1:`port` (0 picks a free port), prints the address, the pairing code and the
@@ -120,25 +123,43 @@ pub struct ServeOptions {
 /// # Errors
 /// [`ServeError::Claimed`] while another `serve` runs for the workspace; [`ServeError::Io`] when
 /// the port cannot be bound or the workspace opened.
-pub fn serve(mut o: ServeOptions) -> Result<(), ServeError> {
+pub fn serve(o: ServeOptions) -> Result<(), ServeError> {
+    // A serve that refuses to start (the port is taken, …) leaves nothing behind: the `.agent`
+    // folder it made is removed again. Never one another serve holds.
+    let agent = o.workspace.join(crate::exec::workspace::AGENT_DIR);
+    let made = std::fs::symlink_metadata(&agent).is_err();
+    let r = serve_in(o);
+    if made && matches!(r, Err(ServeError::Io(_))) {
+        let _ = std::fs::remove_dir_all(&agent);
+    }
+    r
+}
+
+fn serve_in(mut o: ServeOptions) -> Result<(), ServeError> {
     let ws = Workspace::open(&o.workspace)?;
     let mut claim =
         claim::Claim::take(&ws).map_err(|e| ServeError::Claimed(e.message(ws.root())))?;
     ws.clean_leftovers();
     let snapshot = crate::exec::snapshot::gather_for(ws.root(), &mut o.exec);
     let code = crate::pairing::pairing_code()?;
-    let local_token = crate::pairing::random_hex(32)?;
+    let local_token = o.pairings.local_token()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    // Logs go to stderr; RUST_LOG adjusts them (default: info for the host).
+    // The terminal is a view (the `view` task below); the tracing log goes to stderr with
+    // --verbose, else its warnings only. RUST_LOG overrides both.
+    let level = if o.verbose {
+        "keyless_host=info"
+    } else {
+        "keyless_host=warn"
+    };
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("keyless_host=info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level)),
         )
         .try_init();
     let r = rt.block_on(async move {
@@ -194,9 +215,10 @@ pub fn serve(mut o: ServeOptions) -> Result<(), ServeError> {
             }
         };
         let mut signals = Signals::install()?;
-        println!("Press Ctrl-C to stop.");
+        println!("Press Ctrl-C to stop. What happens is shown below, a line each (--verbose: the full log on stderr).");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
+        tokio::spawn(view(st.events.subscribe()));
         let shared = Arc::clone(&st);
         let stopping = Arc::clone(&st);
         // The first Ctrl-C (or SIGTERM) stops what runs: the running command is cancelled
@@ -226,6 +248,36 @@ pub fn serve(mut o: ServeOptions) -> Result<(), ServeError> {
     rt.shutdown_timeout(std::time::Duration::from_secs(2));
     r?;
     Ok(())
+}
+
+/// The terminal's view: each host event a person needs, in words (core's `narrate`), with the
+/// time of day. Ends with the event stream.
+async fn view(mut events: tokio::sync::broadcast::Receiver<String>) {
+    use std::io::Write as _;
+    let mut narrator = keyless_core::narrate::Narrator::new();
+    loop {
+        let text = match events.recv().await {
+            Ok(text) => text,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                println!("{}  ({n} events not shown: too many at once)", now());
+                continue;
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let Ok(event) = serde_json::from_str::<keyless_core::api::HostEvent>(&text) else {
+            continue;
+        };
+        if let Some(line) = narrator.line(&event) {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}  {line}", now());
+            let _ = out.flush();
+        }
+    }
+}
+
+/// The time of day for the view's lines.
+fn now() -> String {
+    chrono::Local::now().format("%H:%M:%S").to_string()
 }
 
 /// Why `serve` did not serve.

@@ -24,12 +24,15 @@ pub(super) struct ServerPrompter {
 
 impl Prompter for ServerPrompter {
     fn confirm(&mut self, command: &str, verdict: &Verdict) -> bool {
-        self.confirm_with(&Confirmation {
-            command,
-            verdict,
-            preview: &[],
-            offer: None,
-        }) != Approval::Declined
+        !matches!(
+            self.confirm_with(&Confirmation {
+                command,
+                verdict,
+                preview: &[],
+                offer: None,
+            }),
+            Approval::Declined | Approval::DeclinedBecause(_)
+        )
     }
     fn confirm_with(&mut self, c: &Confirmation<'_>) -> Approval {
         let answer = self.shared.wait_for(
@@ -53,7 +56,12 @@ impl Prompter for ServerPrompter {
                 });
                 rule.map_or(Approval::Once, Approval::Always)
             }
-            _ => Approval::Declined,
+            // A decline may say why: the model is told.
+            Some(a) => match a.answer.as_deref().map(str::trim) {
+                Some(why) if !why.is_empty() => Approval::DeclinedBecause(why.to_string()),
+                _ => Approval::Declined,
+            },
+            None => Approval::Declined,
         }
     }
     fn remembered(&mut self, rule: &AllowRule, result: &Result<(), String>) {

@@ -192,8 +192,18 @@ pub(super) async fn create_session(
     let task_state = st.clone();
     let (mode, pace) = session_choice(input.mode.as_deref(), input.pace.as_deref())?;
     let task = input.task.clone();
-    let (pos, movement, cfg, context, git, branch_note) =
+    let (pos, movement, cfg, context, git, branch_note, repo_map) =
         blocking(move || -> Result<_, ApiError> {
+            // The repository map of the first prompt, within its budget (Agent.RepoMapChars).
+            let map_of = |cfg: &ExecSettings, task: Option<&str>| {
+                (cfg.repo_map_chars > 0).then(|| {
+                    keyless_core::repomap::render(
+                        &crate::exec::repomap::gather(&task_state.ws),
+                        task,
+                        cfg.repo_map_chars,
+                    )
+                })
+            };
             let store = task_state.store()?;
             if let Some(id) = input.resume.clone() {
                 if input.piece.is_some() || input.piece_yaml.is_some() {
@@ -211,7 +221,8 @@ pub(super) async fn create_session(
                 let context = crate::submit::refresh_context(&store, &id, task_state.ws.root())?;
                 let git = crate::submit::session_repo(&store, &id, task_state.ws.root())?
                     .facts(task_state.ws.root(), &cfg.git);
-                return Ok((pos, movement, cfg, context, git, None));
+                let map = map_of(&cfg, input.task.as_deref());
+                return Ok((pos, movement, cfg, context, git, None, map));
             }
             let piece = session_piece(&task_state, &input)?;
             let id = format!(
@@ -254,7 +265,8 @@ pub(super) async fn create_session(
             let context = crate::submit::refresh_context(&store, &id, task_state.ws.root())?;
             let git = crate::submit::session_repo(&store, &id, task_state.ws.root())?
                 .facts(task_state.ws.root(), &cfg.git);
-            Ok((pos, movement, cfg, context, git, branch_note))
+            let map = map_of(&cfg, input.task.as_deref());
+            Ok((pos, movement, cfg, context, git, branch_note, map))
         })
         .await?;
     let piece = movement.is_some();
@@ -273,6 +285,7 @@ pub(super) async fn create_session(
             movement,
             task,
             git: Some(git.clone()),
+            repo_map,
         },
     );
     st.emit(&HostEvent::Session {
