@@ -414,9 +414,14 @@ fn lint_firefox_build() -> Result {
 /// command that asks, and shows text through the one sanitizer: 975 → 996 KiB raw,
 /// 387 → 395 KiB gzip. Raised from 1004 KiB raw for the keyword hint (issue 42: a setting's
 /// unknown value names the nearest keyword, `autosave` → AutoSafe, in the CLI, keyless.json and
-/// the pages that check settings through the core alike): 1004.0 → 1004.3 KiB raw.
-const WASM_BUDGET_RAW: u64 = 1008 * 1024;
-const WASM_BUDGET_GZIP: u64 = 400 * 1024;
+/// the pages that check settings through the core alike): 1004.0 → 1004.3 KiB raw. Raised from
+/// 1008/400 KiB for the rest of issue 42: the extension completes a chat answer with the host's
+/// one forgiving reader (`complete_object`: a trailing comma, a cut-off answer told apart) and
+/// says what it saw, `asCheck` reports every stage of a file past a syntax slip (the partial
+/// parse and the filtered analysis), and the prompt's repository map is rendered by the core:
+/// 1004.3 → 1022 KiB raw, 395 → 404 KiB gzip.
+const WASM_BUDGET_RAW: u64 = 1026 * 1024;
+const WASM_BUDGET_GZIP: u64 = 406 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {
