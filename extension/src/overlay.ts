@@ -390,7 +390,8 @@ export class Overlay {
       const row = el("div", "row");
       // Why not, told to the model with the decline (optional).
       const why = el("input", "why-not");
-      why.placeholder = "Why not? (optional; the model is told)";
+      why.placeholder = "Why not? (optional)";
+      why.title = "Sent to the model with your Decline, so it can do otherwise";
       const decline = () => {
         const text = why.value.trim();
         reply(text ? { approve: false, answer: text } : { approve: false })();

@@ -62,6 +62,15 @@ test("the dashboard shows batches, approves a confirmation, and looks right", as
     await page.getByText("Nothing is waiting for you.").waitFor();
     await page.locator(".audit td", { hasText: "src/greet.rs" }).first().waitFor();
     await page.screenshot({ path: join(shots, "dashboard.png"), fullPage: true });
+    // Decline with a reason (issue 42): the model reads why, as the command's result.
+    const declined = api(host, `/v1/sessions/${s.session}/replies`, { reply: "@@runcommand\n<<<CMD\necho again > build.log\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n" });
+    await page.getByText("Approve").waitFor({ timeout: 15000 });
+    await page.locator("input.why-not").fill("build.log is fine as it is");
+    await page.getByRole("button", { name: "Decline" }).click();
+    const r3 = await declined;
+    assert.match(r3.json.text, /KA_COMMAND_DECLINED/);
+    assert.match(r3.json.text, /and says: build\.log is fine as it is/);
+    assert.equal(readFileSync(join(ws, "build.log"), "utf8"), "built\n");
     assert.deepEqual(errors, []);
     assert.ok(existsSync(join(ws, "src", "greet.rs")));
   } finally {

@@ -272,7 +272,8 @@ async function loadPending(): Promise<void> {
         const no = el("button", "danger", "Decline");
         // Why not, told to the model with the decline (optional).
         const why = el("input", "why-not");
-        why.placeholder = "Why not? (optional; the model is told)";
+        why.placeholder = "Why not? (optional)";
+        why.title = "Sent to the model with your Decline, so it can do otherwise";
         yes.addEventListener("click", () => answer({ approve: true }));
         no.addEventListener("click", () => answer(why.value.trim() ? { approve: false, answer: why.value.trim() } : { approve: false }));
         row.append(yes, no, why);
