@@ -226,3 +226,23 @@ fn every_problem_of_a_file_in_one_run() {
     sorted.sort();
     assert_eq!(lines, sorted);
 }
+
+/// A misspelt shape type is one problem, not the end of the check (issue 42's walkthrough: it hid
+/// an unknown field, an unknown name and an out-of-range `attempts`).
+#[test]
+fn a_misspelt_shape_type_hides_nothing_else() {
+    let src = "import llm Fast from \"openai://gpt-4.1-mini\"\n\nmain agent A {\n    model Fast\n    main func(input { question string }) {\n        use input.questoin\n        y = undefinedThing\n        return generate({ input: \"Answer\", attempts: 99 }) {\n            return {\n                ok bolean\n            }\n        }\n    }\n}\n";
+    let r = lang::check(src);
+    let lines: Vec<Option<u32>> = r.diagnostics.iter().map(|d| d.line).collect();
+    assert_eq!(
+        lines,
+        [Some(6), Some(7), Some(8), Some(10)],
+        "{:?}",
+        r.diagnostics
+    );
+    assert!(r.diagnostics[3]
+        .message
+        .contains("\"bolean\" is not a shape type"));
+    // The strict parse still refuses the file.
+    assert!(lang::parser::parse_all(src).0.is_none());
+}

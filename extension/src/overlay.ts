@@ -34,7 +34,7 @@ const CSS = `
 table { width: 100%; border-collapse: collapse; font-size: 12px; }
 td { padding: 4px 4px; border-top: 1px solid #eaeef2; vertical-align: top; }
 td.n { color: #656d76; width: 22px; } td.cmd { font-weight: 600; white-space: nowrap; }
-td.target { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; overflow-wrap: anywhere; }
+td.target { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; overflow-wrap: break-word; }
 td.state { text-align: right; white-space: nowrap; }
 .badge { display: inline-block; font-size: 10.5px; font-weight: 600; padding: 1px 6px; border-radius: 6px; margin-left: 4px; }
 .t-ReadOnly { background: #dafbe1; color: #116329; } .t-Build { background: #ddf4ff; color: #0550ae; }
@@ -461,7 +461,9 @@ export class Overlay {
     if (skipped) parts.push(`${skipped} skipped`);
     const head =
       answer.status === "rejected"
-        ? "Format error: the correction goes back to the model."
+        ? answer.turn_ended
+          ? "Format error: nothing ran, and no more corrections are sent."
+          : "Format error: the correction goes back to the model."
         : answer.status === "interrupted"
           ? "This batch was interrupted earlier; it is not run again."
           : ok + failed + declined + skipped === 0

@@ -310,7 +310,10 @@ async function loadAudit(): Promise<void> {
     ...list.reverse().map((a) => {
       const tr = el("tr");
       const st = el("td");
-      st.append(el("span", `chip ${a.status}`, a.code ?? a.status));
+      // The code in words that wrap between them ("command declined"); the code itself on hover.
+      const chip = el("span", `chip ${a.status}`, a.code ? a.code.replace(/^KA_/, "").toLowerCase().replace(/_/g, " ") : a.status);
+      if (a.code) chip.title = a.code;
+      st.append(chip);
       const target = el("td", "tg", a.target.length > 48 ? `${a.target.slice(0, 47)}…` : a.target);
       target.title = visible(a.target);
       tr.append(el("td", "t", time(a.at)), el("td", "", a.command), target, st);

@@ -1021,14 +1021,23 @@ impl Parser {
                         }
                     }
                     other => {
-                        return Err(Diagnostic::at(
+                        let d = Diagnostic::at(
                             Code::AsGenerate,
                             self.tokens[self.i - 1].pos,
                             format!("\"{other}\" is not a shape type"),
                         )
                         .with_help(
                             "the types are string, number, boolean, json, list, list[T] and { … }",
-                        ))
+                        );
+                        // Recovering, the field reads as `json` and the rest of the file is
+                        // still checked: a misspelt type hides nothing else.
+                        match self.recovered.as_mut() {
+                            Some(found) if found.len() + 1 < MAX_SYNTAX_PROBLEMS => {
+                                found.push(d);
+                                Shape::Json
+                            }
+                            _ => return Err(d),
+                        }
                     }
                 })
             }
