@@ -69,7 +69,7 @@ impl FileStore {
         };
         let json = serde_json::to_vec_pretty(all)
             .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
-        write_private(&self.path, &json).map_err(fail)
+        crate::pairing::write_private(&self.path, &json).map_err(fail)
     }
 
     /// Whether tokens are stored for this server.
@@ -94,35 +94,6 @@ impl FileStore {
         }
         Ok(had)
     }
-}
-
-/// Writes `bytes` to `path` through a new file of mode 0600 renamed over it: the tokens are
-/// never readable by others, not even for a moment.
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().ok_or(std::io::ErrorKind::InvalidInput)?;
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{TOKENS_FILE}.{}.tmp", std::process::id()));
-    // A temp file left by a process that died is removed; the new one is created, never
-    // opened through whatever is at its name (a link planted there is not followed).
-    let _ = std::fs::remove_file(&tmp);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let written = (|| {
-        let mut f = options.open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        crate::pairing::set_private(&tmp)?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }
 
 #[async_trait::async_trait]

@@ -176,8 +176,7 @@ impl Pairings {
             std::fs::create_dir_all(dir)?;
         }
         let json = serde_json::to_vec_pretty(f).map_err(std::io::Error::other)?;
-        crate::exec::workspace::write_atomic(&self.path, &json)?;
-        set_private(&self.path)
+        write_private(&self.path, &json)
     }
 
     /// Adds a client and returns its new token.
@@ -306,8 +305,7 @@ impl Pairings {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        crate::exec::workspace::write_atomic(&path, token.as_bytes())?;
-        set_private(&path)?;
+        write_private(&path, token.as_bytes())?;
         Ok(token)
     }
 
@@ -344,6 +342,42 @@ pub fn set_private(path: &Path) -> std::io::Result<()> {
 #[cfg(not(unix))]
 pub fn set_private(_path: &Path) -> std::io::Result<()> {
     Ok(())
+}
+
+/// Writes `bytes` to `path` through a new file of mode 0600 renamed over it: the tokens are
+/// never readable by others, not even for a moment.
+///
+/// # Errors
+/// When the folder or the file cannot be made, written or renamed.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().ok_or(std::io::ErrorKind::InvalidInput)?;
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .ok_or(std::io::ErrorKind::InvalidInput)?
+        .to_string_lossy();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    // A temp file left by a process that died is removed; the new one is created, never
+    // opened through whatever is at its name (a link planted there is not followed).
+    let _ = std::fs::remove_file(&tmp);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let written = (|| {
+        let mut f = options.open(&tmp)?;
+        std::io::Write::write_all(&mut f, bytes)?;
+        f.sync_all()?;
+        set_private(&tmp)?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(test)]
