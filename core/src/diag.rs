@@ -130,7 +130,7 @@ codes! {
     SshNotOwner => "KA_SSH_NOT_OWNER", "the SSH connection belongs to another local user";
     SshNotGranted => "KA_SSH_NOT_GRANTED", "the SSH connection is not granted to the piece";
     PieceNotFound => "KA_PIECE_NOT_FOUND", "no workspace piece by that name (built-in and user pieces are not changed through the API)";
-    Unauthorized => "KA_UNAUTHORIZED", "a host API request without a valid pairing token";
+    Unauthorized => "KA_UNAUTHORIZED", "a host API request the host does not accept: without a valid pairing token, or with a Host or Origin other than its own";
     HostUnreachable => "KA_HOST_UNREACHABLE", "keyless-host is not running or not reachable at the paired address";
     FileChanged => "KA_FILE_CHANGED", "the file changed on disk while the command ran; nothing was written";
     RateLimited => "KA_RATE_LIMITED", "too many failed attempts (pairing); wait before trying again";

@@ -90,7 +90,7 @@ impl ResultStatus {
 /// The outcome of one command, as the executor reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
-pub enum Outcome {
+pub enum CommandOutcome {
     Ok {
         exit_code: Option<i32>,
         duration_ms: Option<u64>,
@@ -109,7 +109,7 @@ pub enum Outcome {
     },
 }
 
-impl Outcome {
+impl CommandOutcome {
     /// How the command ended, as the store and the event stream name it.
     #[must_use]
     pub fn status(&self) -> ResultStatus {
@@ -154,7 +154,7 @@ impl CommandEnd {
                 number: e.number,
                 status: e.outcome.status(),
                 code: match &e.outcome {
-                    Outcome::Error { code, .. } => Some(code.as_str().to_string()),
+                    CommandOutcome::Error { code, .. } => Some(code.as_str().to_string()),
                     _ => None,
                 },
             })
@@ -181,7 +181,7 @@ impl BatchCounts {
         let mut c = Self::default();
         for e in entries {
             let code = match &e.outcome {
-                Outcome::Error { code, .. } => Some(code.as_str()),
+                CommandOutcome::Error { code, .. } => Some(code.as_str()),
                 _ => None,
             };
             c.add(e.outcome.status(), code);
@@ -196,7 +196,7 @@ pub struct CommandResult {
     pub number: u32,
     pub kind: CommandKind,
     pub target: String,
-    pub outcome: Outcome,
+    pub outcome: CommandOutcome,
     /// What the command changed in the workspace's files, for the user (never in the results
     /// message the model reads).
     pub diff: Vec<crate::diff::FileDiff>,
@@ -204,7 +204,7 @@ pub struct CommandResult {
 
 impl CommandResult {
     #[must_use]
-    pub fn new(command: &Command, outcome: Outcome) -> Self {
+    pub fn new(command: &Command, outcome: CommandOutcome) -> Self {
         Self {
             number: command.number,
             kind: command.kind,
@@ -261,11 +261,11 @@ pub struct BatchRef {
 pub fn results(batch: BatchRef, entries: &[CommandResult], pace: Pace, finished: bool) -> String {
     let listed: Vec<&CommandResult> = entries
         .iter()
-        .filter(|e| !matches!(&e.outcome, Outcome::Skipped { reason } if reason.is_limit()))
+        .filter(|e| !matches!(&e.outcome, CommandOutcome::Skipped { reason } if reason.is_limit()))
         .collect();
     let limit_skips: Vec<&CommandResult> = entries
         .iter()
-        .filter(|e| matches!(&e.outcome, Outcome::Skipped { reason } if reason.is_limit()))
+        .filter(|e| matches!(&e.outcome, CommandOutcome::Skipped { reason } if reason.is_limit()))
         .collect();
     let total = entries.len();
     let mut out = format!(
@@ -285,7 +285,7 @@ pub fn results(batch: BatchRef, entries: &[CommandResult], pace: Pace, finished:
         }
         out.push_str(" ---\n");
         match &e.outcome {
-            Outcome::Ok {
+            CommandOutcome::Ok {
                 exit_code,
                 duration_ms,
                 verified,
@@ -303,7 +303,7 @@ pub fn results(batch: BatchRef, entries: &[CommandResult], pace: Pace, finished:
                     output_block(&mut out, o);
                 }
             }
-            Outcome::Error {
+            CommandOutcome::Error {
                 code,
                 reason,
                 exit_code,
@@ -320,13 +320,13 @@ pub fn results(batch: BatchRef, entries: &[CommandResult], pace: Pace, finished:
                     output_block(&mut out, o);
                 }
             }
-            Outcome::Skipped { reason } => {
+            CommandOutcome::Skipped { reason } => {
                 let _ = writeln!(out, "status: skipped\nreason: {reason}");
             }
         }
     }
     if let Some(first) = limit_skips.first() {
-        if let Outcome::Skipped { reason } = &first.outcome {
+        if let CommandOutcome::Skipped { reason } = &first.outcome {
             let _ = writeln!(
                 out,
                 "--- skipped {} commands: {reason} ---",

@@ -130,9 +130,9 @@ impl Position {
     }
 }
 
-/// What a batch did, as the turn engine needs it.
+/// What a batch did, as the turn engine needs it (the host's owned form is its `BatchRun`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome<'a> {
+pub enum BatchReport<'a> {
     /// The reply broke the format; `correction` is the format-error message.
     Rejected { correction: &'a str },
     /// The batch ran; `results` is the results message.
@@ -278,13 +278,13 @@ pub fn answer_question(run: &mut PieceRun, mv: &mut PieceMove, answer: Option<&s
 pub fn after_batch(
     settings: &Settings,
     pos: Position,
-    outcome: Outcome<'_>,
+    outcome: BatchReport<'_>,
     raw_reply: &str,
     piece: Option<&PieceMove>,
 ) -> TurnStep {
     let limits = settings.limits;
     let mut step = match outcome {
-        Outcome::Rejected { correction } => {
+        BatchReport::Rejected { correction } => {
             let invalid = pos.invalid_in_a_row + 1;
             if invalid >= limits.max_format_retries {
                 TurnStep {
@@ -313,7 +313,7 @@ pub fn after_batch(
                 }
             }
         }
-        Outcome::Executed { results, control } => {
+        BatchReport::Executed { results, control } => {
             let continues = piece.is_some_and(|p| p.continues);
             let asking = piece.is_some_and(|p| p.question.is_some());
             let turn_ended = if control == Control::Done && !continues {
@@ -397,18 +397,18 @@ mod tests {
     fn turn_table() {
         let s = settings(3);
         let max = s.effective_iterations_per_turn();
-        let rejected = Outcome::Rejected { correction: "fix" };
-        let next = Outcome::Executed {
+        let rejected = BatchReport::Rejected { correction: "fix" };
+        let next = BatchReport::Executed {
             results: "ok",
             control: Control::Next,
         };
-        let done = Outcome::Executed {
+        let done = BatchReport::Executed {
             results: "ok",
             control: Control::Done,
         };
         let rows: &[(
             Position,
-            Outcome<'_>,
+            BatchReport<'_>,
             BatchStatus,
             Option<TurnEnd>,
             Position,
@@ -470,7 +470,7 @@ mod tests {
         let step = after_batch(
             &settings(2),
             at(3, 2, 1),
-            Outcome::Rejected { correction: "fix" },
+            BatchReport::Rejected { correction: "fix" },
             "@@bogus",
             None,
         );
@@ -486,7 +486,7 @@ mod tests {
         let step = after_batch(
             &settings(3),
             at(1, 2, 0),
-            Outcome::Executed {
+            BatchReport::Executed {
                 results: "[KEYLESSAGENT RESULTS]",
                 control: Control::Done,
             },

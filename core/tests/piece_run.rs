@@ -408,7 +408,7 @@ fn a_question_stops_the_run_and_the_answer_resumes_it() {
     let step = turn::after_batch(
         &settings,
         at_batch(2),
-        turn::Outcome::Executed {
+        turn::BatchReport::Executed {
             results: "[KEYLESSAGENT RESULTS]",
             control: keyless_core::Control::Done,
         },
@@ -426,7 +426,7 @@ fn a_question_stops_the_run_and_the_answer_resumes_it() {
     let step = turn::after_batch(
         &settings,
         at_batch(2),
-        turn::Outcome::Executed {
+        turn::BatchReport::Executed {
             results: "[KEYLESSAGENT RESULTS]",
             control: keyless_core::Control::Done,
         },

@@ -4,7 +4,7 @@
 //! same fsyncs. Prints the ratios; asserts nothing about time.
 #![allow(clippy::expect_used)] // a broken temp dir should stop the benchmark
 
-use keyless_host::exec::batch::{BatchOutcome, ExecSettings, Executor, Prompter};
+use keyless_host::exec::batch::{BatchRun, ExecSettings, Executor, Prompter};
 use keyless_host::exec::workspace::Workspace;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -125,7 +125,7 @@ fn bench() {
         );
         host_times.push(t.elapsed());
         assert!(
-            matches!(&out, BatchOutcome::Executed { results, .. } if !results.contains("status: error")),
+            matches!(&out, BatchRun::Executed { results, .. } if !results.contains("status: error")),
             "{out:?}"
         );
         let t = Instant::now();

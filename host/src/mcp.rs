@@ -91,7 +91,7 @@ struct Live {
     /// Where the server's elicitations go: the call waiting on it (see [`Pool::call`]).
     questions: Questions,
     service: RunningService<RoleClient, Client>,
-    tools: Mutex<Catalogue>,
+    tools: Mutex<ServerTools>,
     /// Set when the server says its tools changed (`notifications/tools/list_changed`): they are
     /// listed again before the next use.
     stale: Arc<std::sync::atomic::AtomicBool>,
@@ -100,12 +100,12 @@ struct Live {
 /// A server's tools as keyless offers them, and those that declare an `outputSchema` (their
 /// `structuredContent` is their result).
 #[derive(Debug, Default)]
-struct Catalogue {
+struct ServerTools {
     tools: Vec<McpTool>,
     structured: std::collections::HashSet<String>,
 }
 
-impl Catalogue {
+impl ServerTools {
     fn of(server: &str, cfg: &ServerConfig, listed: Vec<rmcp::model::Tool>) -> Self {
         let structured = listed
             .iter()
@@ -542,7 +542,7 @@ impl Pool {
             || false,
         ) {
             if let Ok(mut t) = live.tools.lock() {
-                *t = Catalogue::of(server, cfg, listed);
+                *t = ServerTools::of(server, cfg, listed);
             }
         }
     }
@@ -911,7 +911,7 @@ async fn start(
     })?;
     Ok(Live {
         questions,
-        tools: Mutex::new(Catalogue::of(&name, &cfg, listed)),
+        tools: Mutex::new(ServerTools::of(&name, &cfg, listed)),
         service,
         stale,
     })

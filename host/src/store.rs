@@ -3,7 +3,7 @@
 //! that is already stored is answered from the store and never runs again.
 
 use keyless_core::api::{AuditEntry, BatchSummary, CommandRecord, ResultStatus, SessionSummary};
-use keyless_core::message::{CommandResult, Outcome};
+use keyless_core::message::{CommandOutcome, CommandResult};
 use keyless_core::turn::BatchStatus;
 use keyless_core::Code;
 use keyless_core::Control;
@@ -26,6 +26,21 @@ impl StoreError {
             StoreError::Sqlite(_) => Code::FileIo,
             StoreError::SessionNotFound(_) => Code::SessionNotFound,
         }
+    }
+}
+
+impl From<&StoreError> for crate::error::HostError {
+    fn from(e: &StoreError) -> Self {
+        Self::Coded {
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<StoreError> for crate::error::HostError {
+    fn from(e: StoreError) -> Self {
+        Self::from(&e)
     }
 }
 
@@ -454,12 +469,12 @@ impl Store {
         for r in results {
             let st = r.outcome.status().as_str();
             let (code, reason, exit, ms) = match &r.outcome {
-                Outcome::Ok {
+                CommandOutcome::Ok {
                     exit_code,
                     duration_ms,
                     ..
                 } => (None, None, *exit_code, *duration_ms),
-                Outcome::Error {
+                CommandOutcome::Error {
                     code,
                     reason,
                     exit_code,
@@ -471,7 +486,7 @@ impl Store {
                     *exit_code,
                     *duration_ms,
                 ),
-                Outcome::Skipped { reason } => (None, Some(reason.to_string()), None, None),
+                CommandOutcome::Skipped { reason } => (None, Some(reason.to_string()), None, None),
             };
             let diff = (!r.diff.is_empty())
                 .then(|| serde_json::to_string(&r.diff).ok())

@@ -3,12 +3,12 @@
 //! outcome does to the session and its piece) are core's [`keyless_core::turn`]; this module only
 //! reads and writes the store around them.
 
-use crate::exec::batch::{BatchOutcome, ExecSettings, Executor, Prompter};
+use crate::exec::batch::{BatchRun, ExecSettings, Executor, Prompter};
 use crate::exec::git::RepoRecord;
 use crate::exec::workspace::Workspace;
 use crate::store::{SessionState, Store, StoreError};
 use keyless_core::api::{PieceProgress, ReplyAnswer};
-use keyless_core::turn::{self, BatchStatus, Outcome, Position, TurnEnd};
+use keyless_core::turn::{self, BatchReport, BatchStatus, Position, TurnEnd};
 use keyless_core::Control;
 use std::path::Path;
 
@@ -178,17 +178,17 @@ pub fn submit(
     };
     let outcome = exec.execute(reply, turn, batch, prompter);
     let (core_outcome, control, entries, done) = match &outcome {
-        BatchOutcome::Rejected { correction } => {
-            (Outcome::Rejected { correction }, None, &[][..], None)
+        BatchRun::Rejected { correction } => {
+            (BatchReport::Rejected { correction }, None, &[][..], None)
         }
-        BatchOutcome::Executed {
+        BatchRun::Executed {
             results,
             control,
             entries,
             done,
             ..
         } => (
-            Outcome::Executed {
+            BatchReport::Executed {
                 results,
                 control: *control,
             },
@@ -253,7 +253,7 @@ pub fn submit(
         turn_ended: step.turn_ended,
     });
     let (counts, commands, done_message, diff) = match &outcome {
-        BatchOutcome::Executed {
+        BatchRun::Executed {
             entries,
             done_message,
             ..
@@ -266,7 +266,7 @@ pub fn submit(
                 .flat_map(|e| e.diff.iter().cloned())
                 .collect(),
         ),
-        BatchOutcome::Rejected { .. } => (
+        BatchRun::Rejected { .. } => (
             keyless_core::message::BatchCounts::default(),
             Vec::new(),
             None,

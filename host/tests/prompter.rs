@@ -4,7 +4,7 @@
 
 use keyless_core::policy::Verdict;
 use keyless_core::{Mode, Pace, Settings};
-use keyless_host::exec::batch::{BatchOutcome, ExecSettings, Executor, Prompter};
+use keyless_host::exec::batch::{BatchRun, ExecSettings, Executor, Prompter};
 use keyless_host::exec::workspace::Workspace;
 use std::collections::VecDeque;
 
@@ -66,7 +66,7 @@ fn confirmations_and_questions_go_through_the_prompter() {
         ..Scripted::default()
     };
     let out = exec.execute(reply, 1, 1, &mut p);
-    let BatchOutcome::Executed { results, .. } = out else {
+    let BatchRun::Executed { results, .. } = out else {
         panic!("rejected")
     };
     assert_eq!(p.said, ["hello"]);

@@ -408,14 +408,14 @@ fn pairing_binds_a_token_to_an_extension_origin() {
         &token,
         Some("chrome-extension://ponmlkjihgfedcbaponmlkjihgfedcba"),
     );
-    assert_eq!((s, v["code"].as_str()), (403, Some("KA_COMMAND_DENIED")));
+    assert_eq!((s, v["code"].as_str()), (403, Some("KA_UNAUTHORIZED")));
     let (s, v) = srv.post_as(
         "/v1/check",
         &serde_json::json!({"reply": "x"}),
         &token,
         Some("http://localhost:3000"),
     );
-    assert_eq!((s, v["code"].as_str()), (403, Some("KA_COMMAND_DENIED")));
+    assert_eq!((s, v["code"].as_str()), (403, Some("KA_UNAUTHORIZED")));
     // Acting as the extension: a session and a batch with the paired token and the extension's Origin.
     let (s, v) = srv.post_as(
         "/v1/sessions",

@@ -3,8 +3,8 @@
 
 use keyless_core::check::check;
 use keyless_core::message::{
-    cap_output, correction, results, system_prompt, verified_line, BatchRef, CommandResult,
-    Outcome, PromptContext, VERIFIED_DIR,
+    cap_output, correction, results, system_prompt, verified_line, BatchRef, CommandOutcome,
+    CommandResult, PromptContext, VERIFIED_DIR,
 };
 use keyless_core::plan::{plan, SkipReason};
 use keyless_core::{parse, Code, Mode, Pace, Settings};
@@ -49,14 +49,14 @@ fn seed_like_batch() -> Vec<CommandResult> {
     let c = &parsed.reply.commands;
     let bar = b"namespace Foo;\npublic class Bar {}\n";
     vec![
-        CommandResult::new(&c[0], Outcome::Ok { exit_code: None, duration_ms: None, verified: Some(verified_line("src/Foo/Bar.cs", bar)), output: None }),
-        CommandResult::new(&c[1], Outcome::Error {
+        CommandResult::new(&c[0], CommandOutcome::Ok { exit_code: None, duration_ms: None, verified: Some(verified_line("src/Foo/Bar.cs", bar)), output: None }),
+        CommandResult::new(&c[1], CommandOutcome::Error {
             code: Code::FindNotUnique,
             reason: "FIND text matched 0 times (must match exactly once)\nclosest lines in the file:\n  12 | public void Old(int x)".into(),
             exit_code: None, duration_ms: None, output: None,
         }),
-        CommandResult::new(&c[2], Outcome::Ok { exit_code: Some(0), duration_ms: Some(4_200), verified: None, output: Some("Build succeeded.\n    0 Warning(s)\n    0 Error(s)\n".into()) }),
-        CommandResult::new(&c[3], Outcome::Skipped { reason: planned.entries[3].skip.expect("skipped") }),
+        CommandResult::new(&c[2], CommandOutcome::Ok { exit_code: Some(0), duration_ms: Some(4_200), verified: None, output: Some("Build succeeded.\n    0 Warning(s)\n    0 Error(s)\n".into()) }),
+        CommandResult::new(&c[3], CommandOutcome::Skipped { reason: planned.entries[3].skip.expect("skipped") }),
     ]
 }
 
@@ -80,7 +80,7 @@ fn results_message_batch_stopped_and_output_with_marker() {
     let entries = vec![
         CommandResult::new(
             &c[0],
-            Outcome::Error {
+            CommandOutcome::Error {
                 code: Code::CommandFailed,
                 reason: "command exited with code 101".into(),
                 exit_code: Some(101),
@@ -96,7 +96,7 @@ fn results_message_batch_stopped_and_output_with_marker() {
         ),
         CommandResult::new(
             &c[1],
-            Outcome::Skipped {
+            CommandOutcome::Skipped {
                 reason: planned.entries[1].skip.expect("skipped"),
             },
         ),
@@ -117,7 +117,7 @@ fn results_message_when_the_task_is_finished() {
     let entries = vec![
         CommandResult::new(
             &c[0],
-            Outcome::Ok {
+            CommandOutcome::Ok {
                 exit_code: None,
                 duration_ms: None,
                 verified: None,
@@ -126,7 +126,7 @@ fn results_message_when_the_task_is_finished() {
         ),
         CommandResult::new(
             &c[1],
-            Outcome::Ok {
+            CommandOutcome::Ok {
                 exit_code: None,
                 duration_ms: None,
                 verified: None,

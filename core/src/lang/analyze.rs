@@ -666,7 +666,7 @@ impl<'p> Analyzer<'p> {
                     }
                     if k == "attempts" {
                         if let ExprKind::Num { text } = &v.kind {
-                            let max = super::interp::MAX_RETRIES;
+                            let max = super::MAX_RETRIES;
                             if super::whole_number(text).is_none_or(|n| n > max) {
                                 self.push(
                                     err(

@@ -13,7 +13,7 @@
 
 use super::ast::*;
 use super::shape::{check_object, describe_shape, kind_of, read_answer};
-use super::{analyze, parser, whole_number, Pos};
+use super::{analyze, parser, whole_number, Pos, MAX_RETRIES};
 use crate::diag::Code;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -34,9 +34,6 @@ pub const MAX_VALUE_BYTES: usize = 64 << 20;
 pub const MAX_NESTING: usize = 128;
 /// A value larger than this is kept in the trace as a short description.
 pub const MAX_TRACE_VALUE_BYTES: usize = 64 << 10;
-
-/// The most retries `attempts` may ask for.
-pub const MAX_RETRIES: u64 = 20;
 
 /// One model call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

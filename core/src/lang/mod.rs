@@ -102,3 +102,6 @@ pub fn number_value(text: &str) -> Option<f64> {
 pub const MAX_SOURCE_BYTES: usize = 1 << 20;
 /// The deepest nesting of blocks and expressions.
 pub const MAX_DEPTH: u32 = 64;
+/// The most retries `attempts` may ask for: a checker's error and the interpreter's refusal
+/// both name it.
+pub const MAX_RETRIES: u64 = 20;

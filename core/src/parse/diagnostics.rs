@@ -7,9 +7,6 @@ use crate::diag::{Code, Diagnostic};
 use crate::reply::{CommandKind, DoneStatus, SectionName};
 use crate::text::quote;
 
-/// The commands a model may write, as the help of an unknown command lists them.
-const COMMAND_LIST: &str =
-    "say, newfile, updatefile, editfile, deletefile, movefile, readfile, mkdir, runcommand, ask, commit, next, done";
 const SECTION_HELP: &str =
     "Sections are <<<MSG, <<<CONTENT, <<<FIND, <<<REPLACE, <<<CMD or <<<TO on a line of their own, optionally with a nonce such as <<<CONTENT:x7, and close with MSG>>> (or CONTENT:x7>>>).";
 const SPLIT_HELP: &str = "Split the work across several smaller responses.";
@@ -149,16 +146,37 @@ pub(super) fn end_without_block(line: u32) -> Diagnostic {
     .with_help("Every @@end closes the block opened just before it; remove the extra one.")
 }
 
+/// The commands a model may write here, as the help of an unknown command lists them:
+/// AgentScript v1's, then the extension commands the current piece movement offers.
+fn command_list(offered: &[CommandKind]) -> String {
+    CommandKind::ALL
+        .iter()
+        .chain(
+            CommandKind::EXTENSIONS
+                .iter()
+                .filter(|k| offered.contains(k)),
+        )
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// KA_PARSE_UNKNOWN_COMMAND, with the nearest command name when one is close.
-pub(super) fn unknown_command(line: u32, shown: &str, suggestion: Option<&str>) -> Diagnostic {
+pub(super) fn unknown_command(
+    line: u32,
+    shown: &str,
+    suggestion: Option<&str>,
+    offered: &[CommandKind],
+) -> Diagnostic {
+    let list = command_list(offered);
     let d = Diagnostic::new(
         Code::ParseUnknownCommand,
         Some(line),
         format!("Unknown command \"@@{shown}\"."),
     );
     match suggestion {
-        Some(s) => d.with_help(format!("Did you mean \"@@{s}\"? Commands: {COMMAND_LIST}.")),
-        None => d.with_help(format!("Commands: {COMMAND_LIST}.")),
+        Some(s) => d.with_help(format!("Did you mean \"@@{s}\"? Commands: {list}.")),
+        None => d.with_help(format!("Commands: {list}.")),
     }
 }
 

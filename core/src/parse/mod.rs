@@ -870,6 +870,7 @@ impl<'a> Parser<'a> {
                 lineno,
                 &shown,
                 suggest_command(name),
+                offered,
             ));
             self.state = State::Block(OpenBlock::unknown(lineno));
             return;

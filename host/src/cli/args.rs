@@ -1,4 +1,5 @@
-//! Flag types shared by several subcommands: mode, pace, failure mode and the limits.
+//! The flags shared by several subcommands, each declared once and flattened where it is used:
+//! the workspace folder, the mode, pace, failure mode and the limits.
 
 use crate::error::HostError;
 use clap::builder::{PossibleValue, TypedValueParser};
@@ -7,6 +8,7 @@ use clap::Args;
 use keyless_core::keyless_json::KeylessConfig;
 use keyless_core::{BatchFailureMode, ConfigError, Limits, Mode, Pace, Settings};
 use std::ffi::OsStr;
+use std::path::PathBuf;
 use std::str::FromStr;
 
 /// A keyword flag (mode, pace, failure mode) read by core's own parser, so the command line accepts
@@ -116,4 +118,58 @@ impl LimitArgs {
         cfg.check(src)?;
         Ok(())
     }
+}
+
+/// `--workspace DIR` for a subcommand that reads or changes a workspace folder.
+#[derive(Debug, Args)]
+pub(super) struct WorkspaceDir {
+    /// The workspace folder (default: the current folder).
+    #[arg(long = "workspace", default_value = ".", value_name = "DIR")]
+    pub(super) dir: PathBuf,
+}
+
+/// `--unsafe-workspace`, for the subcommands that let a model or a program work in a workspace.
+#[derive(Debug, Args)]
+pub(super) struct UnsafeWorkspace {
+    /// Allow a workspace that holds your home, your keyless config folder or / (for testing
+    /// keyless's own protections; keyless still never writes its own files there).
+    #[arg(long)]
+    pub(super) unsafe_workspace: bool,
+}
+
+/// `--workspace` and `--unsafe-workspace` for the subcommands that start a model's session:
+/// without `--workspace`, the current folder only when it is a project (see
+/// [`crate::workspace_choice::choose`]).
+#[derive(Debug, Args)]
+pub(super) struct ChosenWorkspace {
+    /// The workspace folder (default: the current folder, when it is a git repository other than
+    /// keyless's own checkout; otherwise keyless asks).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    #[command(flatten)]
+    unsafe_ok: UnsafeWorkspace,
+}
+
+impl ChosenWorkspace {
+    /// The workspace the session runs in: the one given, or the current folder when the user
+    /// agrees.
+    pub(super) fn choose(&self) -> Result<PathBuf, HostError> {
+        crate::workspace_choice::choose(self.workspace.as_deref(), self.unsafe_ok.unsafe_workspace)
+    }
+}
+
+/// `--mode` over keyless.json's Commands.Mode.
+#[derive(Debug, Args)]
+pub(super) struct ModeOverride {
+    /// Commands.Mode (default: keyless.json, else ask).
+    #[arg(long, value_parser = MODE)]
+    pub(super) mode: Option<Mode>,
+}
+
+/// `--mode` for a judgement made without a workspace's configuration.
+#[derive(Debug, Args)]
+pub(super) struct ModeFlag {
+    /// Commands.Mode.
+    #[arg(long, value_parser = MODE, default_value = "Ask")]
+    pub(super) mode: Mode,
 }

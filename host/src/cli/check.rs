@@ -1,12 +1,12 @@
 //! `keyless-host check`, `policy` and `prompt`: the pure answers of the core, on the terminal.
 
-use super::args::{LimitArgs, MODE};
+use super::args::{LimitArgs, ModeFlag};
 use crate::error::HostError;
 use clap::Args;
 use keyless_core::check::{check, over_limit, CheckReport};
 use keyless_core::message::{system_prompt, PromptContext};
 use keyless_core::policy::decide_with;
-use keyless_core::{parse, Code, Diagnostic, Limits, Mode};
+use keyless_core::{parse, Code, Diagnostic, Limits};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,9 +25,8 @@ pub(super) struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub(super) struct PolicyArgs {
-    /// Commands.Mode.
-    #[arg(long, value_parser = MODE, default_value = "Ask")]
-    mode: Mode,
+    #[command(flatten)]
+    mode: ModeFlag,
     /// Commands.AllowList pattern (repeatable), e.g. 'npm run test *'.
     #[arg(long = "allow", value_name = "PATTERN")]
     allow: Vec<String>,
@@ -56,9 +55,8 @@ pub(super) struct PromptArgs {
     workspace: Option<PathBuf>,
     #[command(flatten)]
     limits: LimitArgs,
-    /// Commands.Mode the prompt describes.
-    #[arg(long, value_parser = MODE, default_value = "Ask")]
-    mode: Mode,
+    #[command(flatten)]
+    mode: ModeFlag,
 }
 
 /// Reads at most enough bytes to know whether the reply is over the limit.
@@ -197,7 +195,7 @@ pub(super) fn policy_cmd(a: &PolicyArgs) -> Result<ExitCode, HostError> {
         .as_deref()
         .map(|w| crate::exec::policy_context::context(w, None))
         .unwrap_or_default();
-    let verdict = decide_with(&line, a.mode, &a.allow, &context);
+    let verdict = decide_with(&line, a.mode.mode, &a.allow, &context);
     let mut out = io::stdout().lock();
     if a.json {
         serde_json::to_writer(&mut out, &verdict)?;
@@ -243,7 +241,7 @@ pub(super) fn prompt_cmd(a: &PromptArgs) -> Result<ExitCode, HostError> {
         None => None,
     };
     let ctx = PromptContext {
-        mode: a.mode,
+        mode: a.mode.mode,
         environment,
         git,
         ..Default::default()

@@ -1,6 +1,7 @@
 //! `keyless-host as check | fmt`: `.as` programs (seed 002), checked and formatted by core's
 //! `lang` module. `check` follows `import agent` files to find import cycles and their errors.
 
+use super::args::{UnsafeWorkspace, WorkspaceDir};
 use crate::error::HostError;
 use clap::Subcommand;
 use keyless_core::lang::{self, analyze, ast, format, Diagnostic, Pos};
@@ -34,13 +35,11 @@ pub enum AsCmd {
         /// The input: JSON, or @FILE holding JSON (default: none).
         #[arg(long)]
         input: Option<String>,
-        /// The workspace every file, import and memory stays inside (default: the current folder).
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
-        /// Allow a workspace that holds your home, your keyless config folder or / (for testing
-        /// keyless's own protections; keyless still never writes its own files there).
-        #[arg(long)]
-        unsafe_workspace: bool,
+        /// The workspace every file, import and memory stays inside.
+        #[command(flatten)]
+        workspace: WorkspaceDir,
+        #[command(flatten)]
+        unsafe_ok: UnsafeWorkspace,
         /// A scripted model: a JSON array of answer strings, one per model call, in order
         /// (without it, the program's own providers are called); `-` reads it from stdin.
         #[arg(long)]
@@ -73,9 +72,8 @@ pub enum AsCmd {
     /// An interactive session: statements, imports and agents, with history (in the user's
     /// config folder), multi-line input, `:load FILE` and `:trace`.
     Repl {
-        /// The workspace every import and memory stays inside (default: the current folder).
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// A scripted model: a JSON array of answer strings, one per model call, in order.
         #[arg(long)]
         mock: Option<PathBuf>,
@@ -373,7 +371,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             func,
             input,
             workspace,
-            unsafe_workspace,
+            unsafe_ok,
             mock,
             trace,
             model_timeout,
@@ -383,7 +381,8 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             host,
         } => {
             drop(out);
-            let workspace = crate::workspace_choice::choose(Some(&workspace), unsafe_workspace)?;
+            let workspace =
+                crate::workspace_choice::choose(Some(&workspace.dir), unsafe_ok.unsafe_workspace)?;
             let entry = lang::interp::Entry {
                 agent,
                 func,
@@ -465,7 +464,7 @@ pub fn as_cmd(cmd: AsCmd) -> Result<ExitCode, HostError> {
             host,
         } => {
             drop(out);
-            let workspace = crate::workspace_choice::choose(Some(&workspace), false)?;
+            let workspace = crate::workspace_choice::choose(Some(&workspace.dir), false)?;
             let ws = crate::exec::workspace::Workspace::open(&workspace).map_err(|source| {
                 HostError::Read {
                     path: workspace.display().to_string(),

@@ -1,12 +1,12 @@
 //! `keyless-host mcp list | call`: the MCP servers keyless.json declares, started here.
 
+use super::args::WorkspaceDir;
 use crate::config::{load_config, warn_ignored, Loaded};
 use crate::error::HostError;
 use crate::mcp::Pool;
 use clap::Subcommand;
 use keyless_core::Code;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 pub enum McpCmd {
     /// Start every declared server and show its state and tools.
     List {
-        /// The workspace whose keyless.json declares the servers.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// Print the servers and tools as JSON.
         #[arg(long)]
         json: bool,
@@ -28,9 +27,8 @@ pub enum McpCmd {
         /// The arguments: one JSON object.
         #[arg(long)]
         args: Option<String>,
-        /// The workspace whose keyless.json declares the server.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// Seconds to wait for the answer.
         #[arg(long, default_value_t = 60)]
         timeout: u64,
@@ -45,17 +43,15 @@ pub enum McpCmd {
     Login {
         /// The server's name in keyless.json (Mcp.Servers), with a Url.
         server: String,
-        /// The workspace whose keyless.json declares the server.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
     },
     /// Forget the tokens of a server you logged in to.
     Logout {
         /// The server's name in keyless.json (Mcp.Servers).
         server: String,
-        /// The workspace whose keyless.json declares the server.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
     },
 }
 
@@ -98,11 +94,11 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
     let mut out = std::io::stdout().lock();
     match cmd {
         McpCmd::Login { server, workspace } => {
-            let cfg = declared(&workspace, &server)?;
+            let cfg = declared(&workspace.dir, &server)?;
             crate::mcp_auth::login(
                 &server,
                 &cfg,
-                Some(&workspace),
+                Some(&workspace.dir),
                 None,
                 &mut std::io::stderr(),
                 &mut || false,
@@ -116,7 +112,7 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
             Ok(ExitCode::SUCCESS)
         }
         McpCmd::Logout { server, workspace } => {
-            let cfg = declared(&workspace, &server)?;
+            let cfg = declared(&workspace.dir, &server)?;
             let url = cfg.url.ok_or_else(|| {
                 coded(
                     Code::McpUnavailable,
@@ -139,7 +135,7 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
             Ok(ExitCode::SUCCESS)
         }
         McpCmd::List { workspace, json } => {
-            let pool = pool(&workspace)?;
+            let pool = pool(&workspace.dir)?;
             let status = pool.status("cli");
             let all_up = status.iter().all(|s| s.state == "running");
             if json {
@@ -216,7 +212,7 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
             let mut started = Duration::ZERO;
             let mut stepped_up = false;
             let r = loop {
-                let pool = pool(&workspace)?.answering(answering);
+                let pool = pool(&workspace.dir)?.answering(answering);
                 pool.tools("cli", server)
                     .map_err(|e| coded(e.code(), e.to_string()))?;
                 started = started.max(t.elapsed());
@@ -242,11 +238,11 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
                         eprintln!(
                             "keyless-host: MCP server \"{server}\" asks for more access for this call; logging in again"
                         );
-                        let cfg = declared(&workspace, server)?;
+                        let cfg = declared(&workspace.dir, server)?;
                         crate::mcp_auth::login(
                             server,
                             &cfg,
-                            Some(&workspace),
+                            Some(&workspace.dir),
                             Some(&challenge),
                             &mut std::io::stderr(),
                             &mut || false,
@@ -289,8 +285,8 @@ impl crate::mcp::CallUser for FormsOnTheTerminal {
     fn progress(&mut self, server: &str, line: &str) {
         eprintln!(
             "[{}] {}",
-            super::run::shown(server),
-            super::run::shown(line)
+            super::terminal::shown(server),
+            super::terminal::shown(line)
         );
     }
 
@@ -300,7 +296,7 @@ impl crate::mcp::CallUser for FormsOnTheTerminal {
         form: &keyless_core::elicit::Form,
     ) -> keyless_core::elicit::Answer {
         // The tool's answer is standard output; the form's lines go to standard error.
-        super::run::terminal_form(
+        super::form::terminal_form(
             server,
             form,
             &mut self.answers,

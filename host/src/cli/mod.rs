@@ -3,14 +3,20 @@
 
 mod args;
 mod check;
+mod clipboard;
+mod form;
+mod history;
 mod lang;
 mod mcp;
 mod piece;
+mod prompter;
 mod run;
 mod serve;
 mod setup;
 mod ssh;
+mod terminal;
 
+use args::WorkspaceDir;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,9 +48,8 @@ enum Cmd {
     /// batch that can be undone by default). A batch whose files a later commit recorded is not restored: --revert makes a new commit
     /// that takes that commit back (when it was not pushed).
     Undo {
-        /// The workspace folder.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// The batch: the id `log` and `--list` print, or `<session>/<turn>-<batch>`.
         #[arg(long)]
         batch: Option<String>,
@@ -62,7 +67,7 @@ enum Cmd {
     /// "Always allow" rules: the commands you told keyless to stop asking about, per workspace
     /// (kept in your config folder, never in the workspace).
     #[command(subcommand)]
-    Allow(AllowCmd),
+    Allow(setup::AllowCmd),
     /// Internal: the sandbox wrapper that runs one command (`runcommand` starts it).
     #[command(name = "__sandbox", hide = true)]
     Sandbox {
@@ -108,9 +113,8 @@ enum Cmd {
     },
     /// Check the configuration, workspace, git, sandbox and tools.
     Doctor {
-        /// The workspace folder.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
     },
     /// Print a fresh one-time pairing code for the running serve (valid 10 minutes); --reset
     /// revokes every paired extension instead.
@@ -144,9 +148,8 @@ enum Cmd {
     },
     /// Print the effective configuration and where each value comes from.
     Config {
-        /// The workspace folder.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// Trust the workspace keyless.json as it is now: settings that widen what runs (mode,
         /// network, allow-list, protected branches, auto-init) then apply, until the file changes.
         #[arg(long)]
@@ -154,9 +157,8 @@ enum Cmd {
     },
     /// Show the audit trail of file changes and commands.
     Log {
-        /// The workspace folder.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
+        #[command(flatten)]
+        workspace: WorkspaceDir,
         /// Only this session.
         #[arg(long)]
         session: Option<String>,
@@ -184,25 +186,6 @@ enum Cmd {
     /// The MCP servers keyless.json declares: list them with their tools, call one tool.
     #[command(subcommand)]
     Mcp(mcp::McpCmd),
-}
-
-/// `keyless-host allow`.
-#[derive(Debug, Subcommand)]
-pub enum AllowCmd {
-    /// List the workspace's rules, numbered.
-    List {
-        /// The workspace folder.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
-    },
-    /// Remove a rule by its number in `allow list`, or by its exact text.
-    Remove {
-        /// The workspace folder.
-        #[arg(long, default_value = ".")]
-        workspace: PathBuf,
-        /// The rule's number or text.
-        rule: String,
-    },
 }
 
 /// The sandbox wrapper's entry for a program that runs the executor in-process (a benchmark):
@@ -245,10 +228,10 @@ pub fn main() -> ExitCode {
             list,
             revert,
             force,
-        } => run::undo_cmd(&workspace, batch.as_deref(), list, revert, force),
+        } => history::undo_cmd(&workspace.dir, batch.as_deref(), list, revert, force),
         Cmd::Allow(c) => setup::allow_cmd(c),
-        Cmd::Config { workspace, approve } => setup::show_config(&workspace, approve),
-        Cmd::Doctor { workspace } => crate::doctor::run(&workspace),
+        Cmd::Config { workspace, approve } => setup::show_config(&workspace.dir, approve),
+        Cmd::Doctor { workspace } => crate::doctor::run(&workspace.dir),
         Cmd::Sandbox {
             workspace,
             tmp,
@@ -293,8 +276,8 @@ pub fn main() -> ExitCode {
             json,
             diff,
         } => match diff {
-            Some(batch) => run::log_diff_cmd(&workspace, &batch, json),
-            None => run::log_cmd(&workspace, session.as_deref(), limit, json),
+            Some(batch) => history::log_diff_cmd(&workspace.dir, &batch, json),
+            None => history::log_cmd(&workspace.dir, session.as_deref(), limit, json),
         },
         Cmd::Serve(a) => serve::serve_cmd(a),
         Cmd::Pair { reset } => setup::pair_cmd(reset),
@@ -333,7 +316,7 @@ mod tests {
     #[test]
     fn model_text_is_shown_with_its_control_characters_escaped() {
         assert_eq!(
-            super::run::shown("touch x #\u{1b}[2K\rRun `ls`?\u{202e}"),
+            super::terminal::shown("touch x #\u{1b}[2K\rRun `ls`?\u{202e}"),
             "touch x #<U+001B>[2K<U+000D>Run `ls`?<U+202E>"
         );
     }

@@ -1,37 +1,31 @@
-//! `keyless-host run`, `undo` and `log`: reply files executed as one session, on the terminal.
+//! `keyless-host run`: reply files executed as one session, on the terminal.
 
-use super::args::{LimitArgs, FAILURE_MODE, MODE};
+use super::args::{ChosenWorkspace, LimitArgs, ModeOverride, FAILURE_MODE};
+use super::clipboard::copy_to_clipboard;
+use super::prompter::TerminalPrompter;
+use super::terminal::{on_ctrl_c, stdin_is_terminal};
 use crate::config::{exec_settings, load_config, warn_ignored, Loaded};
 use crate::error::HostError;
-use crate::exec::batch::{Approval, Confirmation, ExecSettings, Prompter};
+use crate::exec::batch::ExecSettings;
 use crate::exec::workspace::Workspace;
 use crate::store::Store;
 use crate::submit::{self, SubmitError};
 use clap::Args;
-use keyless_core::policy::always::AllowRule;
-use keyless_core::policy::Verdict;
 use keyless_core::turn::{BatchStatus, TurnEnd};
-use keyless_core::{BatchFailureMode, Mode};
+use keyless_core::BatchFailureMode;
 use std::collections::VecDeque;
-use std::io::{self, BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub(super) struct RunArgs {
-    /// The workspace folder (default: the current folder, when it is a git repository other than
-    /// keyless's own checkout; otherwise keyless asks).
-    #[arg(long)]
-    workspace: Option<PathBuf>,
-    /// Allow a workspace that holds your home, your keyless config folder or / (for testing
-    /// keyless's own protections; keyless still never writes its own files there).
-    #[arg(long)]
-    unsafe_workspace: bool,
-    /// Commands.Mode (default: keyless.json, else ask).
-    #[arg(long, value_parser = MODE)]
-    mode: Option<Mode>,
+    #[command(flatten)]
+    workspace: ChosenWorkspace,
+    #[command(flatten)]
+    mode: ModeOverride,
     /// Commands.AllowList pattern (repeatable; adds to keyless.json's).
     #[arg(long = "allow", value_name = "PATTERN")]
     allow: Vec<String>,
@@ -84,7 +78,7 @@ pub(super) struct RunArgs {
 }
 
 pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
-    let workspace = crate::workspace_choice::choose(a.workspace.as_deref(), a.unsafe_workspace)?;
+    let workspace = a.workspace.choose()?;
     if !a.auto_init {
         crate::workspace_choice::offer_git_init(&workspace);
     }
@@ -94,7 +88,7 @@ pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
     warn_ignored(&ignored);
     a.limits.apply(&mut cfg)?;
     let src = "command line";
-    if let Some(m) = a.mode {
+    if let Some(m) = a.mode.mode {
         cfg.set("Commands.Mode", &serde_json::json!(m.as_str()), src)?;
     }
     if let Some(t) = a.timeout {
@@ -139,330 +133,6 @@ pub(super) fn run_cmd(a: RunArgs) -> Result<ExitCode, HostError> {
         interactive: a.interactive,
         diff: a.diff,
     })
-}
-
-/// Confirmations and questions on the terminal; `--yes` and `--answer` script them.
-#[derive(Debug)]
-pub struct TerminalPrompter {
-    pub yes: bool,
-    pub answers: VecDeque<String>,
-    pub interactive: bool,
-    /// Set by the first Ctrl+C (see [`on_ctrl_c`]): the running command's group is ended and the
-    /// rest of the run is cancelled.
-    pub interrupted: Arc<AtomicBool>,
-}
-
-/// Ctrl+C in `run`: the first sets `flag`, which cancels the running command (its whole process
-/// group ends; its output so far is kept, as KA_CANCELLED), skips the rest of the batch and ends
-/// the run once the session is recorded. A second Ctrl+C while the flag is set exits at once (130).
-///
-/// # Errors
-/// When the handlers cannot be installed.
-pub fn on_ctrl_c(flag: &Arc<AtomicBool>) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use signal_hook::consts::SIGINT;
-        // Order matters: the exit is armed by a flag that is already set, so it fires on the second.
-        signal_hook::flag::register_conditional_shutdown(SIGINT, 130, Arc::clone(flag))?;
-        signal_hook::flag::register(SIGINT, Arc::clone(flag))?;
-    }
-    #[cfg(not(unix))]
-    let _ = flag;
-    Ok(())
-}
-
-/// Text from the model as a terminal shows it: control characters escaped (`\u{1b}`), so an
-/// escape sequence in a command line cannot redraw the prompt the user answers.
-#[must_use]
-pub fn shown(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c => out.push_str(&keyless_core::text::printable(c.encode_utf8(&mut [0; 4]))),
-        }
-    }
-    out
-}
-
-/// A server's form (MCP elicitation) on the terminal. The next `--answer` answers it first
-/// (`accept` takes the defaults, `decline`, `cancel`, or one JSON object of values); else, with a
-/// terminal, each field is asked in turn (Enter keeps its default); else it is declined. The
-/// server's words are shown as its own, escaped; what keyless says goes to `out`.
-pub fn terminal_form(
-    server: &str,
-    form: &keyless_core::elicit::Form,
-    answers: &mut VecDeque<String>,
-    interactive: bool,
-    out: &mut dyn Write,
-) -> keyless_core::elicit::Answer {
-    use keyless_core::elicit::{Answer, Kind};
-    let _ = writeln!(
-        out,
-        "[form] the MCP server \"{}\" asks: {}",
-        shown(server),
-        shown(form.message.trim_end())
-    );
-    if let Some(a) = answers.pop_front() {
-        return match form.scripted(&a) {
-            Ok(answer) => {
-                let _ = writeln!(out, "[answer] {}", answer.action());
-                answer
-            }
-            Err(e) => {
-                let _ = writeln!(out, "[answer] {}: {e}; declined", shown(&a));
-                Answer::Decline
-            }
-        };
-    }
-    if !interactive {
-        let _ = writeln!(
-            out,
-            "[no answer: no terminal; pass --answer accept, decline, cancel or a JSON object]"
-        );
-        return Answer::Decline;
-    }
-    match TerminalPrompter::read_line("Fill it in? [y]es, [n]o (decline), [c]ancel the call: ")
-        .map(|a| a.trim().to_ascii_lowercase())
-        .as_deref()
-    {
-        Some("y" | "yes") => {}
-        Some("n" | "no") => return Answer::Decline,
-        _ => return Answer::Cancel,
-    }
-    let mut typed = std::collections::BTreeMap::new();
-    for f in &form.fields {
-        let hint = match &f.kind {
-            Kind::Text { .. } => "text".to_string(),
-            Kind::Number { integer: true, .. } => "a whole number".to_string(),
-            Kind::Number { .. } => "a number".to_string(),
-            Kind::Boolean => "yes or no".to_string(),
-            Kind::Choice { options } | Kind::Choices { options, .. } => options
-                .iter()
-                .enumerate()
-                .map(|(i, (_, label))| format!("{} {}", i + 1, shown(label)))
-                .collect::<Vec<_>>()
-                .join(", "),
-        };
-        let default = f
-            .default
-            .as_ref()
-            .map(|d| format!(" [{}]", shown(&d.to_string())))
-            .unwrap_or_default();
-        if let Some(d) = &f.description {
-            let _ = writeln!(out, "  {}", shown(d));
-        }
-        loop {
-            let Some(line) = TerminalPrompter::read_line(&format!(
-                "{} ({hint}){}{default}: ",
-                shown(f.label()),
-                if f.required { " *" } else { "" }
-            )) else {
-                return Answer::Cancel;
-            };
-            if line.trim().is_empty() {
-                if f.default.is_some() || !f.required {
-                    break;
-                }
-                eprintln!("  required");
-                continue;
-            }
-            match f.read(&line) {
-                Ok(_) => {
-                    typed.insert(f.name.clone(), line);
-                    break;
-                }
-                Err(e) => eprintln!("  {e}"),
-            }
-        }
-    }
-    match form.accept_typed(&typed) {
-        Ok(content) => Answer::Accept(content),
-        Err(e) => {
-            eprintln!("  {e}; declined");
-            Answer::Decline
-        }
-    }
-}
-
-impl TerminalPrompter {
-    fn read_line(prompt: &str) -> Option<String> {
-        // An answer is read only from what is typed after the question shows: what came before
-        // (the newline after a pasted reply's @@eof, a key pressed while a command ran) is
-        // dropped, or it would answer the question with its default unseen. A terminal in its
-        // line mode hands std one line per read, so nothing typed ahead sits in std's buffer.
-        #[cfg(unix)]
-        if stdin_is_terminal() {
-            let _ = nix::sys::termios::tcflush(io::stdin(), nix::sys::termios::FlushArg::TCIFLUSH);
-        }
-        eprint!("{prompt}");
-        let _ = io::stderr().flush();
-        let mut line = String::new();
-        io::stdin()
-            .lock()
-            .read_line(&mut line)
-            .ok()
-            .filter(|n| *n > 0)?;
-        Some(line.trim_end().to_string())
-    }
-}
-
-impl Prompter for TerminalPrompter {
-    fn confirm_with(&mut self, c: &Confirmation<'_>) -> Approval {
-        if !c.preview.is_empty() && (self.interactive || self.yes) {
-            println!(
-                "This will change:\n{}",
-                keyless_core::diff::render(c.preview).trim_end()
-            );
-        }
-        if !self.interactive && !self.yes {
-            let _ = self.confirm(c.command, c.verdict);
-            return Approval::NoOneToAsk;
-        }
-        let offer = c.offer.filter(|_| !self.yes);
-        let Some(offer) = offer else {
-            return if self.confirm(c.command, c.verdict) {
-                Approval::Once
-            } else {
-                Approval::Declined
-            };
-        };
-        let like = offer
-            .like
-            .as_ref()
-            .map(|r| format!(", [l] always allow commands like `{}`", r.text))
-            .unwrap_or_default();
-        let answer = Self::read_line(&format!(
-            "Run `{}`? {} — {}\n  [y] yes once, [a] always allow this exact command here{like}, [N] no: ",
-            shown(c.command),
-            c.verdict.tier,
-            shown(&c.verdict.reason)
-        ));
-        match answer
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase()
-            .as_str()
-        {
-            "y" | "yes" => Approval::Once,
-            "a" | "always" => Approval::Always(offer.exact.clone()),
-            "l" | "like" => offer
-                .like
-                .clone()
-                .map_or(Approval::Declined, Approval::Always),
-            _ => Approval::Declined,
-        }
-    }
-
-    fn remembered(&mut self, rule: &AllowRule, result: &Result<(), String>) {
-        match result {
-            Ok(()) => println!(
-                "[always allowed here] `{}` (up to {}); `keyless-host allow list` shows the rules, `allow remove N` takes one back",
-                shown(&rule.text),
-                rule.tier
-            ),
-            Err(why) => println!("[rule {why}] `{}`", shown(&rule.text)),
-        }
-    }
-
-    fn confirm(&mut self, command: &str, verdict: &Verdict) -> bool {
-        if self.yes {
-            println!(
-                "[approved by --yes] {}  ({}: {})",
-                shown(command),
-                verdict.tier,
-                shown(&verdict.reason)
-            );
-            return true;
-        }
-        if !self.interactive {
-            println!(
-                "[declined: no terminal to confirm; pass --yes to approve] {}  ({}: {})",
-                shown(command),
-                verdict.tier,
-                shown(&verdict.reason)
-            );
-            return false;
-        }
-        let answer = Self::read_line(&format!(
-            "Run `{}`? {} — {} [y/N] ",
-            shown(command),
-            verdict.tier,
-            shown(&verdict.reason)
-        ));
-        answer.is_some_and(|a| matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
-    }
-
-    fn ask(&mut self, question: &str) -> Option<String> {
-        if let Some(a) = self.answers.pop_front() {
-            println!(
-                "[ask] {}\n[answer] {a}",
-                keyless_core::text::printable(question)
-            );
-            return Some(a);
-        }
-        if !self.interactive {
-            println!(
-                "[ask] {}\n[no answer: no terminal; pass --answer TEXT]",
-                keyless_core::text::printable(question)
-            );
-            return None;
-        }
-        Self::read_line(&format!("{}\n> ", keyless_core::text::printable(question)))
-            .filter(|a| !a.trim().is_empty())
-    }
-
-    fn say(&mut self, message: &str) {
-        println!(
-            "[say] {}",
-            keyless_core::text::printable(message.trim_end())
-        );
-    }
-
-    fn progress(&mut self, server: &str, line: &str) {
-        println!("[{}] {}", shown(server), shown(line));
-    }
-
-    fn log_in_again(&mut self, server: &str, scope: Option<&str>) -> bool {
-        let wants = scope.map_or_else(String::new, |s| {
-            format!(
-                " (it asks for: {})",
-                shown(&keyless_core::text::truncate_chars(s.trim(), 200))
-            )
-        });
-        if !self.interactive {
-            println!(
-                "[login] MCP server \"{}\" refused your login for this call{wants}; no terminal to ask: run `keyless-host mcp login {}`",
-                shown(server),
-                shown(server)
-            );
-            return false;
-        }
-        let answer = Self::read_line(&format!(
-            "MCP server \"{}\" refused your login for this call{wants}. Log in again in your browser now? [y/N] ",
-            shown(server)
-        ));
-        answer.is_some_and(|a| matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
-    }
-
-    fn elicit(
-        &mut self,
-        server: &str,
-        form: &keyless_core::elicit::Form,
-    ) -> keyless_core::elicit::Answer {
-        terminal_form(
-            server,
-            form,
-            &mut self.answers,
-            self.interactive,
-            &mut io::stdout(),
-        )
-    }
-
-    fn cancel_requested(&mut self) -> bool {
-        self.interrupted.load(Ordering::SeqCst)
-    }
 }
 
 /// Options of `keyless-host run`.
@@ -565,43 +235,6 @@ fn exit_code(last: Option<&keyless_core::api::ReplyAnswer>, cancelled: bool) -> 
     }
 }
 
-/// Copies `text` to the clipboard with the first clipboard program this machine has (from a
-/// PATH folder the model cannot write); whether it did.
-fn copy_to_clipboard(text: &str, workspace: &Path) -> bool {
-    let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some();
-    let x11 = std::env::var_os("DISPLAY").is_some();
-    let candidates: &[(&str, &[&str], bool)] = &[
-        ("wl-copy", &[], wayland),
-        ("xclip", &["-selection", "clipboard"], x11),
-        ("xsel", &["--clipboard", "--input"], x11),
-        ("pbcopy", &[], cfg!(target_os = "macos")),
-    ];
-    for (name, args, usable) in candidates {
-        if !usable {
-            continue;
-        }
-        let launcher = crate::launch::Launcher::new(Some(workspace));
-        let Ok(mut command) = launcher.start(name, crate::launch::Purpose::Desktop) else {
-            continue;
-        };
-        let child = command
-            .args(*args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        if let Ok(mut c) = child {
-            if let Some(mut stdin) = c.stdin.take() {
-                let _ = stdin.write_all(text.as_bytes());
-            }
-            if c.wait().is_ok_and(|s| s.success()) {
-                return true;
-            }
-        }
-    }
-    false
-}
-
 fn session_id() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -610,17 +243,10 @@ fn session_id() -> String {
     format!("run-{secs}-{}", std::process::id())
 }
 
-fn store_err(e: &crate::store::StoreError) -> HostError {
-    HostError::Coded {
-        code: e.code(),
-        message: e.to_string(),
-    }
-}
-
 fn piece_err(e: &crate::pieces::PieceError) -> HostError {
     use crate::pieces::PieceError;
     if let PieceError::Store(e) = e {
-        return store_err(e);
+        return HostError::from(e);
     }
     HostError::Coded {
         code: e.code(),
@@ -630,7 +256,7 @@ fn piece_err(e: &crate::pieces::PieceError) -> HostError {
 
 fn submit_err(e: &SubmitError) -> HostError {
     match e {
-        SubmitError::Store(e) => store_err(e),
+        SubmitError::Store(e) => HostError::from(e),
         SubmitError::Conflict(m) => HostError::Usage(m.clone()),
         SubmitError::Piece(e) => piece_err(e),
     }
@@ -654,7 +280,7 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
             source,
         })?
         .join("keyless.db");
-    let store = Store::open(&db).map_err(|e| store_err(&e))?;
+    let store = Store::open(&db).map_err(HostError::from)?;
     // The piece is checked before a session is made for it.
     let piece = match (&o.piece, &o.session) {
         (None, _) => None,
@@ -679,10 +305,10 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
             })?;
     }
     let mut pos = match &o.session {
-        Some(id) => store.session(id).map_err(|e| store_err(&e))?,
+        Some(id) => store.session(id).map_err(HostError::from)?,
         None => store
             .create_session(&new_id, &ws.root().display().to_string())
-            .map_err(|e| store_err(&e))?,
+            .map_err(HostError::from)?,
     };
     let session = pos.id.clone();
     if let (None, Some(task)) = (
@@ -691,14 +317,14 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
     ) {
         store
             .set_task(&session, task.trim())
-            .map_err(|e| store_err(&e))?;
+            .map_err(HostError::from)?;
     }
     if let Some((yaml, piece)) = piece {
         crate::pieces::start(&store, &session, &yaml, piece).map_err(|e| piece_err(&e))?;
     }
     let (repo, branch_note) = if o.session.is_some() {
         (
-            submit::session_repo(&store, &session, ws.root()).map_err(|e| store_err(&e))?,
+            submit::session_repo(&store, &session, ws.root()).map_err(HostError::from)?,
             None,
         )
     } else {
@@ -709,7 +335,7 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
             &o.exec.git,
             o.task.as_deref().unwrap_or(""),
         )
-        .map_err(|e| store_err(&e))?
+        .map_err(HostError::from)?
     };
     let mut out = io::stdout().lock();
     let _ = writeln!(
@@ -914,333 +540,4 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
         ws.root().join(".agent/backups").join(&session).display()
     );
     Ok(ExitCode::from(exit_code(last.as_ref(), cancelled)))
-}
-
-/// `keyless-host undo`: restores one batch's files (the newest that can be undone by default),
-/// lists the batches, or reverts the commits that recorded a batch.
-///
-/// # Errors
-/// KA_BATCH_NOT_FOUND, KA_UNDO_REFUSED (undone already, or a later commit recorded the files),
-/// or the restore's failure.
-pub fn undo_cmd(
-    workspace: &Path,
-    batch: Option<&str>,
-    list: bool,
-    revert: bool,
-    force: bool,
-) -> Result<ExitCode, HostError> {
-    use crate::exec::undo::{self, State};
-    let ws = Workspace::open(workspace).map_err(|source| HostError::Read {
-        path: workspace.display().to_string(),
-        source,
-    })?;
-    let fail = |f: crate::exec::Failure| HostError::Coded {
-        code: f.code,
-        message: f.reason,
-    };
-    let mut out = io::stdout().lock();
-    if list {
-        let all = undo::list(&ws);
-        if all.is_empty() {
-            let _ = writeln!(
-                out,
-                "No batch changed files in {} yet.",
-                ws.root().display()
-            );
-            return Ok(ExitCode::SUCCESS);
-        }
-        let _ = writeln!(
-            out,
-            "{:<16} {:<22} {:<20} {:>5}  STATE",
-            "ID", "BATCH", "WHEN", "FILES"
-        );
-        for (f, st) in &all {
-            let state = match st {
-                State::Undoable => "can be undone".to_string(),
-                State::Undone => "undone".to_string(),
-                State::Committed { commits } => format!(
-                    "committed in {}{}",
-                    commits
-                        .iter()
-                        .map(|c| c.id.get(..10).unwrap_or(&c.id))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if commits.iter().any(|c| c.pushed) {
-                        " (pushed)"
-                    } else {
-                        " (--revert)"
-                    }
-                ),
-            };
-            let _ = writeln!(
-                out,
-                "{:<16} {:<22} {:<20} {:>5}  {state}",
-                f.id.as_deref().unwrap_or("-"),
-                f.label,
-                local_time(f.at),
-                f.files.len()
-            );
-            // The batch's files, whoever changed them (file commands and commands alike).
-            const SHOWN: usize = 6;
-            let mut names: Vec<String> = f
-                .files
-                .iter()
-                .take(SHOWN)
-                .map(|p| keyless_core::text::printable(p))
-                .collect();
-            if f.files.len() > SHOWN {
-                names.push(format!("+{} more", f.files.len() - SHOWN));
-            }
-            let _ = writeln!(out, "{:<16} {}", "", names.join(", "));
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let found = match batch {
-        Some(b) => undo::find(&ws, b).map_err(fail)?,
-        // The newest batch not undone yet: `undo` again goes one batch further back, and a batch
-        // a commit recorded stops it with the reason.
-        None => undo::list(&ws)
-            .into_iter()
-            .find(|(_, st)| !matches!(st, State::Undone))
-            .map(|(f, _)| f)
-            .ok_or_else(|| HostError::Coded {
-                code: keyless_core::Code::BatchNotFound,
-                message: format!(
-                    "no batch in {} is left to undo (`keyless-host undo --list` shows them all)",
-                    ws.root().display()
-                ),
-            })?,
-    };
-    let name = found.id.clone().unwrap_or_else(|| found.label.clone());
-    if revert {
-        let Loaded { cfg, .. } = load_config(ws.root())?;
-        let exec = exec_settings(&cfg, false, ws.root(), false);
-        let made = undo::revert(&ws, &exec.git, &found).map_err(fail)?;
-        let _ = writeln!(out, "reverted the commits that recorded batch {name}:");
-        for m in made {
-            let _ = writeln!(out, "  new commit {m}");
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let restored = undo::undo(&ws, &found, force).map_err(fail)?;
-    let _ = writeln!(
-        out,
-        "undid batch {name} ({}): {} {}",
-        found.label,
-        restored.len(),
-        if restored.len() == 1 { "file" } else { "files" }
-    );
-    for r in restored {
-        let what = if r.removed {
-            "removed (the batch made it)"
-        } else {
-            "restored"
-        };
-        let _ = writeln!(out, "  {what} {}", keyless_core::text::printable(&r.path));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Unix seconds as the local date and time (`YYYY-MM-DD HH:MM:SS`).
-fn local_time(secs: i64) -> String {
-    chrono::DateTime::from_timestamp(secs, 0).map_or_else(
-        || secs.to_string(),
-        |t| {
-            t.with_timezone(&chrono::Local)
-                .format("%Y-%m-%d %H:%M:%S")
-                .to_string()
-        },
-    )
-}
-
-#[must_use]
-pub fn stdin_is_terminal() -> bool {
-    io::stdin().is_terminal()
-}
-
-/// `keyless-host log --diff ID`: a batch's commands and the diffs of the files they changed; for
-/// a session's id, everything the session changed since the commit it started from.
-///
-/// # Errors
-/// KA_BATCH_NOT_FOUND, or the database cannot be read.
-pub fn log_diff_cmd(workspace: &Path, batch: &str, json: bool) -> Result<ExitCode, HostError> {
-    let db = workspace.join(".agent").join("keyless.db");
-    let not_found = || HostError::Coded {
-        code: keyless_core::Code::BatchNotFound,
-        message: if batch.is_empty() {
-            format!(
-                "no batch in {} yet: nothing has run there",
-                crate::dirs::real_path(workspace).display()
-            )
-        } else {
-            format!(
-                "no batch or session `{batch}` in {} (the BATCH and SESSION columns of `keyless-host log` have the ids)",
-                crate::dirs::real_path(workspace).display()
-            )
-        },
-    };
-    if !db.is_file() {
-        return Err(not_found());
-    }
-    let store = Store::open(&db).map_err(|e| store_err(&e))?;
-    // `log --diff` with no id: the newest batch.
-    let newest;
-    let batch = if batch.is_empty() {
-        newest = store
-            .newest_batch()
-            .map_err(|e| store_err(&e))?
-            .ok_or_else(not_found)?;
-        newest.as_str()
-    } else {
-        batch
-    };
-    if store.session(batch).is_ok() {
-        let base = store
-            .repo(batch)
-            .map_err(|e| store_err(&e))?
-            .and_then(|r| r.base_commit);
-        let ws = Workspace::open(workspace).map_err(|source| HostError::Read {
-            path: workspace.display().to_string(),
-            source,
-        })?;
-        let all = base
-            .as_deref()
-            .map(|b| crate::exec::diffs::since_commit(&ws, b, 500))
-            .unwrap_or_default();
-        let mut out = io::stdout().lock();
-        if json {
-            let _ = serde_json::to_writer(&mut out, &all);
-            let _ = writeln!(out);
-        } else if base.is_none() {
-            let _ = writeln!(out, "session {batch} started outside a git repository (or before its first commit): there is no commit to compare with; `log --diff BATCH` shows each batch.");
-        } else if all.is_empty() {
-            let _ = writeln!(
-                out,
-                "Nothing differs from the commit session {batch} started from."
-            );
-        } else {
-            let _ = write!(
-                out,
-                "session {batch}: what differs from the commit it started from (changes not committed before it included):\n{}\n{}",
-                keyless_core::diff::stat(&all),
-                keyless_core::diff::render(&all)
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let detail = store
-        .batch_detail(batch)
-        .map_err(|e| store_err(&e))?
-        .ok_or_else(not_found)?;
-    let results = store.results(batch).map_err(|e| store_err(&e))?;
-    let mut out = io::stdout().lock();
-    if json {
-        let _ = serde_json::to_writer(&mut out, &results);
-        let _ = writeln!(out);
-        return Ok(ExitCode::SUCCESS);
-    }
-    let _ = writeln!(
-        out,
-        "batch {batch}: session {}, turn {}, batch {} ({})",
-        detail.session,
-        detail.turn,
-        detail.batch,
-        detail.status.as_str()
-    );
-    let all: Vec<keyless_core::diff::FileDiff> = results
-        .iter()
-        .flat_map(|r| r.diff.iter().cloned())
-        .collect();
-    if all.is_empty() {
-        let _ = writeln!(out, "It changed no files.");
-    } else {
-        let _ = write!(
-            out,
-            "{}\n{}",
-            keyless_core::diff::stat(&all),
-            keyless_core::diff::render(&all)
-        );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `keyless-host log`: the audit trail of file changes and commands.
-///
-/// # Errors
-/// When the workspace or its database cannot be read, or the session is unknown.
-pub fn log_cmd(
-    workspace: &Path,
-    session: Option<&str>,
-    limit: u32,
-    json: bool,
-) -> Result<ExitCode, HostError> {
-    let ws = Workspace::open(workspace).map_err(|source| HostError::Read {
-        path: workspace.display().to_string(),
-        source,
-    })?;
-    let db = ws.root().join(".agent").join("keyless.db");
-    if !db.is_file() {
-        return Err(HostError::Usage(format!(
-            "{} no sessions in this workspace yet (expected on first run)",
-            keyless_core::Code::SessionNotFound
-        )));
-    }
-    let store = Store::open(&db).map_err(|e| store_err(&e))?;
-    if let Some(s) = session {
-        store.session(s).map_err(|e| store_err(&e))?;
-    }
-    let entries = store.audit(session, limit).map_err(|e| store_err(&e))?;
-    let mut out = io::stdout().lock();
-    if json {
-        let _ = serde_json::to_writer(&mut out, &entries);
-        let _ = writeln!(out);
-    } else {
-        // Columns as wide as their widest cell, so TARGET lines up whatever the ids' lengths.
-        let rows: Vec<[String; 6]> = entries
-            .iter()
-            .map(|e| {
-                let status = match e.code.as_deref() {
-                    Some(c) => format!("{} {c}", e.status.as_str()),
-                    None => e.status.as_str().to_string(),
-                };
-                [
-                    local_time(e.at),
-                    shown(&e.session),
-                    shown(&e.batch),
-                    e.command.clone(),
-                    status,
-                    shown(&e.target),
-                ]
-            })
-            .collect();
-        let head = ["WHEN", "SESSION", "BATCH", "COMMAND", "STATUS", "TARGET"];
-        let mut width = head.map(|h| h.chars().count());
-        for r in &rows {
-            for (w, cell) in width.iter_mut().zip(r.iter()) {
-                *w = (*w).max(cell.chars().count());
-            }
-        }
-        let line = |cells: [&str; 6]| {
-            let mut s = String::new();
-            for (i, (cell, w)) in cells.iter().zip(width.iter()).enumerate() {
-                if i == 5 {
-                    s.push_str(cell);
-                } else {
-                    s.push_str(&format!("{cell:<w$}  "));
-                }
-            }
-            s
-        };
-        let _ = writeln!(out, "{}", line(head));
-        for r in &rows {
-            let _ = writeln!(out, "{}", line(r.each_ref().map(String::as_str)));
-        }
-        let _ = writeln!(
-            out,
-            "{} entr{} (times are local; `log --diff BATCH` shows what a batch changed)",
-            entries.len(),
-            if entries.len() == 1 { "y" } else { "ies" }
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }

@@ -1,10 +1,9 @@
 //! `keyless-host serve`: the localhost API for the extension and the dashboard.
 
-use super::args::MODE;
+use super::args::{ChosenWorkspace, ModeOverride};
 use crate::config::{exec_settings, load_config, warn_ignored, Loaded};
 use crate::error::HostError;
 use clap::Args;
-use keyless_core::Mode;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -13,17 +12,10 @@ pub(super) struct ServeArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = crate::server::DEFAULT_PORT)]
     port: u16,
-    /// The workspace the extension's sessions run in (default: the current folder, when it is a
-    /// git repository other than keyless's own checkout; otherwise keyless asks).
-    #[arg(long)]
-    workspace: Option<PathBuf>,
-    /// Allow a workspace that holds your home, your keyless config folder or / (for testing
-    /// keyless's own protections; keyless still never writes its own files there).
-    #[arg(long)]
-    unsafe_workspace: bool,
-    /// Commands.Mode (default: keyless.json, else ask).
-    #[arg(long, value_parser = MODE)]
-    mode: Option<Mode>,
+    #[command(flatten)]
+    workspace: ChosenWorkspace,
+    #[command(flatten)]
+    mode: ModeOverride,
     /// The built dashboard folder (default: `../share/keyless/www` from the binary, where the
     /// release installs it, else `www` beside the binary's target folder, where
     /// `cargo xtask build` puts it).
@@ -36,13 +28,13 @@ pub(super) struct ServeArgs {
 }
 
 pub(super) fn serve_cmd(a: ServeArgs) -> Result<ExitCode, HostError> {
-    let workspace = crate::workspace_choice::choose(a.workspace.as_deref(), a.unsafe_workspace)?;
+    let workspace = a.workspace.choose()?;
     crate::workspace_choice::offer_git_init(&workspace);
     let Loaded {
         mut cfg, ignored, ..
     } = load_config(&workspace)?;
     warn_ignored(&ignored);
-    if let Some(m) = a.mode {
+    if let Some(m) = a.mode.mode {
         cfg.set(
             "Commands.Mode",
             &serde_json::json!(m.as_str()),

@@ -1,7 +1,9 @@
 //! Setting up this machine: `keyless-host pair`, `install` and `config`.
 
+use super::args::WorkspaceDir;
 use crate::config::{approve_workspace_file, load_config, Loaded};
 use crate::error::HostError;
+use clap::Subcommand;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -169,15 +171,32 @@ pub(super) fn show_config(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `keyless-host allow`.
+#[derive(Debug, Subcommand)]
+pub(super) enum AllowCmd {
+    /// List the workspace's rules, numbered.
+    List {
+        #[command(flatten)]
+        workspace: WorkspaceDir,
+    },
+    /// Remove a rule by its number in `allow list`, or by its exact text.
+    Remove {
+        #[command(flatten)]
+        workspace: WorkspaceDir,
+        /// The rule's number or text.
+        rule: String,
+    },
+}
+
 /// `keyless-host allow list|remove`.
 ///
 /// # Errors
 /// A rule that is not there, or the rules file cannot be written.
-pub(super) fn allow_cmd(c: super::AllowCmd) -> Result<ExitCode, HostError> {
+pub(super) fn allow_cmd(c: AllowCmd) -> Result<ExitCode, HostError> {
     match c {
-        super::AllowCmd::List { workspace } => {
-            let rules = crate::always::rules(&workspace);
-            let shown = crate::dirs::real_path(&workspace);
+        AllowCmd::List { workspace } => {
+            let rules = crate::always::rules(&workspace.dir);
+            let shown = crate::dirs::real_path(&workspace.dir);
             if rules.is_empty() {
                 println!(
                     "No \"always allow\" rules for {}. Add one at a confirmation: [a] or [l] on the terminal, \"Always allow…\" in the overlay or the dashboard.",
@@ -193,7 +212,7 @@ pub(super) fn allow_cmd(c: super::AllowCmd) -> Result<ExitCode, HostError> {
                     println!(
                         "  {}. {kind:<7} {}   (up to {})",
                         i + 1,
-                        super::run::shown(&r.text),
+                        super::terminal::shown(&r.text),
                         r.tier
                     );
                 }
@@ -206,8 +225,8 @@ pub(super) fn allow_cmd(c: super::AllowCmd) -> Result<ExitCode, HostError> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        super::AllowCmd::Remove { workspace, rule } => {
-            let gone = crate::always::remove(&workspace, &rule).map_err(HostError::Usage)?;
+        AllowCmd::Remove { workspace, rule } => {
+            let gone = crate::always::remove(&workspace.dir, &rule).map_err(HostError::Usage)?;
             for r in gone {
                 println!("removed: {}", r.text);
             }

@@ -1,12 +1,13 @@
 //! A reply in, the results message (or the format correction) out.
 
+use super::backup::BatchBackup;
 use super::files::{self, FileCtx};
 use super::git::{self, GitSettings};
 use super::shell;
-use super::workspace::{BatchBackup, Workspace};
+use super::workspace::Workspace;
 use super::Failure;
 use keyless_core::diff::FileDiff;
-use keyless_core::message::{correction, results, BatchRef, CommandResult, Outcome};
+use keyless_core::message::{correction, results, BatchRef, CommandOutcome, CommandResult};
 use keyless_core::parse::parse_with;
 use keyless_core::plan::{failure_stops_batch, plan, SkipReason};
 use keyless_core::policy::always::{AllowOffer, AllowRule};
@@ -152,9 +153,11 @@ impl Default for ExecSettings {
     }
 }
 
-/// What a batch produced.
+/// What running a batch produced: the owned form of [`keyless_core::turn::BatchReport`], with the
+/// results' entries and the `@@done` the session records. (The colour views give a batch is
+/// [`keyless_core::api::BatchOutcome`].)
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BatchOutcome {
+pub enum BatchRun {
     /// The reply broke the format; nothing ran.
     Rejected { correction: String },
     Executed {
@@ -195,14 +198,14 @@ impl Executor<'_> {
         turn: u32,
         batch: u32,
         prompter: &mut dyn Prompter,
-    ) -> BatchOutcome {
+    ) -> BatchRun {
         let offered = self
             .gate
             .map(keyless_core::piece::tools::EffectiveTools::offered)
             .unwrap_or_default();
         let parsed = parse_with(reply, &self.cfg.settings.limits, &offered);
         if !parsed.ok() {
-            return BatchOutcome::Rejected {
+            return BatchRun::Rejected {
                 correction: correction(&parsed.diagnostics, parsed.suppressed, parsed.truncated),
             };
         }
@@ -230,7 +233,7 @@ impl Executor<'_> {
             }
             if !entry.run {
                 let reason = entry.skip.unwrap_or(SkipReason::AfterDone);
-                let result = CommandResult::new(cmd, Outcome::Skipped { reason });
+                let result = CommandResult::new(cmd, CommandOutcome::Skipped { reason });
                 prompter.command_finished(&result);
                 entries.push(result);
                 continue;
@@ -247,7 +250,7 @@ impl Executor<'_> {
                     None,
                 ),
             };
-            let outcome = outcome.unwrap_or_else(|f| Outcome::Error {
+            let outcome = outcome.unwrap_or_else(|f| CommandOutcome::Error {
                 code: f.code,
                 reason: f.reason,
                 exit_code: None,
@@ -256,20 +259,20 @@ impl Executor<'_> {
             });
             if matches!(
                 outcome,
-                Outcome::Error {
+                CommandOutcome::Error {
                     code: Code::Cancelled,
                     ..
                 }
             ) {
                 // The user stopped the batch, not just this command.
                 planned.cancel_after(cmd.number);
-            } else if matches!(outcome, Outcome::Error { .. })
+            } else if matches!(outcome, CommandOutcome::Error { .. })
                 && failure_stops_batch(self.cfg.failure_mode, cmd.kind, tier, cmd.options.on_error)
             {
                 planned.stop_after(cmd.number);
             }
             let mut result = CommandResult::new(cmd, outcome);
-            if let (Some(b), Outcome::Ok { .. }) = (&before, &result.outcome) {
+            if let (Some(b), CommandOutcome::Ok { .. }) = (&before, &result.outcome) {
                 result.diff = b.after(self.ws);
             }
             prompter.command_finished(&result);
@@ -299,7 +302,7 @@ impl Executor<'_> {
             self.cfg.settings.pace,
             finished,
         );
-        BatchOutcome::Executed {
+        BatchRun::Executed {
             results: text,
             control: planned.control,
             entries,
@@ -313,7 +316,10 @@ impl Executor<'_> {
         cmd: &keyless_core::Command,
         backup: &mut BatchBackup,
         prompter: &mut dyn Prompter,
-    ) -> (Result<Outcome, Failure>, Option<keyless_core::policy::Tier>) {
+    ) -> (
+        Result<CommandOutcome, Failure>,
+        Option<keyless_core::policy::Tier>,
+    ) {
         if let Some(denied) = self.gate_refusal(cmd) {
             return (Err(denied), None);
         }
@@ -333,7 +339,7 @@ impl Executor<'_> {
         // A file the user's own tools run later is judged with where those are (the hooks
         // folder, the PATH folders the model can write, the user's linked config files).
         let context = if cmd.kind.takes_path() {
-            super::policy_context::persistence_context(self.ws.root())
+            super::persistence::persistence_context(self.ws.root())
         } else {
             Context::default()
         };
@@ -369,7 +375,7 @@ impl Executor<'_> {
         cmd: &keyless_core::Command,
         backup: &mut BatchBackup,
         prompter: &mut dyn Prompter,
-    ) -> Result<Outcome, Failure> {
+    ) -> Result<CommandOutcome, Failure> {
         let arg = cmd.argument.as_deref().unwrap_or("");
         let text = |name| cmd.section_text(name).unwrap_or("");
         let max_output = self.cfg.settings.limits.max_command_output_chars as usize;
@@ -392,7 +398,7 @@ impl Executor<'_> {
             CommandKind::ReadFile => files::readfile(&ctx, arg),
             CommandKind::Mkdir => files::mkdir(&ctx, arg),
             CommandKind::Ask => match prompter.ask(text(SectionName::Msg)) {
-                Some(answer) => Ok(Outcome::Ok {
+                Some(answer) => Ok(CommandOutcome::Ok {
                     exit_code: None,
                     duration_ms: None,
                     verified: None,
@@ -405,7 +411,7 @@ impl Executor<'_> {
             },
             CommandKind::Commit => {
                 git::commit(self.ws, &self.cfg.git, self.repo, text(SectionName::Msg)).map(|t| {
-                    Outcome::Ok {
+                    CommandOutcome::Ok {
                         exit_code: None,
                         duration_ms: None,
                         verified: None,
@@ -413,7 +419,7 @@ impl Executor<'_> {
                     }
                 })
             }
-            CommandKind::Say | CommandKind::Next | CommandKind::Done => Ok(Outcome::Ok {
+            CommandKind::Say | CommandKind::Next | CommandKind::Done => Ok(CommandOutcome::Ok {
                 exit_code: None,
                 duration_ms: None,
                 verified: None,
@@ -443,7 +449,10 @@ impl Executor<'_> {
         cmd: &keyless_core::Command,
         backup: &mut BatchBackup,
         prompter: &mut dyn Prompter,
-    ) -> (Result<Outcome, Failure>, Option<keyless_core::policy::Tier>) {
+    ) -> (
+        Result<CommandOutcome, Failure>,
+        Option<keyless_core::policy::Tier>,
+    ) {
         let line = cmd.section_text(SectionName::Cmd).unwrap_or("").trim();
         // The git guard's snapshot, taken before the verdict: it also finds the files that steer
         // programs, which the policy judges with (with the programs the shell would take from a
@@ -620,11 +629,11 @@ pub(super) fn admit_with(
 
 /// What a finished process means to the model: ok, cancelled, timed out, not found (127) or
 /// failed, with its exit code, duration and capped output.
-pub(super) fn process_outcome(out: &shell::ShellOutput, timeout: Duration) -> Outcome {
+pub(super) fn process_outcome(out: &shell::ShellOutput, timeout: Duration) -> CommandOutcome {
     let ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
     let output = Some(out.output.clone());
     if !out.repairs.is_empty() {
-        return Outcome::Error {
+        return CommandOutcome::Error {
             code: Code::GitProtected,
             reason: super::gitguard::describe(&out.repairs),
             exit_code: out.exit_code,
@@ -634,7 +643,7 @@ pub(super) fn process_outcome(out: &shell::ShellOutput, timeout: Duration) -> Ou
     }
     if let Some((code, why)) = &out.limit {
         // Said even when the command still exited 0: a limit hit is never a quiet success.
-        return Outcome::Error {
+        return CommandOutcome::Error {
             code: *code,
             reason: if out.timed_out {
                 format!(
@@ -650,7 +659,7 @@ pub(super) fn process_outcome(out: &shell::ShellOutput, timeout: Duration) -> Ou
         };
     }
     if out.cancelled {
-        return Outcome::Error {
+        return CommandOutcome::Error {
             code: Code::Cancelled,
             reason: "cancelled by the user; the output so far is kept".into(),
             exit_code: None,
@@ -659,27 +668,27 @@ pub(super) fn process_outcome(out: &shell::ShellOutput, timeout: Duration) -> Ou
         };
     }
     match (out.timed_out, out.exit_code) {
-        (false, Some(0)) => Outcome::Ok {
+        (false, Some(0)) => CommandOutcome::Ok {
             exit_code: Some(0),
             duration_ms: Some(ms),
             verified: None,
             output,
         },
-        (true, _) => Outcome::Error {
+        (true, _) => CommandOutcome::Error {
             code: Code::Timeout,
             reason: format!("killed after {}s (timeout)", timeout.as_secs()),
             exit_code: None,
             duration_ms: Some(ms),
             output,
         },
-        (false, Some(127)) => Outcome::Error {
+        (false, Some(127)) => CommandOutcome::Error {
             code: Code::CommandNotFound,
             reason: "the program was not found on this machine (exit code 127)".into(),
             exit_code: Some(127),
             duration_ms: Some(ms),
             output,
         },
-        (false, code) => Outcome::Error {
+        (false, code) => CommandOutcome::Error {
             code: Code::CommandFailed,
             reason: match code {
                 Some(c) => format!("command exited with code {c}"),

@@ -6,20 +6,20 @@
 //! trusted server marks it read-only), are confirmed when the mode asks, and run with the same
 //! timeout, cancel and output cap as runcommand.
 
+use super::backup::BatchBackup;
 use super::batch::{admit, process_outcome, Executor, Prompter};
 use super::files::{self, FileCtx};
 use super::remote::{self, SshOptions};
 use super::tools::Extensions;
-use super::workspace::BatchBackup;
 use super::Failure;
-use keyless_core::message::Outcome;
+use keyless_core::message::CommandOutcome;
 use keyless_core::policy::Tier;
 use keyless_core::ssh::Connection;
 use keyless_core::textfile::OutputCap;
 use keyless_core::{Code, Command, CommandKind, SectionName};
 use std::time::Duration;
 
-type Ran = (Result<Outcome, Failure>, Option<Tier>);
+type Ran = (Result<CommandOutcome, Failure>, Option<Tier>);
 
 impl Executor<'_> {
     pub(super) fn run_extension(
@@ -54,7 +54,7 @@ impl Executor<'_> {
             None
         };
         let Some(verdict) = self
-            .judge(super::policy_context::persistence_context(self.ws.root()))
+            .judge(super::persistence::persistence_context(self.ws.root()))
             .verdict(cmd)
         else {
             return (
@@ -131,7 +131,7 @@ impl Executor<'_> {
         ext: &Extensions,
         timeout: Duration,
         prompter: &mut dyn Prompter,
-    ) -> Result<Outcome, Failure> {
+    ) -> Result<CommandOutcome, Failure> {
         let (server, tool) = cmd
             .mcp_tool()
             .ok_or_else(|| Failure::new(Code::Internal, "@@mcp without SERVER.TOOL"))?;
@@ -176,7 +176,7 @@ impl Executor<'_> {
         let ms = u64::try_from(out.duration.as_millis()).unwrap_or(u64::MAX);
         let output = Some(cap.finish());
         Ok(if out.is_error {
-            Outcome::Error {
+            CommandOutcome::Error {
                 code: Code::McpToolFailed,
                 reason: format!("{server}.{tool} answered with an error"),
                 exit_code: None,
@@ -184,7 +184,7 @@ impl Executor<'_> {
                 output,
             }
         } else {
-            Outcome::Ok {
+            CommandOutcome::Ok {
                 exit_code: None,
                 duration_ms: Some(ms),
                 verified: None,
@@ -200,7 +200,7 @@ impl Executor<'_> {
         opts: &SshOptions,
         timeout: Duration,
         prompter: &mut dyn Prompter,
-    ) -> Result<Outcome, Failure> {
+    ) -> Result<CommandOutcome, Failure> {
         let line = cmd.section_text(SectionName::Cmd).unwrap_or("").trim();
         let out = remote::exec(c, opts, line, timeout, self.max_output(), |chunk| {
             if !chunk.is_empty() {
@@ -219,7 +219,7 @@ impl Executor<'_> {
         opts: &SshOptions,
         timeout: Duration,
         prompter: &mut dyn Prompter,
-    ) -> Result<Outcome, Failure> {
+    ) -> Result<CommandOutcome, Failure> {
         let t = cmd
             .transfer()
             .ok_or_else(|| Failure::new(Code::Internal, "@@sshupload without its paths"))?;
@@ -230,11 +230,11 @@ impl Executor<'_> {
         })
         .map_err(|e| Failure::new(Code::CommandFailed, format!("cannot start ssh: {e}")))?;
         Ok(match ssh_outcome(&out, timeout) {
-            Outcome::Ok {
+            CommandOutcome::Ok {
                 exit_code,
                 duration_ms,
                 ..
-            } => Outcome::Ok {
+            } => CommandOutcome::Ok {
                 exit_code,
                 duration_ms,
                 verified: None,
@@ -255,7 +255,7 @@ impl Executor<'_> {
         timeout: Duration,
         backup: &mut BatchBackup,
         prompter: &mut dyn Prompter,
-    ) -> Result<Outcome, Failure> {
+    ) -> Result<CommandOutcome, Failure> {
         let t = cmd
             .transfer()
             .ok_or_else(|| Failure::new(Code::Internal, "@@sshdownload without its paths"))?;
@@ -271,7 +271,7 @@ impl Executor<'_> {
                 },
             )?;
         let ran = ssh_outcome(&out, timeout);
-        let Outcome::Ok { duration_ms, .. } = ran else {
+        let CommandOutcome::Ok { duration_ms, .. } = ran else {
             return Ok(ran);
         };
         let mut ctx = FileCtx {
@@ -281,7 +281,7 @@ impl Executor<'_> {
         };
         let written = files::put_bytes(&mut ctx, t.to, &bytes)?;
         Ok(match written {
-            Outcome::Ok { verified, .. } => Outcome::Ok {
+            CommandOutcome::Ok { verified, .. } => CommandOutcome::Ok {
                 exit_code: Some(0),
                 duration_ms,
                 verified,
@@ -300,18 +300,18 @@ impl Executor<'_> {
 
 /// A finished ssh as the model reads it: like a local process, except that exit 255 is ssh's own
 /// failure (host key, connection, authentication) with its code.
-fn ssh_outcome(out: &super::shell::ShellOutput, timeout: Duration) -> Outcome {
+fn ssh_outcome(out: &super::shell::ShellOutput, timeout: Duration) -> CommandOutcome {
     let outcome = process_outcome(out, timeout);
     if out.exit_code == Some(255) {
         if let Some((code, reason)) = remote::ssh_failure(&out.output) {
-            if let Outcome::Error {
+            if let CommandOutcome::Error {
                 exit_code,
                 duration_ms,
                 output,
                 ..
             } = outcome
             {
-                return Outcome::Error {
+                return CommandOutcome::Error {
                     code,
                     reason,
                     exit_code,

@@ -1,9 +1,10 @@
 //! The file commands, with the seed's semantics and codes. Every one resolves its path beneath
 //! the workspace handle and acts on the handle of the target's folder (see [`super::workspace`]).
 
-use super::workspace::{open_read, BatchBackup, Target, Workspace, Writable};
+use super::backup::BatchBackup;
+use super::workspace::{open_read, Target, Workspace, Writable};
 use super::Failure;
-use keyless_core::message::{cap_output, verified_line, Outcome, VERIFIED_DIR};
+use keyless_core::message::{cap_output, verified_line, CommandOutcome, VERIFIED_DIR};
 use keyless_core::textfile::{apply_edit, dominant, editorconfig_eol, file_content, Eol, TextFile};
 use keyless_core::Code;
 use std::io::{self, Read};
@@ -20,9 +21,9 @@ pub struct FileCtx<'a> {
     pub max_output_chars: usize,
 }
 
-fn ok_verified(ws: &Workspace, t: &Writable) -> Result<Outcome, Failure> {
+fn ok_verified(ws: &Workspace, t: &Writable) -> Result<CommandOutcome, Failure> {
     let bytes = ws.read(t)?;
-    Ok(Outcome::Ok {
+    Ok(CommandOutcome::Ok {
         exit_code: None,
         duration_ms: None,
         verified: Some(verified_line(&t.rel, &bytes)),
@@ -114,7 +115,7 @@ fn sibling_eol(ws: &Workspace, t: &Target) -> Option<Eol> {
     }
 }
 
-pub fn newfile(ctx: &mut FileCtx<'_>, rel: &str, payload: &str) -> Result<Outcome, Failure> {
+pub fn newfile(ctx: &mut FileCtx<'_>, rel: &str, payload: &str) -> Result<CommandOutcome, Failure> {
     let t = ctx.ws.writable(rel)?;
     if exists(ctx.ws, &t) {
         return Err(Failure::new(
@@ -135,7 +136,11 @@ pub fn newfile(ctx: &mut FileCtx<'_>, rel: &str, payload: &str) -> Result<Outcom
 ///
 /// # Errors
 /// As every write: KA_PATH_OUTSIDE, KA_FILE_IO, KA_FILE_CHANGED.
-pub fn put_bytes(ctx: &mut FileCtx<'_>, rel: &str, bytes: &[u8]) -> Result<Outcome, Failure> {
+pub fn put_bytes(
+    ctx: &mut FileCtx<'_>,
+    rel: &str,
+    bytes: &[u8],
+) -> Result<CommandOutcome, Failure> {
     let t = ctx.ws.writable(rel)?;
     if exists(ctx.ws, &t) {
         let old = ctx.ws.read(&t)?;
@@ -157,7 +162,11 @@ pub fn read_bytes(ws: &Workspace, rel: &str) -> Result<Vec<u8>, Failure> {
     ws.read(&t)
 }
 
-pub fn updatefile(ctx: &mut FileCtx<'_>, rel: &str, payload: &str) -> Result<Outcome, Failure> {
+pub fn updatefile(
+    ctx: &mut FileCtx<'_>,
+    rel: &str,
+    payload: &str,
+) -> Result<CommandOutcome, Failure> {
     let t = ctx.ws.writable(rel)?;
     let old = ctx.ws.read(&t)?;
     let (bom, eol) = match TextFile::decode(&old) {
@@ -176,7 +185,7 @@ pub fn editfile(
     rel: &str,
     find: &str,
     replace: &str,
-) -> Result<Outcome, Failure> {
+) -> Result<CommandOutcome, Failure> {
     let t = ctx.ws.writable(rel)?;
     let old = ctx.ws.read(&t)?;
     let file = TextFile::decode(&old).ok_or_else(|| {
@@ -198,12 +207,12 @@ pub fn editfile(
     ok_verified(ctx.ws, &t)
 }
 
-pub fn deletefile(ctx: &mut FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
+pub fn deletefile(ctx: &mut FileCtx<'_>, rel: &str) -> Result<CommandOutcome, Failure> {
     let t = ctx.ws.writable(rel)?;
     let old = ctx.ws.read(&t)?;
     ctx.backup.save(ctx.ws, &t.rel, &old)?;
     ctx.ws.remove_file(&t)?;
-    Ok(Outcome::Ok {
+    Ok(CommandOutcome::Ok {
         exit_code: None,
         duration_ms: None,
         verified: Some(format!("verified: {rel} deleted (backed up)")),
@@ -211,7 +220,7 @@ pub fn deletefile(ctx: &mut FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> 
     })
 }
 
-pub fn movefile(ctx: &mut FileCtx<'_>, rel: &str, to: &str) -> Result<Outcome, Failure> {
+pub fn movefile(ctx: &mut FileCtx<'_>, rel: &str, to: &str) -> Result<CommandOutcome, Failure> {
     let src = ctx.ws.writable(rel)?;
     let dest = ctx.ws.writable(to)?;
     let old = ctx.ws.read(&src)?;
@@ -227,7 +236,7 @@ pub fn movefile(ctx: &mut FileCtx<'_>, rel: &str, to: &str) -> Result<Outcome, F
     ok_verified(ctx.ws, &dest)
 }
 
-pub fn readfile(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
+pub fn readfile(ctx: &FileCtx<'_>, rel: &str) -> Result<CommandOutcome, Failure> {
     let t = ctx.ws.resolve(rel)?;
     let dir = ctx.ws.dir_of(&t)?;
     let meta = match dir.symlink_metadata(&t.name) {
@@ -271,7 +280,7 @@ pub fn readfile(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
             meta.len()
         ));
     }
-    Ok(Outcome::Ok {
+    Ok(CommandOutcome::Ok {
         exit_code: None,
         duration_ms: None,
         verified: None,
@@ -279,10 +288,10 @@ pub fn readfile(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
     })
 }
 
-pub fn mkdir(ctx: &FileCtx<'_>, rel: &str) -> Result<Outcome, Failure> {
+pub fn mkdir(ctx: &FileCtx<'_>, rel: &str) -> Result<CommandOutcome, Failure> {
     let t = ctx.ws.writable(rel)?;
     ctx.ws.create_dir(&t)?;
-    Ok(Outcome::Ok {
+    Ok(CommandOutcome::Ok {
         exit_code: None,
         duration_ms: None,
         verified: Some(VERIFIED_DIR.to_string()),

@@ -694,7 +694,7 @@ fn persistence_changed(
     let Ok(diff) = repo.diff_tree_to_workdir_with_index(tree.as_ref(), Some(&mut opts)) else {
         return Vec::new();
     };
-    let ctx = super::policy_context::persistence_context(root);
+    let ctx = super::persistence::persistence_context(root);
     let mut out = Vec::new();
     for d in diff.deltas().take(100_000) {
         for f in [d.new_file(), d.old_file()] {

@@ -5,6 +5,7 @@
 //! - [`shell`]: runcommand in its own process group, with a timeout and bounded output;
 //! - [`batch`]: a reply in, a results message (or the format correction) out.
 
+pub mod backup;
 pub mod batch;
 pub mod diffs;
 pub mod extension;
@@ -13,6 +14,7 @@ pub mod git;
 pub mod gitguard;
 mod lease;
 pub mod limits;
+mod persistence;
 pub mod policy_context;
 pub mod programs;
 pub mod remote;

@@ -213,7 +213,7 @@ pub fn protected_paths(workspace: &Path, approved: bool) -> Vec<PathBuf> {
         v.push(git);
     }
     v.push(workspace.join(".agent"));
-    v.push(workspace.join(super::workspace::SETTINGS_FILE));
+    v.push(workspace.join(keyless_core::path::SETTINGS_FILE));
     // The user's own keyless configuration, the host binary and the native-messaging manifests,
     // when a writable folder holds them; the user's own configuration files that are links into
     // the workspace (a dotfiles repository).
@@ -246,19 +246,6 @@ pub fn spec_for(workspace: &Path, network: bool, approved: bool) -> Spec {
         pass_env: Vec::new(),
         hidden: hidden_paths(workspace),
         limits: super::limits::Limits::new(keyless_core::keyless_json::DEFAULT_MAX_PROCESSES, None),
-    }
-}
-
-/// The wrapper program: the running host binary. `/proc/self/exe` names the binary the host is
-/// running from even if its file was replaced since, so a model that rebuilds the host inside the
-/// workspace cannot swap the wrapper.
-#[must_use]
-pub fn wrapper_program() -> PathBuf {
-    let proc_exe = PathBuf::from("/proc/self/exe");
-    if proc_exe.exists() {
-        proc_exe
-    } else {
-        std::env::current_exe().unwrap_or(proc_exe)
     }
 }
 
@@ -309,7 +296,7 @@ pub fn confines_writes(workspace: &Path) -> bool {
 pub fn probe(workspace: &Path, network: bool) -> Report {
     let spec = spec_for(workspace, network, false);
     let _ = std::fs::create_dir_all(&spec.tmp);
-    let out = crate::launch::host_binary()
+    let out = crate::launch::sandboxed::host_binary()
         .args(wrapper_args(&spec))
         .arg("--probe")
         .arg("--")
@@ -842,7 +829,7 @@ mod linux {
     /// once when the wrapper is gone (and the kernel kills the namespace with it).
     pub fn init_main(parent: u32, command: &str) -> std::process::ExitCode {
         die_with(parent, exit_killed);
-        let child = match crate::launch::model_shell(command).spawn() {
+        let child = match crate::launch::sandboxed::model_shell(command).spawn() {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("keyless sandbox: cannot start /bin/sh: {e}");
@@ -907,7 +894,7 @@ pub fn wrapper_main(a: &WrapperArgs) -> std::process::ExitCode {
         }
         let child = if report.namespaces {
             // The first child becomes PID 1 of the new PID namespace.
-            crate::launch::host_binary()
+            crate::launch::sandboxed::host_binary()
                 .arg("__sandbox-init")
                 .arg("--parent")
                 .arg(std::process::id().to_string())
@@ -916,7 +903,7 @@ pub fn wrapper_main(a: &WrapperArgs) -> std::process::ExitCode {
                 .spawn()
         } else {
             linux::subreaper();
-            crate::launch::model_shell(&a.command).spawn()
+            crate::launch::sandboxed::model_shell(&a.command).spawn()
         };
         let status = match child.and_then(|mut c| c.wait()) {
             Ok(s) => s,
@@ -940,7 +927,7 @@ pub fn wrapper_main(a: &WrapperArgs) -> std::process::ExitCode {
             );
             return std::process::ExitCode::SUCCESS;
         }
-        match crate::launch::model_shell(&a.command).status() {
+        match crate::launch::sandboxed::model_shell(&a.command).status() {
             Ok(s) => exit_status_code(s),
             Err(_) => std::process::ExitCode::from(126),
         }
@@ -957,7 +944,7 @@ pub fn init_main(parent: u32, command: &str) -> std::process::ExitCode {
     #[cfg(not(target_os = "linux"))]
     {
         let _ = parent;
-        match crate::launch::model_shell(command).status() {
+        match crate::launch::sandboxed::model_shell(command).status() {
             Ok(s) => exit_status_code(s),
             Err(_) => std::process::ExitCode::from(126),
         }

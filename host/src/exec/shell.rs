@@ -105,7 +105,7 @@ fn shell_command(
         use std::os::unix::process::CommandExt;
         let mut c = match confine {
             Some(spec) => {
-                let mut c = crate::launch::host_binary();
+                let mut c = crate::launch::sandboxed::host_binary();
                 // The user's environment, without what looks like a secret: whatever a command
                 // prints reaches the chat.
                 let (env, _) = super::sandbox::command_env(&spec.pass_env);
@@ -122,7 +122,7 @@ fn shell_command(
                     .env("TMPDIR", &spec.tmp);
                 c
             }
-            None => crate::launch::model_shell(line),
+            None => crate::launch::sandboxed::model_shell(line),
         };
         c.process_group(0);
         c

@@ -3,8 +3,9 @@
 //! reverted instead (a new commit) when it was not pushed, and the user is told how when it was.
 //! One rule for `keyless-host undo` and the dashboard's Undo.
 
+use super::backup::{undo_batch, BackupEntry};
 use super::git::{self, GitSettings};
-use super::workspace::{undo_batch, BackupEntry, Workspace};
+use super::workspace::Workspace;
 use super::Failure;
 use crate::store::Store;
 use keyless_core::Code;

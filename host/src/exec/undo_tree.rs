@@ -12,7 +12,8 @@
 //! - what a snapshot leaves out is said, never guessed: ignored files (`.gitignore`), files over
 //!   [`MAX_FILE`], symbolic links and nested repositories are not kept for undo (docs/executor.md).
 
-use super::workspace::{BatchBackup, Workspace};
+use super::backup::BatchBackup;
+use super::workspace::Workspace;
 use super::Failure;
 use git2::{Delta, FileMode, IndexAddOption, Oid, Repository};
 use std::path::Path;

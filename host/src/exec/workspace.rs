@@ -1,5 +1,6 @@
-//! The workspace: every file command resolves its path beneath a directory handle, writes are
-//! atomic, and anything overwritten or removed is backed up first.
+//! The workspace: every file command resolves its path beneath a directory handle, and writes are
+//! atomic. (What a batch overwrites or removes is backed up first, by `backup.rs`, through
+//! [`Workspace::save_state`].)
 //!
 //! No check is followed by a use of the same path: [`Workspace::resolve`] walks the path one
 //! segment at a time with handle-relative, no-follow opens (cap-std, `openat` beneath the
@@ -11,7 +12,8 @@
 //! This module is the one place that changes the workspace: every write operation takes a
 //! [`Writable`], which only [`Workspace::writable`] (the one own-file check) makes, and the
 //! directory handle's changing methods are disallowed elsewhere (clippy.toml). The rest of this
-//! module writes keyless's own state under `.agent` (backups, temp files, the journal).
+//! module writes keyless's own state under `.agent` (state files such as backups, temp files, the
+//! journal).
 #![allow(clippy::disallowed_methods)]
 
 use super::Failure;
@@ -25,7 +27,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// keyless's own folder inside the workspace.
 pub const AGENT_DIR: &str = ".agent";
 /// The workspace settings file, written only by the user.
-pub use keyless_core::path::SETTINGS_FILE;
 /// How many symlinks one path may pass through.
 const MAX_SYMLINKS: usize = 40;
 
@@ -1004,132 +1005,4 @@ pub fn write_atomic_in(d: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
         let _ = f.sync_all();
     }
     Ok(())
-}
-
-/// What a backup entry restores.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct BackupEntry {
-    /// Workspace-relative path of the original.
-    pub path: String,
-    /// True when the original existed (its bytes are in the backup folder); false when the batch
-    /// created the file, so undo removes it.
-    pub existed: bool,
-}
-
-/// The backups of one batch: `.agent/backups/<session>/<turn>-<batch>/<n>/<path>` plus a manifest.
-#[derive(Debug)]
-pub struct BatchBackup {
-    /// Relative to `.agent`.
-    dir: String,
-    entries: Vec<BackupEntry>,
-    /// The commit HEAD named when the batch began: undo tells the commits made after it.
-    head: Option<String>,
-}
-
-impl BatchBackup {
-    /// # Errors
-    /// When the `.agent` folder cannot be created.
-    pub fn new(ws: &Workspace, session: &str, turn: u32, batch: u32) -> io::Result<Self> {
-        ws.agent_dir()?;
-        let head = super::git::open_here(ws.root())
-            .and_then(|r| r.head().ok().and_then(|h| h.target()))
-            .map(|oid| oid.to_string());
-        Ok(Self {
-            dir: format!("backups/{session}/{turn}-{batch}"),
-            entries: Vec::new(),
-            head,
-        })
-    }
-
-    /// Keeps the bytes of `rel` before they are overwritten or removed.
-    ///
-    /// # Errors
-    /// KA_FILE_IO: the command must not go on without its backup.
-    pub fn save(&mut self, ws: &Workspace, rel: &str, bytes: &[u8]) -> Result<(), Failure> {
-        let n = self.entries.len() + 1;
-        let go = || -> io::Result<()> {
-            let agent = ws.agent()?;
-            let dest = format!("{}/{n}/{rel}", self.dir);
-            let (parent, name) = dest.rsplit_once('/').unwrap_or(("", dest.as_str()));
-            agent.create_dir_all(parent)?;
-            let d = agent.open_dir(parent)?;
-            let _ = d.remove_file(name);
-            write_new(&d, name, bytes, None)
-        };
-        go().map_err(|e| Failure::io("cannot back up", rel, &e))?;
-        self.entries.push(BackupEntry {
-            path: rel.to_string(),
-            existed: true,
-        });
-        self.write_manifest(ws)
-            .map_err(|e| Failure::io("cannot record the backup of", rel, &e))
-    }
-
-    /// Records a file the batch created, so undo can remove it.
-    ///
-    /// # Errors
-    /// KA_FILE_IO when the manifest cannot be written.
-    pub fn created(&mut self, ws: &Workspace, rel: &str) -> Result<(), Failure> {
-        self.entries.push(BackupEntry {
-            path: rel.to_string(),
-            existed: false,
-        });
-        self.write_manifest(ws)
-            .map_err(|e| Failure::io("cannot record", rel, &e))
-    }
-
-    fn write_manifest(&self, ws: &Workspace) -> io::Result<()> {
-        let agent = ws.agent()?;
-        agent.create_dir_all(&self.dir)?;
-        let d = agent.open_dir(&self.dir)?;
-        let json = serde_json::to_vec_pretty(&self.entries).map_err(io::Error::other)?;
-        if let Some(head) = &self.head {
-            if d.symlink_metadata("head").is_err() {
-                write_new(&d, "head", head.as_bytes(), None)?;
-            }
-        }
-        let tmp = temp_name("manifest.json");
-        write_new(&d, &tmp, &json, None)?;
-        d.rename(&tmp, &d, "manifest.json")
-    }
-}
-
-/// Restores a batch (see [`undo`]) and renames its backup folder to `*.undone`, so it cannot be
-/// undone twice.
-///
-/// # Errors
-/// When the backup cannot be read or restored.
-pub fn undo_batch(ws: &Workspace, backup_dir: &Path) -> io::Result<Vec<String>> {
-    let restored = undo(ws, backup_dir)?;
-    std::fs::rename(backup_dir, backup_dir.with_extension("undone"))?;
-    Ok(restored)
-}
-
-/// Restores a batch from its backup folder, newest change first. Returns the restored paths.
-///
-/// # Errors
-/// When the manifest cannot be read or a file cannot be restored.
-pub fn undo(ws: &Workspace, backup_dir: &Path) -> io::Result<Vec<String>> {
-    let manifest = std::fs::read(backup_dir.join("manifest.json"))?;
-    let entries: Vec<BackupEntry> = serde_json::from_slice(&manifest).map_err(io::Error::other)?;
-    let mut restored = Vec::new();
-    for (i, e) in entries.iter().enumerate().rev() {
-        // A manifest is keyless's, but a write is a write: the one check decides.
-        let target = ws
-            .writable(&e.path)
-            .map_err(|f| io::Error::other(f.reason))?;
-        if e.existed {
-            let saved = std::fs::read(backup_dir.join((i + 1).to_string()).join(&e.path))?;
-            ws.write(&target, &saved, None)
-                .map_err(|f| io::Error::other(f.reason))?;
-        } else if ws
-            .dir_of(&target)
-            .is_ok_and(|d| d.symlink_metadata(&target.name).is_ok_and(|m| m.is_file()))
-        {
-            ws.remove_file(&target)
-                .map_err(|f| io::Error::other(f.reason))?;
-        }
-        restored.push(e.path.clone());
-    }
-    Ok(restored)
 }

@@ -134,7 +134,7 @@ pub(super) fn call(
         )));
     }
     let agent = http_agent(&normal, args)?;
-    let path = super::tools::arg_str(args, "url").unwrap_or("/");
+    let path = super::arg_str(args, "url").unwrap_or("/");
     let same_origin = |p: &str| -> Result<String, EffectError> {
         if let Some(rest) = p.strip_prefix(origin) {
             if rest.is_empty() || rest.starts_with('/') || rest.starts_with('?') {

@@ -26,3 +26,8 @@ pub mod models;
 pub mod repl;
 pub mod runs;
 pub mod tools;
+
+/// A tool call's string argument `key`, if it is given as a string.
+pub(crate) fn arg_str<'a>(args: &'a serde_json::Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(serde_json::Value::as_str)
+}

@@ -17,6 +17,7 @@
 //!   text (parsed when it is JSON).
 //! - Every other `sh://` program is refused unless keyless.json's `Programs.Tools` names it.
 
+use super::arg_str;
 use crate::exec::workspace::Workspace;
 use cap_std::fs::Dir;
 use keyless_core::lang::interp::EffectError;
@@ -45,10 +46,6 @@ fn failed(f: crate::exec::Failure) -> EffectError {
 
 fn io_error(what: &str, e: &std::io::Error) -> EffectError {
     EffectError::new(Code::FileIo, format!("{what}: {e}"))
-}
-
-pub(super) fn arg_str<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key).and_then(Value::as_str)
 }
 
 fn arg_max(args: &Value, default: u64, cap: u64) -> usize {

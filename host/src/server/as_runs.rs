@@ -132,7 +132,7 @@ fn run_in_child(
     req: &api::AsRunRequest,
 ) -> Result<Option<String>, (keyless_core::Code, String)> {
     use std::io::{BufRead, Write};
-    let mut cmd = crate::launch::host_binary();
+    let mut cmd = crate::launch::sandboxed::host_binary();
     cmd.args(["as", "run"])
         .arg(st.ws.root().join(key))
         .arg("--workspace")

@@ -14,6 +14,7 @@
 //!
 //! Every change is announced on the event stream (`generation`).
 
+use super::chat::Chat;
 use super::state::{json_body, ApiError, Shared};
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, Query, State};
@@ -25,7 +26,6 @@ use keyless_core::lang::ast::Shape;
 use keyless_core::lang::interp::ModelCall;
 use keyless_core::Code;
 use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,18 +38,6 @@ const HOLD: Duration = Duration::from_secs(30);
 const MAX_WAIT: Duration = Duration::from_secs(20);
 /// Finished generations kept for the dashboard.
 const KEEP_FINISHED: usize = 200;
-
-/// The chat's generations and who may use the chat.
-#[derive(Debug, Default)]
-pub(crate) struct Chat {
-    all: BTreeMap<String, Generation>,
-    /// The order generations were asked in (ids), oldest first.
-    order: Vec<String>,
-    /// The tab that answers programs: its site, and when it last said so.
-    tab: Option<(String, Instant)>,
-    /// The run holding the chat, and when it last asked or got an answer.
-    holder: Option<(String, Instant)>,
-}
 
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()

@@ -24,6 +24,7 @@ mod as_runs;
 mod assets;
 mod auth;
 mod batches;
+mod chat;
 pub mod claim;
 mod generations;
 mod prompts;

@@ -174,7 +174,9 @@ impl Prompter for ServerPrompter {
     }
     fn command_finished(&mut self, r: &keyless_core::message::CommandResult) {
         let code = match &r.outcome {
-            keyless_core::message::Outcome::Error { code, .. } => Some(code.as_str().to_string()),
+            keyless_core::message::CommandOutcome::Error { code, .. } => {
+                Some(code.as_str().to_string())
+            }
             _ => None,
         };
         self.shared.emit(&HostEvent::CommandFinished {

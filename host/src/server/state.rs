@@ -69,8 +69,10 @@ pub enum ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = match &self {
+            // Not the host's own address, or a page's request: refused as unauthorized, before
+            // any pairing token is read.
             ApiError::BadHost(_) | ApiError::BadOrigin(_) => {
-                (StatusCode::FORBIDDEN, Code::CommandDenied)
+                (StatusCode::FORBIDDEN, Code::Unauthorized)
             }
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, Code::Unauthorized),
             ApiError::NotJson => (StatusCode::UNSUPPORTED_MEDIA_TYPE, Code::ConfigInvalid),
@@ -209,7 +211,7 @@ pub struct Shared {
     /// The built dashboard (index.html, dashboard.js, dashboard.css), if any.
     pub(super) www: Option<PathBuf>,
     /// `keyless://chat`: the generations, the tab that answers them, the program holding it.
-    pub(super) chat: Mutex<super::generations::Chat>,
+    pub(super) chat: Mutex<super::chat::Chat>,
     /// Bumped on every change of a generation (its waiters wake).
     pub(super) chat_changed: tokio::sync::watch::Sender<u64>,
 }
@@ -355,7 +357,7 @@ impl Shared {
             closing: std::sync::atomic::AtomicBool::new(false),
             cancel: Mutex::new(HashSet::new()),
             www: p.www.filter(|d| d.join("index.html").is_file()),
-            chat: Mutex::new(super::generations::Chat::default()),
+            chat: Mutex::new(super::chat::Chat::default()),
             chat_changed: tokio::sync::watch::channel(0).0,
         }))
     }

@@ -189,7 +189,7 @@ impl Snapshot {
     /// Scans the workspace `root` (its handle `dir`); with `prev`, a folder whose stamp is
     /// unchanged is taken from it instead of being listed again.
     fn take(dir: &Dir, root: &Path, prev: Option<&Snapshot>) -> Self {
-        let pctx = super::policy_context::persistence_context(root);
+        let pctx = super::persistence::persistence_context(root);
         let mut scan = Scan {
             root_dir: dir,
             root,
@@ -206,10 +206,10 @@ impl Snapshot {
         // The workspace's settings file: only the user writes it (a command that makes or
         // changes it is put back, like git's control files). So are the user's own
         // configuration files that are links into the workspace (a dotfiles repository).
-        if let Some(n) = node(dir, super::workspace::SETTINGS_FILE) {
+        if let Some(n) = node(dir, keyless_core::path::SETTINGS_FILE) {
             scan.out
                 .nodes
-                .insert(super::workspace::SETTINGS_FILE.to_string(), n);
+                .insert(keyless_core::path::SETTINGS_FILE.to_string(), n);
         }
         for rel in linked_config(root) {
             let (folder, name) = rel.rsplit_once('/').unwrap_or(("", rel.as_str()));
@@ -486,7 +486,7 @@ enum Kind<'a> {
 }
 
 fn kind<'a>(path: &'a str, gitdirs: &BTreeSet<String>, linked: &[String]) -> Option<Kind<'a>> {
-    if path == super::workspace::SETTINGS_FILE {
+    if path == keyless_core::path::SETTINGS_FILE {
         return Some(Kind::Settings);
     }
     if linked.iter().any(|l| l == path) {
@@ -594,7 +594,7 @@ impl Guard {
                 || (after.gitdirs.contains(grand)
                     && matches!(parent.rsplit('/').next(), Some("hooks" | "info")));
             let settings =
-                path == super::workspace::SETTINGS_FILE || self.linked.iter().any(|l| l == path);
+                path == keyless_core::path::SETTINGS_FILE || self.linked.iter().any(|l| l == path);
             if settings || (of_live_repo && !path.ends_with("/.git") && path != ".git") {
                 repairs.push(self.put_back(
                     path,

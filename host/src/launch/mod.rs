@@ -18,6 +18,8 @@
 //! What is refused is a [`Refused`], which callers report with `KA_LAUNCH_REFUSED`.
 #![allow(clippy::disallowed_methods)] // the one place that makes processes outside the sandbox
 
+pub mod sandboxed;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -535,25 +537,6 @@ fn shebang(path: &Path) -> Option<Vec<String>> {
     } else {
         vec![first, arg]
     })
-}
-
-/// The running keyless-host binary (`/proc/self/exe`, even if its file was replaced since), for
-/// its own subcommands: the sandbox wrapper `__sandbox` and its init, an `.as` run in a process of
-/// its own. Not a program of the user's PATH.
-#[must_use]
-pub fn host_binary() -> std::process::Command {
-    std::process::Command::new(crate::exec::sandbox::wrapper_program())
-}
-
-/// `/bin/sh -c LINE` for a command line of the model's: only inside the sandbox (the wrapper and
-/// its init, already confined), or where no sandbox exists at all (a command the policy and the
-/// user let run, with the workspace as its folder). Never for a program keyless starts for the
-/// user.
-#[must_use]
-pub fn model_shell(line: &str) -> std::process::Command {
-    let mut c = std::process::Command::new("/bin/sh");
-    c.arg("-c").arg(line);
-    c
 }
 
 #[cfg(test)]
