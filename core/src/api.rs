@@ -24,7 +24,8 @@ pub use chat::*;
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorBody {
-    pub code: String,
+    #[cfg_attr(feature = "ts", ts(type = "Code"))]
+    pub code: crate::Code,
     pub message: String,
     /// A refused piece's findings (`PUT /v1/pieces/{name}`), each with its key and line.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -169,6 +169,49 @@ impl<'de> Deserialize<'de> for Code {
     }
 }
 
+/// A failure as the browser's parts pass it to each other: the extension's worker answers its
+/// content scripts, popup and options page with it, and the wasm core attaches it to what it
+/// throws. The receiver reads the code from here, never from the text; views show the code, then
+/// the message (the `Display` form, `KA_… message`).
+///
+/// - `code`: the stable `KA_…` code (serialised by its name);
+/// - `message`: what failed, in the words shown after the code;
+/// - `key`: the setting or selector key the failure is about, when the user can fix that one
+///   (a selector key offers "Pick it");
+/// - `help`: how to fix it, when the finder knows.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireError {
+    #[cfg_attr(feature = "ts", ts(type = "Code"))]
+    pub code: Code,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub help: Option<String>,
+}
+
+impl WireError {
+    #[must_use]
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            key: None,
+            help: None,
+        }
+    }
+}
+
+impl fmt::Display for WireError {
+    /// `KA_… message`: how every view shows a failure.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.code, self.message)
+    }
+}
+
 /// How serious a diagnostic is: an error refuses (the reply, the piece, the program); a warning is
 /// shown and refuses nothing.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -209,7 +252,7 @@ pub struct Pos {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
-    #[cfg_attr(feature = "ts", ts(type = "string"))]
+    #[cfg_attr(feature = "ts", ts(type = "Code"))]
     pub code: Code,
     #[serde(default)]
     pub severity: Severity,

@@ -72,6 +72,7 @@ pub fn typescript() -> String {
         diag::Severity::decl(&cfg),
         diag::Pos::decl(&cfg),
         Diagnostic::decl(&cfg),
+        diag::WireError::decl(&cfg),
         policy::Tier::decl(&cfg),
         policy::Decision::decl(&cfg),
         policy::SegmentVerdict::decl(&cfg),
@@ -179,6 +180,12 @@ pub fn typescript() -> String {
     let mut out = String::from(
         "// Generated from keyless-core's Rust types by `cargo xtask contract`. Do not edit.\n",
     );
+    // Every `KA_…` code, so a failure's code is checked where TypeScript handles it.
+    let codes: Vec<String> = Code::ALL
+        .iter()
+        .map(|c| format!("\"{}\"", c.as_str()))
+        .collect();
+    out.push_str(&format!("\nexport type Code = {};\n", codes.join(" | ")));
     for d in decls {
         out.push_str("\nexport ");
         out.push_str(&d);

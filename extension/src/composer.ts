@@ -1,28 +1,18 @@
 // Writing into the chat's composer through the editor's own input path, checking it holds exactly
 // the message, sending, and confirming the message appeared in the thread.
 
+import { KeylessError } from "../../www/common/error.js";
 import { pasteEvent } from "./browser.js";
 import { Seen } from "./identity.js";
-import type { SiteAdapter } from "./protocol.js";
+import type { Code, SiteAdapter } from "./protocol.js";
 import { match, matchAll, shown } from "./select.js";
-
-export class ChatError extends Error {
-  constructor(
-    readonly code: string,
-    detail: string,
-    /// The adapter's selector key a KA_SELECTOR_NOT_FOUND is about (the user can pick it).
-    readonly key?: string,
-  ) {
-    super(`${code} ${detail}`);
-  }
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /// The composer element; KA_SELECTOR_NOT_FOUND when the selector no longer matches.
 export function composerOf(site: SiteAdapter): HTMLElement {
   const el = match(site.selectors.composer) as HTMLElement | null;
-  if (!el) throw new ChatError("KA_SELECTOR_NOT_FOUND", `composer (${shown(site.selectors.composer)}) is not on the page: press "Pick it" and click the box where you type`, "composer");
+  if (!el) throw new KeylessError("KA_SELECTOR_NOT_FOUND", `composer (${shown(site.selectors.composer)}) is not on the page: press "Pick it" and click the box where you type`, { key: "composer" });
   return el;
 }
 
@@ -106,7 +96,7 @@ export async function write(site: SiteAdapter, text: string): Promise<HTMLElemen
   }
   const got = normalise(composerText(composerOf(site)));
   clear(composerOf(site));
-  throw new ChatError(
+  throw new KeylessError(
     "KA_COMPOSER_NOT_CLEAN",
     `the composer does not hold the message after a reset (it holds ${got.length} characters, expected ${want.length})`,
   );
@@ -143,7 +133,7 @@ async function clickAndConfirm(site: SiteAdapter, text: string, before: Seen, wa
   const button = await until(5000, () => sendButton(site));
   if (!button) {
     if (!match(site.selectors.send_button)) {
-      throw new ChatError("KA_SELECTOR_NOT_FOUND", `send button (${shown(site.selectors.send_button)}) is not on the page: press "Pick it" and click the button that sends`, "send_button");
+      throw new KeylessError("KA_SELECTOR_NOT_FOUND", `send button (${shown(site.selectors.send_button)}) is not on the page: press "Pick it" and click the button that sends`, { key: "send_button" });
     }
     return false;
   }
@@ -184,16 +174,16 @@ async function attach(site: SiteAdapter, fileName: string, text: string): Promis
   return (await until(8000, () => matchAll(site.selectors.attachment_chip).length > chipsBefore)) !== null;
 }
 
-/// Puts a message into the chat and sends it. Returns the KA_ code of a fallback that happened
+/// Puts a message into the chat and sends it. Returns the code of a fallback that happened
 /// (KA_ATTACHMENT_UPLOAD_FAILED), or null.
-export async function send(site: SiteAdapter, text: string, opts: SendOptions = {}): Promise<string | null> {
-  if (!navigator.onLine) throw new ChatError("KA_NETWORK_OFFLINE", "the browser is offline: nothing was sent; it is sent when the connection is back");
+export async function send(site: SiteAdapter, text: string, opts: SendOptions = {}): Promise<Code | null> {
+  if (!navigator.onLine) throw new KeylessError("KA_NETWORK_OFFLINE", "the browser is offline: nothing was sent; it is sent when the connection is back");
   const chips = matchAll(site.selectors.attachment_chip).length;
   if (chips > 0) {
-    throw new ChatError("KA_COMPOSER_NOT_CLEAN", `the composer holds ${chips} attachment chip(s) from before; remove them and press Resend`);
+    throw new KeylessError("KA_COMPOSER_NOT_CLEAN", `the composer holds ${chips} attachment chip(s) from before; remove them and press Resend`);
   }
   let body = text;
-  let fallback: string | null = null;
+  let fallback: Code | null = null;
   if (opts.attach) {
     if (await attach(site, opts.attach.fileName, text)) body = opts.attach.note;
     else fallback = "KA_ATTACHMENT_UPLOAD_FAILED";
@@ -213,5 +203,5 @@ export async function send(site: SiteAdapter, text: string, opts: SendOptions = 
     await write(site, body);
   }
   if (await clickAndConfirm(site, body, before, wait, replying)) return fallback;
-  throw new ChatError("KA_SEND_NOT_CONFIRMED", "the message did not appear in the thread after sending twice");
+  throw new KeylessError("KA_SEND_NOT_CONFIRMED", "the message did not appear in the thread after sending twice");
 }

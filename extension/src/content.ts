@@ -2,7 +2,8 @@
 // overlay, hands complete replies to the worker, and writes the answers back into the chat.
 // No wasm here (a site's CSP may forbid it): every decision comes from the worker's core.
 
-import { ChatError, send, write } from "./composer.js";
+import { errorText, KeylessError } from "../../www/common/error.js";
+import { send, write } from "./composer.js";
 import { COPY_EDITORS, EDITOR_TEXT, EDITORS, READ_EDITORS, WANT_COPY } from "./editors.js";
 import { contentIn, readReply } from "./extract.js";
 import { find, keyOf, newestUnseen, Seen } from "./identity.js";
@@ -53,12 +54,6 @@ let exhausted = false;
 /// This tab answers `.as` programs (keyless://chat).
 let programs = false;
 
-function errText(e: unknown): [string, string] {
-  const m = e instanceof Error ? e.message : String(e);
-  const code = /^(KA_[A-Z_]+)\s/.exec(m)?.[1] ?? "KA_INTERNAL";
-  return [code, m.replace(/^KA_[A-Z_]+\s/, "")];
-}
-
 function ui(): Overlay {
   if (!overlay) {
     overlay = new Overlay(() => {
@@ -89,8 +84,8 @@ async function tickGeneration(w: Watch, g: Generation, text: string, streaming: 
     try {
       await ask("generated", { id: g.id, answer: text });
     } catch (e) {
-      const [code, msg] = errText(e);
-      o.error(code, msg);
+      const err = KeylessError.from(e);
+      o.error(err.code, err.message);
       return;
     }
     o.setPhase("answered", "ok");
@@ -106,7 +101,7 @@ async function tickGeneration(w: Watch, g: Generation, text: string, streaming: 
         : r.verdict === "incomplete"
           ? "Part of the reply sits in a code editor keyless could not read. The program ends; nothing of the reply was used."
           : `No complete reply within ${settings?.replyTimeoutSeconds ?? 0} s. The program ends.`;
-  await ask("generated", { id: g.id, error: `${code} ${why}` }).catch(() => undefined);
+  await ask("generated", { id: g.id, error: { code, message: why } }).catch(() => undefined);
   o.error(code, why);
 }
 
@@ -139,9 +134,9 @@ async function onGenerate(g: Generation): Promise<void> {
   try {
     await send(site, g.text, { replying: replyingSince(before) });
   } catch (e) {
-    const [code, msg] = errText(e);
-    await ask("generated", { id: g.id, error: `${code} ${msg}` }).catch(() => undefined);
-    o.error(code, msg);
+    const err = KeylessError.from(e);
+    await ask("generated", { id: g.id, error: err.wire }).catch(() => undefined);
+    o.error(err.code, err.message);
     return;
   }
   follow(before);
@@ -355,7 +350,7 @@ async function tick(): Promise<void> {
       w.commands = [];
       answer = await ask("follow", { keep: 0, tail: text, page });
     }
-    if ("resync" in answer) throw new Error("KA_INTERNAL the worker lost the reply it follows");
+    if ("resync" in answer) throw new KeylessError("KA_INTERNAL", "the worker lost the reply it follows");
     w.sent = text;
     // The worker sends the commands that changed; the ones before `commandsFrom` are as before.
     w.commands = [...w.commands.slice(0, answer.commandsFrom), ...answer.commands];
@@ -409,8 +404,8 @@ async function tick(): Promise<void> {
     }
     void submit(text, endAt, report.verdict === "truncated" ? `${report.code ?? "KA_REPLY_TRUNCATED"}: the last reply had no @@eof` : "");
   } catch (e) {
-    const [code, msg] = errText(e);
-    ui().error(code, msg);
+    const err = KeylessError.from(e);
+    ui().error(err.code, err.message);
   } finally {
     busy = false;
   }
@@ -423,8 +418,8 @@ async function submit(text: string, endAt: number, notice = ""): Promise<void> {
   try {
     outcome = await ask("reply", { text });
   } catch (e) {
-    const [code, msg] = errText(e);
-    o.error(code, msg, [{ label: "Retry", run: () => void submit(text, endAt, notice) }]);
+    const err = KeylessError.from(e);
+    o.error(err.code, err.message, [{ label: "Retry", run: () => void submit(text, endAt, notice) }]);
     return;
   }
   run = outcome.run;
@@ -473,9 +468,9 @@ async function deliver(text: string, delivery: Delivery, endAt: number, notice =
     o.sent(notice ? "The correction was sent to the chat." : "The results were sent to the chat.");
     o.note(`${notice ? `${notice}; its correction was sent` : `results sent ${Math.round(ms)} ms after the reply ended`}`);
   } catch (e) {
-    const [code, msg] = errText(e);
-    ask("delivered", { ok: false, code }).catch(() => undefined);
-    o.error(code, msg, failedSend(e, () => void resend()));
+    const err = KeylessError.from(e);
+    ask("delivered", { ok: false, code: err.code }).catch(() => undefined);
+    o.error(err.code, err.message, failedSend(err, () => void resend()));
   }
 }
 
@@ -512,11 +507,12 @@ function onEvent(e: HostEvent): void {
         try {
           await ask("answer", { id: e.id, ...a });
           o.setPhase("running", "run");
-        } catch (err: unknown) {
-          const [code, msg] = errText(err);
-          // A form shows the refusal under itself and stays open; the others in the error box.
-          if (e.kind !== "form") o.error(code, msg);
-          throw new Error(msg);
+        } catch (caught: unknown) {
+          const err = KeylessError.from(caught);
+          // A form shows the refusal (its message) under itself and stays open; the others in
+          // the error box.
+          if (e.kind !== "form") o.error(err.code, err.message);
+          throw err;
         }
       });
       break;
@@ -544,8 +540,8 @@ async function onPaste(text: string, sendIt: boolean): Promise<void> {
       o.setPhase("add your task, then send", "wait");
     }
   } catch (e) {
-    const [code, msg] = errText(e);
-    o.error(code, msg, failedSend(e, () => void onPaste(text, sendIt), "Paste again"));
+    const err = KeylessError.from(e);
+    o.error(err.code, err.message, failedSend(err, () => void onPaste(text, sendIt), "Paste again"));
   }
 }
 
@@ -753,8 +749,8 @@ async function pick(key: string, after?: () => void): Promise<void> {
     );
     o.setPhase("picked", "ok");
   } catch (e) {
-    const [code, msg] = errText(e);
-    o.error(code, msg, [{ label: "Pick again", run: () => void pick(key, after) }]);
+    const err = KeylessError.from(e);
+    o.error(err.code, err.message, [{ label: "Pick again", run: () => void pick(key, after) }]);
   }
 }
 
@@ -777,8 +773,8 @@ function offerPicks(lines: DoctorLine[]): void {
 
 /// The actions of a send that failed: Pick it when a selector the user can show broke (the
 /// error names its key), then the retry.
-function failedSend(e: unknown, retry: () => void, label = "Resend"): { label: string; run: () => void }[] {
-  const key = e instanceof ChatError ? e.key : undefined;
+function failedSend(e: KeylessError, retry: () => void, label = "Resend"): { label: string; run: () => void }[] {
+  const key = e.key;
   if (!key) return [{ label, run: retry }];
   PICK_WHAT[key] ??= key === "composer" ? "the box where you type your message" : "the button that sends your message";
   return [{ label: "Pick it", run: () => void pick(key, retry) }];
@@ -828,7 +824,7 @@ async function main(): Promise<void> {
   site = got.site;
   settings = got.settings;
   if (!site) return;
-  if (got.error) console.warn(`keyless: ${got.error}; using the shipped selectors`);
+  if (got.error) console.warn(`keyless: ${errorText(got.error)}; using the shipped selectors`);
   new MutationObserver(() => schedule()).observe(document.documentElement, { childList: true, subtree: true, characterData: true });
   window.setInterval(() => {
     if (watch && !watch.done) schedule();
@@ -858,8 +854,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  const [code, msg] = errText(e);
-  if (overlay) overlay.error(code, msg);
-  else console.warn(`keyless: ${code} ${msg}`);
+  const err = KeylessError.from(e);
+  if (overlay) overlay.error(err.code, err.message);
+  else console.warn(`keyless: ${errorText(err)}`);
 });
 

@@ -3,12 +3,18 @@
 // hold the settings as they are stored.
 
 import { byId, el, setText } from "../../www/common/dom.js";
+import { errorText, KeylessError } from "../../www/common/error.js";
 import { ask } from "./protocol.js";
 
 const verdict = byId<HTMLDivElement>("verdict");
 
 function show(ok: boolean, text: string): void {
   verdict.replaceChildren(el("div", ok ? "ok-box" : "error", text));
+}
+
+/// What failed: its code, then its message.
+function showError(e: unknown): void {
+  show(false, errorText(KeylessError.from(e)));
 }
 
 async function load(): Promise<void> {
@@ -24,13 +30,13 @@ async function load(): Promise<void> {
 async function check(): Promise<boolean> {
   const r = await ask("checkOverrides", { text: byId<HTMLTextAreaElement>("overrides").value });
   if (r.ok) show(true, `Valid: ${r.sites.map((s) => s.name).join(", ")}.`);
-  else show(false, r.error ?? "invalid");
+  else show(false, r.error ? errorText(r.error) : "invalid");
   return r.ok;
 }
 
 function bounded(id: string, lo: number, hi: number): number {
   const v = Number(byId<HTMLInputElement>(id).value);
-  if (!Number.isInteger(v) || v < lo || v > hi) throw new Error(`KA_CONFIG_VALIDATION ${id}: must be a whole number ${lo}–${hi}`);
+  if (!Number.isInteger(v) || v < lo || v > hi) throw new KeylessError("KA_CONFIG_VALIDATION", `${id}: must be a whole number ${lo}–${hi}`);
   return v;
 }
 
@@ -48,7 +54,7 @@ byId("save").addEventListener("click", () => {
       selectorOverrides: byId<HTMLTextAreaElement>("overrides").value,
     });
     show(true, "Saved. Open chat tabs pick the new selectors up on their next reply (reload them to be sure).");
-  })().catch((e: unknown) => show(false, e instanceof Error ? e.message : String(e)));
+  })().catch(showError);
 });
 
 byId("export").addEventListener("click", () => {
@@ -60,7 +66,7 @@ byId("export").addEventListener("click", () => {
     a.download = "keyless-selector-overrides.json";
     a.click();
     setTimeout(() => URL.revokeObjectURL(a.href), 10000);
-  })().catch((e: unknown) => show(false, e instanceof Error ? e.message : String(e)));
+  })().catch(showError);
 });
 byId("import").addEventListener("click", () => byId<HTMLInputElement>("import-file").click());
 byId<HTMLInputElement>("import-file").addEventListener("change", () => {
@@ -69,13 +75,13 @@ byId<HTMLInputElement>("import-file").addEventListener("change", () => {
     const file = input.files?.[0];
     input.value = "";
     if (!file) return;
-    if (file.size > 1_000_000) throw new Error("KA_CONFIG_VALIDATION the file is over 1 MB; a file of overrides is a few KB");
+    if (file.size > 1_000_000) throw new KeylessError("KA_CONFIG_VALIDATION", "the file is over 1 MB; a file of overrides is a few KB");
     // Checked and merged over yours by the core (the file wins where both set a selector), then saved.
     const { text } = await ask("importOverrides", { text: await file.text() });
     byId<HTMLTextAreaElement>("overrides").value = text;
     await ask("setSettings", { selectorOverrides: text });
     show(true, `Imported ${file.name} and saved. Open chat tabs use it from their next reply.`);
-  })().catch((e: unknown) => show(false, e instanceof Error ? e.message : String(e)));
+  })().catch(showError);
 });
 
 load().catch((e: unknown) => show(false, String(e)));

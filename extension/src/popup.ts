@@ -4,13 +4,15 @@
 import { byId, el, oneOf, setText } from "../../www/common/dom.js";
 import { visible } from "../../www/common/visible.js";
 import { MODES, PACES } from "./generated/core.js";
+import { errorText, KeylessError } from "../../www/common/error.js";
 import { ask, type TabRun } from "./protocol.js";
 
 const errorBox = byId<HTMLDivElement>("error");
 
+/// What failed: its code, then its message.
 function showError(e: unknown): void {
   errorBox.hidden = false;
-  setText(errorBox, e instanceof Error ? e.message : String(e));
+  setText(errorBox, errorText(KeylessError.from(e)));
 }
 
 function clearError(): void {
@@ -89,7 +91,7 @@ async function refresh(): Promise<void> {
   byId("pair").hidden = st.paired;
   byId("paired").hidden = !st.paired;
   byId<HTMLInputElement>("host-url").value = st.hostUrl;
-  if (st.error) showError(st.error);
+  if (st.error) showError(KeylessError.of(st.error));
   if (!st.paired) return;
   setText(byId("workspace"), st.workspace ?? "");
   const s = await ask("getSettings", {});
@@ -140,7 +142,7 @@ function showPrograms(on: boolean, tabId: number | null): void {
 async function withTab(f: (tabId: number) => Promise<void>): Promise<void> {
   clearError();
   const tab = await targetTab();
-  if (tab?.id === undefined) throw new Error("KA_INTERNAL no tab to control");
+  if (tab?.id === undefined) throw new KeylessError("KA_INTERNAL", "no tab to control");
   await f(tab.id);
 }
 
@@ -210,7 +212,7 @@ on("doctor", () =>
     const out = byId<HTMLTableElement>("doctor-out");
     out.replaceChildren();
     const r = await ask("doctor", { tabId });
-    if (r.error) throw new Error(r.error);
+    if (r.error) throw KeylessError.of(r.error);
     for (const l of r.lines) {
       const tr = el("tr");
       tr.append(el("td", "", l.key), el("td", `st-${l.status}`, l.status), el("td", "", `${l.code ? `${l.code}: ` : ""}${l.message}`));

@@ -4,8 +4,11 @@
 // The core's wire types, generated from the Rust types (extension/src/generated/core.ts, written
 // by `cargo xtask contract`; a test fails when it is stale). The defaults for Settings are the
 // core's too (the wasm export `extensionDefaults`).
-import type { WatchVerdict } from "./generated/core.js";
+import type { Code, WatchVerdict, WireError } from "./generated/core.js";
+import { KeylessError } from "../../www/common/error.js";
 export type {
+  Code,
+  WireError,
   Control,
   Decision,
   Delivery,
@@ -88,14 +91,14 @@ export interface HostStatus {
   paired: boolean;
   connected: boolean;
   hostUrl: string;
-  error?: string;
+  error?: WireError;
   workspace?: string;
 }
 
 /// Requests to the worker: the request body and the answer.
 export interface Requests {
   // from content scripts
-  site: { req: { host: string }; res: { site: SiteAdapter | null; error: string | null; settings: Settings } };
+  site: { req: { host: string }; res: { site: SiteAdapter | null; error: WireError | null; settings: Settings } };
   /// The page's text is the last text the worker saw for this tab, cut to `keep` characters, then
   /// `tail`. A worker that lost that text (it restarted) answers `{resync: true}`.
   /// The answer carries only the commands from `commandsFrom` on (those before are unchanged since
@@ -106,13 +109,13 @@ export interface Requests {
   answer: { req: { id: number } & PromptAnswer; res: { ok: boolean } };
   cancel: { req: Record<string, never>; res: { ok: boolean } };
   tabRun: { req: Record<string, never>; res: { run: TabRun | null; programs: boolean } };
-  delivered: { req: { ok: boolean; code?: string; endToSentMs?: number }; res: { ok: boolean } };
+  delivered: { req: { ok: boolean; code?: Code; endToSentMs?: number }; res: { ok: boolean } };
   metric: { req: { overlayMs: number; chars: number; pageMs: number }; res: { ok: boolean } };
   ping: { req: Record<string, never>; res: { ok: boolean } };
   /// keyless://chat: the live check of a generation's reply (completion and shape).
   followGeneration: { req: { text: string; shape: unknown; page: PageObservation }; res: GenerationReport };
-  /// The reply to a generation (or why there is none: `KA_… message`), sent to the host once.
-  generated: { req: { id: string; answer?: string; error?: string }; res: { ok: boolean } };
+  /// The reply to a generation (or why there is none), sent to the host once.
+  generated: { req: { id: string; answer?: string; error?: WireError }; res: { ok: boolean } };
   /// What the tab sees of a generation's reply, in words, each time it changes.
   generationSeen: { req: { id: string; seen: string }; res: { ok: boolean } };
   /// The overlay's Cancel on a generation.
@@ -127,7 +130,7 @@ export interface Requests {
   pieces: { req: Record<string, never>; res: { pieces: { name: string; description: string }[] } };
   getSettings: { req: Record<string, never>; res: Settings };
   setSettings: { req: Partial<Settings>; res: Settings };
-  checkOverrides: { req: { text: string }; res: { ok: boolean; error: string | null; sites: SiteAdapter[] } };
+  checkOverrides: { req: { text: string }; res: { ok: boolean; error: WireError | null; sites: SiteAdapter[] } };
   defaultSites: { req: Record<string, never>; res: { json: string } };
   /// A file of selector overrides merged over the user's own (checked; not saved yet).
   importOverrides: { req: { text: string }; res: { text: string } };
@@ -143,15 +146,15 @@ export interface Requests {
   pause: { req: { tabId: number }; res: { run: TabRun | null } };
   resume: { req: { tabId: number }; res: { run: TabRun | null } };
   stop: { req: { tabId: number }; res: { run: TabRun | null } };
-  doctor: { req: { tabId: number }; res: { site: string | null; lines: DoctorLine[]; error: string | null } };
+  doctor: { req: { tabId: number }; res: { site: string | null; lines: DoctorLine[]; error: WireError | null } };
   capture: { req: { tabId: number }; res: { name: string; html: string } };
   metrics: { req: Record<string, never>; res: Metrics };
 }
 
 export type RequestType = keyof Requests;
 export type Request<K extends RequestType = RequestType> = { type: K } & Requests[K]["req"];
-/// Every answer is either `{ ok: true, value }` or `{ ok: false, error }` with a KA_ code first.
-export type Reply<K extends RequestType> = { ok: true; value: Requests[K]["res"] } | { ok: false; error: string };
+/// Every answer is either `{ ok: true, value }` or `{ ok: false, error }`.
+export type Reply<K extends RequestType> = { ok: true; value: Requests[K]["res"] } | { ok: false; error: WireError };
 
 /// Messages the worker sends to a tab's content script.
 export type TabMessage =
@@ -183,10 +186,10 @@ export interface Inspection {
   incomplete: boolean;
 }
 
-/// Sends a request to the worker and unwraps its answer (throws `Error("KA_… message")`).
+/// Sends a request to the worker and unwraps its answer (a failure is thrown as a KeylessError).
 export async function ask<K extends RequestType>(type: K, req: Requests[K]["req"]): Promise<Requests[K]["res"]> {
   const reply: Reply<K> | undefined = await chrome.runtime.sendMessage({ type, ...req });
-  if (!reply) throw new Error("KA_INTERNAL the keyless worker did not answer");
-  if (!reply.ok) throw new Error(reply.error);
+  if (!reply) throw new KeylessError("KA_INTERNAL", "the keyless worker did not answer");
+  if (!reply.ok) throw KeylessError.of(reply.error);
   return reply.value;
 }

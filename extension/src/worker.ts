@@ -17,7 +17,8 @@ import init, {
   readPairingCode,
   siteForHost,
 } from "../../target/wasm-pkg/keyless_wasm.js";
-import { type Call, callHost, HostError, hostEvent, v1 } from "../../www/common/host-api.js";
+import { errorText, KeylessError } from "../../www/common/error.js";
+import { type Call, callHost, hostEvent, v1 } from "../../www/common/host-api.js";
 import { nativeHostMissing, ownOrigin, pairingId } from "./browser.js";
 import {
   type FollowReport,
@@ -33,6 +34,7 @@ import {
   type SiteAdapter,
   type TabMessage,
   type TabRun,
+  type WireError,
 } from "./protocol.js";
 
 // ---- the wasm core, loaded once per worker start ----
@@ -121,8 +123,15 @@ async function activeRuns(): Promise<Map<string, number>> {
 /// (KA_NETWORK_OFFLINE when the browser is offline); the host's own errors keep their KA_ code.
 async function api<A>(call: Call<A>, pair?: Pairing): Promise<A> {
   const p = pair ?? (await pairing());
-  if (!p) throw new HostError("KA_UNAUTHORIZED", "pair the extension with keyless-host first (open the keyless popup)", 401);
+  if (!p) throw new KeylessError("KA_UNAUTHORIZED", "pair the extension with keyless-host first (open the keyless popup)", { status: 401 });
   return callHost(p.hostUrl, p.token, call);
+}
+
+/// A call that failed on the way (nothing answered, a timeout, a 5xx) may be sent again: the
+/// host maps a retry to the request it answers already.
+function retryable(e: unknown): boolean {
+  const status = e instanceof KeylessError ? e.status : undefined;
+  return status !== undefined && (status === 0 || status >= 500 || status === 408);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -136,8 +145,7 @@ async function postReply(run: TabRun, text: string): Promise<ReplyAnswer> {
     try {
       return await api(call);
     } catch (e) {
-      const retry = e instanceof HostError && (e.status === 0 || e.status >= 500 || e.status === 408);
-      if (!retry || attempt >= 6) throw e;
+      if (!retryable(e) || attempt >= 6) throw e;
       await sleep(wait);
       wait = Math.min(wait * 2, 8000);
     }
@@ -260,11 +268,11 @@ async function onGeneration(g: Generation): Promise<void> {
   if (current !== null && current !== g.id) return;
   const run = await runOf(p.tabId);
   if (run && (run.state === "running" || run.state === "paused")) {
-    await api(
-      v1.answerGeneration(g.id, {
-        error: `KA_AS_CHAT_BUSY the ${p.site} tab is in the middle of an AgentScript task (session ${run.session}); stop it in the keyless popup, or turn on "Answer .as programs here" in another chat tab`,
-      }),
-    ).catch(() => undefined);
+    const busy: WireError = {
+      code: "KA_AS_CHAT_BUSY",
+      message: `the ${p.site} tab is in the middle of an AgentScript task (session ${run.session}); stop it in the keyless popup, or turn on "Answer .as programs here" in another chat tab`,
+    };
+    await api(v1.answerGeneration(g.id, { error: errorText(busy) })).catch(() => undefined);
     return;
   }
   if (current === g.id || claiming.has(g.id)) return;
@@ -284,20 +292,22 @@ async function onGeneration(g: Generation): Promise<void> {
     await chrome.tabs.sendMessage(p.tabId, msg);
   } catch {
     await setGeneration(p.tabId, null);
-    await api(v1.answerGeneration(g.id, { error: `KA_AS_CHAT_CLOSED the ${p.site} tab did not answer; reload it` })).catch(() => undefined);
+    const closed: WireError = { code: "KA_AS_CHAT_CLOSED", message: `the ${p.site} tab did not answer; reload it` };
+    await api(v1.answerGeneration(g.id, { error: errorText(closed) })).catch(() => undefined);
   }
 }
 
-/// Sends a generation's end to the host, retrying network failures: the host takes one answer.
-async function postGenerated(id: string, req: { answer?: string; error?: string }): Promise<void> {
+/// Sends a generation's end to the host, retrying network failures: the host takes one answer. The
+/// host's API takes a failure as its text, `KA_… message`.
+async function postGenerated(id: string, req: { answer: string } | { error: WireError }): Promise<void> {
+  const body = "answer" in req ? { answer: req.answer } : { error: errorText(req.error) };
   let wait = 500;
   for (let attempt = 1; ; attempt++) {
     try {
-      await api(v1.answerGeneration(id, req));
+      await api(v1.answerGeneration(id, body));
       return;
     } catch (e) {
-      const retry = e instanceof HostError && (e.status === 0 || e.status >= 500 || e.status === 408);
-      if (!retry || attempt >= 6) throw e;
+      if (!retryable(e) || attempt >= 6) throw e;
       await sleep(wait);
       wait = Math.min(wait * 2, 8000);
     }
@@ -322,9 +332,14 @@ const metrics: Metrics = { endToSent: [], overlayUpdate: [], overlayChars: [], p
 type Sender = chrome.runtime.MessageSender;
 type Handlers = { [K in RequestType]: (req: Request<K>, sender: Sender) => Promise<Requests[K]["res"]> };
 
+/// What a request about a tab that is no chat keyless supports fails with.
+function notChat(): KeylessError {
+  return new KeylessError("KA_SELECTOR_NOT_FOUND", "this tab is not a supported chat site");
+}
+
 function tabOf(sender: Sender): number {
   const id = sender.tab?.id;
-  if (id === undefined) throw new Error("KA_INTERNAL this request must come from a chat tab");
+  if (id === undefined) throw new KeylessError("KA_INTERNAL", "this request must come from a chat tab");
   return id;
 }
 
@@ -336,11 +351,12 @@ async function status(): Promise<HostStatus> {
     const st = await api(v1.status(), p);
     return { paired: true, connected: true, hostUrl: p.hostUrl, workspace: st.workspace };
   } catch (e) {
-    if (e instanceof HostError && e.code === "KA_UNAUTHORIZED") {
+    const err = KeylessError.from(e);
+    if (err.code === "KA_UNAUTHORIZED") {
       await chrome.storage.local.remove("pairing");
-      return { paired: false, connected: true, hostUrl: p.hostUrl, error: e.message };
+      return { paired: false, connected: true, hostUrl: p.hostUrl, error: err.wire };
     }
-    return { paired: true, connected: false, hostUrl: p.hostUrl, error: message(e) };
+    return { paired: true, connected: false, hostUrl: p.hostUrl, error: err.wire };
   }
 }
 
@@ -352,7 +368,7 @@ const handlers: Handlers = {
       return { site: siteForHost(s.selectorOverrides || undefined, req.host), error: null, settings: s };
     } catch (e) {
       // The user's overrides are broken: fall back to the shipped adapters, and say why.
-      return { site: siteForHost(undefined, req.host), error: message(e), settings: s };
+      return { site: siteForHost(undefined, req.host), error: KeylessError.from(e).wire, settings: s };
     }
   },
   async follow(req, sender) {
@@ -395,7 +411,7 @@ const handlers: Handlers = {
     const tabId = tabOf(sender);
     const run = await runOf(tabId);
     if (!run || run.state === "stopped" || run.state === "ended") {
-      throw new Error("KA_SESSION_NOT_FOUND no running keyless session in this tab; press Start in the keyless popup");
+      throw new KeylessError("KA_SESSION_NOT_FOUND", "no running keyless session in this tab; press Start in the keyless popup");
     }
     const answer = await postReply(run, req.text);
     const s = await settings();
@@ -438,7 +454,7 @@ const handlers: Handlers = {
     const lost = await generationOf(tabId);
     if (lost) {
       await setGeneration(tabId, null);
-      await postGenerated(lost, { error: "KA_AS_CHAT_CLOSED the chat tab reloaded or left the chat while the model answered" }).catch(() => undefined);
+      await postGenerated(lost, { error: { code: "KA_AS_CHAT_CLOSED", message: "the chat tab reloaded or left the chat while the model answered" } }).catch(() => undefined);
     }
     return { run, programs };
   },
@@ -470,7 +486,7 @@ const handlers: Handlers = {
   },
   async generated(req, sender) {
     const tabId = tabOf(sender);
-    await postGenerated(req.id, req.answer !== undefined ? { answer: req.answer } : { error: req.error ?? "KA_INTERNAL no answer" });
+    await postGenerated(req.id, req.answer !== undefined ? { answer: req.answer } : { error: req.error ?? { code: "KA_INTERNAL", message: "no answer" } });
     if ((await generationOf(tabId)) === req.id) await setGeneration(tabId, null);
     // The next generation may be waiting already.
     await reportProgramsTab().catch(() => undefined);
@@ -492,7 +508,7 @@ const handlers: Handlers = {
     if (req.on) {
       const tab = await chrome.tabs.get(req.tabId);
       const site = await siteForTab(tab);
-      if (!site) throw new Error("KA_SELECTOR_NOT_FOUND this tab is not a supported chat site");
+      if (!site) throw notChat();
       const old = await programsTab();
       if (old && old.tabId !== req.tabId) chrome.tabs.sendMessage(old.tabId, { type: "programs", on: false } satisfies TabMessage).catch(() => undefined);
       await chrome.storage.session.set({ programs: { tabId: req.tabId, site: site.name } satisfies ProgramsTab });
@@ -515,10 +531,10 @@ const handlers: Handlers = {
     try {
       url = new URL(hostUrl);
     } catch {
-      throw new Error(`KA_CONFIG_VALIDATION "${hostUrl}" is not an address; use http://127.0.0.1:<port> as keyless-host serve prints it`);
+      throw new KeylessError("KA_CONFIG_VALIDATION", `"${hostUrl}" is not an address; use http://127.0.0.1:<port> as keyless-host serve prints it`);
     }
     if (url.protocol !== "http:" || !["127.0.0.1", "localhost"].includes(url.hostname)) {
-      throw new Error("KA_CONFIG_VALIDATION the host address must be http://127.0.0.1:<port> or http://localhost:<port>");
+      throw new KeylessError("KA_CONFIG_VALIDATION", "the host address must be http://127.0.0.1:<port> or http://localhost:<port>");
     }
     // A typo is caught here, before anything is sent: it never counts as a wrong try.
     await core();
@@ -528,9 +544,9 @@ const handlers: Handlers = {
     try {
       paired = await callHost(hostUrl, "", v1.pair({ code, extension_id: pairingId() }));
     } catch (e) {
-      if (e instanceof HostError && e.retryAfterSeconds !== undefined) {
+      if (e instanceof KeylessError && e.retryAfterSeconds !== undefined) {
         const at = new Date(Date.now() + e.retryAfterSeconds * 1000).toLocaleTimeString();
-        throw new Error(`${e.message} (you can try again at ${at})`);
+        throw new KeylessError(e.code, `${e.message} (you can try again at ${at})`, { status: e.status });
       }
       throw e;
     }
@@ -586,7 +602,7 @@ const handlers: Handlers = {
     try {
       return { ok: true, error: null, sites: loadSites(req.text.trim() || undefined) };
     } catch (e) {
-      return { ok: false, error: message(e), sites: [] };
+      return { ok: false, error: KeylessError.from(e).wire, sites: [] };
     }
   },
   async defaultSites() {
@@ -606,11 +622,12 @@ const handlers: Handlers = {
     await core();
     const s = await settings();
     const site = siteForHost(s.selectorOverrides || undefined, req.host);
-    if (!site) throw new Error("KA_SELECTOR_NOT_FOUND this tab is not a supported chat site");
+    if (!site) throw notChat();
     const i = choosePick(req.key, req.candidates, req.facts);
     if (i === undefined) {
-      throw new Error(
-        `KA_SELECTOR_NOT_FOUND no selector finds ${req.key === "assistant_message" ? "every reply and no message of yours" : "that element alone"} on this page; pick a different spot, or write the override in the options page`,
+      throw new KeylessError(
+        "KA_SELECTOR_NOT_FOUND",
+        `no selector finds ${req.key === "assistant_message" ? "every reply and no message of yours" : "that element alone"} on this page; pick a different spot, or write the override in the options page`,
       );
     }
     const selector = req.candidates[i] ?? "";
@@ -641,11 +658,11 @@ const handlers: Handlers = {
   },
   async start(req) {
     if ((await generationOf(req.tabId)) !== null) {
-      throw new Error("KA_AS_CHAT_BUSY this tab is answering a .as program right now; wait for it, or press Cancel in the overlay");
+      throw new KeylessError("KA_AS_CHAT_BUSY", "this tab is answering a .as program right now; wait for it, or press Cancel in the overlay");
     }
     const s = await settings();
     const tab = await chrome.tabs.get(req.tabId);
-    if (!(await siteForTab(tab))) throw new Error("KA_SELECTOR_NOT_FOUND this tab is not a supported chat site");
+    if (!(await siteForTab(tab))) throw notChat();
     const task = req.task.trim();
     const old = await runOf(req.tabId);
     let run: TabRun;
@@ -695,10 +712,10 @@ const handlers: Handlers = {
   async doctor(req) {
     const tab = await chrome.tabs.get(req.tabId);
     const site = await siteForTab(tab).catch(() => null);
-    if (!site) return { site: null, lines: [], error: "KA_SELECTOR_NOT_FOUND this tab is not a supported chat site" };
+    if (!site) return { site: null, lines: [], error: notChat().wire };
     const probe: TabMessage = { type: "probe", selectors: site.selectors };
     const probes: SelectorProbe[] | undefined = await chrome.tabs.sendMessage(req.tabId, probe);
-    if (!probes) return { site: site.name, lines: [], error: "KA_INTERNAL the page did not answer; reload the tab" };
+    if (!probes) return { site: site.name, lines: [], error: { code: "KA_INTERNAL", message: "the page did not answer; reload the tab" } };
     const lines = doctorReport(site, probes);
     // The page's panel offers "Pick it" for what the user can show on the page.
     if (lines.some((l) => l.pick)) {
@@ -710,7 +727,7 @@ const handlers: Handlers = {
   async capture(req) {
     const msg: TabMessage = { type: "capture" };
     const got: { name: string; html: string } | null | undefined = await chrome.tabs.sendMessage(req.tabId, msg);
-    if (!got) throw new Error("KA_SELECTOR_NOT_FOUND this tab is not a supported chat site (or the page did not answer; reload it)");
+    if (!got) throw new KeylessError("KA_SELECTOR_NOT_FOUND", "this tab is not a supported chat site (or the page did not answer; reload it)");
     return got;
   },
   async metrics() {
@@ -742,7 +759,7 @@ chrome.runtime.onMessage.addListener((msg: { type?: unknown }, sender, sendRespo
   const handler = handlers[type] as (req: unknown, sender: Sender) => Promise<unknown>;
   handler(msg, sender).then(
     (value) => sendResponse({ ok: true, value }),
-    (e: unknown) => sendResponse({ ok: false, error: message(e) }),
+    (e: unknown) => sendResponse({ ok: false, error: KeylessError.from(e).wire }),
   );
   return true;
 });
@@ -754,7 +771,7 @@ chrome.tabs.onRemoved.addListener((tabId) => {
     const p = await programsTab();
     if (id) {
       await setGeneration(tabId, null);
-      await postGenerated(id, { error: `KA_AS_CHAT_CLOSED the ${p?.site ?? "chat"} tab was closed while the model answered` }).catch(() => undefined);
+      await postGenerated(id, { error: { code: "KA_AS_CHAT_CLOSED", message: `the ${p?.site ?? "chat"} tab was closed while the model answered` } }).catch(() => undefined);
     }
     if (p?.tabId === tabId) {
       await chrome.storage.session.remove("programs");

@@ -328,7 +328,7 @@ test("Firefox: Gemini, AI Studio, the eight more sites and AI Studio's second im
         await popup.close();
       } else {
         const r = await ext.evaluate((req) => chrome.runtime.sendMessage(req), { type: "start", tabId, task });
-        assert.ok(r?.ok, `${label}: Start: ${r?.error}`);
+        assert.ok(r?.ok, `${label}: Start: ${JSON.stringify(r?.error)}`);
       }
       await page.bringToFront();
       await until(`${label}: the done state`, async () => (await pill(page)) === "done", 60000);

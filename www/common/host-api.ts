@@ -2,7 +2,6 @@
 // dashboard both call the host through this table, so a route's body and its answer have one
 // type each (defined in Rust, core/src/api.rs).
 import type {
-  Diagnostic,
   Answered,
   AsRunDetail,
   AsRunRequest,
@@ -39,6 +38,7 @@ import type {
   Status,
   Undone,
 } from "../../extension/src/generated/core.js";
+import { KeylessError } from "./error";
 
 /// One request: its method, path and body, and (as a type only) the answer it gets.
 export interface Call<Answer> {
@@ -86,23 +86,9 @@ export const v1 = {
   cancelGeneration: (id: string, by: string) => post<Generation>(`/v1/generations/${seg(id)}/cancel`, { by }),
 };
 
-/// A failed call: the host's KA_ code and message, or the network's (KA_HOST_UNREACHABLE,
-/// KA_NETWORK_OFFLINE), and the HTTP status (0 when nothing answered).
-export class HostError extends Error {
-  constructor(
-    readonly code: string,
-    readonly detail: string,
-    readonly status: number,
-    /// A refused piece's findings (`PUT /v1/pieces/{name}`).
-    readonly findings: Diagnostic[] = [],
-    /// When the call may be tried again, in seconds (a pairing lock).
-    readonly retryAfterSeconds?: number,
-  ) {
-    super(`${code} ${detail}`);
-  }
-}
-
-/// Sends a call to the host at `base` ("" for the page's own origin) with a bearer token.
+/// Sends a call to the host at `base` ("" for the page's own origin) with a bearer token. A failed
+/// call throws a KeylessError: the host's code and message, or the network's (KA_HOST_UNREACHABLE,
+/// KA_NETWORK_OFFLINE), with the HTTP status (0 when nothing answered).
 export async function callHost<A>(base: string, token: string, call: Call<A>): Promise<A> {
   let res: Response;
   try {
@@ -112,12 +98,12 @@ export async function callHost<A>(base: string, token: string, call: Call<A>): P
       ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
     });
   } catch (e) {
-    if (!navigator.onLine) throw new HostError("KA_NETWORK_OFFLINE", "the browser is offline; nothing was sent", 0);
-    throw new HostError("KA_HOST_UNREACHABLE", `keyless-host is not reachable at ${base || "this page's origin"} (${String(e)}); is keyless-host serve running?`, 0);
+    if (!navigator.onLine) throw new KeylessError("KA_NETWORK_OFFLINE", "the browser is offline; nothing was sent", { status: 0 });
+    throw new KeylessError("KA_HOST_UNREACHABLE", `keyless-host is not reachable at ${base || "this page's origin"} (${String(e)}); is keyless-host serve running?`, { status: 0 });
   }
   if (!res.ok) {
     const err = await errorBody(res);
-    throw new HostError(err.code, err.message, res.status, err.findings ?? [], err.retry_after_seconds);
+    throw new KeylessError(err.code, err.message, { status: res.status, findings: err.findings, retryAfterSeconds: err.retry_after_seconds });
   }
   // The answer's JSON is the route's type: the host writes it from the same Rust type.
   const answer: A = await res.json();

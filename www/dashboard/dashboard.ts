@@ -7,7 +7,7 @@ import { byId, el, setText } from "../common/dom";
 import { visible } from "../common/visible";
 import { FORM_CSS, formView } from "../common/form-view";
 import type { BatchCounts, BatchOutcome, CommandRecord, PromptAnswer, TraceEvent } from "../../extension/src/generated/core";
-import { type Call, callHost, HostError, hostEvent, v1 } from "../common/host-api";
+import { type Call, callHost, hostEvent, v1 } from "../common/host-api";
 import { takeToken } from "../common/token";
 
 const token = takeToken();
@@ -250,9 +250,8 @@ async function loadPending(): Promise<void> {
           formView(
             p.form,
             async (body) => {
-              await api(v1.answer(p.id, body)).catch((e: unknown) => {
-                throw e instanceof HostError ? new Error(e.detail) : e;
-              });
+              // The form shows the refusal's message (a KeylessError's, without its code).
+              await api(v1.answer(p.id, body));
             },
             () => {
               card.remove();

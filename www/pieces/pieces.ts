@@ -5,7 +5,8 @@
 import init, { pieceGraphModel, pieceTools, validatePieceAs } from "../../target/wasm-pkg/keyless_wasm.js";
 import { byId, el, setText } from "../common/dom";
 import { visible } from "../common/visible";
-import { callHost, type Call, HostError, v1 } from "../common/host-api";
+import { errorText, KeylessError } from "../common/error";
+import { callHost, type Call, v1 } from "../common/host-api";
 import { renderGutter, selectLine, syncGutter } from "../common/editor";
 import { drawGraph, toolCards } from "../common/piece-view";
 import { diagnosticItems, errorLines } from "../common/diagnostics";
@@ -134,8 +135,8 @@ async function save(): Promise<void> {
     await loadList(name);
     render();
   } catch (e) {
-    if (e instanceof HostError) {
-      saved(`${e.code} ${e.detail}`, true);
+    if (e instanceof KeylessError) {
+      saved(errorText(e), true);
       if (e.findings.length) showFindings(e.findings);
     } else saved(String(e), true);
   }
@@ -157,7 +158,7 @@ async function remove(): Promise<void> {
     else newPiece();
     byId("saved").className = "saved";
   } catch (e) {
-    saved(e instanceof HostError ? `${e.code} ${e.detail}` : String(e), true);
+    saved(e instanceof KeylessError ? errorText(e) : String(e), true);
   }
 }
 
@@ -178,7 +179,7 @@ async function main(): Promise<void> {
     if (first) await open(first.name);
     else newPiece();
   } catch (e) {
-    saved(e instanceof HostError ? `${e.code} ${e.detail}` : String(e), true);
+    saved(e instanceof KeylessError ? errorText(e) : String(e), true);
     newPiece();
   }
   document.body.dataset["ready"] = "true";

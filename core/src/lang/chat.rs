@@ -62,7 +62,7 @@ pub struct GenerationReport {
     /// `complete_without_eof` means the reply holds no JSON at all: it is handed on too, and the
     /// program's `attempts` decide.
     pub verdict: WatchVerdict,
-    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
+    #[cfg_attr(feature = "ts", ts(type = "Code | null"))]
     pub code: Option<Code>,
     /// A complete JSON object is in the reply.
     pub json: bool,

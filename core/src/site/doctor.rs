@@ -25,7 +25,7 @@ pub struct DoctorLine {
     pub key: String,
     pub selector: Option<String>,
     pub status: &'static str,
-    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
+    #[cfg_attr(feature = "ts", ts(type = "Code | null"))]
     pub code: Option<Code>,
     pub message: String,
     /// For a selector that does not match and that the user can show on the page: what to click

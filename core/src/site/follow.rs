@@ -56,7 +56,7 @@ impl PageObservation {
 pub struct FollowReport {
     pub verdict: WatchVerdict,
     /// The code of a verdict that ends the wait with a problem.
-    #[cfg_attr(feature = "ts", ts(type = "string | null"))]
+    #[cfg_attr(feature = "ts", ts(type = "Code | null"))]
     pub code: Option<Code>,
     /// `true` once the reply is complete and `diagnostics` are final.
     pub r#final: bool,

@@ -3,6 +3,7 @@
 
 use keyless_core::api::CoreOptions;
 use keyless_core::check::check as core_check;
+use keyless_core::diag::WireError;
 use keyless_core::message::{system_prompt as core_prompt, PromptContext};
 use keyless_core::piece::tools::effective;
 use keyless_core::piece::{graph, validate, Strictness};
@@ -22,12 +23,21 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen(typescript_custom_section)]
 const CONTRACT: &str = r#"import type { AsCheckReport, CheckReport, Graph, CommandView, CandidateFacts, CoreOptions, Delivery, DoctorLine, EffectiveTools, FollowReport, GenerationReport, PageObservation, Picked, SelectorProbe, Settings, SiteAdapter, Utf16Span, Validation, Verdict } from "../../extension/src/generated/core.js";"#;
 
-/// The one error shim: every failure becomes a `js_sys::Error`-like `JsError` with its KA_ code.
-fn into_error(code: keyless_core::Code, message: impl std::fmt::Display) -> JsError {
-    JsError::new(&format!("{code} {message}"))
+/// The one error shim: every failure becomes a JS `Error` whose message is `KA_… message` (what
+/// the pages show), with the same failure as a `WireError` in its `wire` property, so the
+/// extension takes the code from there and never parses it out of the message.
+fn into_error(code: keyless_core::Code, message: impl std::fmt::Display) -> JsValue {
+    let wire = WireError::new(code, message.to_string());
+    let error = js_sys::Error::new(&wire.to_string());
+    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
+    if let Ok(body) = serde::Serialize::serialize(&wire, &serializer) {
+        // Setting a property on a fresh Error cannot fail; the message carries the code anyway.
+        let _ = js_sys::Reflect::set(&error, &JsValue::from_str("wire"), &body);
+    }
+    error.into()
 }
 
-fn settings(value: JsValue) -> Result<(Settings, Judge), JsError> {
+fn settings(value: JsValue) -> Result<(Settings, Judge), JsValue> {
     let dto: CoreOptions = if value.is_undefined() || value.is_null() {
         CoreOptions::default()
     } else {
@@ -58,7 +68,7 @@ fn settings(value: JsValue) -> Result<(Settings, Judge), JsError> {
     ))
 }
 
-fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsError> {
+fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsValue> {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
         .map_err(|e| into_error(keyless_core::Code::Internal, e))
@@ -75,7 +85,7 @@ pub fn start() {
 pub fn check_reply(
     text: &str,
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
-) -> Result<JsValue, JsError> {
+) -> Result<JsValue, JsValue> {
     let (s, _) = settings(settings_js)?;
     to_js(&core_check(text, &s))
 }
@@ -86,7 +96,7 @@ pub fn check_reply(
 pub fn command_views(
     text: &str,
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
-) -> Result<JsValue, JsError> {
+) -> Result<JsValue, JsValue> {
     let (s, judge) = settings(settings_js)?;
     to_js(&keyless_core::check::command_views(text, &s, &judge))
 }
@@ -96,7 +106,7 @@ pub fn command_views(
 pub fn parse_partial_reply(
     text: &str,
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
-) -> Result<JsValue, JsError> {
+) -> Result<JsValue, JsValue> {
     let (s, _) = settings(settings_js)?;
     to_js(&parse_partial(text, &s.limits))
 }
@@ -106,7 +116,7 @@ pub fn parse_partial_reply(
 pub fn classify_command(
     line: &str,
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
-) -> Result<JsValue, JsError> {
+) -> Result<JsValue, JsValue> {
     let (_, judge) = settings(settings_js)?;
     to_js(&decide_with(
         line,
@@ -120,7 +130,7 @@ pub fn classify_command(
 #[wasm_bindgen(js_name = systemPrompt)]
 pub fn system_prompt(
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
-) -> Result<String, JsError> {
+) -> Result<String, JsValue> {
     let (s, judge) = settings(settings_js)?;
     Ok(core_prompt(
         &s,
@@ -134,7 +144,7 @@ pub fn system_prompt(
 
 /// Validates a piece: `{ piece, errors, warnings }` (strict unless `lenient`).
 #[wasm_bindgen(js_name = validatePiece, unchecked_return_type = "Validation")]
-pub fn validate_piece(yaml: &str, lenient: bool) -> Result<JsValue, JsError> {
+pub fn validate_piece(yaml: &str, lenient: bool) -> Result<JsValue, JsValue> {
     let mode = if lenient {
         Strictness::Lenient
     } else {
@@ -146,13 +156,13 @@ pub fn validate_piece(yaml: &str, lenient: bool) -> Result<JsValue, JsError> {
 /// Validates a piece as it would be stored under `name` (strict, and its name must be `name`):
 /// what `PUT /v1/pieces/{name}` checks, live in the piece editor.
 #[wasm_bindgen(js_name = validatePieceAs, unchecked_return_type = "Validation")]
-pub fn validate_piece_as(yaml: &str, name: &str) -> Result<JsValue, JsError> {
+pub fn validate_piece_as(yaml: &str, name: &str) -> Result<JsValue, JsValue> {
     to_js(&keyless_core::piece::validate_as(yaml, name))
 }
 
 /// Each movement's effective tools, for a piece that loads (leniently).
 #[wasm_bindgen(js_name = pieceTools, unchecked_return_type = "EffectiveTools[]")]
-pub fn piece_tools(yaml: &str) -> Result<JsValue, JsError> {
+pub fn piece_tools(yaml: &str) -> Result<JsValue, JsValue> {
     let piece = loaded(yaml)?;
     let all: Vec<_> = piece
         .movements
@@ -164,26 +174,26 @@ pub fn piece_tools(yaml: &str) -> Result<JsValue, JsError> {
 
 /// Checks an `.as` program on its own (`keyless-host as check` without following imports).
 #[wasm_bindgen(js_name = asCheck, unchecked_return_type = "AsCheckReport")]
-pub fn as_check(src: &str) -> Result<JsValue, JsError> {
+pub fn as_check(src: &str) -> Result<JsValue, JsValue> {
     to_js(&keyless_core::lang::check(src))
 }
 
 /// The canonical form of an `.as` program (`keyless-host as fmt`); a syntax error is thrown as
 /// `KA_AS_SYNTAX line L, column C: …`.
 #[wasm_bindgen(js_name = asFormat)]
-pub fn as_format(src: &str) -> Result<String, JsError> {
-    keyless_core::lang::format::format_source(src).map_err(|d| JsError::new(&d.to_string()))
+pub fn as_format(src: &str) -> Result<String, JsValue> {
+    keyless_core::lang::format::format_source(src).map_err(|d| JsError::new(&d.to_string()).into())
 }
 
 /// The movement graph's nodes (with their layers) and edges, for an SVG view.
 #[wasm_bindgen(js_name = pieceGraphModel, unchecked_return_type = "Graph")]
-pub fn piece_graph_model(yaml: &str) -> Result<JsValue, JsError> {
+pub fn piece_graph_model(yaml: &str) -> Result<JsValue, JsValue> {
     to_js(&graph::model(&loaded(yaml)?))
 }
 
 /// The movement graph as Mermaid (`"mermaid"`) or Graphviz dot (`"dot"`).
 #[wasm_bindgen(js_name = pieceGraph)]
-pub fn piece_graph(yaml: &str, format: &str) -> Result<String, JsError> {
+pub fn piece_graph(yaml: &str, format: &str) -> Result<String, JsValue> {
     let piece = loaded(yaml)?;
     match format {
         "dot" => Ok(graph::dot(&piece)),
@@ -195,7 +205,7 @@ pub fn piece_graph(yaml: &str, format: &str) -> Result<String, JsError> {
     }
 }
 
-fn loaded(yaml: &str) -> Result<keyless_core::piece::Piece, JsError> {
+fn loaded(yaml: &str) -> Result<keyless_core::piece::Piece, JsValue> {
     let v = validate(yaml, Strictness::Lenient);
     match (v.piece, v.errors.first()) {
         (Some(p), _) => Ok(p),
@@ -212,11 +222,11 @@ fn loaded(yaml: &str) -> Result<keyless_core::piece::Piece, JsError> {
 
 /// The shipped adapters with the user's overrides: the core's own loader (the same JSON parser
 /// and the same errors as native; serde-wasm-bindgen would ignore unknown keys).
-fn sites(overrides: Option<String>) -> Result<Vec<SiteAdapter>, JsError> {
+fn sites(overrides: Option<String>) -> Result<Vec<SiteAdapter>, JsValue> {
     load_sites(DEFAULT_SITES_JSON, overrides.as_deref()).map_err(|e| into_error(e.code(), e))
 }
 
-fn from_js<T: serde::de::DeserializeOwned>(value: JsValue) -> Result<T, JsError> {
+fn from_js<T: serde::de::DeserializeOwned>(value: JsValue) -> Result<T, JsValue> {
     serde_wasm_bindgen::from_value(value)
         .map_err(|e| into_error(keyless_core::Code::ConfigInvalid, e))
 }
@@ -224,7 +234,7 @@ fn from_js<T: serde::de::DeserializeOwned>(value: JsValue) -> Result<T, JsError>
 /// What the user typed for a pairing code, as the code (`k7qm 2xd9` → `K7QM-2XD9`); throws
 /// `KA_CONFIG_VALIDATION …` with what is wrong, before anything is sent.
 #[wasm_bindgen(js_name = readPairingCode)]
-pub fn read_pairing_code(typed: &str) -> Result<String, JsError> {
+pub fn read_pairing_code(typed: &str) -> Result<String, JsValue> {
     keyless_core::pairing::read_code(typed)
         .map_err(|why| into_error(keyless_core::Code::ConfigValidation, why))
 }
@@ -238,13 +248,13 @@ pub fn default_sites_json() -> String {
 
 /// Every site adapter: the shipped ones with the user's overrides (JSON text) applied.
 #[wasm_bindgen(js_name = loadSites, unchecked_return_type = "SiteAdapter[]")]
-pub fn load_sites_js(overrides: Option<String>) -> Result<JsValue, JsError> {
+pub fn load_sites_js(overrides: Option<String>) -> Result<JsValue, JsValue> {
     to_js(&sites(overrides)?)
 }
 
 /// The adapter for a page's host name, or `null`.
 #[wasm_bindgen(js_name = siteForHost, unchecked_return_type = "SiteAdapter | null")]
-pub fn site_for_host_js(overrides: Option<String>, host: &str) -> Result<JsValue, JsError> {
+pub fn site_for_host_js(overrides: Option<String>, host: &str) -> Result<JsValue, JsValue> {
     let all = sites(overrides)?;
     to_js(&site_for_host(&all, host))
 }
@@ -255,7 +265,7 @@ pub fn follow_reply(
     text: &str,
     #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
     #[wasm_bindgen(unchecked_param_type = "Partial<PageObservation>")] page: JsValue,
-) -> Result<JsValue, JsError> {
+) -> Result<JsValue, JsValue> {
     let (s, judge) = settings(settings_js)?;
     let page: PageObservation = from_js(page)?;
     to_js(&follow(text, &s, &judge, &page))
@@ -268,7 +278,7 @@ pub fn follow_generation(
     text: &str,
     shape_json: &str,
     #[wasm_bindgen(unchecked_param_type = "Partial<PageObservation>")] page: JsValue,
-) -> Result<JsValue, JsError> {
+) -> Result<JsValue, JsValue> {
     let shape = keyless_core::lang::chat::wire_shape(shape_json)
         .ok_or_else(|| into_error(keyless_core::Code::ConfigInvalid, "not a shape"))?;
     let page: PageObservation = from_js(page)?;
@@ -291,7 +301,7 @@ impl ReplyFollower {
     #[wasm_bindgen(constructor)]
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "CoreOptions | undefined")] settings_js: JsValue,
-    ) -> Result<ReplyFollower, JsError> {
+    ) -> Result<ReplyFollower, JsValue> {
         let (s, judge) = settings(settings_js)?;
         Ok(Self {
             inner: keyless_core::site::Follower::new(s, judge),
@@ -304,7 +314,7 @@ impl ReplyFollower {
         &mut self,
         text: &str,
         #[wasm_bindgen(unchecked_param_type = "Partial<PageObservation>")] page: JsValue,
-    ) -> Result<JsValue, JsError> {
+    ) -> Result<JsValue, JsValue> {
         let page: PageObservation = from_js(page)?;
         to_js(&self.inner.update(text, &page))
     }
@@ -317,7 +327,7 @@ pub fn delivery_for(
     #[wasm_bindgen(unchecked_param_type = "SiteAdapter")] site: JsValue,
     turn: u32,
     batch: u32,
-) -> Result<JsValue, JsError> {
+) -> Result<JsValue, JsValue> {
     let site: SiteAdapter = from_js(site)?;
     to_js(&delivery(text, &site, turn, batch))
 }
@@ -327,7 +337,7 @@ pub fn delivery_for(
 pub fn doctor_report(
     #[wasm_bindgen(unchecked_param_type = "SiteAdapter")] site: JsValue,
     #[wasm_bindgen(unchecked_param_type = "SelectorProbe[]")] probes: JsValue,
-) -> Result<JsValue, JsError> {
+) -> Result<JsValue, JsValue> {
     let site: SiteAdapter = from_js(site)?;
     let probes: Vec<SelectorProbe> = from_js(probes)?;
     to_js(&doctor(&site, &probes))
@@ -337,7 +347,7 @@ pub fn doctor_report(
 #[wasm_bindgen(js_name = pickCandidates)]
 pub fn pick_candidates(
     #[wasm_bindgen(unchecked_param_type = "Picked")] picked: JsValue,
-) -> Result<Vec<String>, JsError> {
+) -> Result<Vec<String>, JsValue> {
     let picked: Picked = from_js(picked)?;
     Ok(keyless_core::site::pick_candidates(&picked))
 }
@@ -348,7 +358,7 @@ pub fn choose_pick(
     key: &str,
     candidates: Vec<String>,
     #[wasm_bindgen(unchecked_param_type = "CandidateFacts[]")] facts: JsValue,
-) -> Result<Option<u32>, JsError> {
+) -> Result<Option<u32>, JsValue> {
     let facts: Vec<CandidateFacts> = from_js(facts)?;
     Ok(keyless_core::site::choose_pick(key, &candidates, &facts)
         .and_then(|i| u32::try_from(i).ok()))
@@ -362,7 +372,7 @@ pub fn add_override(
     key: &str,
     selector: &str,
     current: Vec<String>,
-) -> Result<String, JsError> {
+) -> Result<String, JsValue> {
     keyless_core::site::add_override(
         DEFAULT_SITES_JSON,
         overrides.as_deref(),
@@ -376,7 +386,7 @@ pub fn add_override(
 
 /// The user's overrides merged with an imported file of overrides (the file wins), checked.
 #[wasm_bindgen(js_name = importOverrides)]
-pub fn import_overrides(mine: Option<String>, file: &str) -> Result<String, JsError> {
+pub fn import_overrides(mine: Option<String>, file: &str) -> Result<String, JsValue> {
     keyless_core::site::import_overrides(DEFAULT_SITES_JSON, mine.as_deref(), file)
         .map_err(|e| into_error(e.code(), e))
 }
@@ -384,13 +394,13 @@ pub fn import_overrides(mine: Option<String>, file: &str) -> Result<String, JsEr
 /// The extension's settings as they start (`Settings` in extension/src/protocol.ts): host address,
 /// mode, pace, budgets.
 #[wasm_bindgen(js_name = extensionDefaults, unchecked_return_type = "Settings")]
-pub fn extension_defaults() -> Result<JsValue, JsError> {
+pub fn extension_defaults() -> Result<JsValue, JsValue> {
     to_js(&keyless_core::site::extension_defaults())
 }
 
 /// JS string positions (UTF-16 code units) of 1-based lines: `[{line, start, end} | null]`, so a
 /// diagnostic's line can be selected or highlighted in a textarea or editor.
 #[wasm_bindgen(js_name = utf16Spans, unchecked_return_type = "(Utf16Span | null)[]")]
-pub fn utf16_spans(text: &str, lines: Vec<u32>) -> Result<JsValue, JsError> {
+pub fn utf16_spans(text: &str, lines: Vec<u32>) -> Result<JsValue, JsValue> {
     to_js(&keyless_core::text::utf16_line_spans(text, &lines))
 }

@@ -40,9 +40,18 @@ fn check_reply_gives_code_and_line() {
 #[wasm_bindgen_test]
 fn bad_settings_are_a_js_error_with_its_code() {
     let e = check_reply("@@eof\n", obj(r#"{"pace":"Turbo"}"#)).expect_err("bad pace");
-    let e: JsValue = e.into();
+    // The same failure, typed, for the extension: it never reads the code out of the message.
+    let wire = json(&js_sys::Reflect::get(&e, &JsValue::from_str("wire")).expect("wire"));
     let msg: String = js_sys::Error::from(e).message().into();
     assert!(msg.starts_with("KA_CONFIG_VALIDATION"), "{msg}");
+    assert_eq!(wire["code"], "KA_CONFIG_VALIDATION");
+    assert_eq!(
+        format!(
+            "KA_CONFIG_VALIDATION {}",
+            wire["message"].as_str().expect("message")
+        ),
+        msg
+    );
 }
 
 #[wasm_bindgen_test]
@@ -100,7 +109,7 @@ fn sites_load_override_and_doctor() {
     );
     let bad = load_sites_js(Some(r#"{"chatgpt":{"selectors":{"composr":"x"}}}"#.into()))
         .expect_err("typo");
-    let msg: String = js_sys::Error::from(JsValue::from(bad)).message().into();
+    let msg: String = js_sys::Error::from(bad).message().into();
     assert!(msg.contains("did you mean \"composer\""), "{msg}");
     let lines = json(
         &doctor_report(

@@ -1,5 +1,7 @@
 // Generated from keyless-core's Rust types by `cargo xtask contract`. Do not edit.
 
+export type Code = "KA_PARSE_UNKNOWN_COMMAND" | "KA_PARSE_STRAY_TEXT" | "KA_PARSE_MISSING_EOF" | "KA_PARSE_TEXT_AFTER_EOF" | "KA_PARSE_UNTERMINATED_BLOCK" | "KA_PARSE_MISSING_PAYLOAD" | "KA_PARSE_UNEXPECTED_PAYLOAD" | "KA_PARSE_MISSING_ARGUMENT" | "KA_PARSE_BAD_MARKER" | "KA_PARSE_BAD_PATH" | "KA_PARSE_BAD_ARGUMENT" | "KA_REPLY_EMPTY" | "KA_LIMIT_RESPONSE_CHARS" | "KA_LIMIT_FILE_CONTENT_CHARS" | "KA_TIMEOUT" | "KA_PATH_OUTSIDE" | "KA_FILE_NOT_FOUND" | "KA_FILE_ALREADY_EXISTS" | "KA_FIND_NOT_UNIQUE" | "KA_FILE_IO" | "KA_COMMAND_DENIED" | "KA_COMMAND_DECLINED" | "KA_COMMAND_FAILED" | "KA_COMMAND_NOT_FOUND" | "KA_CANCELLED" | "KA_PARSE_BAD_OPTION" | "KA_PARSE_CONFLICTING_CONTROL" | "KA_PARSE_SAY_ONLY" | "KA_BRANCH_PROTECTED" | "KA_NOT_A_GIT_REPOSITORY" | "KA_GIT_FAILURE" | "KA_GIT_NOT_INSTALLED" | "KA_GIT_INIT_FAILED" | "KA_BROWSER_CONNECTION_FAILED" | "KA_SELECTOR_NOT_FOUND" | "KA_REPLY_TIMEOUT" | "KA_REPLY_TRUNCATED" | "KA_REPLY_INCOMPLETE" | "KA_SEND_NOT_CONFIRMED" | "KA_ATTACHMENT_UPLOAD_FAILED" | "KA_NETWORK_OFFLINE" | "KA_TOOL_MISSING" | "KA_COMPOSER_NOT_CLEAN" | "KA_CHAT_EXHAUSTED" | "KA_CONFIG_INVALID" | "KA_CONFIG_VALIDATION" | "KA_SNAPSHOT_MISSING" | "KA_SNAPSHOT_RUN_FAILED" | "KA_SESSION_NOT_FOUND" | "KA_INTERNAL" | "KA_PIECE_YAML" | "KA_PIECE_MISSING_FIELD" | "KA_PIECE_TYPE" | "KA_PIECE_FORMAT" | "KA_PIECE_UNKNOWN_KEY" | "KA_PIECE_REFERENCE" | "KA_PIECE_DUPLICATE" | "KA_PIECE_SENTINEL" | "KA_PIECE_SSH" | "KA_PIECE_UNKNOWN_TOOL" | "KA_PIECE_UNREACHABLE" | "KA_PIECE_TRANSITION" | "KA_AS_SYNTAX" | "KA_AS_LIMIT" | "KA_AS_ENTRY" | "KA_AS_USE" | "KA_AS_NAME" | "KA_AS_IMPORT" | "KA_AS_IMPORT_CYCLE" | "KA_AS_RUNTIME" | "KA_AS_SHAPE" | "KA_AS_MODEL" | "KA_AS_MODEL_AUTH" | "KA_AS_MODEL_NETWORK" | "KA_AS_MODEL_TIMEOUT" | "KA_AS_MODEL_NOT_FOUND" | "KA_AS_MOCK_EXHAUSTED" | "KA_AS_TOOL_REFUSED" | "KA_AS_MEMORY" | "KA_AS_EFFECT" | "KA_AS_DEPTH" | "KA_AS_GENERATE" | "KA_AS_CHAT_UNAVAILABLE" | "KA_AS_CHAT_BUSY" | "KA_AS_CHAT_CLOSED" | "KA_AS_CANCELLED" | "KA_SSH_NOT_DECLARED" | "KA_SSH_UNKNOWN_CONNECTION" | "KA_SSH_NOT_ALLOWED" | "KA_SSH_NOT_OWNER" | "KA_SSH_NOT_GRANTED" | "KA_PIECE_NOT_FOUND" | "KA_UNAUTHORIZED" | "KA_HOST_UNREACHABLE" | "KA_FILE_CHANGED" | "KA_RATE_LIMITED" | "KA_MCP_NOT_CONFIGURED" | "KA_MCP_UNAVAILABLE" | "KA_MCP_UNKNOWN_TOOL" | "KA_MCP_TOOL_FAILED" | "KA_SSH_HOST_KEY" | "KA_SSH_FAILED" | "KA_GIT_PROTECTED" | "KA_WORKSPACE_REFUSED" | "KA_BATCH_NOT_FOUND" | "KA_LAUNCH_REFUSED" | "KA_LIMIT_PROCESSES" | "KA_LIMIT_MEMORY" | "KA_UNDO_REFUSED";
+
 export type Mode = "Ask" | "AutoSafe" | "Auto";
 
 export type Pace = "Step" | "Balanced" | "Batch";
@@ -34,7 +36,9 @@ export type Severity = "error" | "warning";
 
 export type Pos = { line: number, column: number, };
 
-export type Diagnostic = { code: string, severity: Severity, file?: string, line: number | null, column?: number, end?: Pos, key?: string, message: string, help?: string, notes?: Array<string>, };
+export type Diagnostic = { code: Code, severity: Severity, file?: string, line: number | null, column?: number, end?: Pos, key?: string, message: string, help?: string, notes?: Array<string>, };
+
+export type WireError = { code: Code, message: string, key?: string, help?: string, };
 
 export type Tier = "ReadOnly" | "Build" | "Execute" | "Risky" | "Denied";
 
@@ -197,7 +201,7 @@ export type FollowReport = { verdict: WatchVerdict,
 /**
  * The code of a verdict that ends the wait with a problem.
  */
-code: string | null, 
+code: Code | null, 
 /**
  * `true` once the reply is complete and `diagnostics` are final.
  */
@@ -225,7 +229,7 @@ incomplete: boolean, quietMs: number, waitedMs: number, exhausted: boolean, trun
 
 export type Delivery = { "kind": "paste" } | { "kind": "attach", file_name: string, note: string, };
 
-export type DoctorLine = { key: string, selector: string | null, status: string, code: string | null, message: string, 
+export type DoctorLine = { key: string, selector: string | null, status: string, code: Code | null, message: string, 
 /**
  * For a selector that does not match and that the user can show on the page: what to click
  * ("the box where you type your message"); the overlay offers "Pick it".
@@ -354,7 +358,7 @@ export type Utf16Span = { line: number, start: number, end: number, };
 
 export type AsCheckReport = { ok: boolean, diagnostics: Array<Diagnostic>, };
 
-export type ErrorBody = { code: string, message: string, 
+export type ErrorBody = { code: Code, message: string, 
 /**
  * A refused piece's findings (`PUT /v1/pieces/{name}`), each with its key and line.
  */
@@ -870,7 +874,7 @@ export type GenerationReport = {
  * `complete_without_eof` means the reply holds no JSON at all: it is handed on too, and the
  * program's `attempts` decide.
  */
-verdict: WatchVerdict, code: string | null, 
+verdict: WatchVerdict, code: Code | null, 
 /**
  * A complete JSON object is in the reply.
  */

@@ -106,7 +106,7 @@ impl IntoResponse for ApiError {
         let mut res = (
             status,
             Json(api::ErrorBody {
-                code: code.as_str().to_string(),
+                code,
                 message: self.to_string(),
                 findings: match self {
                     ApiError::Piece(_, _, findings) => findings,
