@@ -14,7 +14,7 @@
 //! - [`site`]: chat-site adapters as data, reply completion, delivery and the selector doctor;
 //! - [`turn`]: the turn engine: what a batch's outcome does to the session and its piece;
 //! - [`secrets`]: which environment variables programs and commands may see;
-//! - [`lang`]: `.as` programs (seed 002): tokenizer, parser, analyzer and formatter.
+//! - [`lang`]: `.as` programs: tokenizer, parser, analyzer and formatter.
 //!
 //! No I/O, no clock, no randomness.
 

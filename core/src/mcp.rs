@@ -1,4 +1,4 @@
-//! MCP tools (seed 003's `required_mcp` and `mcp__server__tool`, seed 002's `mcp://`): the names,
+//! MCP tools (the pieces specification's `required_mcp` and `mcp__server__tool`, the `.as` specification's `mcp://`): the names,
 //! how a piece's tool patterns match a server's real tools, and what a tool is worth to the policy.
 //! Pure: the host runs the servers (`keyless-host mcp list`).
 

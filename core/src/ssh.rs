@@ -1,4 +1,4 @@
-//! SSH connections (seed 003's `SshExec`, `SshUpload`, `SshDownload`): the registry's records and
+//! SSH connections (the pieces specification's `SshExec`, `SshUpload`, `SshDownload`): the registry's records and
 //! the one decision of whether a movement may use a connection, as the seed's
 //! `allowed_ssh_connections` table says, with the ownership and grant checks it asks for.
 //! Pure: the host keeps the registry and runs OpenSSH.

@@ -53,7 +53,7 @@ fn roundtrip(src: &str) -> Option<String> {
     Some(formatted)
 }
 
-/// Every code example of seed 002 (fragments wrapped in the program they need) is a valid
+/// Every code example of the `.as` specification (fragments wrapped in the program they need) is a valid
 /// program, and its canonical form is snapshotted.
 #[test]
 fn seed_examples_check_and_format() {
@@ -193,7 +193,7 @@ proptest! {
     }
 }
 
-/// A file's syntax slip no longer hides its other problems (issue 42: three rounds of
+/// A file's syntax slip no longer hides its other problems (three rounds of
 /// `as check` to see nine problems): one run reports them all, and what only echoes the slip
 /// (a name the skipped line declared) is not reported.
 #[test]
@@ -227,7 +227,7 @@ fn every_problem_of_a_file_in_one_run() {
     assert_eq!(lines, sorted);
 }
 
-/// A misspelt shape type is one problem, not the end of the check (issue 42's walkthrough: it hid
+/// A misspelt shape type is one problem, not the end of the check (it hid
 /// an unknown field, an unknown name and an out-of-range `attempts`).
 #[test]
 fn a_misspelt_shape_type_hides_nothing_else() {

@@ -175,7 +175,7 @@ fn attempts_retry_with_the_error_and_provider_errors_do_not() {
     assert_eq!(e.code, Code::AsShape);
     assert_eq!(s.calls.len(), 4);
     assert!(e.message.contains("after 4 tries (3 retries)"), "{e}");
-    // Without `attempts`, one bad answer is asked again once (seed 002: default 1 retry).
+    // Without `attempts`, one bad answer is asked again once (the `.as` specification: default 1 retry).
     let plain = program("        return generate({ input: \"go\" }) {\n            return {\n                ok boolean\n            }\n        }");
     let mut s = script(&["not json", "{\"ok\": true}"]);
     assert_eq!(
@@ -513,7 +513,7 @@ fn the_repl_session_keeps_variables_and_declarations() {
     assert_eq!(open_depth("s = \"{\" // {"), 0);
 }
 
-/// Issue 25: a program cannot exhaust memory. Each bomb fails with KA_AS_LIMIT, quickly, and the
+/// A program cannot exhaust memory. Each bomb fails with KA_AS_LIMIT, quickly, and the
 /// process never holds more than a small multiple of the limit.
 #[test]
 fn values_are_bounded_in_size_and_nesting() {

@@ -362,7 +362,7 @@ fn fallback_piece(default_next: &str) -> keyless_core::piece::Piece {
     ))
 }
 
-/// ASK is a real question (issue 14.9): `@@done status=needs_user_input` stops the run and ends
+/// ASK is a real question: `@@done status=needs_user_input` stops the run and ends
 /// the turn unless the user answers; the answer continues the same movement and reaches the
 /// model; a run waiting on its question raises no other.
 #[test]
@@ -457,7 +457,7 @@ fn a_question_stops_the_run_and_the_answer_resumes_it() {
     assert_eq!(run.state(), &running("plan"));
 }
 
-/// default_next fires on every trigger the seed names, as keyless maps them (issue 14.11):
+/// default_next fires on every trigger the seed names, as keyless maps them:
 /// SpawnSubTask unavailable (WAIT_SUBTASKS, above), context overflow (the turn's batch budget
 /// running out inside a movement) and the ASK limit (a question nobody answered).
 #[test]
@@ -554,7 +554,7 @@ fn an_old_asking_run_still_loads() {
     assert_eq!(run.state(), &running("plan"));
 }
 
-/// The views judge a command as the executor will (issue 14.12): in a piece session the
+/// The views judge a command as the executor will: in a piece session the
 /// movement's `allowed_commands` replaces the allow-list (an allowed `npm test` runs unasked in
 /// AutoSafe), and what the movement does not offer is denied with its reason, in the dashboard's
 /// `command_views` and the overlay's follower alike.

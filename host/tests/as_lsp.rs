@@ -130,7 +130,7 @@ fn an_editor_gets_diagnostics_formatting_hover_and_definitions() {
     let broken = "import agent Exec from \"./exec.as\"\n\nmain agent Plan {\n    main func(input) {\n        é = = 1\n        return rslt\n    }\n}\n";
     c.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": "agentscript", "version": 1, "text": broken}}));
     let d = c.diagnostics(&uri);
-    // Both, in one run (issue 42): the syntax slip no longer hides the unknown name after it.
+    // Both, in one run: the syntax slip no longer hides the unknown name after it.
     assert_eq!(d.len(), 2, "{d:?}");
     assert_eq!(d[0]["code"], "KA_AS_SYNTAX");
     assert_eq!(d[1]["code"], "KA_AS_NAME", "{d:?}");

@@ -395,7 +395,7 @@ fn allow_http(port: u16) -> tempfile::TempDir {
     cfg
 }
 
-/// A program's network needs trust (issue 40, attack 8): a loopback "metadata" service the user
+/// A program's network needs trust: a loopback "metadata" service the user
 /// never allowed is not reached, nor is any origin missing from `Programs.Http`, whether the
 /// program names it or a workspace keyless.json (not approved) lists it; nothing is sent. The
 /// control: the same program with the origin in the user's `Programs.Http` reaches it.

@@ -1,4 +1,4 @@
-//! The boundary on the newest surfaces (issue 25): every write path asks the one own-file check,
+//! The boundary on the newest surfaces: every write path asks the one own-file check,
 //! whatever front end asks for the write. Each test runs the real `keyless-host` binary in a temp
 //! folder; canaries and the user's config live outside the workspace or in a fake home, never in
 //! the real one.

@@ -1,5 +1,5 @@
 //! Limits that fail closed, files the user's tools run later, views that show what runs, and
-//! bounded commands (issue 40). Each attack runs through the front end a user would use (`run`,
+//! bounded commands. Each attack runs through the front end a user would use (`run`,
 //! `policy`, `log`, `serve`'s API) against the real binary, with canaries outside the workspace
 //! and a positive control that shows the payload fires when nothing stops it.
 #![allow(clippy::disallowed_methods)] // tests and benches start the programs under test

@@ -645,7 +645,7 @@ fn a_server_that_needs_a_login_is_logged_in_to_refreshed_and_logged_out_of() {
     assert!(said.contains("keyless-host mcp login remote"), "{said}");
 }
 
-/// Issue 40, attack 4: `mcp login` opens the browser through the launcher. With no `$BROWSER`,
+/// `mcp login` opens the browser through the launcher. With no `$BROWSER`,
 /// `xdg-open` is looked up only in PATH folders the model cannot write: a `.venv/bin/xdg-open`
 /// of the model's first on PATH never runs, the trusted one does (and completes the login).
 #[test]

@@ -1,4 +1,4 @@
-//! Nothing keyless starts for the user runs what the model wrote (issue 40): git for a push, the
+//! Nothing keyless starts for the user runs what the model wrote: git for a push, the
 //! version probes, an MCP stdio server, `doctor`'s probes and the user's own configuration files
 //! that are links into the workspace. Each attack plants a program or a setting that writes a
 //! canary outside the workspace, runs the real `keyless-host` the way a user would, and checks

@@ -1,4 +1,4 @@
-//! The repository map of the first prompt (issue 42, "the model starts blind"), measured the way
+//! The repository map of the first prompt ("the model starts blind"), measured the way
 //! a user meets it: a real `serve`, a session started over HTTP, and a scripted model that reads
 //! only what the prompt and the results show. It fixes a small Python project's bug with the map
 //! and without it (`Agent.RepoMapChars: 0`), and the figures are printed: the characters the map

@@ -111,7 +111,7 @@ async fn refusals_have_their_status_and_code() {
                 ..GET
             },
             StatusCode::FORBIDDEN,
-            "KA_COMMAND_DENIED",
+            "KA_UNAUTHORIZED",
         ),
         (
             Call {
@@ -119,7 +119,7 @@ async fn refusals_have_their_status_and_code() {
                 ..GET
             },
             StatusCode::FORBIDDEN,
-            "KA_COMMAND_DENIED",
+            "KA_UNAUTHORIZED",
         ),
         (
             Call {
@@ -127,7 +127,7 @@ async fn refusals_have_their_status_and_code() {
                 ..GET
             },
             StatusCode::FORBIDDEN,
-            "KA_COMMAND_DENIED",
+            "KA_UNAUTHORIZED",
         ),
         (
             Call {
@@ -135,7 +135,7 @@ async fn refusals_have_their_status_and_code() {
                 ..GET
             },
             StatusCode::FORBIDDEN,
-            "KA_COMMAND_DENIED",
+            "KA_UNAUTHORIZED",
         ),
         (
             Call {
@@ -184,7 +184,7 @@ async fn refusals_have_their_status_and_code() {
                 r#"{"code":"ABCD-EFGH","extension_id":"abcdefghijklmnopabcdefghijklmnop"}"#,
             ),
             StatusCode::FORBIDDEN,
-            "KA_COMMAND_DENIED",
+            "KA_UNAUTHORIZED",
         ),
         (
             post("/v1/confirmations/99", r#"{"approve":true}"#),

@@ -1159,7 +1159,7 @@ fn allowed_commands_override_the_allow_list() {
     assert!(!text.contains("hello from python"), "{text}");
 }
 
-/// ASK is a real question in `run` too (issue 14.9): `--answer` (or the terminal) answers the
+/// ASK is a real question in `run` too: `--answer` (or the terminal) answers the
 /// piece's question and the movement goes on; with no way to ask, the turn stops on the question
 /// and the next reply of the session (after the user answered in the chat) resumes the run.
 #[test]
@@ -1206,7 +1206,7 @@ fn run_asks_the_pieces_question() {
     );
 }
 
-/// Exit codes a script can tell apart (issue 26): 0 only when the task reached @@done, 1 when
+/// Exit codes a script can tell apart: 0 only when the task reached @@done, 1 when
 /// the format retries ran out, 3 when a command failed, 4 when the user declined, 5 when the turn
 /// is not finished; the @@done message is shown, and the last results do not ask for @@done again.
 #[test]
@@ -1271,7 +1271,7 @@ fn run_reads_replies_from_stdin() {
     assert_eq!(fx.read("b.txt"), b"b\n");
 }
 
-/// A branch per task (issue 26): a session that starts on a protected branch works on
+/// A branch per task: a session that starts on a protected branch works on
 /// `keyless/<date>-<slug>`, the model is told the branch, @@commit lands there and is pushed, and
 /// at @@done the user sees how to review and merge it. With Git.TaskBranch "" the commit is refused
 /// before anyone is asked to approve it.

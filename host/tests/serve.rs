@@ -460,7 +460,7 @@ fn pairing_binds_a_token_to_an_extension_origin() {
     assert_eq!((s, v["code"].as_str()), (401, Some("KA_UNAUTHORIZED")));
 }
 
-/// Firefox (issue 31): the add-on pairs with its internal UUID, and its token works only with
+/// Firefox: the add-on pairs with its internal UUID, and its token works only with
 /// that `moz-extension://` origin: not another UUID's, not a Chrome origin of the same letters.
 #[test]
 fn a_firefox_add_on_pairs_with_its_moz_extension_origin() {
@@ -1376,7 +1376,7 @@ fn stopping_serve_declines_what_waits_for_an_answer() {
     assert!(log.contains("KA_COMMAND_DECLINED"), "{log}");
 }
 
-/// ASK is a real question (issue 14.9): a piece's `@@done status=needs_user_input` stops the run
+/// ASK is a real question: a piece's `@@done status=needs_user_input` stops the run
 /// on one question the user answers through the API (as the overlay and the dashboard do); the
 /// answer resumes the movement and reaches the model. The same batch sent again while the
 /// question waits, and after, raises no second question.
@@ -1493,7 +1493,7 @@ impl Server {
     }
 }
 
-/// The piece API (issue 14.17): PUT stores a workspace piece under strict validation and answers
+/// The piece API: PUT stores a workspace piece under strict validation and answers
 /// refusals with the findings' codes, paths and lines; GET reads a piece back; DELETE removes
 /// the workspace's piece only, uncovering the built-in one it hid. Nothing is written through a
 /// symlinked `.agent/pieces`.
@@ -1811,7 +1811,7 @@ fn mcp_servers_start_with_a_piece_session_and_stop_with_serve() {
     }
 }
 
-/// Issue 25: a program started through the API that exhausts memory ends only itself (its own
+/// A program started through the API that exhausts memory ends only itself (its own
 /// process), is recorded as failed with KA_AS_LIMIT, and the server goes on serving; a normal
 /// program still streams its trace and keeps its record.
 #[test]
@@ -1902,7 +1902,7 @@ fn reply_unasked(srv: &Server, session: &str, reply: &str) -> serde_json::Value 
     })
 }
 
-/// "Always allow" (issue 27): the confirmation offers the exact line and the pattern keyless would
+/// "Always allow": the confirmation offers the exact line and the pattern keyless would
 /// save; the rule is kept in the user's config folder (mode 0600), never in the workspace; a later
 /// matching line runs unasked, a wider line is still asked, a Denied line is still denied, and
 /// `allow remove` takes it back. A @@deletefile's confirmation shows the diff it will make, and
@@ -2068,7 +2068,7 @@ fn always_allow_previews_and_diffs_through_serve() {
     });
 }
 
-/// Step-up through serve (issue 30): a server that refuses the stored login for one tool
+/// Step-up through serve: a server that refuses the stored login for one tool
 /// (403 insufficient_scope, tests/mcp/protected.mjs) makes the call wait for the user; approved,
 /// the login page opens in the "browser" (curl follows the redirect back to keyless-host), the
 /// call is tried again and answers. Declined, the model is told the user did not log in.

@@ -1,5 +1,5 @@
-//! Undo covers what commands changed, and never overwrites a change made after the batch unasked
-//! (issue 42): a `sed -i`, an `rm`, a file a command made, bytes kept exactly (CRLF, the run
+//! Undo covers what commands changed, and never overwrites a change made after the batch unasked:
+//! a `sed -i`, an `rm`, a file a command made, bytes kept exactly (CRLF, the run
 //! bit), a later batch and the user's own edit, `undo --list` naming every file, and the user's
 //! repository left as it was.
 #![allow(clippy::disallowed_methods)] // tests start the programs under test

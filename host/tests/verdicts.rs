@@ -1,4 +1,4 @@
-//! One verdict for what is shown and what runs (issue 25): the same batch, judged by the preview
+//! One verdict for what is shown and what runs: the same batch, judged by the preview
 //! (core's `command_views`, which the overlay, the dashboard and the playground use) and carried
 //! out by the executor, meets the same tier and decision for every command the executor reached,
 //! under every mode, allow-list and workspace context.

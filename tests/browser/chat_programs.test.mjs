@@ -143,7 +143,7 @@ test("a program with two generates thinks with the chat tab; a shape mismatch is
 test("an answer with a trailing comma completes as the program reads it; a timeout says what the page showed", async () => {
   await withChat(
     [
-      // What models write (issue 42): a trailing comma, in the object and in a list.
+      // What models write: a trailing comma, in the object and in a list.
       { text: "```json\n{\"kind\": \"bug\", \"severity\": 2,}\n```" },
       { text: "```json\n{\"title\": \"Crash on save\", \"steps\": [\"Save 'a b.txt'\",],}\n```", chunk: 9, delayMs: 40 },
       // Begun and never finished: the site stops with the object open.

@@ -62,7 +62,7 @@ test("the dashboard shows batches, approves a confirmation, and looks right", as
     await page.getByText("Nothing is waiting for you.").waitFor();
     await page.locator(".audit td", { hasText: "src/greet.rs" }).first().waitFor();
     await page.screenshot({ path: join(shots, "dashboard.png"), fullPage: true });
-    // Decline with a reason (issue 42): the model reads why, as the command's result.
+    // Decline with a reason: the model reads why, as the command's result.
     const declined = api(host, `/v1/sessions/${s.session}/replies`, { reply: "@@runcommand\n<<<CMD\necho again > build.log\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n" });
     await page.getByText("Approve").waitFor({ timeout: 15000 });
     await page.locator("input.why-not").fill("build.log is fine as it is");

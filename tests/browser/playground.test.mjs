@@ -63,7 +63,7 @@ test("the playground shows the core's verdict live", async () => {
     await page.locator("#as-src").fill(program.replace("results.add(result)", "results.add(reslt)").replace("main agent Controller {\n    main func(input) {", "main agent Controller {\n    main func(input) {\n        x = input  y"));
     await page.locator("#as-verdict.bad").waitFor();
     const asDiags = await page.locator("#as-diags li").allTextContents();
-    // Both problems in one run (issue 42): the syntax slip no longer hides the unknown name.
+    // Both problems in one run: the syntax slip no longer hides the unknown name.
     assert.deepEqual(
       asDiags,
       ["KA_AS_SYNTAX" + "line 34, column 20" + "expected the end of the line, found \"y\"", "KA_AS_NAME" + "line 39, column 25" + "unknown name \"reslt\"" + "help: did you mean \"result\"?"],

@@ -186,7 +186,7 @@ describe("every site adapter on its imitation, in one browser with one host", ()
     }
   });
 
-  // Fail safe when a site differs from its adapter (issue 41): every imitation with its stop
+  // Fail safe when a site differs from its adapter: every imitation with its stop
   // signal selector broken (the reply streams with no recognized stop signal: no false problem,
   // it completes on @@eof and quiet), and with the class (or attribute) its replies carry renamed
   // on the page (the reply is read, or the doctor shows the reply selector broken; it is never

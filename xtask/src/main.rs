@@ -368,58 +368,12 @@ fn lint_firefox_build() -> Result {
         .env("WEB_EXT_NO_UPDATE_CHECK", "1"))
 }
 
-/// The wasm package's size budget: what the extension and the playground download. Raised from
-/// 600/230 KiB when the command policy became known-safe lists (about 110 KB of code before
-/// wasm-opt) and the follower became incremental; `opt-level = "z"` would fit the old budget but
-/// makes parsing in wasm three times slower. Raised again from 680/275 KiB for the `.as` language's
-/// front end (tokenizer, parser, analyzer, formatter: 91 KiB raw, 36 KiB gzip), which the
-/// playground's `.as` tab runs in the page. Raised again from 770/315 KiB for the MCP and SSH
-/// extension commands, which the overlay must parse and judge like the host (their arguments, the
-/// movement's MCP tools and connections, their tiers): measured 760 → 784 KiB raw, 308 → 318 KiB
-/// gzip, after checking `ARGS` without building a JSON value (-7 KiB). Raised again from 790/322
-/// KiB for the one verdict (issue 25): the overlay judges with the host's context (untrusted
-/// programs and the files that steer programs, read from the host's answers), the steering table,
-/// the glob rule and keyless's own names in every spelling: measured 784 → 799 KiB raw, 318 →
-/// 324.5 KiB gzip, after folding names without the Unicode lower-case tables (-12 KiB). Raised
-/// again from 802/326 KiB for reads outside the workspace (the overlay judges `cat ~/.ssh/id_rsa`
-/// as the host does), the popup's reading of a pairing code before it is sent, and the prompt's
-/// "# Git" section (the task branch): measured 799 → 809 KiB raw, 324.5 → 328 KiB gzip; then the
-/// reads rules reading options as each program does (clusters, abbreviations, follow-link options,
-/// globs that may climb, links): 809 → 814 KiB raw, 328 → 331 KiB gzip. Raised from 816/332 KiB
-/// for "always allow" (issue 27): the overlay judges a line with the user's rules from the host's
-/// context, as the executor does (a rule's tier ceiling and plain-words check): 814 → 818 KiB raw,
-/// 331 → 332 KiB gzip. Raised from 820/334 KiB for `keyless://chat` (issue 28): the worker follows
-/// a program's generation with the core's JSON reader and shape check (`followGeneration`), as
-/// the interpreter will judge the answer; a derived reader of the shape's tagged JSON cost
-/// 56 KiB, so it is written out: 819 → 846 KiB raw, 333 → 344 KiB gzip. Raised from 848/346 KiB
-/// for the analyzer's new rules (issue 29: `attempts` in range, a `generate` with no model in
-/// scope, methods take one argument, names every `if` branch assigns, fields of a declared
-/// input shape with "did you mean"), which the playground and the wasm `asCheck` run too:
-/// 846 → 852 KiB raw, 344 → 347 KiB gzip. Raised from 856/350 KiB for the schema-aligned answer
-/// reader (issue 29: the forgiving JSON reader, candidates and scored coercions), which the worker
-/// runs to say whether a chat reply fits as the program will read it: 852 → 884 KiB raw,
-/// 347 → 360 KiB gzip (exact float reading, 34 KiB more, is left to the host). Raised from
-/// 888/362 KiB for parser recovery (issue 29: `asCheck` and the playground report every problem
-/// of a file, the lexer steps over a bad character): 884 → 899 KiB raw, 360 → 361 KiB gzip.
-/// Raised from 904 KiB raw for the one diagnostic carrier (issue 29: every report the exports
-/// give, a reply's, a piece's and a program's, carries severity, column, end, key, help and
-/// notes): 899 → 905 KiB raw, 361 → 362 KiB gzip. Raised from 910/364 KiB for twelve sites
-/// (issue 32): eight more adapters with every selector a list of alternatives (the shipped data
-/// 3.4 → 11 KiB), the selector picker (candidates, the choice, the override merged and checked),
-/// and an override's problem named by its key path (serde_path_to_error, 13 KiB):
-/// 905 → 975 KiB raw, 362 → 387 KiB gzip. Raised from 980/390 KiB for the boundary's round 4
-/// (issue 40): the overlay judges a file command with the persistence table (files the user's
-/// tools run later, the install-time scripts of a manifest read as JSON), the context's new
-/// facts (PATH folders the model can write, lists that are not whole), reasons that name every
-/// command that asks, and shows text through the one sanitizer: 975 → 996 KiB raw,
-/// 387 → 395 KiB gzip. Raised from 1004 KiB raw for the keyword hint (issue 42: a setting's
-/// unknown value names the nearest keyword, `autosave` → AutoSafe, in the CLI, keyless.json and
-/// the pages that check settings through the core alike): 1004.0 → 1004.3 KiB raw. Raised from
-/// 1008/400 KiB for the rest of issue 42: the extension completes a chat answer with the host's
-/// one forgiving reader (`complete_object`: a trailing comma, a cut-off answer told apart) and
-/// says what it saw, `asCheck` reports every stage of a file past a syntax slip (the partial
-/// parse and the filtered analysis), and the prompt's repository map is rendered by the core:
-/// 1004.3 → 1022 KiB raw, 395 → 404 KiB gzip.
+/// The wasm package's size budget: what the extension downloads and every chat page and the
+/// playground compile at load. What the page runs itself must be there (the reply parser, the one
+/// verdict with the host's context, the site adapters, the `.as` front end and the answer
+/// reader), and nothing else: a rise needs a feature the page runs, with the measured before and
+/// after sizes in the commit that raises it (`git log -S WASM_BUDGET_RAW -- xtask` lists them).
+/// `opt-level = "z"` would fit a smaller budget but makes parsing in wasm three times slower.
 const WASM_BUDGET_RAW: u64 = 1026 * 1024;
 const WASM_BUDGET_GZIP: u64 = 406 * 1024;
 

@@ -1,4 +1,4 @@
-//! The semantic analyzer: every static rule of seed 002 that can be checked without running the
+//! The semantic analyzer: every static rule of the `.as` specification that can be checked without running the
 //! program. Diagnostics come sorted by position.
 
 use super::ast::*;

@@ -210,7 +210,7 @@ mod tests {
 
     #[test]
     fn an_answer_the_program_repairs_completes_as_it_would_through_mock() {
-        // A trailing comma (issue 42): the host's reader repairs it, so the chat's completion
+        // A trailing comma: the host's reader repairs it, so the chat's completion
         // must too, and the live check says it fits.
         for text in [
             "```json\n{\"n\": 3,}\n```",

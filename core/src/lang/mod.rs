@@ -1,4 +1,4 @@
-//! `.as` programs (seed 002, "AgentScript" in the seed; "AgentScript v1 replies" stay the reply
+//! `.as` programs (the `.as` specification calls them "AgentScript"; "AgentScript v1 replies" stay the reply
 //! format): the tokenizer, the parser and its syntax tree, the semantic analyzer and the
 //! formatter. Pure, like the rest of core; the host reads the files and runs the programs.
 //!

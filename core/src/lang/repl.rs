@@ -6,7 +6,7 @@
 //! agents beside it; each variable of earlier inputs is assigned its value first, and the body
 //! ends by returning every variable. An input that ends with an expression shows its value, which
 //! is also kept as `it`. `use` (at an input's top level) and `model NAME` last for the session:
-//! a `use` typed on one line reaches a `generate` typed on the next (seed 002: `use` lasts for
+//! a `use` typed on one line reaches a `generate` typed on the next (the `.as` specification: `use` lasts for
 //! its scope, and the session is the REPL's scope).
 
 use super::ast::*;

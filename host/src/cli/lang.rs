@@ -1,4 +1,4 @@
-//! `keyless-host as check | fmt`: `.as` programs (seed 002), checked and formatted by core's
+//! `keyless-host as check | fmt`: `.as` programs, checked and formatted by core's
 //! `lang` module. `check` follows `import agent` files to find import cycles and their errors.
 
 use super::args::{UnsafeWorkspace, WorkspaceDir};

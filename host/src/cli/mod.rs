@@ -177,7 +177,7 @@ enum Cmd {
     /// Validate pieces (YAML workflows), show their tools, draw their graph.
     #[command(subcommand)]
     Piece(piece::PieceCmd),
-    /// `.as` programs (seed 002): check and format them.
+    /// `.as` programs: check and format them.
     #[command(subcommand, name = "as")]
     As(lang::AsCmd),
     /// The SSH connections pieces may use: add, list, remove, grant.

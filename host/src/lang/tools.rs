@@ -1,4 +1,4 @@
-//! The tools `.as` programs import (seed 002's "Tool URI" section), with structured JSON
+//! The tools `.as` programs import (the `.as` specification's "Tool URI" section), with structured JSON
 //! arguments in and JSON out, all confined to the workspace through its directory handle.
 //!
 //! - `sh://find`, `sh://grep`, `sh://sed` are implemented natively, not run: no shell and no
