@@ -989,14 +989,10 @@ fn deletefile_and_commit_are_confirmed_like_the_same_writes_through_runcommand()
 fn ctrl_c_cancels_the_running_command_and_the_rest() {
     let fx = Fixture::new();
     let ws = fx.ws();
+    let sleep = common::unique_seconds(4);
+    let cmd = format!("echo partial; touch started.txt; sleep {sleep}; touch after.txt");
     let r1 = reply(&[
-        block(
-            "runcommand",
-            &[(
-                "CMD",
-                "echo partial; touch started.txt; sleep 4; touch after.txt",
-            )],
-        ),
+        block("runcommand", &[("CMD", &cmd)]),
         block("newfile later.txt", &[("CONTENT", "x")]),
     ]);
     let r2 = reply(&[block("newfile second.txt", &[("CONTENT", "y")])]);
@@ -1039,8 +1035,15 @@ fn ctrl_c_cancels_the_running_command_and_the_rest() {
     assert!(text.contains("KA_CANCELLED cancelled (Ctrl+C)"), "{text}");
     assert!(!text.contains("reply 2 of 2"), "{text}");
     assert!(!ws.join("later.txt").exists() && !ws.join("second.txt").exists());
-    // Nothing of the command lives on: after its sleep would have ended, no after.txt.
-    std::thread::sleep(std::time::Duration::from_secs(5));
+    // Nothing of the command lives on: no process holds its command line or its sleep any
+    // more (the only ones that could still write after.txt), and it never did.
+    assert!(
+        common::wait_until(std::time::Duration::from_secs(30), || {
+            common::processes_with(&sleep).is_empty()
+        }),
+        "the command's group outlived Ctrl+C: {:?}",
+        common::processes_with(&sleep)
+    );
     assert!(
         !ws.join("after.txt").exists(),
         "the command's group outlived Ctrl+C"

@@ -1409,7 +1409,6 @@ fn a_piece_question_waits_for_the_user_and_the_answer_resumes_it() {
                 &serde_json::json!({"reply": ask, "turn": 1, "batch": 1}),
             )
         });
-        std::thread::sleep(Duration::from_millis(300));
         let list = pending();
         assert_eq!(list.len(), 1, "one question: {list:?}");
         let p = &list[0];
@@ -1438,6 +1437,28 @@ fn a_piece_question_waits_for_the_user_and_the_answer_resumes_it() {
         );
         assert_eq!(v["turn_ended"], serde_json::Value::Null, "{v}");
         assert_eq!(v["piece"]["state"]["state"], "running", "{v}");
+        // The retry answers only once it has its result: a question of its own would have to be
+        // answered first, so until it returns, none may show (no timed wait: its return is the
+        // event).
+        let start = Instant::now();
+        while !again.is_finished() {
+            let list = pending();
+            if !list.is_empty() {
+                // Answered, so the retry's thread ends and the failure is reported, not a hang.
+                for p in &list {
+                    srv.post(
+                        &format!("/v1/confirmations/{}", p["id"]),
+                        &serde_json::json!({"answer": "SQLite"}),
+                    );
+                }
+                panic!("the retry asked again: {list:?}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the retry never answered"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let (s, again) = again.join().expect("again");
         assert_eq!((s, again["stored"].as_bool()), (200, Some(true)), "{again}");
         assert_eq!(again["text"], v["text"]);
