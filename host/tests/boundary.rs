@@ -379,6 +379,41 @@ fn users_git(dir: &Path) {
     }
 }
 
+/// The positive control for a canary test: `line` run directly by `sh` in `ws` (no keyless, no
+/// sandbox), then `users` (the user's git, as the test runs it): every canary is written. So the
+/// canaries' absence after keyless ran the same line is keyless's doing, not a payload that
+/// never worked. The canaries are removed again afterwards.
+fn runs_without_keyless(ws: &Path, line: &str, canaries: &[PathBuf], users: impl Fn()) {
+    for c in canaries {
+        let _ = std::fs::remove_file(c);
+    }
+    let out = Command::new("sh")
+        .args(["-c", line])
+        .current_dir(ws)
+        .output()
+        .expect("sh");
+    users();
+    for c in canaries {
+        assert!(
+            c.exists(),
+            "without keyless the payload does not write {} either, so its absence proves nothing: {}",
+            c.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let _ = std::fs::remove_file(c);
+    }
+}
+
+/// The user's `git log` in `dir` at a terminal (`script` gives it one), where git starts the
+/// configured pager; output to a pipe starts none.
+fn user_logs_at_a_terminal(dir: &Path) {
+    let _ = Command::new("timeout")
+        .args(["10", "script", "-qec", "git log", "/dev/null"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output();
+}
+
 fn canary_gone(canaries: &[PathBuf], text: &str) {
     for c in canaries {
         assert!(
@@ -432,6 +467,38 @@ fn an_approved_command_cannot_replace_git_or_plant_its_control_files() {
     assert!(text.contains("evil/config"), "{text}");
     assert!(text.contains(".git/config.worktree"), "{text}");
     assert!(fx.ws().join(".agent/quarantine").is_dir());
+    // Positive control, one variant at a time (a commondir hides the repository's own config,
+    // so together they would mask each other): each writes its canary without keyless.
+    let variants = [
+        (
+            format!(
+                "mv .git .git-old; cp -a .git-old .git; printf '#!/bin/sh\\necho ran > {}\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit",
+                c1.display()
+            ),
+            c1,
+        ),
+        (format!("git config core.fsmonitor \"{}\"", fsmonitor(&c2)), c2),
+        (
+            format!(
+                "git init -q --bare evil; git -C evil config core.fsmonitor \"{}\"; printf '%s\\n' \"$PWD/evil\" > .git/commondir",
+                fsmonitor(&c3)
+            ),
+            c3,
+        ),
+        (
+            format!(
+                "git config extensions.worktreeConfig true; git config -f .git/config.worktree core.fsmonitor \"{}\"",
+                fsmonitor(&c4)
+            ),
+            c4,
+        ),
+    ];
+    for (variant, canary) in variants {
+        let control = common::Fixture::new();
+        runs_without_keyless(&control.ws(), &variant, &[canary], || {
+            users_git(&control.ws());
+        });
+    }
 }
 
 #[test]
@@ -443,9 +510,9 @@ fn repositories_a_command_makes_anywhere_keep_no_program_of_its_choosing() {
     // `.git` file sending git to a repository in the sandbox's temp folder, a nested hook.
     let line = format!(
         "git init -q sub && git -C sub config core.fsmonitor \"{nested}\"; \
-         git init -q --bare deep/er/bare.git && git -C deep/er/bare.git config core.pager \"{bare}\"; \
+         git clone -q --bare . deep/er/bare.git && git -C deep/er/bare.git config core.pager \"{bare}\"; \
          git -C sub config alias.st \"!echo ran > {alias}\"; \
-         git init -q --bare .agent/sandbox-tmp/g && git --git-dir=.agent/sandbox-tmp/g config core.fsmonitor \"{link}\"; \
+         git init -q --bare .agent/sandbox-tmp/g && git --git-dir=.agent/sandbox-tmp/g config core.bare false && git --git-dir=.agent/sandbox-tmp/g config core.fsmonitor \"{link}\"; \
          mkdir -p linked && echo 'gitdir: ../.agent/sandbox-tmp/g' > linked/.git; \
          printf '#!/bin/sh\\necho ran > {hook}\\n' > sub/.git/hooks/pre-commit; chmod +x sub/.git/hooks/pre-commit; \
          echo done",
@@ -460,15 +527,26 @@ fn repositories_a_command_makes_anywhere_keep_no_program_of_its_choosing() {
     for dir in ["sub", "linked"] {
         users_git(&fx.ws().join(dir));
     }
-    let _ = Command::new("git")
-        .args(["-c", "core.pager=cat", "log"])
-        .current_dir(fx.ws().join("deep/er/bare.git"))
-        .output();
+    user_logs_at_a_terminal(&fx.ws().join("deep/er/bare.git"));
     let _ = Command::new("git")
         .arg("st")
         .current_dir(fx.ws().join("sub"))
         .output();
     canary_gone(&canaries, &text);
+    // Positive control: the same line and the same git, without keyless, write every canary.
+    let control = common::Fixture::new();
+    let cws = control.ws();
+    std::fs::create_dir_all(cws.join(".agent/sandbox-tmp")).expect("tmp");
+    runs_without_keyless(&cws, &line, &canaries, || {
+        for dir in ["sub", "linked"] {
+            users_git(&cws.join(dir));
+        }
+        user_logs_at_a_terminal(&cws.join("deep/er/bare.git"));
+        let _ = Command::new("git")
+            .arg("st")
+            .current_dir(cws.join("sub"))
+            .output();
+    });
     // A repository the command made with harmless settings is kept as it is.
     let (_, text) = fx.run(
         &[&common::run_cmd(
@@ -502,11 +580,17 @@ fn an_approved_worktree_is_kept_and_its_links_are_checked() {
     let (_, text) = fx.run(&[&common::run_cmd(&line)], &["--mode", "ask", "--yes"]);
     assert!(text.contains("code: KA_GIT_PROTECTED"), "{text}");
     users_git(&fx.ws().join("wt"));
-    canary_gone(&[canary], &text);
+    canary_gone(std::slice::from_ref(&canary), &text);
     assert_eq!(
         std::fs::read_to_string(fx.ws().join(".git/worktrees/wt/commondir")).expect("commondir"),
         "../..\n"
     );
+    // Positive control: in a worktree made the same way, the line without keyless runs it.
+    let control = common::Fixture::new();
+    common::git(&control.ws(), &["worktree", "add", "-q", "wt"]);
+    runs_without_keyless(&control.ws(), &line, &[canary], || {
+        users_git(&control.ws().join("wt"));
+    });
 }
 
 #[test]
@@ -520,7 +604,7 @@ fn a_git_file_link_cannot_be_redirected() {
     common::commit_all(&ws, "a");
     let canary = root.join("canary-gitdir");
     let line = format!(
-        "git init -q --bare evil && git -C evil config core.fsmonitor \"{}\"; echo 'gitdir: evil' > .git; echo done",
+        "git init -q --bare evil && git -C evil config core.bare false && git -C evil config core.fsmonitor \"{}\"; echo 'gitdir: evil' > .git; echo done",
         fsmonitor(&canary)
     );
     let reply = root.join("reply.txt");
@@ -547,6 +631,13 @@ fn a_git_file_link_cannot_be_redirected() {
             .expect(".git")
             .contains("evil"));
     }
+    // Positive control: the same line on the same kind of workspace, without keyless.
+    common::git(
+        root,
+        &["init", "-q", "--separate-git-dir", "gitdir2", "control"],
+    );
+    let control = root.join("control");
+    runs_without_keyless(&control, &line, &[canary], || users_git(&control));
 }
 
 // ---- Point 6: /dev/shm is the sandbox's own ----
@@ -918,7 +1009,14 @@ fn the_guard_finds_changes_in_folders_it_did_not_list_again() {
         "gitdir: ../../.git\n"
     );
     users_git(&ws.join("old/a/b/sub"));
-    canary_gone(&[canary], &text);
+    canary_gone(std::slice::from_ref(&canary), &text);
+    // Positive control: the same attack without keyless runs the fsmonitor.
+    let control = common::Fixture::new();
+    let cws = control.ws();
+    std::fs::create_dir_all(cws.join("old/a/b")).expect("dirs");
+    runs_without_keyless(&cws, &attack, &[canary], || {
+        users_git(&cws.join("old/a/b/sub"));
+    });
 }
 
 // ---- Found by attacking the change: repositories made of symlinks, and keyless.json ----
@@ -949,6 +1047,16 @@ fn repositories_made_of_symlinks_are_repositories_too() {
         users_git(&ws.join(dir));
         canary_gone(&[c(n)], &text);
     }
+    // Positive control: the same line without keyless makes a repository in sub/ whose git
+    // runs the fsmonitor. Not for "stealth" (src/) nor "exec-objects" (a/): git there says
+    // "this operation must be run in a work tree" and runs nothing even without keyless, so
+    // those two canaries prove nothing yet.
+    let control = common::Fixture::new();
+    let cws = control.ws();
+    std::fs::create_dir_all(cws.join("src")).expect("src");
+    runs_without_keyless(&cws, &stealth, &[c("nested-link-head")], || {
+        users_git(&cws.join("sub"));
+    });
     // The symlinked folder is a repository to the write check too: its config is refused.
     let write = common::reply(&[common::block(
         "newfile src/config",
@@ -972,7 +1080,12 @@ fn an_embedded_repository_added_to_the_index_runs_nothing() {
     let (_, text) = fx.run(&[&common::run_cmd(&line)], &["--mode", "ask", "--yes"]);
     assert!(text.contains("code: KA_GIT_PROTECTED"), "{text}");
     users_git(&fx.ws());
-    canary_gone(&[canary], &text);
+    canary_gone(std::slice::from_ref(&canary), &text);
+    // Positive control: the same line without keyless, and the user's git status runs it.
+    let control = common::Fixture::new();
+    runs_without_keyless(&control.ws(), &line, &[canary], || {
+        users_git(&control.ws());
+    });
 }
 
 #[test]

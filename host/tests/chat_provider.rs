@@ -5,6 +5,9 @@
 #![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 #![allow(clippy::expect_used, clippy::panic)] // the helpers fail the test loudly
 
+use keyless_core::lang::ast::{Field, Shape};
+use keyless_core::lang::Pos;
+use keyless_core::site::PageObservation;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -352,18 +355,46 @@ fn each_failure_ends_the_program_with_its_own_code_and_nothing_is_asked_twice() 
         stderr(&out)
     );
     // The reply was truncated; then the chat is full; then the tab closed: one message each.
-    for failure in [
-        "KA_REPLY_TRUNCATED The reply stayed unfinished for 30 s.",
-        "KA_CHAT_EXHAUSTED The chat says it is full.",
-        "KA_AS_CHAT_CLOSED the chatgpt tab was closed while the model answered",
+    // The tab's code for the first two is what keyless's own judgment of the page says (the
+    // judgment the extension's overlay reports, core's `follow_generation`), not a code this
+    // test writes; the closed tab's code is the extension worker's (extension/src/worker.ts).
+    let truncated = page_code(
+        "```json\n{\"ok\": tr",
+        &PageObservation {
+            quiet_ms: 31_000,
+            waited_ms: 31_000,
+            truncation_budget_seconds: 30,
+            ..stopped()
+        },
+    );
+    let exhausted = page_code(
+        "",
+        &PageObservation {
+            exhausted: true,
+            ..stopped()
+        },
+    );
+    for (failure, code) in [
+        (
+            format!("{truncated} The reply stayed unfinished for 30 s."),
+            "KA_REPLY_TRUNCATED",
+        ),
+        (
+            format!("{exhausted} The chat says it is full."),
+            "KA_CHAT_EXHAUSTED",
+        ),
+        (
+            "KA_AS_CHAT_CLOSED the chatgpt tab was closed while the model answered".to_string(),
+            "KA_AS_CHAT_CLOSED",
+        ),
     ] {
         srv.tab_is_there();
         let before = srv.generations().len();
         let run = start_run(&e, "one.as", &[]);
-        let taken = tab(&srv, vec![Err(failure)]);
+        let taken = tab(&srv, vec![Err(failure.as_str())]);
         let out = finish(run);
         assert_eq!(out.status.code(), Some(1));
-        let (code, message) = failure.split_once(' ').unwrap_or((failure, ""));
+        let message = failure.split_once(' ').map_or("", |(_, m)| m);
         assert!(
             stderr(&out).contains(&format!("error[{code}]: {message}")),
             "{failure}: {}",
@@ -443,6 +474,29 @@ fn each_failure_ends_the_program_with_its_own_code_and_nothing_is_asked_twice() 
     );
 }
 
+/// A page that stopped writing, its stop signal seen.
+fn stopped() -> PageObservation {
+    PageObservation {
+        site_streaming: false,
+        stop_signal_seen: true,
+        ..PageObservation::default()
+    }
+}
+
+/// The code keyless's judgment of a `{ ok boolean }` reply `text` on `page` ends it with.
+fn page_code(text: &str, page: &PageObservation) -> String {
+    let shape = Shape::Object(vec![Field {
+        name: "ok".into(),
+        shape: Shape::Boolean,
+        pos: Pos { line: 1, column: 1 },
+    }]);
+    let report = keyless_core::lang::chat::follow_generation(text, &shape, page);
+    report
+        .code
+        .unwrap_or_else(|| panic!("no failure for {text:?}: {report:?}"))
+        .to_string()
+}
+
 fn wait_pending(srv: &Server) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -477,7 +531,12 @@ fn one_program_at_a_time_and_a_program_token_reaches_the_generations_only() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // The first released the chat when it ended: the next program may use it at once.
     let next = start_run(&e, "one.as", &[]);
+    let pairing = e.config.join("keyless").join("pairing.json");
+    let client = format!("\"as-run-{}\"", next.id());
     let g = wait_pending(&srv);
+    // While it runs, its token is on record (so its absence below is a revocation).
+    let clients = std::fs::read_to_string(&pairing).unwrap_or_default();
+    assert!(clients.contains(&client), "{client} not in {clients}");
     srv.claim_and_answer(&g, "{\"ok\": \"false\"}");
     let out = finish(next);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -485,9 +544,9 @@ fn one_program_at_a_time_and_a_program_token_reaches_the_generations_only() {
         serde_json::from_slice::<Value>(&out.stdout).expect("json"),
         json!({ "ok": false })
     );
-    // Each run's token is revoked when it ends.
-    let pairing = e.config.join("keyless").join("pairing.json");
-    let clients = std::fs::read_to_string(&pairing).unwrap_or_default();
+    // Each run's token is revoked when it ends: the entry seen above is gone, and no other.
+    let clients = std::fs::read_to_string(&pairing).expect("pairing.json");
+    assert!(!clients.contains(&client), "{clients}");
     assert!(!clients.contains("as-run-"), "{clients}");
     // A program's token reaches the generations and nothing else.
     let pairings = keyless_host::pairing::Pairings::new(pairing);

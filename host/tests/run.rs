@@ -556,17 +556,23 @@ fn format_retries_stop_the_turn() {
 
 #[test]
 fn killed_mid_batch_leaves_no_partial_file() {
-    // Kills at different moments of a batch of 60 large updatefiles over 6 files, each after the
-    // batch's first command has written its marker (so the kill lands inside the batch, not
-    // before it): every file is always one complete version, never a mix, no temp file is left
-    // as the file itself, and several kills provably landed between two writes.
+    // A batch of 8 large updatefiles (4 files, 2 versions each, about 230 KB apiece, the reply
+    // near MaxResponseChars' 2,000,000, and each version a different length) is killed at the very moment one of its writes becomes visible on disk:
+    // the test watches the target file's metadata (inode, length, modification time; a stat,
+    // which never waits on keyless's write lease) and kills keyless-host as soon as it changes.
+    // A write that puts the bytes into the file itself takes long enough for the kill to land in
+    // the middle of it; a temp file renamed over the target is whole the moment it shows. Every
+    // file must then be wholly one version (the original or one complete update), compared
+    // byte for byte, and every kill must have landed between two of the batch's writes.
     let fx = Fixture::new();
-    let versions: Vec<String> = (0..10)
-        .map(|v| format!("version {v}\n").repeat(3_000))
+    const FILES: usize = 4;
+    const VERSIONS: usize = 2;
+    let versions: Vec<String> = (0..VERSIONS)
+        .map(|v| format!("version {v} of the file\n").repeat(10_000 + 1_000 * v))
         .collect();
     let mut blocks = vec![block("newfile started.txt", &[("CONTENT", "started")])];
     for version in &versions {
-        for f in 0..6 {
+        for f in 0..FILES {
             blocks.push(block(
                 &format!("updatefile f{f}.txt"),
                 &[("CONTENT", version.trim_end())],
@@ -576,12 +582,33 @@ fn killed_mid_batch_leaves_no_partial_file() {
     let r = reply(&blocks);
     let file = fx.root.join("big.txt");
     std::fs::write(&file, &r).expect("write");
+    let key = |p: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt as _;
+        std::fs::symlink_metadata(p)
+            .ok()
+            .map(|m| (m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
+    };
+    let state = |got: &str| -> usize {
+        if got == "original\n" {
+            0
+        } else {
+            versions
+                .iter()
+                .position(|v| v == got)
+                .map_or(usize::MAX, |i| i + 1)
+        }
+    };
+    let trials = FILES * VERSIONS;
     let mut mid_batch = 0;
-    for trial in 0..12u64 {
-        for f in 0..6 {
+    for trial in 0..trials {
+        // This trial kills at the write of version `w` to file `t`.
+        let (t, w) = (trial % FILES, trial / FILES);
+        for f in 0..FILES {
             std::fs::write(fx.ws().join(format!("f{f}.txt")), "original\n").expect("write");
         }
         let _ = std::fs::remove_file(fx.ws().join("started.txt"));
+        let target = fx.ws().join(format!("f{t}.txt"));
+        let mut before = key(&target);
         let mut child = Command::new(env!("CARGO_BIN_EXE_keyless-host"))
             .args([
                 "run",
@@ -592,7 +619,7 @@ fn killed_mid_batch_leaves_no_partial_file() {
                 "--max-response-chars",
                 "2000000",
                 "--max-file-content-chars",
-                "100000",
+                "300000",
                 "--workspace",
             ])
             .arg(fx.ws())
@@ -600,37 +627,60 @@ fn killed_mid_batch_leaves_no_partial_file() {
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("spawn");
-        // The marker is the batch's first write: from then on, the kill is mid-batch.
-        assert!(
-            common::wait_until(std::time::Duration::from_secs(30), || fx
-                .ws()
-                .join("started.txt")
-                .exists()),
-            "trial {trial}: the batch never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(trial * 3));
+        // Polled with no sleep: the kill follows the first sign of the write at once.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let mut poll = |what: &str, done: &mut dyn FnMut() -> bool| {
+            while !done() {
+                assert!(
+                    std::time::Instant::now() < deadline
+                        && child.try_wait().expect("wait").is_none(),
+                    "trial {trial}: the batch ended, or took too long, before {what}"
+                );
+            }
+        };
+        // The state the write of version `w` starts from: the original as written above, or
+        // version w-1 whole (its length: the versions' lengths all differ).
+        if w > 0 {
+            let from_len = versions[w - 1].len() as u64;
+            poll(
+                &format!("f{t}.txt reached the state write {w} starts from"),
+                &mut || {
+                    before = key(&target);
+                    before.is_some_and(|k| k.1 == from_len)
+                },
+            );
+        }
+        poll(&format!("f{t}.txt's write {w} came"), &mut || {
+            key(&target) != before
+        });
         let _ = child.kill();
         let _ = child.wait();
+        // The marker is the batch's first write: the kill came inside the batch.
+        assert!(
+            fx.ws().join("started.txt").exists(),
+            "trial {trial}: killed before the batch began"
+        );
         let mut states = std::collections::BTreeSet::new();
-        for f in 0..6 {
+        for f in 0..FILES {
             let got = std::fs::read_to_string(fx.ws().join(format!("f{f}.txt"))).expect("read");
+            let at = state(&got);
             assert!(
-                got == "original\n" || versions.contains(&got),
-                "trial {trial}: f{f}.txt is partial ({} bytes)",
-                got.len()
+                at != usize::MAX,
+                "trial {trial} (killed at f{t}.txt's write {w}): f{f}.txt is neither the original \
+                 nor a whole version ({} bytes, starting {:?})",
+                got.len(),
+                got.get(..40).unwrap_or(&got)
             );
-            states.insert(got.len() + usize::from(got == versions[9]));
+            states.insert(at);
         }
         // Files at different versions: the kill came between two of the batch's writes.
-        let finished =
-            std::fs::read_to_string(fx.ws().join("f5.txt")).expect("read") == versions[9];
-        if states.len() > 1 || !finished {
+        if states.len() > 1 {
             mid_batch += 1;
         }
     }
     assert!(
-        mid_batch >= 6,
-        "only {mid_batch} of 12 kills landed before the batch finished"
+        mid_batch + 2 >= trials,
+        "only {mid_batch} of {trials} kills landed between two writes"
     );
 }
 
@@ -989,14 +1039,10 @@ fn deletefile_and_commit_are_confirmed_like_the_same_writes_through_runcommand()
 fn ctrl_c_cancels_the_running_command_and_the_rest() {
     let fx = Fixture::new();
     let ws = fx.ws();
+    let sleep = common::unique_seconds(4);
+    let cmd = format!("echo partial; touch started.txt; sleep {sleep}; touch after.txt");
     let r1 = reply(&[
-        block(
-            "runcommand",
-            &[(
-                "CMD",
-                "echo partial; touch started.txt; sleep 4; touch after.txt",
-            )],
-        ),
+        block("runcommand", &[("CMD", &cmd)]),
         block("newfile later.txt", &[("CONTENT", "x")]),
     ]);
     let r2 = reply(&[block("newfile second.txt", &[("CONTENT", "y")])]);
@@ -1039,8 +1085,15 @@ fn ctrl_c_cancels_the_running_command_and_the_rest() {
     assert!(text.contains("KA_CANCELLED cancelled (Ctrl+C)"), "{text}");
     assert!(!text.contains("reply 2 of 2"), "{text}");
     assert!(!ws.join("later.txt").exists() && !ws.join("second.txt").exists());
-    // Nothing of the command lives on: after its sleep would have ended, no after.txt.
-    std::thread::sleep(std::time::Duration::from_secs(5));
+    // Nothing of the command lives on: no process holds its command line or its sleep any
+    // more (the only ones that could still write after.txt), and it never did.
+    assert!(
+        common::wait_until(std::time::Duration::from_secs(30), || {
+            common::processes_with(&sleep).is_empty()
+        }),
+        "the command's group outlived Ctrl+C: {:?}",
+        common::processes_with(&sleep)
+    );
     assert!(
         !ws.join("after.txt").exists(),
         "the command's group outlived Ctrl+C"

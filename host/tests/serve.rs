@@ -1409,7 +1409,6 @@ fn a_piece_question_waits_for_the_user_and_the_answer_resumes_it() {
                 &serde_json::json!({"reply": ask, "turn": 1, "batch": 1}),
             )
         });
-        std::thread::sleep(Duration::from_millis(300));
         let list = pending();
         assert_eq!(list.len(), 1, "one question: {list:?}");
         let p = &list[0];
@@ -1438,6 +1437,28 @@ fn a_piece_question_waits_for_the_user_and_the_answer_resumes_it() {
         );
         assert_eq!(v["turn_ended"], serde_json::Value::Null, "{v}");
         assert_eq!(v["piece"]["state"]["state"], "running", "{v}");
+        // The retry answers only once it has its result: a question of its own would have to be
+        // answered first, so until it returns, none may show (no timed wait: its return is the
+        // event).
+        let start = Instant::now();
+        while !again.is_finished() {
+            let list = pending();
+            if !list.is_empty() {
+                // Answered, so the retry's thread ends and the failure is reported, not a hang.
+                for p in &list {
+                    srv.post(
+                        &format!("/v1/confirmations/{}", p["id"]),
+                        &serde_json::json!({"answer": "SQLite"}),
+                    );
+                }
+                panic!("the retry asked again: {list:?}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the retry never answered"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let (s, again) = again.join().expect("again");
         assert_eq!((s, again["stored"].as_bool()), (200, Some(true)), "{again}");
         assert_eq!(again["text"], v["text"]);
@@ -2155,29 +2176,59 @@ fn a_call_that_needs_more_access_asks_the_user_to_log_in_again() {
     let g = grants();
     assert_eq!(g.len(), 2, "{g:?}");
     assert!(g[1].contains("\"admin\""), "{g:?}");
+    // The tokens never reach the model: the approved call's text holds neither the access token
+    // nor the refresh token that call was made with (read now, before the refresh below
+    // replaces them).
+    for secret in stored_tokens(&e.config) {
+        assert!(!text.contains(&secret), "{v}");
+    }
     // Once that token expired, the next call refreshes it without asking: the connection was
     // started again with the client of the new login.
     std::thread::sleep(Duration::from_millis(2600));
     let v = reply_unasked(&srv, &session, admin);
-    assert!(
-        v["text"].as_str().unwrap_or("").contains("admin done"),
-        "{v}"
-    );
+    let text = v["text"].as_str().unwrap_or("");
+    assert!(text.contains("admin done"), "{v}");
     let refreshed = std::fs::read_to_string(&record)
         .unwrap_or_default()
         .matches("\"grant\":\"refresh_token\"")
         .count();
     assert!(refreshed >= 1, "no refresh");
     assert_eq!(grants().len(), 2, "no third login");
-    // The tokens never reach the model.
-    let stored = std::fs::read_to_string(e.config.join("keyless/mcp-tokens.json")).expect("tokens");
-    let at = stored.find("access_token").expect("a token");
-    let token: String = stored[at..]
-        .split('"')
-        .nth(2)
-        .expect("the token")
-        .to_string();
-    assert!(!text.contains(&token), "{v}");
+    // Nor the refreshed ones, in the text of the call that used them.
+    for secret in stored_tokens(&e.config) {
+        assert!(!text.contains(&secret), "{v}");
+    }
+}
+
+/// The access and refresh tokens `mcp-tokens.json` holds now (at least one access token).
+fn stored_tokens(config: &Path) -> Vec<String> {
+    fn walk(v: &serde_json::Value, found: &mut Vec<(String, String)>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    match v.as_str() {
+                        Some(s) if k == "access_token" || k == "refresh_token" => {
+                            found.push((k.clone(), s.to_string()));
+                        }
+                        _ => walk(v, found),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, found)),
+            _ => {}
+        }
+    }
+    let stored = std::fs::read_to_string(config.join("keyless/mcp-tokens.json")).expect("tokens");
+    let mut found = Vec::new();
+    walk(
+        &serde_json::from_str(&stored).expect("tokens json"),
+        &mut found,
+    );
+    assert!(
+        found.iter().any(|(k, _)| k == "access_token"),
+        "no access token in {stored}"
+    );
+    found.into_iter().map(|(_, t)| t).collect()
 }
 
 /// What `serve.json` names (the serve the popup and `as run` find).

@@ -87,7 +87,8 @@ test("a program with two generates thinks with the chat tab; a shape mismatch is
   const third = new Promise((r) => (open = r));
   await withChat(
     [
-      { text: "Here is the classification:\n\n```json\n{\"kind\": \"bug\", \"severity\": \"2\"}\n```" },
+      // A kind that neither the program nor the report says: only the first answer can bring it.
+      { text: "Here is the classification:\n\n```json\n{\"kind\": \"usability\", \"severity\": \"2\"}\n```" },
       // The steps come as null: the shape wants a list.
       { text: "```json\n{\"title\": \"Crash when saving a file with a space in its name\", \"steps\": null}\n```" },
       { text: "```json\n{\"title\": \"Crash when saving a file with a space in its name\", \"steps\": [\"Create a file named 'a b.txt'\", \"Press Save\", \"The app crashes\"]}\n```", gate: third, chunk: 12, delayMs: 60 },
@@ -103,7 +104,7 @@ test("a program with two generates thinks with the chat tab; a shape mismatch is
       assert.equal(out.code, 0, out.stderr);
       assert.deepEqual(JSON.parse(out.stdout), {
         title: "Crash when saving a file with a space in its name",
-        kind: "bug",
+        kind: "usability",
         severity: 2,
         steps: ["Create a file named 'a b.txt'", "Press Save", "The app crashes"],
       });
@@ -115,7 +116,9 @@ test("a program with two generates thinks with the chat tab; a shape mismatch is
       assert.ok(first.includes(REPORT), first);
       assert.match(first, /Answer with exactly one fenced ```json block holding one JSON object of this shape: \{ "kind": string, "severity": number \}/);
       assert.match(second, /List the steps to reproduce it/);
-      assert.match(second, /\[bug\]|bug/);
+      // The second prompt carries the first answer (`use label.kind`), which the first did not.
+      assert.ok(!first.includes("usability"), first);
+      assert.match(second, /\[label\.kind\]\nusability\n/);
       assert.match(correction, /attempt 2\]/);
       assert.match(correction, /Your previous answer was not accepted: "steps" is null; it must be a list\./);
       assert.ok(!correction.includes("List the steps"), "a correction carries only the correction");

@@ -428,7 +428,9 @@ test("Start without a task pastes the prompt only; offline, nothing is sent, and
     await pairAndStart(context, extensionId, tabId, host, { mode: "Auto", task: "" });
     await page.bringToFront();
     await until("the pasted prompt", async () => (await page.locator("#prompt-textarea").textContent()).startsWith("You are a coding agent"));
-    await new Promise((r) => setTimeout(r, 500));
+    // Nothing is sent before the user sends: no timed wait, the order decides. A send of its own
+    // would reach the chat before the user's, without the task the user types below, and the
+    // first message at the model is checked to be the prompt with the task, and the only one.
     assert.equal(chat.received.length, 0, "nothing is sent before the user sends");
     assert.equal(await pill(page).textContent(), "add your task, then send");
     await page.locator("#prompt-textarea").click();
@@ -437,7 +439,7 @@ test("Start without a task pastes the prompt only; offline, nothing is sent, and
     await page.keyboard.type("# Task: wait, then make a folder.");
     await page.keyboard.press("Enter");
     await until("the prompt at the model", () => chat.received.length >= 1);
-    assert.match(chat.received[0].text, /^You are a coding agent[\s\S]*# Task: wait, then make a folder\.$/);
+    assert.match(chat.received[0].text, /^You are a coding agent[\s\S]*# Task: wait, then make a folder\.$/, "the first message at the model is the user's, with the task");
     // The batch runs on the host (sleep 2); the page goes offline before the results are written.
     await until("the running batch", async () => (await overlay(page).locator(".s-running").count()) === 1);
     await context.setOffline(true);

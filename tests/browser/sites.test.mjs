@@ -367,13 +367,17 @@ describe("every site adapter on its imitation, in one browser with one host", ()
     const file = "src/greet_rebased.py";
     chat.setReplies(siteTaskReplies("Qwen, rebased", file).map((text, i) => (i === 0 ? { text, chunk: 10, delayMs: 60 } : { text, chunk: 40, delayMs: 10 })));
     const from = chat.received.length;
-    const { page, tabId } = await open("https://chat.qwen.ai/", "textarea#chat-input");
+    // The site renamed its reply's class and the action icons the fallback selector finds a
+    // finished reply by: neither of the adapter's own assistant_message selectors matches any
+    // reply on this page, so only the override can follow it.
+    const { page, tabId } = await open("https://chat.qwen.ai/?renamed=chat-response-message,qwen-chat-package-comp-new-action-control-icons", "textarea#chat-input");
     const before = await browser.worker.evaluate(async () => (await chrome.storage.local.get("settings")).settings.selectorOverrides);
     try {
       await start(tabId, `Add ${file} and commit it.`);
-      await until("the first reply streaming", () => page.evaluate(() => document.querySelectorAll(".chat-response-message").length === 1 && document.querySelector(".send-button.stop") !== null));
+      await until("the first reply streaming", () => page.evaluate(() => document.querySelectorAll(".chat-response-message-renamed").length === 1 && document.querySelector(".send-button.stop") !== null));
+      assert.equal(await page.locator(".chat-response-message, div:has(> .qwen-chat-package-comp-new-action-control-icons)").count(), 0, "the default selectors match no reply");
       // An import (or another tab's pick) changes the adapter mid-reply.
-      const overrides = { ...JSON.parse(before), qwen: { ...JSON.parse(before).qwen, selectors: { assistant_message: ["div.chat-response-message.turn"] } } };
+      const overrides = { ...JSON.parse(before), qwen: { ...JSON.parse(before).qwen, selectors: { assistant_message: ["div.chat-response-message-renamed.turn"] } } };
       await setOverrides(JSON.stringify(overrides));
       assert.ok(await page.locator(".send-button.stop").count(), "the override came while the reply streamed");
       await until("the done state", async () => (await pill(page).textContent()) === "done", 60000);

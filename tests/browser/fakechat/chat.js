@@ -22,9 +22,9 @@
 
   // ?renamed=NAME: the site renamed a class its replies carry (`markdown`), an attribute
   // (`[data-message-part-type]`) or an attribute's value (`[data-testid=assistant-message]`):
-  // every element gets the new name, as a site's redeploy would.
-  const renamed = new URLSearchParams(location.search).get("renamed");
-  if (renamed) {
+  // every element gets the new name, as a site's redeploy would. Several names, comma-separated,
+  // are all renamed.
+  for (const renamed of (new URLSearchParams(location.search).get("renamed") ?? "").split(",").filter(Boolean)) {
     const [, attr, value] = /^\[([\w-]+)(?:=([^\]]+))?\]$/.exec(renamed) ?? [];
     const rename = (el) => {
       if (attr && value !== undefined) {
