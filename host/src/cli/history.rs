@@ -28,6 +28,8 @@ pub fn undo_cmd(
         path: workspace.display().to_string(),
         source,
     })?;
+    // Undo reads the files as they are: a write a killed keyless left half done is finished first.
+    ws.recover_in_place();
     let fail = |f: crate::exec::Failure| HostError::Coded {
         code: f.code,
         message: f.reason,
@@ -267,6 +269,9 @@ pub fn log_cmd(
         path: workspace.display().to_string(),
         source,
     })?;
+    // What the log lists is what the files hold: a write a killed keyless left half done is
+    // finished first.
+    ws.recover_in_place();
     let db = ws.root().join(".agent").join("keyless.db");
     if !db.is_file() {
         return Err(HostError::Usage(format!(

@@ -35,6 +35,14 @@ const MAX_SYMLINKS: usize = 40;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Where an in-place write records what it is about to write (see [`Workspace::recover_in_place`]).
+const IN_PLACE: &str = "in-place";
+
+/// Whether a process with this id runs (a signal 0 reaches it).
+fn process_runs(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
 /// A path resolved beneath the workspace: its workspace-relative form with every symlink
 /// resolved, split into the folder and the last name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -625,6 +633,7 @@ impl Workspace {
 
     /// Removes what an interrupted run left: `.agent/tmp` and temp files recorded in its journal.
     pub fn clean_leftovers(&self) {
+        self.recover_in_place();
         let Ok(agent) = self.agent() else { return };
         if let Ok(text) = agent.read_to_string(JOURNAL) {
             for rel in text.lines().filter(|l| !l.is_empty()) {
@@ -637,6 +646,49 @@ impl Workspace {
             let _ = agent.remove_file(JOURNAL);
         }
         let _ = agent.remove_dir_all("tmp");
+    }
+
+    /// Finishes the in-place writes a killed keyless left cut short: a file that holds the first
+    /// part of its new bytes over its old ones gets its new bytes whole. A file that holds its old
+    /// or its new bytes whole, or anything else (the user edited it since), is left as it is; the
+    /// batch's backup still has the old bytes for `undo`. The records of a keyless that still runs
+    /// are left to it.
+    pub fn recover_in_place(&self) {
+        let Ok(agent) = self.agent() else { return };
+        let Ok(records) = agent.read_dir(IN_PLACE) else {
+            return;
+        };
+        for entry in records.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name.split('-').next().and_then(|p| p.parse::<i32>().ok());
+            if pid.is_some_and(|p| {
+                p != i32::try_from(std::process::id()).unwrap_or(0) && process_runs(p)
+            }) {
+                continue;
+            }
+            let record = format!("{IN_PLACE}/{name}");
+            let read = |part: &str| agent.read(format!("{record}/{part}")).ok();
+            if let (Some(path), Some(old), Some(new)) = (read("path"), read("old"), read("new")) {
+                let path = String::from_utf8_lossy(&path).into_owned();
+                if let Ok(t) = self.writable(&path) {
+                    let now = self.read(&t).unwrap_or_default();
+                    if now != new && now != old && cut_short(&now, &old, &new) {
+                        let _ = self.write(&t, &new, Some(&now));
+                    }
+                }
+            }
+            self.forget_in_place(&record);
+        }
+    }
+
+    /// Removes an in-place write's record (`.agent/in-place/…`), its path first.
+    fn forget_in_place(&self, record: &str) {
+        for part in ["path", "new", "old"] {
+            let _ = self.remove_state(&format!("{record}/{part}"));
+        }
+        if let Ok(agent) = self.agent() {
+            let _ = agent.remove_dir(record);
+        }
     }
 
     /// Reads a target's bytes (a file, never through a symlink).
@@ -669,7 +721,20 @@ impl Workspace {
     pub fn write(&self, t: &Writable, bytes: &[u8], expect: Option<&[u8]>) -> Result<(), Failure> {
         let d = self.dir_for_write(t, true)?;
         if let Some(want) = expect {
-            match write_in_place(&d, t, bytes, want) {
+            let record = format!(
+                "{IN_PLACE}/{}-{}",
+                std::process::id(),
+                TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+            );
+            let journal = || {
+                self.save_state(&format!("{record}/old"), want)?;
+                self.save_state(&format!("{record}/new"), bytes)?;
+                // Written last: a record without its path is one that never began.
+                self.save_state(&format!("{record}/path"), t.rel.as_bytes())
+            };
+            let done = write_in_place(&d, t, bytes, want, &journal);
+            self.forget_in_place(&record);
+            match done {
                 InPlace::Written => return Ok(()),
                 InPlace::Changed => return Err(changed_on_disk(t)),
                 InPlace::Writer => {

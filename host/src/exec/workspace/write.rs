@@ -36,7 +36,17 @@ pub(super) const LEASE_PAUSE: std::time::Duration = std::time::Duration::from_mi
 /// is open on the file and any program opening it waits, so the check that the file still holds
 /// `want` and the write are one step for everyone else. A file with more than one name is never
 /// written in place (the other name may be outside the workspace).
-pub(super) fn write_in_place(d: &Dir, t: &Target, bytes: &[u8], want: &[u8]) -> InPlace {
+///
+/// `journal` runs after the check and before the first byte is written: it records what is
+/// about to be written, so a write a kill cuts short is finished at the next start
+/// ([`Workspace::recover_in_place`]). When it fails, nothing is written.
+pub(super) fn write_in_place(
+    d: &Dir,
+    t: &Target,
+    bytes: &[u8],
+    want: &[u8],
+    journal: &dyn Fn() -> io::Result<()>,
+) -> InPlace {
     use crate::exec::lease::{self, Lease};
     let mut o = OpenOptions::new();
     o.read(true).write(true).follow(FollowSymlinks::No);
@@ -98,6 +108,8 @@ pub(super) fn write_in_place(d: &Dir, t: &Target, bytes: &[u8], want: &[u8]) -> 
         InPlace::Rename
     } else if now != want {
         InPlace::Changed
+    } else if let Err(e) = journal() {
+        InPlace::Failed(e)
     } else {
         match put(&mut f, bytes) {
             Ok(()) => InPlace::Written,
@@ -247,4 +259,46 @@ pub fn write_atomic_in(d: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
         let _ = f.sync_all();
     }
     Ok(())
+}
+
+/// Whether `now` is what an in-place write of `new` over `old` leaves when it is cut short: the
+/// first `j` bytes of `new` over `old` (`new[..j] ++ old[j..]`, before the file is cut to its new
+/// length), or a prefix of `new` longer than `old`. A file someone changed otherwise is not.
+pub(super) fn cut_short(now: &[u8], old: &[u8], new: &[u8]) -> bool {
+    if now.len() > old.len() {
+        return new.starts_with(now);
+    }
+    if now.len() != old.len() {
+        return false;
+    }
+    // The bytes `now` shares with `new` from the start, and from where on it is `old` again.
+    let same_as_new = now.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let old_from = now.len()
+        - now
+            .iter()
+            .rev()
+            .zip(old.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+    old_from <= same_as_new
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_short;
+
+    #[test]
+    fn a_write_cut_short_is_told_from_an_edit() {
+        // new longer than old: cut inside old's length, at its end, and past it.
+        assert!(cut_short(b"bbaa", b"aaaa", b"bbbbbb"));
+        assert!(cut_short(b"bbbb", b"aaaa", b"bbbbbb"));
+        assert!(cut_short(b"bbbbb", b"aaaa", b"bbbbbb"));
+        // new shorter than old: written whole but not yet cut to its length.
+        assert!(cut_short(b"bbaaaa", b"aaaaaa", b"bb"));
+        // Anything else is someone's edit.
+        assert!(!cut_short(b"abab", b"aaaa", b"bbbbbb"));
+        assert!(!cut_short(b"xxxx", b"aaaa", b"bbbbbb"));
+        assert!(!cut_short(b"bbbbbbb", b"aaaa", b"bbbbbb"));
+        assert!(!cut_short(b"aaa", b"aaaa", b"bbbbbb"));
+    }
 }
