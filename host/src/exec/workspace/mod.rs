@@ -654,6 +654,10 @@ impl Workspace {
     /// batch's backup still has the old bytes for `undo`. The records of a keyless that still runs
     /// are left to it.
     pub fn recover_in_place(&self) {
+        // A workspace keyless never wrote in has nothing to finish (and gets no `.agent` here).
+        if !self.root.join(AGENT_DIR).join(IN_PLACE).is_dir() {
+            return;
+        }
         let Ok(agent) = self.agent() else { return };
         let Ok(records) = agent.read_dir(IN_PLACE) else {
             return;
