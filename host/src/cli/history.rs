@@ -10,6 +10,17 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
+/// The workspace as undo and log read it: a write a killed keyless left half done is finished
+/// first, so what they list and restore is what the files hold.
+fn open_workspace(workspace: &Path) -> Result<Workspace, HostError> {
+    let ws = Workspace::open(workspace).map_err(|source| HostError::Read {
+        path: workspace.display().to_string(),
+        source,
+    })?;
+    ws.recover_in_place();
+    Ok(ws)
+}
+
 /// `keyless-host undo`: restores one batch's files (the newest that can be undone by default),
 /// lists the batches, or reverts the commits that recorded a batch.
 ///
@@ -24,12 +35,7 @@ pub fn undo_cmd(
     force: bool,
 ) -> Result<ExitCode, HostError> {
     use crate::exec::undo::{self, State};
-    let ws = Workspace::open(workspace).map_err(|source| HostError::Read {
-        path: workspace.display().to_string(),
-        source,
-    })?;
-    // Undo reads the files as they are: a write a killed keyless left half done is finished first.
-    ws.recover_in_place();
+    let ws = open_workspace(workspace)?;
     let fail = |f: crate::exec::Failure| HostError::Coded {
         code: f.code,
         message: f.reason,
@@ -190,10 +196,7 @@ pub fn log_diff_cmd(workspace: &Path, batch: &str, json: bool) -> Result<ExitCod
             .repo(batch)
             .map_err(HostError::from)?
             .and_then(|r| r.base_commit);
-        let ws = Workspace::open(workspace).map_err(|source| HostError::Read {
-            path: workspace.display().to_string(),
-            source,
-        })?;
+        let ws = open_workspace(workspace)?;
         let all = base
             .as_deref()
             .map(|b| crate::exec::diffs::since_commit(&ws, b, 500))
@@ -265,13 +268,7 @@ pub fn log_cmd(
     limit: u32,
     json: bool,
 ) -> Result<ExitCode, HostError> {
-    let ws = Workspace::open(workspace).map_err(|source| HostError::Read {
-        path: workspace.display().to_string(),
-        source,
-    })?;
-    // What the log lists is what the files hold: a write a killed keyless left half done is
-    // finished first.
-    ws.recover_in_place();
+    let ws = open_workspace(workspace)?;
     let db = ws.root().join(".agent").join("keyless.db");
     if !db.is_file() {
         return Err(HostError::Usage(format!(
