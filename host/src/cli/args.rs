@@ -123,7 +123,7 @@ impl LimitArgs {
 /// `--workspace DIR` for a subcommand that reads or changes a workspace folder.
 #[derive(Debug, Args)]
 pub(super) struct WorkspaceDir {
-    /// The workspace folder (default: the current folder).
+    /// The workspace folder.
     #[arg(long = "workspace", default_value = ".", value_name = "DIR")]
     pub(super) dir: PathBuf,
 }
