@@ -13,6 +13,11 @@ use std::hint::black_box;
 use std::time::Instant;
 
 fn main() {
+    // `cargo bench -p keyless-tests --bench parse -- answer`: the answer reader alone.
+    if std::env::args().any(|a| a == "answer") {
+        as_answer_reader();
+        return;
+    }
     let limits = Limits {
         max_commands_per_response: 100,
         ..Limits::default()
@@ -132,6 +137,7 @@ fn main() {
     );
 
     as_programs();
+    as_answer_reader();
     as_interpreter();
 }
 
@@ -225,45 +231,6 @@ fn as_programs() {
         mbps(median),
         mbps(best)
     );
-    // A hostile model answer: 400 KB of `{` (the chat's answers reach the same reader).
-    let hostile = "{".repeat(400_000);
-    let (median, best) = measure(|| {
-        black_box(lang::shape::complete_object(black_box(&hostile)));
-    });
-    println!(
-        ".as JSON reader, 400 KB of '{{': median {median:>9.2?} ({:.0} MB/s), best {best:>9.2?}",
-        hostile.len() as f64 / median.as_secs_f64() / 1e6
-    );
-    // The forgiving reader on hostile answers: braces, open strings, quotes, commas.
-    let shape = lang::ast::Shape::Object(vec![lang::ast::Field {
-        name: "items".into(),
-        shape: lang::ast::Shape::List(Some(Box::new(lang::ast::Shape::String))),
-        pos: lang::Pos { line: 1, column: 1 },
-    }]);
-    for (name, answer) in [
-        ("400 KB of '{'", "{".repeat(400_000)),
-        (
-            "400 KB of '[\"a\",'",
-            format!("[{}", "\"a\",".repeat(100_000)),
-        ),
-        ("400 KB of '{a: \"'", "{a: \"".repeat(80_000)),
-        ("400 KB of '\", '", "\", ".repeat(133_333)),
-        (
-            "400 KB of prose, then a fence",
-            format!(
-                "{}```json\n{{\"items\": [\"x\"]}}\n```",
-                "word ".repeat(80_000)
-            ),
-        ),
-    ] {
-        let (median, best) = measure(|| {
-            black_box(lang::shape::read_answer(black_box(&answer), &shape));
-        });
-        println!(
-            ".as answer reader, {name}: median {median:>9.2?} ({:.0} MB/s), best {best:>9.2?}",
-            answer.len() as f64 / median.as_secs_f64() / 1e6
-        );
-    }
     let (median, best) = measure(|| {
         black_box(lang::format::format_source(black_box(&src)).ok());
     });
@@ -272,4 +239,81 @@ fn as_programs() {
         mbps(median),
         mbps(best)
     );
+}
+
+/// The `.as` answer reader (`read_answer`, and `complete_object` for the chat) on about 400 KB of
+/// each hostile shape, and on the friendliest one (a whole answer of strict JSON): MB/s per shape,
+/// and how many times slower than the friendliest each is.
+fn as_answer_reader() {
+    use keyless_core::lang;
+    let shape = lang::ast::Shape::Object(vec![lang::ast::Field {
+        name: "items".into(),
+        shape: lang::ast::Shape::List(Some(Box::new(lang::ast::Shape::String))),
+        pos: lang::Pos { line: 1, column: 1 },
+    }]);
+    let shapes = [
+        (
+            "strict JSON (friendliest)",
+            format!("{{\"items\": [{}\"x\"]}}", "\"a\",".repeat(100_000)),
+        ),
+        (
+            "prose, then a fence",
+            format!(
+                "{}```json\n{{\"items\": [\"x\"]}}\n```",
+                "word ".repeat(80_000)
+            ),
+        ),
+        ("deep '{'", "{".repeat(400_000)),
+        ("deep '['", "[".repeat(400_000)),
+        ("deep '{\"a\":'", "{\"a\":".repeat(80_000)),
+        ("deep '[{\"a\":'", "[{\"a\":".repeat(66_666)),
+        (
+            "unclosed list of strings",
+            format!("[{}", "\"a\",".repeat(100_000)),
+        ),
+        (
+            "deep, then strings",
+            format!("{}{}", "[".repeat(100), "\"a\",".repeat(100_000)),
+        ),
+        ("unclosed strings '{a: \"'", "{a: \"".repeat(80_000)),
+        ("quotes", "\"".repeat(400_000)),
+        ("quote, comma", "\", ".repeat(133_333)),
+        (
+            "many keys, unclosed",
+            format!(
+                "{{{}",
+                (0..40_000)
+                    .map(|i| format!("\"k{i}\": 1, "))
+                    .collect::<String>()
+            ),
+        ),
+        (
+            "one key, many times",
+            format!("{{{}", "\"a\": 1, ".repeat(50_000)),
+        ),
+        (
+            "line breaks after unquoted text",
+            format!("{{a: x{}", "\n".repeat(400_000)),
+        ),
+        ("fences", "```\n".repeat(100_000)),
+        ("closed objects", "{\"items\": [\"x\"]} ".repeat(20_000)),
+        ("comments", "[/* a */ 1, // b\n".repeat(25_000)),
+    ];
+    let mut friendliest = None;
+    for (name, answer) in &shapes {
+        let (median, best) = measure(|| {
+            black_box(lang::shape::read_answer(black_box(answer), &shape));
+        });
+        let (chat, _) = measure(|| {
+            black_box(lang::shape::complete_object(black_box(answer)));
+        });
+        let mbps = answer.len() as f64 / median.as_secs_f64() / 1e6;
+        let base = *friendliest.get_or_insert(mbps);
+        println!(
+            ".as answer reader, {name} ({} KB): median {median:>9.2?} ({mbps:.0} MB/s, {:.1}x slower than the friendliest), best {best:>9.2?}; complete_object {:.0} MB/s",
+            answer.len() / 1000,
+            base / mbps,
+            answer.len() as f64 / chat.as_secs_f64() / 1e6,
+        );
+    }
 }

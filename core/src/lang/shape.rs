@@ -17,7 +17,6 @@
 //! - `json`: anything, as it is.
 
 use super::ast::{Field, Shape};
-use super::loose;
 use serde_json::{Map, Number, Value};
 
 /// Checks `v` against the object shape `fields`, coercing. `Err` says where and what.
@@ -46,7 +45,11 @@ fn what_came(v: &Value) -> String {
     match v {
         Value::String(s) => {
             let short: String = s.chars().take(40).collect();
-            let more = if s.chars().count() > 40 { "…" } else { "" };
+            let more = if s.chars().nth(40).is_some() {
+                "…"
+            } else {
+                ""
+            };
             format!("the string {:?}", format!("{short}{more}"))
         }
         Value::Number(n) => format!("the number {n}"),
@@ -55,11 +58,40 @@ fn what_came(v: &Value) -> String {
     }
 }
 
-fn at(path: &str) -> String {
+fn at(path: &Path) -> String {
     if path.is_empty() {
         "the value".into()
     } else {
         format!("\"{path}\"")
+    }
+}
+
+/// Where a value sits, written out only when a message names it: `items[2].name`.
+#[derive(Debug, Clone, Copy)]
+enum Path<'a> {
+    Root(&'a str),
+    Field(&'a Path<'a>, &'a str),
+    Item(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    fn is_empty(&self) -> bool {
+        match self {
+            Path::Root(p) => p.is_empty(),
+            Path::Field(p, name) => p.is_empty() && name.is_empty(),
+            Path::Item(..) => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Path::Root(p) => f.write_str(p),
+            Path::Field(p, name) if p.is_empty() => f.write_str(name),
+            Path::Field(p, name) => write!(f, "{p}.{name}"),
+            Path::Item(p, i) => write!(f, "{p}[{i}]"),
+        }
     }
 }
 
@@ -82,10 +114,11 @@ pub struct Coercions {
 }
 
 impl Coercions {
-    fn add(&mut self, cost: u32, note: String) {
+    /// Counts a coercion; names it while there are few (a long list of them is not written out).
+    fn add(&mut self, cost: u32, note: impl FnOnce() -> String) {
         self.score += cost;
         if self.notes.len() < 32 {
-            self.notes.push(note);
+            self.notes.push(note());
         }
     }
 }
@@ -103,6 +136,10 @@ pub fn check(v: &Value, shape: &Shape, path: &str) -> Result<Value, String> {
 /// # Errors
 /// Where the value does not fit: the field, the type it must have and what came.
 pub fn coerce(v: &Value, shape: &Shape, path: &str, c: &mut Coercions) -> Result<Value, String> {
+    coerce_at(v, shape, &Path::Root(path), c)
+}
+
+fn coerce_at(v: &Value, shape: &Shape, path: &Path, c: &mut Coercions) -> Result<Value, String> {
     let want = || match v {
         Value::Null => format!("{} is null; it must be {}", at(path), a_shape(shape)),
         _ => format!(
@@ -117,10 +154,9 @@ pub fn coerce(v: &Value, shape: &Shape, path: &str, c: &mut Coercions) -> Result
         Shape::String => match v {
             Value::String(_) => Ok(v.clone()),
             Value::Number(_) | Value::Bool(_) => {
-                c.add(
-                    1,
-                    format!("{}: read {} as a string", at(path), what_came(v)),
-                );
+                c.add(1, || {
+                    format!("{}: read {} as a string", at(path), what_came(v))
+                });
                 Ok(Value::String(v.to_string()))
             }
             _ => Err(want()),
@@ -129,10 +165,9 @@ pub fn coerce(v: &Value, shape: &Shape, path: &str, c: &mut Coercions) -> Result
             Value::Number(_) => Ok(v.clone()),
             Value::String(s) => match number_in(s) {
                 Some((n, cost)) => {
-                    c.add(
-                        cost,
-                        format!("{}: read {} as the number {n}", at(path), what_came(v)),
-                    );
+                    c.add(cost, || {
+                        format!("{}: read {} as the number {n}", at(path), what_came(v))
+                    });
                     Ok(Value::Number(n))
                 }
                 None => Err(want()),
@@ -143,7 +178,9 @@ pub fn coerce(v: &Value, shape: &Shape, path: &str, c: &mut Coercions) -> Result
             Value::Bool(_) => Ok(v.clone()),
             Value::String(s) => match boolean_in(s) {
                 Ok((b, cost)) => {
-                    c.add(cost, format!("{}: read {} as {b}", at(path), what_came(v)));
+                    c.add(cost, || {
+                        format!("{}: read {} as {b}", at(path), what_came(v))
+                    });
                     Ok(Value::Bool(b))
                 }
                 Err(both) => Err(if both {
@@ -164,19 +201,18 @@ pub fn coerce(v: &Value, shape: &Shape, path: &str, c: &mut Coercions) -> Result
                 Some(t) => items
                     .iter()
                     .enumerate()
-                    .map(|(i, x)| coerce(x, t, &format!("{path}[{i}]"), c))
+                    .map(|(i, x)| coerce_at(x, t, &Path::Item(path, i), c))
                     .collect::<Result<Vec<_>, _>>()
                     .map(Value::Array),
             },
             Value::Null => Err(want()),
             _ => {
-                c.add(
-                    1,
-                    format!("{}: read a single value as a one-item list", at(path)),
-                );
+                c.add(1, || {
+                    format!("{}: read a single value as a one-item list", at(path))
+                });
                 let one = match item {
                     None => v.clone(),
-                    Some(t) => coerce(v, t, &format!("{path}[0]"), c)?,
+                    Some(t) => coerce_at(v, t, &Path::Item(path, 0), c)?,
                 };
                 Ok(Value::Array(vec![one]))
             }
@@ -186,37 +222,32 @@ pub fn coerce(v: &Value, shape: &Shape, path: &str, c: &mut Coercions) -> Result
                 Value::Object(m) => m,
                 Value::Number(_) | Value::Bool(_) if fields.len() == 1 => {
                     let f = &fields[0];
-                    c.add(
-                        2,
+                    c.add(2, || {
                         format!(
                             "{}: put the lone {} in its one field \"{}\"",
                             at(path),
                             what_came(v),
                             f.name
-                        ),
-                    );
+                        )
+                    });
                     let mut one = Map::new();
                     one.insert(f.name.clone(), v.clone());
-                    return coerce(&Value::Object(one), shape, path, c);
+                    return coerce_at(&Value::Object(one), shape, path, c);
                 }
                 _ => return Err(want()),
             };
             let mut out = Map::new();
             for f in fields {
-                let p = if path.is_empty() {
-                    f.name.clone()
-                } else {
-                    format!("{path}.{}", f.name)
-                };
+                let p = Path::Field(path, &f.name);
                 let found = m.get(&f.name).or_else(|| {
                     let (k, x) = m.iter().find(|(k, _)| same_key(k, &f.name))?;
-                    c.add(1, format!("read the key {k:?} as \"{p}\""));
+                    c.add(1, || format!("read the key {k:?} as \"{p}\""));
                     Some(x)
                 });
                 match found {
                     None => return Err(format!("\"{p}\" is missing")),
                     Some(x) => {
-                        out.insert(f.name.clone(), coerce(x, &f.shape, &p, c)?);
+                        out.insert(f.name.clone(), coerce_at(x, &f.shape, &p, c)?);
                     }
                 }
             }
@@ -227,19 +258,17 @@ pub fn coerce(v: &Value, shape: &Shape, path: &str, c: &mut Coercions) -> Result
 
 /// Keys that differ only in case, surrounding spaces, or `-`, `_` and spaces inside.
 fn same_key(k: &str, name: &str) -> bool {
-    let norm = |s: &str| -> String {
-        s.trim()
-            .chars()
-            .map(|c| {
-                if c == '-' || c == ' ' {
-                    '_'
-                } else {
-                    c.to_ascii_lowercase()
-                }
-            })
-            .collect()
-    };
-    norm(k) == norm(name)
+    normalized(k).eq(normalized(name))
+}
+
+fn normalized(s: &str) -> impl Iterator<Item = char> + '_ {
+    s.trim().chars().map(|c| {
+        if c == '-' || c == ' ' {
+            '_'
+        } else {
+            c.to_ascii_lowercase()
+        }
+    })
 }
 
 /// A number as people write it, and what reading it cost: `"42"` (1), `"12,111.5"`, `"12.11."`,
@@ -361,293 +390,6 @@ pub fn describe_shape(shape: &Shape) -> String {
     }
 }
 
-/// How many candidate values [`read_answer`] weighs at most.
-pub const MAX_CANDIDATES: usize = 64;
+mod answer;
 
-/// A model's answer read against a shape.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reading {
-    /// The value (coerced to the shape), or why no candidate fits.
-    pub value: Result<Value, String>,
-    /// Every repair and coercion that reading the chosen candidate took.
-    pub repairs: Vec<String>,
-    /// The chosen candidate's score: 0 when it is strict JSON that fits as it is; each repair
-    /// and coercion adds. The lowest score wins; on a tie, the first candidate.
-    pub score: u32,
-    /// Where the chosen value came from: "the whole answer", "fenced block 2", "line 7".
-    pub source: String,
-    /// How many candidates were weighed.
-    pub candidates: usize,
-}
-
-struct Candidate {
-    value: Value,
-    repairs: Vec<String>,
-    source: String,
-    /// A candidate found in prose (objects there may together be the list a shape wants).
-    prose: bool,
-    /// The forgiving reader ran into the end of the text with the value still open (a reply
-    /// still being written, or cut off).
-    truncated: bool,
-}
-
-/// Reads a model's answer against `shape`, schema-aligned: the whole answer, every fenced block
-/// and every `{`/`[` in the prose are candidates, each read with [`loose`]'s repairs; each is
-/// coerced to the shape, and the one that fits with the fewest repairs wins. A `string` shape
-/// takes the answer as it is; a `list` shape also weighs all the objects in the prose together.
-/// Linear in the answer: at most [`MAX_CANDIDATES`] candidates, and the prose is read once
-/// except after a candidate cut off by the end (bounded by a budget of eight times the length).
-#[must_use]
-pub fn read_answer(answer: &str, shape: &Shape) -> Reading {
-    if *shape == Shape::String {
-        return Reading {
-            value: Ok(Value::String(answer.to_string())),
-            repairs: Vec::new(),
-            score: 0,
-            source: "the whole answer".into(),
-            candidates: 1,
-        };
-    }
-    let cands = candidates(answer, shape);
-    let mut best: Option<(u32, usize, Value, Vec<String>)> = None;
-    let mut first_refusal: Option<(String, &str)> = None;
-    for (i, cand) in cands.iter().enumerate() {
-        let mut c = Coercions::default();
-        match coerce(&cand.value, shape, "", &mut c) {
-            Ok(v) => {
-                let score = u32::try_from(cand.repairs.len()).unwrap_or(u32::MAX) + c.score;
-                if best.as_ref().is_none_or(|b| score < b.0) {
-                    let mut repairs = cand.repairs.clone();
-                    repairs.extend(c.notes);
-                    best = Some((score, i, v, repairs));
-                }
-            }
-            Err(why) => {
-                if first_refusal.is_none() {
-                    first_refusal = Some((why, &cand.source));
-                }
-            }
-        }
-    }
-    let n = cands.len();
-    match best {
-        Some((score, i, v, repairs)) => Reading {
-            value: Ok(v),
-            repairs,
-            score,
-            source: cands[i].source.clone(),
-            candidates: n,
-        },
-        None => {
-            let why = match first_refusal {
-                None => match shape {
-                    Shape::Object(_) => "the answer holds no JSON object".to_string(),
-                    _ => "the answer holds no JSON value".to_string(),
-                },
-                Some((why, _)) if n == 1 => why,
-                Some((why, source)) => {
-                    format!("{why} (in {source}; none of the {n} candidates fits)")
-                }
-            };
-            Reading {
-                value: Err(why),
-                repairs: Vec::new(),
-                score: 0,
-                source: String::new(),
-                candidates: n,
-            }
-        }
-    }
-}
-
-/// Line numbers of increasing offsets, counted once.
-struct Lines<'a> {
-    text: &'a [u8],
-    at: usize,
-    line: usize,
-}
-
-impl Lines<'_> {
-    fn of(&mut self, to: usize) -> usize {
-        let to = to.min(self.text.len());
-        if to < self.at {
-            (self.at, self.line) = (0, 1);
-        }
-        self.line += self.text[self.at..to]
-            .iter()
-            .filter(|&&c| c == b'\n')
-            .count();
-        self.at = to;
-        self.line
-    }
-}
-
-fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
-    let mut out: Vec<Candidate> = Vec::new();
-    let t = answer.trim();
-    if let Ok(v) = serde_json::from_str::<Value>(t) {
-        out.push(Candidate {
-            value: v,
-            repairs: Vec::new(),
-            source: "the whole answer".into(),
-            prose: false,
-            truncated: false,
-        });
-        return out;
-    }
-    // Fenced blocks, the last one possibly left open at the end.
-    let mut pos = 0;
-    let mut k = 0;
-    while out.len() < MAX_CANDIDATES {
-        let Some(open) = answer[pos..].find("```").map(|o| pos + o) else {
-            break;
-        };
-        let body = answer[open + 3..]
-            .find('\n')
-            .map_or(answer.len(), |e| open + 3 + e + 1);
-        let (content, next, closed) = match answer[body..].find("```") {
-            Some(e) => (&answer[body..body + e], body + e + 3, true),
-            None => (&answer[body..], answer.len(), false),
-        };
-        k += 1;
-        let inner = content.trim();
-        if !inner.is_empty() {
-            let source = format!("fenced block {k}");
-            if let Ok(v) = serde_json::from_str::<Value>(inner) {
-                out.push(Candidate {
-                    value: v,
-                    repairs: Vec::new(),
-                    source,
-                    prose: false,
-                    truncated: false,
-                });
-            } else if let Some(r) = loose::read(inner, 0) {
-                let mut repairs = r.repairs;
-                if !closed {
-                    repairs.push("read a fenced block left open at the end".into());
-                }
-                out.push(Candidate {
-                    value: r.value,
-                    repairs,
-                    source,
-                    prose: false,
-                    truncated: r.truncated,
-                });
-            }
-        }
-        pos = next.max(open + 3);
-    }
-    // `{` and `[` in the prose (and in the blocks: a block's label can hide its start).
-    let mut pos = 0;
-    let mut budget = answer.len().saturating_mul(8).max(1 << 16);
-    let first_prose = out.len();
-    let mut lines = Lines {
-        text: answer.as_bytes(),
-        at: 0,
-        line: 1,
-    };
-    while out.len() < MAX_CANDIDATES && budget > 0 {
-        let Some(start) = answer[pos..].find(['{', '[']).map(|o| pos + o) else {
-            break;
-        };
-        let Some(r) = loose::read(answer, start) else {
-            // Too deep: not an answer; look further on.
-            budget = budget.saturating_sub(loose::MAX_DEPTH);
-            pos = start + 1;
-            continue;
-        };
-        budget = budget.saturating_sub(r.end - start);
-        let duplicate = out.iter().any(|c| c.value == r.value);
-        if !duplicate {
-            out.push(Candidate {
-                value: r.value,
-                repairs: r.repairs,
-                source: format!("line {}", lines.of(start)),
-                prose: true,
-                truncated: r.truncated,
-            });
-        }
-        // A value cut off by the end may have swallowed a later one: look again after its start.
-        pos = if r.truncated {
-            start + 1
-        } else {
-            r.end.max(start + 1)
-        };
-    }
-    if matches!(shape, Shape::List(_)) {
-        let (mut objects, mut repairs, mut truncated) = (Vec::new(), Vec::new(), false);
-        for c in out[first_prose..]
-            .iter()
-            .filter(|c| c.prose && c.value.is_object())
-        {
-            objects.push(c.value.clone());
-            repairs.extend(c.repairs.iter().cloned());
-            truncated |= c.truncated;
-        }
-        if objects.len() > 1 {
-            out.push(Candidate {
-                source: format!("the {} objects in the answer, as a list", objects.len()),
-                value: Value::Array(objects),
-                repairs,
-                prose: false,
-                truncated,
-            });
-        }
-    }
-    if out.is_empty() && !t.is_empty() && !matches!(shape, Shape::Object(_)) {
-        // No JSON at all: the text itself, for a shape a text can fill (a boolean, a number).
-        out.push(Candidate {
-            value: Value::String(t.to_string()),
-            repairs: vec!["read the answer's text as a string".into()],
-            source: "the answer's text".into(),
-            prose: false,
-            truncated: false,
-        });
-    }
-    out
-}
-
-/// The first JSON object of a model's answer that is whole: read as [`read_answer`] reads it
-/// (the same candidates, the same forgiving reader, so a trailing comma or a comment is
-/// repaired), but never one the reader found cut off by the end of the text. A chat reply's
-/// completion uses it: what the program will accept completes, what is still open waits.
-/// Linear in the answer, as [`read_answer`] is.
-#[must_use]
-pub fn complete_object(answer: &str) -> Option<Value> {
-    candidates(answer, &Shape::Object(Vec::new()))
-        .into_iter()
-        .find(|c| !c.truncated && c.value.is_object())
-        .map(|c| c.value)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn hostile_braces_are_bounded_and_an_object_after_stray_braces_is_found() {
-        // 400 KB of `{`: nothing, in bounded time (the benchmark prints the figure).
-        assert_eq!(complete_object(&"{".repeat(400_000)), None);
-        // Stray braces in prose before the object.
-        let prose = format!("{} then {{\"ok\": true}}", "{ ".repeat(63));
-        assert!(complete_object(&prose).is_some());
-    }
-
-    #[test]
-    fn what_the_program_accepts_is_complete_and_what_is_open_is_not() {
-        let fenced = "Here:\n```json\n{\"n\": 1,}\n```\n";
-        assert_eq!(complete_object(fenced), Some(json!({"n": 1})));
-        let commented = "{\"n\": 1, // one\n}";
-        assert_eq!(complete_object(commented), Some(json!({"n": 1})));
-        // Still being written: the reader would close it, but it is not whole.
-        assert_eq!(complete_object("```json\n{\"n\": 1,\n"), None);
-        assert_eq!(complete_object("{\"n\": [1, 2"), None);
-        assert_eq!(complete_object("no JSON at all"), None);
-        // The fence may still be open once the object is whole.
-        assert_eq!(
-            complete_object("```json\n{\"n\": 1,}\n"),
-            Some(json!({"n": 1}))
-        );
-    }
-}
+pub use answer::{complete_object, read_answer, Reading, MAX_CANDIDATES};
