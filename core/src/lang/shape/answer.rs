@@ -55,13 +55,20 @@ struct Candidate {
 }
 
 impl Candidate {
-    /// A value already made: strict JSON, or the answer's text.
+    /// Its fingerprint, for a made value later candidates are told from.
+    fn printed(mut self) -> Self {
+        self.fp = self.made.as_ref().and_then(|(v, _)| fingerprint(v));
+        self
+    }
+
+    /// A value already made: strict JSON, or the answer's text (with no fingerprint: see
+    /// [`Candidate::printed`]).
     fn made(value: Value, repairs: Vec<String>, source: String) -> Self {
         let kind = kind_of(&value);
         Candidate {
             at: None,
             window: None,
-            fp: fingerprint(&value),
+            fp: None,
             made: Some((value, repairs)),
             kind,
             open_fence: false,
@@ -146,6 +153,26 @@ fn content_matters(kind: Kind, shape: &Shape) -> bool {
     )
 }
 
+/// Whether `v` fits `shape` with no coercion, so that checking it makes `v` itself: every item
+/// fits, and an object has the declared fields, in their order, and no others.
+fn fits_as_is(v: &Value, shape: &Shape) -> bool {
+    match (shape, v) {
+        (Shape::Json, _)
+        | (Shape::String, Value::String(_))
+        | (Shape::Number, Value::Number(_))
+        | (Shape::Boolean, Value::Bool(_))
+        | (Shape::List(None), Value::Array(_)) => true,
+        (Shape::List(Some(t)), Value::Array(items)) => items.iter().all(|x| fits_as_is(x, t)),
+        (Shape::Object(fields), Value::Object(m)) => {
+            m.len() == fields.len()
+                && m.iter()
+                    .zip(fields)
+                    .all(|((k, x), f)| *k == f.name && fits_as_is(x, &f.shape))
+        }
+        _ => false,
+    }
+}
+
 fn empty(kind: Kind) -> Value {
     match kind {
         Kind::Object => Value::Object(Map::new()),
@@ -176,6 +203,15 @@ pub fn read_answer(answer: &str, shape: &Shape) -> Reading {
     let mut best: Option<(u32, usize, Value, Vec<String>)> = None;
     let mut first_refusal: Option<(String, usize)> = None;
     for (i, cand) in cands.iter_mut().enumerate() {
+        if content_matters(cand.kind, shape) && fits_as_is(cand.get(answer).0, shape) {
+            // What coercing would make is the value itself: taken, not copied.
+            let score = u32::try_from(cand.get(answer).1.len()).unwrap_or(u32::MAX);
+            if best.as_ref().is_none_or(|b| score < b.0) {
+                let (v, repairs) = cand.made.take().unwrap_or_default();
+                best = Some((score, i, v, repairs));
+            }
+            continue;
+        }
         let mut c = Coercions::default();
         let checked = if content_matters(cand.kind, shape) {
             coerce(cand.get(answer).0, shape, "", &mut c)
@@ -323,7 +359,7 @@ fn fenced(answer: &str, out: &mut Vec<Candidate>) {
         if !inner.is_empty() {
             let source = || format!("fenced block {k}");
             if let Some(v) = strict(inner) {
-                out.push(Candidate::made(v, Vec::new(), source()));
+                out.push(Candidate::made(v, Vec::new(), source()).printed());
             } else {
                 let from = content.start + (raw.len() - raw.trim_start().len());
                 if let Some(r) = Scanner::new(inner).scan(0) {
