@@ -20,6 +20,10 @@ pub struct Context<'a> {
     /// The host's settings with the session's own mode and pace applied.
     pub cfg: &'a ExecSettings,
     pub repo: &'a RepoRecord,
+    /// Someone judges the next reply before it is sent (the extension's views, through serve):
+    /// the workspace's policy context is worked out after each batch and returned. The terminal
+    /// judges each command as it runs, so `run` skips that look at the whole workspace.
+    pub judge_next: bool,
 }
 
 /// What the submit path reports as it goes (the server turns these into its events).
@@ -133,10 +137,14 @@ pub fn submit(
             next_turn: pos.turn,
             next_batch: pos.batch,
             piece: None,
-            context: store
+            // Kept by the last batch, or, where the terminal ran it, worked out now.
+            context: match store
                 .context(&session)?
                 .and_then(|c| serde_json::from_str(&c).ok())
-                .unwrap_or_default(),
+            {
+                Some(c) => c,
+                None => crate::exec::policy_context::context(ctx.ws.root(), None),
+            },
         });
     }
     if (turn, batch) != (pos.turn, pos.batch) {
@@ -246,7 +254,13 @@ pub fn submit(
         None => None,
     };
     // What the views judge the next reply with (the workspace may have changed).
-    let context = refresh_context(store, &session, ctx.ws.root())?;
+    let context = if ctx.judge_next {
+        refresh_context(store, &session, ctx.ws.root())?
+    } else {
+        // Nobody judges the next reply here: what was kept is out of date, so it goes.
+        store.set_context(&session, "")?;
+        keyless_core::policy::Context::default()
+    };
     events(Event::Finished {
         batch_id: &id,
         status: step.status,

@@ -127,3 +127,68 @@ fn a_command_in_a_folder_that_is_not_a_repository_is_undoable_too() {
     assert!(ok, "{text}");
     assert_eq!(fx.read("data.txt"), b"one\n");
 }
+
+/// Every command of a run after its first is kept for undo from what the kernel saw it change
+/// (the change journal): in-place appends, new folders made in one go, a folder moved, a file
+/// removed, a write through a second hard link (the journal sees only the name
+/// written), and
+/// a command that makes more changes than the kernel's event queue holds (16,384 events by
+/// default), in a folder already watched, with the change that counts made last. Undoing the batch puts
+/// every byte back.
+#[test]
+fn what_the_later_commands_of_a_run_changed_is_undone_too() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    std::fs::write(ws.join("a.txt"), "a\n").expect("write");
+    std::fs::write(ws.join("b.txt"), "b\n").expect("write");
+    std::fs::write(ws.join("keep.txt"), "keep\n").expect("write");
+    std::fs::write(ws.join("late.txt"), "late\n").expect("write");
+    std::fs::create_dir_all(ws.join("dir1/sub")).expect("dir");
+    std::fs::write(ws.join("dir1/sub/d.txt"), "d\n").expect("write");
+    // More files changed by one command than the backup flushes one by one.
+    std::fs::create_dir_all(ws.join("t")).expect("dir");
+    for i in 0..40 {
+        std::fs::write(ws.join(format!("t/{i}.txt")), format!("{i}\n")).expect("write");
+    }
+    commit_all(&ws, "files");
+    let cmds = [
+        "mkdir many",
+        "for f in t/*.txt; do echo changed >> $f; done",
+        "echo more >> a.txt && mkdir -p new/deep/er && echo n > new/deep/er/f.txt && rm b.txt && mv dir1 dir2 && echo moved >> dir2/sub/d.txt",
+        "mkdir links && ln keep.txt links/h",
+        "echo through-the-link >> links/h",
+        "i=0; while [ $i -lt 12000 ]; do : > many/$i; i=$((i+1)); done; echo flood >> late.txt",
+    ];
+    let blocks: Vec<String> = cmds
+        .iter()
+        .map(|c| common::block("runcommand", &[("CMD", c)]))
+        .collect();
+    let (out, text) = fx.run(
+        &[&common::reply(&blocks)],
+        &["--mode", "auto", "--pace", "batch", "--max-commands", "10"],
+    );
+    assert!(
+        text.matches("status: ok").count() >= cmds.len(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fx.read("keep.txt"), b"keep\nthrough-the-link\n");
+    assert_eq!(fx.read("late.txt"), b"late\nflood\n");
+    let label = format!("{}/1-1", session_of(&text));
+    let (ok, list) = undo(&fx, &["--list"]);
+    assert!(ok, "{list}");
+    // The twelve thousand files made, the forty changed, and the others: one record each.
+    assert!(list.contains("12048"), "{list}");
+    let (ok, text) = undo(&fx, &["--batch", &label]);
+    assert!(ok, "{text}");
+    assert_eq!(fx.read("a.txt"), b"a\n");
+    assert_eq!(fx.read("b.txt"), b"b\n");
+    assert_eq!(fx.read("keep.txt"), b"keep\n");
+    assert_eq!(fx.read("late.txt"), b"late\n");
+    assert_eq!(fx.read("dir1/sub/d.txt"), b"d\n");
+    assert!(!ws.join("dir2/sub/d.txt").exists());
+    assert!(!ws.join("new/deep/er/f.txt").exists());
+    for i in 0..40 {
+        assert_eq!(fx.read(&format!("t/{i}.txt")), format!("{i}\n").as_bytes());
+    }
+}

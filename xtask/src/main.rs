@@ -607,6 +607,9 @@ fn bench() -> Result {
         .env("KEYLESS_HOST_BIN", &host))?;
     run(cargo()
         .args(["bench", "-p", "keyless-host", "--bench", "load"])
+        .env("KEYLESS_HOST_BIN", &host))?;
+    run(cargo()
+        .args(["bench", "-p", "keyless-host", "--bench", "scale"])
         .env("KEYLESS_HOST_BIN", host))
 }
 

@@ -361,8 +361,15 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
         ws: &ws,
         cfg: &o.exec,
         repo: &repo,
+        judge_next: false,
     };
     if o.interactive {
+        // The first look at the workspace is taken while the user pastes the prompt and waits
+        // for the model: the first command then costs what the later ones do.
+        if o.exec.sandbox {
+            let root = ws.root().to_path_buf();
+            std::thread::spawn(move || crate::exec::prime(&root));
+        }
         let prompt = keyless_core::message::system_prompt(
             &o.exec.settings,
             &keyless_core::message::PromptContext {

@@ -519,8 +519,9 @@ impl Executor<'_> {
         // in Auto mode (a Build-tier `cargo build` whose build script writes `.envrc` is put back).
         guard.unconfirmed = !approved && self.cfg.mode != Mode::Auto;
         // What the command may change is kept for undo: the working tree before, then after.
+        let watched = confine.is_some();
         let shots = super::undo_tree::Shots::open(self.ws)
-            .and_then(|s| s.take().map(|before| (s, before)))
+            .and_then(|s| s.take(watched).map(|before| (s, before)))
             .inspect_err(|e| tracing::warn!(error = %e.message(), "cannot keep the working tree for undo; this command's changes are not undoable"))
             .ok();
         let confined = confine.as_ref().map(|spec| (spec, guard));
@@ -543,7 +544,7 @@ impl Executor<'_> {
         };
         if let Some((shots, before)) = shots {
             let kept = shots
-                .take()
+                .take(watched)
                 .map_err(|e| {
                     Failure::new(
                         Code::FileIo,

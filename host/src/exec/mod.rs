@@ -12,6 +12,7 @@ pub mod extension;
 pub mod files;
 pub mod git;
 pub mod gitguard;
+pub mod journal;
 mod lease;
 pub mod limits;
 mod persistence;
@@ -28,6 +29,21 @@ pub mod undo_tree;
 pub mod workspace;
 
 use keyless_core::Code;
+
+/// Takes this process's first look at a workspace ahead of time, while the model writes its
+/// first reply: the git guard's whole scan (which starts the workspace's change journal), then
+/// the undo store's first snapshot. The first command then costs what the later ones do, at any
+/// size of repository (docs/security.md). Blocks; start it on a thread of its own.
+pub fn prime(root: &std::path::Path) {
+    let _ = gitguard::scan_facts(root);
+    let shots = workspace::Workspace::open(root)
+        .map_err(|e| git2::Error::from_str(&e.to_string()))
+        .and_then(|ws| undo_tree::Shots::open(&ws))
+        .and_then(|s| s.prime());
+    if let Err(e) = shots {
+        tracing::debug!(error = %e.message(), "the undo store's first snapshot waits for the first command");
+    }
+}
 
 /// A command that failed: its code and the reason the model reads.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,6 +7,11 @@
 //!   repository whose object lookups fall back on the user's objects (`objects/info/alternates`),
 //!   so a tracked file's unchanged bytes are never copied, and whose index (seeded from the
 //!   user's, for its file stat cache) makes a snapshot cost what changed, not the tree's size;
+//! - a process looks at the whole tree once (its first snapshot); after that, while the
+//!   workspace's change journal ([`super::journal`]) vouches for every folder, a snapshot adds to
+//!   the index kept in memory only the paths the journal saw change, and anything it cannot vouch
+//!   for (a lost event queue, a `.gitignore` changed, a changed file with another hard link, a
+//!   command run outside the sandbox) makes the next snapshot a whole one again;
 //! - bytes are kept exactly: `info/attributes` turns off every filter and line-ending conversion
 //!   (it outranks the workspace's `.gitattributes`), and `core.autocrlf` is off;
 //! - what a snapshot leaves out is said, never guessed: ignored files (`.gitignore`), files over
@@ -16,23 +21,32 @@ use super::backup::BatchBackup;
 use super::workspace::Workspace;
 use super::Failure;
 use git2::{Delta, FileMode, IndexAddOption, Oid, Repository};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A file larger than this is not kept for undo (a data file a build writes is not copied).
 pub const MAX_FILE: u64 = 32 * 1024 * 1024;
 
-/// The private store of a workspace's snapshots.
+/// The private store of a workspace's snapshots (kept open for the life of the process, with
+/// its index in memory).
 pub struct Shots {
+    store: Arc<Mutex<Store>>,
+}
+
+struct Store {
     repo: Repository,
+    /// The last snapshot this process took: the index holds exactly it.
+    last: Option<Oid>,
 }
 
 impl std::fmt::Debug for Shots {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shots")
-            .field("store", &self.repo.path())
-            .finish()
+        f.debug_struct("Shots").finish_non_exhaustive()
     }
 }
+
+/// The stores this process has open, by workspace (a few at most).
+static OPEN: Mutex<Vec<(PathBuf, Arc<Mutex<Store>>)>> = Mutex::new(Vec::new());
 
 /// One snapshot: the tree of the working tree at a moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,46 +63,69 @@ impl Shots {
     /// When `.agent` or the store cannot be made.
     pub fn open(ws: &Workspace) -> Result<Self, git2::Error> {
         let dir = ws.agent_dir().map_err(err)?.join("undo.git");
+        let mut all = OPEN.lock().map_err(err)?;
+        if let Some((_, s)) = all.iter().find(|(d, _)| *d == dir) {
+            // Still the same store (undo or a new session may have made it again).
+            if dir.join("HEAD").is_file() {
+                return Ok(Self { store: s.clone() });
+            }
+        }
+        all.retain(|(d, _)| *d != dir);
         if !dir.join("HEAD").is_file() {
             make(&dir, ws.root())?;
         }
         let repo = Repository::open_bare(&dir)?;
         repo.set_workdir(ws.root(), false)?;
-        Ok(Self { repo })
+        let store = Arc::new(Mutex::new(Store { repo, last: None }));
+        all.push((dir, store.clone()));
+        if all.len() > 8 {
+            all.remove(0);
+        }
+        Ok(Self { store })
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Store>, git2::Error> {
+        self.store.lock().map_err(err)
     }
 
     /// The working tree as it is now (ignored files, links and files over [`MAX_FILE`] aside).
     ///
     /// # Errors
     /// When a file cannot be read or the store written.
-    pub fn take(&self) -> Result<Shot, git2::Error> {
-        let root = self
-            .repo
-            .workdir()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
-        let mut index = self.repo.index()?;
-        let mut keep = |path: &Path, _: &[u8]| -> i32 {
-            let keep = std::fs::symlink_metadata(root.join(path))
-                .is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE);
-            i32::from(!keep)
-        };
-        index.add_all(["*"], IndexAddOption::DEFAULT, Some(&mut keep))?;
-        index.update_all(["*"], None)?;
-        // A file that grew past the bound, or became a link, since the last snapshot is left out.
-        let stale: Vec<Vec<u8>> = index
-            .iter()
-            .filter(|e| {
-                let p = root.join(String::from_utf8_lossy(&e.path).as_ref());
-                !std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE)
-            })
-            .map(|e| e.path)
-            .collect();
-        for p in stale {
-            index.remove_path(Path::new(String::from_utf8_lossy(&p).as_ref()))?;
+    ///
+    /// `journal`: the command ran in the sandbox, so the workspace's change journal saw every
+    /// change it made (a command outside it can write through links the journal cannot see).
+    pub fn take(&self, journal: bool) -> Result<Shot, git2::Error> {
+        let mut st = self.lock()?;
+        let root = st.repo.workdir().map(Path::to_path_buf).unwrap_or_default();
+        let real = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+        // Taken every time, so what the journal reports is always relative to this snapshot.
+        let changed =
+            super::journal::running(&real).and_then(|j| j.lock().ok().map(|mut j| j.take_paths()));
+        if let (true, Some(_), Some(super::journal::Changed::Some(paths))) =
+            (journal, st.last, changed)
+        {
+            if let Some(shot) = incremental(&st.repo, &root, paths)? {
+                st.last = Some(shot.0);
+                return Ok(shot);
+            }
         }
-        index.write()?;
-        Ok(Shot(index.write_tree()?))
+        let shot = whole(&st.repo, &root)?;
+        st.last = Some(shot.0);
+        Ok(shot)
+    }
+
+    /// Takes the first snapshot of this process ahead of time (a session's start, while the model
+    /// writes its first reply), so that the first command's snapshots are as cheap as the later
+    /// ones. Does nothing when this process has a snapshot of the workspace already.
+    ///
+    /// # Errors
+    /// As [`Shots::take`].
+    pub fn prime(&self) -> Result<(), git2::Error> {
+        if self.lock()?.last.is_none() {
+            self.take(true)?;
+        }
+        Ok(())
     }
 
     /// Records in `backup` every file that differs between `before` and `after`: the bytes it
@@ -103,6 +140,13 @@ impl Shots {
         after: Shot,
         backup: &mut BatchBackup,
     ) -> Result<Vec<String>, Failure> {
+        let st = self.lock().map_err(|e| {
+            Failure::new(
+                keyless_core::Code::FileIo,
+                format!("cannot tell what the command changed: {}", e.message()),
+            )
+        })?;
+        let repo = &st.repo;
         let io = |e: git2::Error| {
             Failure::new(
                 keyless_core::Code::FileIo,
@@ -112,41 +156,165 @@ impl Shots {
         if before == after {
             return Ok(Vec::new());
         }
-        let old = self.repo.find_tree(before.0).map_err(io)?;
-        let new = self.repo.find_tree(after.0).map_err(io)?;
-        let diff = self
-            .repo
+        let old = repo.find_tree(before.0).map_err(io)?;
+        let new = repo.find_tree(after.0).map_err(io)?;
+        let diff = repo
             .diff_tree_to_tree(Some(&old), Some(&new), None)
             .map_err(io)?;
-        let mut changed = Vec::new();
-        for d in diff.deltas() {
-            let (o, n) = (d.old_file(), d.new_file());
-            let Some(rel) = n
-                .path()
-                .or_else(|| o.path())
-                .and_then(Path::to_str)
-                .map(str::to_string)
-            else {
-                continue;
-            };
-            // keyless's own files and the user's config are never written back by undo.
-            if ws.writable(&rel).is_err() {
-                continue;
-            }
-            match d.status() {
-                Delta::Added => backup.created(ws, &rel)?,
-                Delta::Deleted | Delta::Modified | Delta::Typechange
-                    if o.mode() == FileMode::Blob || o.mode() == FileMode::BlobExecutable =>
-                {
-                    let blob = self.repo.find_blob(o.id()).map_err(io)?;
-                    backup.save(ws, &rel, blob.content())?;
-                }
-                _ => continue,
-            }
-            changed.push(rel);
-        }
-        Ok(changed)
+        backup.in_bulk(ws, |backup| keep_deltas(ws, repo, &diff, backup))
     }
+}
+
+/// Each file of `diff` into `backup`: its bytes before, or that it did not exist. Returns the
+/// paths, in the order recorded.
+fn keep_deltas(
+    ws: &Workspace,
+    repo: &Repository,
+    diff: &git2::Diff<'_>,
+    backup: &mut BatchBackup,
+) -> Result<Vec<String>, Failure> {
+    let io = |e: git2::Error| {
+        Failure::new(
+            keyless_core::Code::FileIo,
+            format!("cannot tell what the command changed: {}", e.message()),
+        )
+    };
+    let mut changed = Vec::new();
+    for d in diff.deltas() {
+        let (o, n) = (d.old_file(), d.new_file());
+        let Some(rel) = n
+            .path()
+            .or_else(|| o.path())
+            .and_then(Path::to_str)
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        // keyless's own files and the user's config are never written back by undo.
+        if ws.writable(&rel).is_err() {
+            continue;
+        }
+        match d.status() {
+            Delta::Added => backup.created(ws, &rel)?,
+            Delta::Deleted | Delta::Modified | Delta::Typechange
+                if o.mode() == FileMode::Blob || o.mode() == FileMode::BlobExecutable =>
+            {
+                let blob = repo.find_blob(o.id()).map_err(io)?;
+                backup.save(ws, &rel, blob.content())?;
+            }
+            _ => continue,
+        }
+        changed.push(rel);
+    }
+    Ok(changed)
+}
+
+fn keep(m: &std::fs::Metadata) -> bool {
+    m.is_file() && m.len() <= MAX_FILE
+}
+
+/// The whole working tree into the index (every file's stat compared with the index's), which is
+/// written for the next process's stat cache.
+fn whole(repo: &Repository, root: &Path) -> Result<Shot, git2::Error> {
+    let mut index = repo.index()?;
+    let mut add = |path: &Path, _: &[u8]| -> i32 {
+        i32::from(!std::fs::symlink_metadata(root.join(path)).is_ok_and(|m| keep(&m)))
+    };
+    index.add_all(["*"], IndexAddOption::DEFAULT, Some(&mut add))?;
+    // A file that grew past the bound, or became a link, since the last snapshot is left out
+    // (update_all asks only about the entries whose file changed).
+    let mut stale: Vec<PathBuf> = Vec::new();
+    let mut update = |path: &Path, _: &[u8]| -> i32 {
+        match std::fs::symlink_metadata(root.join(path)) {
+            Ok(m) if !keep(&m) => {
+                stale.push(path.to_path_buf());
+                1
+            }
+            _ => 0,
+        }
+    };
+    index.update_all(["*"], Some(&mut update))?;
+    for p in stale {
+        index.remove_path(&p)?;
+    }
+    // Only a stat cache for the next process: a write another process holds the lock of (or a
+    // process stopped in the middle of one left locked) costs that process a slower first look.
+    if let Err(e) = index.write() {
+        tracing::debug!(error = %e.message(), "the undo store's index is not saved");
+    }
+    Ok(Shot(index.write_tree()?))
+}
+
+/// The last snapshot with only `paths` looked at again; `None` when they cannot say it all (the
+/// caller then takes a whole one).
+fn incremental(
+    repo: &Repository,
+    root: &Path,
+    paths: std::collections::HashSet<String>,
+) -> Result<Option<Shot>, git2::Error> {
+    let mut index = repo.index()?;
+    let mut paths: Vec<String> = paths.into_iter().collect();
+    paths.sort();
+    for rel in &paths {
+        let p = Path::new(rel);
+        let meta = std::fs::symlink_metadata(root.join(p));
+        // Another link to a changed file (one in the sandbox's temp folder, say) may be written
+        // where the journal sees only that link.
+        if meta.as_ref().is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_file() && m.nlink() > 1
+        }) {
+            return Ok(None);
+        }
+        if rel == ".agent" || rel.starts_with(".agent/") || rel.split('/').any(|c| c == ".git") {
+            continue;
+        }
+        // Ignore rules changed: what is kept may change anywhere.
+        if rel.rsplit('/').next() == Some(".gitignore") {
+            return Ok(None);
+        }
+        if in_nested_repo(root, rel) {
+            continue;
+        }
+        match meta {
+            Ok(m) if m.is_dir() => {
+                // A folder made or moved in: everything in it, and nothing that is gone.
+                let mut add = |path: &Path, _: &[u8]| -> i32 {
+                    i32::from(!std::fs::symlink_metadata(root.join(path)).is_ok_and(|m| keep(&m)))
+                };
+                let spec = [rel.as_str()];
+                index.add_all(spec, IndexAddOption::DISABLE_PATHSPEC_MATCH, Some(&mut add))?;
+                index.update_all(spec, None)?;
+                let _ = index.remove_path(p);
+            }
+            Ok(m) if keep(&m) => {
+                let _ = index.remove_dir(p, 0);
+                if repo.is_path_ignored(p)? {
+                    let _ = index.remove_path(p);
+                } else {
+                    index.add_path(p)?;
+                }
+            }
+            _ => {
+                let _ = index.remove_path(p);
+                let _ = index.remove_dir(p, 0);
+            }
+        }
+    }
+    Ok(Some(Shot(index.write_tree()?)))
+}
+
+/// Whether `rel` is inside (or is) a repository nested in the workspace, which snapshots leave
+/// out as `add_all` does.
+fn in_nested_repo(root: &Path, rel: &str) -> bool {
+    let mut at = root.to_path_buf();
+    for seg in rel.split('/') {
+        at.push(seg);
+        if std::fs::symlink_metadata(at.join(".git")).is_ok() {
+            return true;
+        }
+    }
+    false
 }
 
 /// Makes the store: bare, its objects falling back on the user's repository, no filters.

@@ -269,6 +269,12 @@ pub(super) async fn create_session(
             Ok((pos, movement, cfg, context, git, branch_note, map))
         })
         .await?;
+    // The first look at the workspace (the guard's, the undo store's) is taken now, while the
+    // model writes its first reply: the session's first command costs what its later ones do.
+    if cfg.sandbox {
+        let root = st.ws.root().to_path_buf();
+        tokio::task::spawn_blocking(move || crate::exec::prime(&root));
+    }
     let piece = movement.is_some();
     let gate = movement
         .as_ref()
@@ -362,6 +368,7 @@ pub(super) fn execute_reply(
         ws: &st.ws,
         cfg: &cfg,
         repo: &repo,
+        judge_next: true,
     };
     let mut prompter = ServerPrompter {
         shared: st.clone(),

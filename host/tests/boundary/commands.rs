@@ -677,3 +677,103 @@ fn a_command_cannot_make_or_change_keyless_json() {
     let (out, text) = fx.run(&[&common::run_cmd("echo next")], &["--mode", "auto"]);
     assert_eq!(out.status.code(), Some(5), "{text}");
 }
+
+/// The later commands of a run are checked from what the kernel saw them change (the change
+/// journal), and that misses nothing: a repository moved in from the temp folder, one made in a
+/// folder renamed in the same command, a hook written into a repository that was already there,
+/// one made where a folder was moved away and another made in its place, and one planted in a
+/// quiet folder after more changes than the kernel's event queue holds (16,384 events by
+/// default) were made in another.
+#[test]
+fn the_guard_sees_what_every_later_command_of_a_run_did() {
+    let fx = common::Fixture::new();
+    let ws = fx.ws();
+    let setup = |ws: &Path| {
+        std::fs::create_dir_all(ws.join("old/a/b")).expect("dirs");
+        std::fs::create_dir_all(ws.join("many")).expect("dirs");
+        std::fs::create_dir_all(ws.join("old2/x/y")).expect("dirs");
+        std::fs::create_dir_all(ws.join("quiet")).expect("dirs");
+        std::fs::create_dir_all(ws.join(".agent/sandbox-tmp")).expect("tmp");
+        common::git(ws, &["init", "-q", "kept/r"]);
+    };
+    setup(&ws);
+    let c = |n: &str| fx.root.join(format!("canary-{n}"));
+    let canaries = [
+        c("moved-in"),
+        c("renamed"),
+        c("hook"),
+        c("flood"),
+        c("replaced"),
+    ];
+    let cmds = [
+        "true".to_string(),
+        format!(
+            "git init -q .agent/sandbox-tmp/r && git -C .agent/sandbox-tmp/r config core.fsmonitor \"{}\" && mv .agent/sandbox-tmp/r old/a/b/r",
+            fsmonitor(&canaries[0])
+        ),
+        format!(
+            "mv old/a old/moved && git init -q old/moved/b/r2 && git -C old/moved/b/r2 config core.fsmonitor \"{}\"",
+            fsmonitor(&canaries[1])
+        ),
+        format!(
+            "mv old2/x old2/gone && mkdir -p old2/x/y && git init -q old2/x/y/r3 && git -C old2/x/y/r3 config core.fsmonitor \"{}\"",
+            fsmonitor(&canaries[4])
+        ),
+        format!(
+            "printf '#!/bin/sh\\necho ran > {}\\n' > kept/r/.git/hooks/pre-commit && chmod +x kept/r/.git/hooks/pre-commit",
+            canaries[2].display()
+        ),
+        format!(
+            "i=0; while [ $i -lt 12000 ]; do : > many/$i; i=$((i+1)); done; git init -q quiet/zz && git -C quiet/zz config core.fsmonitor \"{}\"",
+            fsmonitor(&canaries[3])
+        ),
+    ];
+    let blocks: Vec<String> = cmds
+        .iter()
+        .map(|l| common::block("runcommand", &[("CMD", l)]))
+        .collect();
+    let (_, text) = fx.run(
+        &[&common::reply(&blocks)],
+        &[
+            "--mode",
+            "auto",
+            "--pace",
+            "batch",
+            "--failure-mode",
+            "Continue",
+            "--max-commands",
+            "10",
+        ],
+    );
+    assert!(text.contains("code: KA_GIT_PROTECTED"), "{text}");
+    for p in [
+        "old/a/b/r/.git/config",
+        "old/moved/b/r2/.git/config",
+        "kept/r/.git/hooks/pre-commit",
+        "quiet/zz/.git/config",
+        "old2/x/y/r3/.git/config",
+    ] {
+        assert!(text.contains(p), "{p} not put back: {text}");
+    }
+    let users = |ws: &Path| {
+        for d in [
+            "old/a/b/r",
+            "old/moved/b/r",
+            "old/moved/b/r2",
+            "kept/r",
+            "quiet/zz",
+            "old2/x/y/r3",
+        ] {
+            if ws.join(d).is_dir() {
+                users_git(&ws.join(d));
+            }
+        }
+    };
+    users(&ws);
+    canary_gone(&canaries, &text);
+    // Positive control: the same lines without keyless write every canary.
+    let control = common::Fixture::new();
+    let cws = control.ws();
+    setup(&cws);
+    runs_without_keyless(&cws, &cmds.join("; "), &canaries, || users(&cws));
+}

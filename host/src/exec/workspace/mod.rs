@@ -561,6 +561,13 @@ impl Workspace {
     /// # Errors
     /// When `.agent` cannot be written.
     pub fn save_state(&self, rel: &str, bytes: &[u8]) -> io::Result<()> {
+        let (d, name) = self.state_folder(rel)?;
+        write_atomic_in(&d, name, bytes)
+    }
+
+    /// The folder of the state file `.agent/REL` (made as needed, never through a symlink), and
+    /// the file's name in it.
+    fn state_folder<'a>(&self, rel: &'a str) -> io::Result<(Dir, &'a str)> {
         let agent = self.agent()?;
         let (folder, name) = rel.rsplit_once('/').unwrap_or(("", rel));
         let d = if folder.is_empty() {
@@ -569,7 +576,32 @@ impl Workspace {
             agent.create_dir_all(folder)?;
             agent.open_dir_nofollow(folder)?
         };
-        write_atomic_in(&d, name, bytes)
+        Ok((d, name))
+    }
+
+    /// Writes keyless's own state file `.agent/REL` that no earlier write named (a backup's copy
+    /// of one file) without flushing it to the disk: [`Self::sync_state`] flushes many at once. A
+    /// file of that name left by an earlier try is replaced atomically instead.
+    ///
+    /// # Errors
+    /// When `.agent` cannot be written.
+    pub fn save_state_unsynced(&self, rel: &str, bytes: &[u8]) -> io::Result<()> {
+        let (d, name) = self.state_folder(rel)?;
+        match write_new_then(&d, name, bytes, None, false) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => write_atomic_in(&d, name, bytes),
+            other => other,
+        }
+    }
+
+    /// Flushes every write to the filesystem that holds `.agent` (after
+    /// [`Self::save_state_unsynced`]).
+    ///
+    /// # Errors
+    /// When the flush fails.
+    pub fn sync_state(&self) -> io::Result<()> {
+        // A folder's own handle may not be open for reading (`O_PATH`): syncfs needs one that is.
+        let f = self.agent()?.open(".")?;
+        nix::unistd::syncfs(&f).map_err(io::Error::from)
     }
 
     /// Removes keyless's own state file `.agent/REL` (never through a symlink).

@@ -198,6 +198,18 @@ pub(super) fn write_new(
     bytes: &[u8],
     perms: Option<cap_std::fs::Permissions>,
 ) -> io::Result<()> {
+    write_new_then(d, name, bytes, perms, true)
+}
+
+/// [`write_new`], flushed to the disk or not (`sync`): a caller writing many files flushes them
+/// all at once after.
+pub(super) fn write_new_then(
+    d: &Dir,
+    name: &str,
+    bytes: &[u8],
+    perms: Option<cap_std::fs::Permissions>,
+    sync: bool,
+) -> io::Result<()> {
     let mut o = OpenOptions::new();
     o.write(true).create_new(true).follow(FollowSymlinks::No);
     let result = (|| {
@@ -206,7 +218,10 @@ pub(super) fn write_new(
         if let Some(p) = perms {
             f.set_permissions(p)?;
         }
-        f.sync_all()
+        if sync {
+            f.sync_all()?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = d.remove_file(name);
