@@ -17,9 +17,11 @@
 //!   a full look.
 //!
 //! Limits (docs/security.md): writes through a shared mapping after the file was closed make no
-//! event, and neither do writes to a file through a hard link outside every watched folder; the
-//! undo store therefore takes a full snapshot when a changed file has more than one link, and the
-//! guard re-reads every control file's contents at each look whatever the journal says.
+//! event, and neither do writes to a file through a hard link outside every watched folder (or
+//! through one removed before the look: the event names only the link written through); the
+//! undo store therefore takes a full snapshot when a changed file has more than one link, which
+//! covers the first case and not the second, and the guard re-reads every control file's
+//! contents at each look whatever the journal says.
 
 use cap_std::fs::Dir;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -260,11 +262,11 @@ mod imp {
                         let path = join(&r, &name);
                         if e.mask.intersects(LISTING) {
                             self.folders.add(r.clone());
-                            if e.mask.contains(F::IN_ISDIR)
-                                && e.mask.intersects(F::IN_DELETE | F::IN_MOVED_FROM)
-                            {
-                                self.drop_tree(&path);
-                            }
+                            // Whatever the entry is now, the folder once watched under this name
+                            // may not be it: a folder renamed over an empty one (MOVED_TO) is
+                            // another inode, whose old one's DELETE_SELF can come late (a handle
+                            // to it passed over a socket outlives the command).
+                            self.drop_tree(&path);
                         }
                         self.paths.add(path);
                     }

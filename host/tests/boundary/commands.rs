@@ -637,6 +637,27 @@ fn repositories_made_of_symlinks_are_repositories_too() {
 }
 
 #[test]
+fn a_working_tree_dressed_as_a_repository_is_still_looked_into() {
+    let fx = common::Fixture::new();
+    let canary = fx.root.join("canary-dressed");
+    // `sub` holds a real repository with an fsmonitor, and files named HEAD, objects and refs
+    // beside it, so that it looks like a bare repository itself: git still takes `sub/.git`.
+    let line = format!(
+        "git init -q sub && git -C sub config core.fsmonitor \"{}\" && touch sub/HEAD sub/objects sub/refs; echo done",
+        fsmonitor(&canary)
+    );
+    let (_, text) = fx.run(&[&common::run_cmd(&line)], &["--mode", "auto"]);
+    assert!(text.contains("code: KA_GIT_PROTECTED"), "{text}");
+    users_git(&fx.ws().join("sub"));
+    canary_gone(std::slice::from_ref(&canary), &text);
+    // Positive control: the same line without keyless, and the user's git in sub runs it.
+    let control = common::Fixture::new();
+    runs_without_keyless(&control.ws(), &line, &[canary], || {
+        users_git(&control.ws().join("sub"));
+    });
+}
+
+#[test]
 fn an_embedded_repository_added_to_the_index_runs_nothing() {
     let fx = common::Fixture::new();
     let canary = fx.root.join("canary-gitlink");

@@ -383,6 +383,13 @@ impl Scan<'_> {
                 for sub in &f.subdirs {
                     self.visit(None, sub, depth + 1);
                 }
+                // The sandbox's temp folder is made inside `.agent`, which is not watched: made
+                // since the root was last listed, it is looked at all the same.
+                if rel.is_empty() && !f.subdirs.iter().any(|s| s == SANDBOX_TMP) {
+                    if let Some(t) = open_folder(self.root_dir, SANDBOX_TMP) {
+                        self.visit(Some(t), SANDBOX_TMP, depth + 2);
+                    }
+                }
                 self.folders.insert(rel.to_string(), f);
                 return;
             }
@@ -410,7 +417,12 @@ impl Scan<'_> {
             })
             .collect();
         self.out.entries += listing.len();
-        if looks_like_git_dir(|name| listing.iter().any(|(n, _)| n == name)) {
+        let has = |name: &str| listing.iter().any(|(n, _)| n == name);
+        // A folder that looks like a repository but holds a `.git` is a working tree to git (it
+        // looks at `.git` first, and at the folder itself only when `.git` is not a repository):
+        // both are read, and its other folders are walked like any working tree's.
+        let both = has(".git");
+        if looks_like_git_dir(has) && !both {
             // Its own symlinks still count for the reads of the policy (a folder made to look
             // like a repository must not hide a link out).
             for (name, ft) in &listing {
@@ -438,6 +450,10 @@ impl Scan<'_> {
             links: Vec::new(),
             persist: Vec::new(),
         };
+        let gitdir_too = both && looks_like_git_dir(has);
+        if gitdir_too {
+            self.gitdir(dir, rel, depth);
+        }
         let persist_folder = !rel.starts_with(".agent")
             && keyless_core::policy::persistence::in_persistence_folder(rel, self.pctx);
         for (name, ft) in listing {
@@ -483,7 +499,7 @@ impl Scan<'_> {
                     }
                 }
                 // keyless's own state is read-only in the sandbox; its temp folder is not.
-                let tmp = ".agent/sandbox-tmp";
+                let tmp = SANDBOX_TMP;
                 if let Some(t) = dir
                     .open_dir_nofollow(&name)
                     .ok()
@@ -501,7 +517,9 @@ impl Scan<'_> {
                     self.out.nodes.insert(path.clone(), n);
                 }
             }
-            if ft.is_dir() {
+            if ft.is_dir() && gitdir_too && matches!(name.as_str(), "modules" | "worktrees") {
+                // Walked as the repository's own, above.
+            } else if ft.is_dir() {
                 folder.subdirs.push(path.clone());
                 if let Ok(sub) = dir.open_dir_nofollow(&name) {
                     self.visit(Some(sub), &path, depth + 1);
@@ -511,7 +529,8 @@ impl Scan<'_> {
                 self.note_steering(path);
             }
         }
-        if stamp.is_some() || self.journal.is_some() {
+        // A folder that is a repository too is listed again at every scan, as repositories are.
+        if (stamp.is_some() || self.journal.is_some()) && !gitdir_too {
             self.folders.insert(rel.to_string(), Arc::new(folder));
         }
     }
@@ -528,6 +547,9 @@ impl Scan<'_> {
         }
     }
 }
+
+/// The sandbox's temp folder, the one folder of `.agent` a command may write.
+const SANDBOX_TMP: &str = ".agent/sandbox-tmp";
 
 /// The last scan of each workspace this process guarded: the next scan lists again only the
 /// folders that changed since (a few workspaces at most: serve has one).
