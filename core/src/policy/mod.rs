@@ -185,6 +185,11 @@ pub struct Context {
     /// confirmed (at least Risky).
     #[serde(default)]
     pub unguarded: bool,
+    /// The folders the guard cannot look into (their permissions keep it from listing them, or
+    /// their names are not UTF-8), the first few: while one is there, every command is
+    /// confirmed, and the reason names it.
+    #[serde(default)]
+    pub unguarded_folders: Vec<String>,
     /// The user's own configuration files (`~/.gitconfig`, `~/.bashrc`, …) that are links into
     /// the workspace, workspace-relative: a write to one is refused by the host, and judged here
     /// as a file the user's tools run.

@@ -140,6 +140,12 @@ hooks_path: string | null,
  */
 unguarded: boolean, 
 /**
+ * The folders the guard cannot look into (their permissions keep it from listing them, or
+ * their names are not UTF-8), the first few: while one is there, every command is
+ * confirmed, and the reason names it.
+ */
+unguarded_folders: Array<string>, 
+/**
  * The user's own configuration files (`~/.gitconfig`, `~/.bashrc`, …) that are links into
  * the workspace, workspace-relative: a write to one is refused by the host, and judged here
  * as a file the user's tools run.

@@ -34,6 +34,7 @@ pub fn context(workspace: &Path, guard: Option<&Guard>) -> keyless_core::policy:
         links_any: facts.links_any,
         always: crate::always::rules(workspace),
         unguarded: facts.unguarded,
+        unguarded_folders: facts.opaque,
         path_dirs: super::programs::writable_path_dirs(workspace),
         hooks_path: super::persistence::hooks_path(workspace),
         linked_config: crate::dirs::linked_user_config(workspace)

@@ -9,6 +9,7 @@
 mod common;
 
 mod commands;
+mod opaque;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -364,6 +365,11 @@ fn fsmonitor(canary: &Path) -> String {
 
 /// The user's own git, later, outside keyless: status (fsmonitor), a commit (hooks), a push.
 fn users_git(dir: &Path) {
+    users_git_with(dir, || Command::new("git"));
+}
+
+/// [`users_git`] with the git that `git` makes (another user's, for instance).
+fn users_git_with(dir: &Path, git: impl Fn() -> Command) {
     for args in [
         vec!["status", "--porcelain"],
         vec![
@@ -378,7 +384,7 @@ fn users_git(dir: &Path) {
             "user",
         ],
     ] {
-        let _ = Command::new("git").args(&args).current_dir(dir).output();
+        let _ = git().args(&args).current_dir(dir).output();
     }
 }
 

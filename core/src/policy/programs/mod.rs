@@ -233,13 +233,13 @@ pub(crate) fn classify_segments(raw: &[Segment], depth: u32, ctx: &Context) -> V
             r = worse(r, rated(Tier::Risky, why));
         }
         if ctx.unguarded {
-            r = worse(
-                r,
-                rated(
-                    Tier::Risky,
-                    "keyless cannot check git's files after a command in this workspace (it holds more entries than keyless looks through)",
+            let why = match ctx.unguarded_folders.first() {
+                Some(folder) => format!(
+                    "keyless cannot check git's files after a command in this workspace: it cannot look into the folder {folder} (its permissions or its name); make it readable (chmod u+rx) or rename it, and commands are judged again"
                 ),
-            );
+                None => "keyless cannot check git's files after a command in this workspace (it holds more entries than keyless looks through)".to_string(),
+            };
+            r = worse(r, rated(Tier::Risky, why));
         }
         if matches!(prog.as_str(), "cd" | "pushd" | "popd") {
             moved = true;

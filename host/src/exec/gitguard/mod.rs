@@ -210,6 +210,16 @@ impl Guard {
             );
             repairs.push(self.put_back(rel, Some(&Node::Dir), None, why, &mut quarantine));
         }
+        // A folder the scan could not look into, new or not the one that was there before: the
+        // command made it (or made it unreadable), and what it holds cannot be checked. It is
+        // moved aside whole. One that was there before the command is left: while it is there,
+        // every command is confirmed (see `facts`).
+        for ((parent, name), id) in &after.opaque {
+            if self.before.opaque.get(&(parent.clone(), name.clone())) == Some(id) {
+                continue;
+            }
+            repairs.push(self.put_aside_opaque(parent, name, &mut quarantine));
+        }
         // What the guard put back changes folders; the next scan reads those again anyway.
         if after.too_many {
             repairs.push(Repair {
@@ -328,6 +338,38 @@ impl Guard {
         real.starts_with(&self.root)
     }
 
+    /// Moves aside a folder the scan could not look into, made readable and writable by its
+    /// owner first so that it can be moved (nothing in it is lost).
+    fn put_aside_opaque(
+        &self,
+        parent: &str,
+        name: &std::ffi::OsStr,
+        quarantine: &mut Quarantine,
+    ) -> Repair {
+        let path = scan::shown(parent, name);
+        let mut repair = Repair {
+            why: format!(
+                "a folder the command made or changed that keyless cannot look into ({}): a repository in it could hold hooks or config git would run",
+                scan::opaque_why(name)
+            ),
+            path,
+            moved_to: None,
+            restored: false,
+        };
+        let Some(dir) = open_folder(&self.dir, parent) else {
+            repair.why.push_str("; its folder is gone");
+            return repair;
+        };
+        #[cfg(unix)]
+        if let Ok(m) = dir.symlink_metadata(name) {
+            use cap_std::fs::PermissionsExt;
+            let mode = m.permissions().mode() | 0o700;
+            let _ = dir.set_permissions(name, cap_std::fs::Permissions::from_mode(mode));
+        }
+        repair.moved_to = quarantine.take(&dir, name, &repair.path);
+        repair
+    }
+
     fn put_back(
         &self,
         path: &str,
@@ -350,7 +392,7 @@ impl Guard {
             return repair;
         };
         if now.is_some() {
-            repair.moved_to = quarantine.take(&parent, name, path);
+            repair.moved_to = quarantine.take(&parent, name.as_ref(), path);
         }
         repair.restored = match was {
             Some(Node::File { bytes, mode }) => write_atomic_in(&parent, name, bytes)
@@ -412,7 +454,12 @@ pub struct ScanFacts {
     pub links_any: bool,
     /// The guard cannot look through the whole workspace.
     pub unguarded: bool,
+    /// The folders it cannot look into, for people (the first few).
+    pub opaque: Vec<String>,
 }
+
+/// The most opaque folders the policy's context names.
+const MAX_OPAQUE_NAMED: usize = 5;
 
 fn facts_of(s: &Snapshot, root: &Path) -> ScanFacts {
     let (links_out, links_whole) = links_out(s, root);
@@ -422,7 +469,13 @@ fn facts_of(s: &Snapshot, root: &Path) -> ScanFacts {
         links_out,
         links_whole,
         links_any: !s.links.is_empty(),
-        unguarded: s.too_many,
+        unguarded: s.too_many || !s.opaque.is_empty(),
+        opaque: s
+            .opaque
+            .keys()
+            .take(MAX_OPAQUE_NAMED)
+            .map(|(parent, name)| scan::shown(parent, name))
+            .collect(),
     }
 }
 

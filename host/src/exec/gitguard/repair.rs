@@ -51,7 +51,12 @@ impl<'a> Quarantine<'a> {
 
     /// Moves `parent/name` (a file, a link, a whole folder) to the quarantine under `path`;
     /// removes it when it cannot be moved. Returns where it went.
-    pub(super) fn take(&mut self, parent: &Dir, name: &str, path: &str) -> Option<String> {
+    pub(super) fn take(
+        &mut self,
+        parent: &Dir,
+        name: &std::ffi::OsStr,
+        path: &str,
+    ) -> Option<String> {
         let dest = format!("quarantine/{}/{path}", self.id);
         let (dest_folder, dest_name) = dest.rsplit_once('/').unwrap_or(("", dest.as_str()));
         let moved = open_agent_dir(self.root)

@@ -8,6 +8,7 @@ use super::super::workspace::{looks_like_git_dir, open_read};
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -61,6 +62,42 @@ pub(super) struct Snapshot {
     dotgits: Vec<String>,
     /// When the scan started.
     at: Option<std::time::SystemTime>,
+    /// The folders the scan could not look into ([`Opaque`]), by their folder and name as on
+    /// disk, with their device and inode: a repository in one could hold hooks git runs.
+    pub(super) opaque: BTreeMap<(String, OsString), (u64, u64)>,
+    /// The persistence context the folders' persistence lists were judged with: a scan with
+    /// another one reuses none of them.
+    pctx: Option<keyless_core::policy::Context>,
+}
+
+/// Why a folder is opaque to the scan: the host cannot open or list it (its permissions: git
+/// still runs a hook in a folder it may only search), or its name is not UTF-8 (the scan names
+/// paths as text). What a command does there cannot be checked.
+pub(super) fn opaque_why(name: &OsStr) -> &'static str {
+    if name.to_str().is_none() {
+        "its name is not UTF-8, and keyless looks only through folders whose names are"
+    } else {
+        "its permissions keep keyless from listing it"
+    }
+}
+
+/// A path for people: what is not UTF-8 in `name` as `\xNN`.
+pub(super) fn shown(parent: &str, name: &OsStr) -> String {
+    #[cfg(unix)]
+    let text = {
+        use std::os::unix::ffi::OsStrExt;
+        let mut t = String::new();
+        for chunk in name.as_bytes().utf8_chunks() {
+            t.push_str(chunk.valid());
+            for b in chunk.invalid() {
+                t.push_str(&format!("\\x{b:02X}"));
+            }
+        }
+        t
+    };
+    #[cfg(not(unix))]
+    let text = name.to_string_lossy().into_owned();
+    join(parent, &text)
 }
 
 /// A folder as a scan found it: its identity and change time, and what of its listing matters
@@ -79,6 +116,9 @@ struct Folder {
     /// Its persistence files (read again at every scan: their contents change without the
     /// folder's times).
     persist: Vec<String>,
+    /// Its entries whose names are not UTF-8 and that matter (folders, files in a persistence
+    /// folder): opaque at every scan.
+    odd: Vec<OsString>,
 }
 
 /// The most persistence files the guard reads: past it, every command is confirmed.
@@ -174,14 +214,16 @@ impl Snapshot {
         prev: Option<&Snapshot>,
         journal: Option<(&mut Journal, Changed)>,
     ) -> Self {
-        let prev = prev.filter(|p| !p.incomplete);
+        let pctx = super::super::persistence::persistence_context(root);
+        // A folder's persistence list holds under the context it was judged with; a folder the
+        // scan could not look into is tried again at every scan.
+        let prev = prev.filter(|p| !p.incomplete && p.pctx.as_ref() == Some(&pctx));
         let journal = journal.filter(|(j, _)| j.working());
         if let (Some(p), Some((_, Changed::Some(dirty)))) = (prev, journal.as_ref()) {
-            if dirty.is_empty() {
+            if dirty.is_empty() && p.opaque.is_empty() {
                 return p.refreshed(dir, root);
             }
         }
-        let pctx = super::super::persistence::persistence_context(root);
         let mut scan = Scan {
             root_dir: dir,
             root,
@@ -191,6 +233,7 @@ impl Snapshot {
             folders: HashMap::new(),
             out: Snapshot {
                 at: Some(std::time::SystemTime::now()),
+                pctx: Some(pctx.clone()),
                 ..Snapshot::default()
             },
         };
@@ -220,6 +263,8 @@ impl Snapshot {
             folders: self.folders.clone(),
             dotgits: self.dotgits.clone(),
             at: Some(std::time::SystemTime::now()),
+            opaque: BTreeMap::new(),
+            pctx: self.pctx.clone(),
         };
         for f in &self.dotgits {
             if let Some(n) = open_folder(dir, f).and_then(|d| node(&d, ".git")) {
@@ -257,18 +302,46 @@ fn read_controls(out: &mut Snapshot, dir: &Dir, rel: &str) {
         if !is_dir {
             continue;
         }
+        // A hooks folder git may search but keyless may not list still runs its hooks.
         let Ok(d) = dir.open_dir_nofollow(folder) else {
+            note_opaque(out, dir, rel, OsStr::new(folder));
             continue;
         };
-        let Ok(entries) = d.entries() else { continue };
+        let Ok(entries) = d.entries() else {
+            note_opaque(out, dir, rel, OsStr::new(folder));
+            continue;
+        };
         for e in entries.flatten() {
             out.entries += 1;
-            let name = e.file_name().to_string_lossy().into_owned();
+            // git runs hooks and reads info files by names that are UTF-8.
+            let Some(name) = e.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
             if let Some(n) = node(&d, &name) {
                 out.nodes.insert(join(&join(rel, folder), &name), n);
             }
         }
     }
+}
+
+/// A folder the scan cannot look into (`name` in `parent`, whose handle is `dir`), noted when it
+/// is one.
+fn note_opaque(out: &mut Snapshot, dir: &Dir, parent: &str, name: &OsStr) {
+    let Ok(m) = dir.symlink_metadata(name) else {
+        return;
+    };
+    if !m.is_dir() {
+        return;
+    }
+    #[cfg(unix)]
+    let id = {
+        use cap_std::fs::MetadataExt as _;
+        (m.dev(), m.ino())
+    };
+    #[cfg(not(unix))]
+    let id = (0, 0);
+    out.opaque
+        .insert((parent.to_string(), name.to_os_string()), id);
 }
 
 /// The control points outside repositories: `keyless.json` and the user's linked config.
@@ -312,6 +385,20 @@ impl Scan<'_> {
         }
         if let Some(n) = node(dir, name) {
             self.out.persist.insert(join(rel, name), n);
+        }
+    }
+
+    /// Folder `rel` could not be opened or listed: opaque when it is a folder (not when it is
+    /// gone). The workspace itself unreadable: nothing is known.
+    fn note_unopenable(&mut self, rel: &str) {
+        if rel.is_empty() {
+            self.out.incomplete = true;
+            self.out.too_many = true;
+            return;
+        }
+        let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        if let Some(d) = open_folder(self.root_dir, parent) {
+            note_opaque(&mut self.out, &d, parent, OsStr::new(name));
         }
     }
 
@@ -380,14 +467,22 @@ impl Scan<'_> {
                     }
                 }
                 self.out.links.extend(f.links.iter().cloned());
+                if !f.odd.is_empty() {
+                    if let Some(d) = open_folder(self.root_dir, rel) {
+                        for name in &f.odd {
+                            note_opaque(&mut self.out, &d, rel, name);
+                        }
+                    }
+                }
                 for sub in &f.subdirs {
                     self.visit(None, sub, depth + 1);
                 }
                 // The sandbox's temp folder is made inside `.agent`, which is not watched: made
                 // since the root was last listed, it is looked at all the same.
                 if rel.is_empty() && !f.subdirs.iter().any(|s| s == SANDBOX_TMP) {
-                    if let Some(t) = open_folder(self.root_dir, SANDBOX_TMP) {
-                        self.visit(Some(t), SANDBOX_TMP, depth + 2);
+                    match open_folder(self.root_dir, SANDBOX_TMP) {
+                        Some(t) => self.visit(Some(t), SANDBOX_TMP, depth + 2),
+                        None => self.note_unopenable(SANDBOX_TMP),
                     }
                 }
                 self.folders.insert(rel.to_string(), f);
@@ -395,6 +490,7 @@ impl Scan<'_> {
             }
         }
         let Some(dir) = handle.or_else(|| open_folder(self.root_dir, rel)) else {
+            self.note_unopenable(rel);
             return;
         };
         self.walk(&dir, rel, depth, stamp);
@@ -405,18 +501,27 @@ impl Scan<'_> {
         if let Some((j, _)) = self.journal.as_mut() {
             j.watch(rel, dir);
         }
-        let Ok(entries) = dir.entries() else { return };
+        let Ok(entries) = dir.entries() else {
+            self.note_unopenable(rel);
+            return;
+        };
         // One listing: whether the folder is a repository comes from it, with no more calls.
+        let mut odd = Vec::new();
         let listing: Vec<(String, cap_std::fs::FileType)> = entries
             .flatten()
             .filter_map(|e| {
-                Some((
-                    e.file_name().to_string_lossy().into_owned(),
-                    e.file_type().ok()?,
-                ))
+                let ft = e.file_type().ok()?;
+                let raw = e.file_name();
+                match raw.to_str() {
+                    Some(name) => Some((name.to_string(), ft)),
+                    None => {
+                        odd.push((raw, ft));
+                        None
+                    }
+                }
             })
             .collect();
-        self.out.entries += listing.len();
+        self.out.entries += listing.len() + odd.len();
         let has = |name: &str| listing.iter().any(|(n, _)| n == name);
         // A folder that looks like a repository but holds a `.git` is a working tree to git (it
         // looks at `.git` first, and at the folder itself only when `.git` is not a repository):
@@ -449,6 +554,7 @@ impl Scan<'_> {
             steering: Vec::new(),
             links: Vec::new(),
             persist: Vec::new(),
+            odd: Vec::new(),
         };
         let gitdir_too = both && looks_like_git_dir(has);
         if gitdir_too {
@@ -456,6 +562,14 @@ impl Scan<'_> {
         }
         let persist_folder = !rel.starts_with(".agent")
             && keyless_core::policy::persistence::in_persistence_folder(rel, self.pctx);
+        // A name that is not UTF-8 is never looked into: a folder so named, or a file in a
+        // folder whose files the user's tools run, is opaque.
+        for (name, ft) in odd {
+            if ft.is_dir() || (persist_folder && !rel.starts_with(".agent")) {
+                note_opaque(&mut self.out, dir, rel, &name);
+                folder.odd.push(name);
+            }
+        }
         for (name, ft) in listing {
             if !ft.is_dir()
                 && !rel.starts_with(".agent")
@@ -500,13 +614,16 @@ impl Scan<'_> {
                 }
                 // keyless's own state is read-only in the sandbox; its temp folder is not.
                 let tmp = SANDBOX_TMP;
-                if let Some(t) = dir
-                    .open_dir_nofollow(&name)
-                    .ok()
-                    .and_then(|agent| agent.open_dir_nofollow("sandbox-tmp").ok())
-                {
-                    folder.subdirs.push(tmp.to_string());
-                    self.visit(Some(t), tmp, depth + 2);
+                if let Ok(agent) = dir.open_dir_nofollow(&name) {
+                    match agent.open_dir_nofollow("sandbox-tmp") {
+                        Ok(t) => {
+                            folder.subdirs.push(tmp.to_string());
+                            self.visit(Some(t), tmp, depth + 2);
+                        }
+                        Err(_) => {
+                            note_opaque(&mut self.out, &agent, ".agent", OsStr::new("sandbox-tmp"))
+                        }
+                    }
                 }
                 continue;
             }
@@ -521,8 +638,9 @@ impl Scan<'_> {
                 // Walked as the repository's own, above.
             } else if ft.is_dir() {
                 folder.subdirs.push(path.clone());
-                if let Ok(sub) = dir.open_dir_nofollow(&name) {
-                    self.visit(Some(sub), &path, depth + 1);
+                match dir.open_dir_nofollow(&name) {
+                    Ok(sub) => self.visit(Some(sub), &path, depth + 1),
+                    Err(_) => note_opaque(&mut self.out, dir, rel, OsStr::new(&name)),
                 }
             } else if keyless_core::policy::steering::is_steering_file(&path) {
                 folder.steering.push(path.clone());
