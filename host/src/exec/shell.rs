@@ -95,6 +95,29 @@ fn kill_group(pid: u32) {
 #[cfg(not(unix))]
 fn kill_group(_pid: u32) {}
 
+/// Stops the sandbox's wrapper `pid` with SIGTERM and waits up to [`WRAPPER_GRACE`] for it to
+/// end (it ends once every process of its command has). `None`: it has not.
+fn stop_wrapper(
+    child: &mut std::process::Child,
+    pid: u32,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    #[cfg(unix)]
+    if let Ok(p) = i32::try_from(pid) {
+        use nix::sys::signal::{kill, Signal};
+        let _ = kill(nix::unistd::Pid::from_raw(p), Signal::SIGTERM);
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+    let until = Instant::now() + WRAPPER_GRACE;
+    while Instant::now() < until {
+        if let Some(s) = child.try_wait()? {
+            return Ok(Some(s));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(None)
+}
+
 fn shell_command(
     line: &str,
     confine: Option<&super::sandbox::Spec>,
@@ -197,6 +220,7 @@ pub fn run_guarded(
     command.current_dir(cwd).env("KEYLESS", "1");
     let io = Io {
         group: group.clone(),
+        wrapper: spec.is_some(),
         ..Io::default()
     };
     let mut out = run_program(command, io, timeout, max_output_chars, on_output)?;
@@ -219,7 +243,15 @@ pub struct Io {
     pub stdout_to: Option<std::fs::File>,
     /// The command's control group: reaching its process limit stops the command at once.
     pub group: Option<std::sync::Arc<super::limits::CommandGroup>>,
+    /// The program is the sandbox's wrapper: it is stopped with SIGTERM, which it passes on to
+    /// the command, and it ends only once every process of the command has (see
+    /// `sandbox::wrapper_main`); only when it has not within [`WRAPPER_GRACE`] is its group
+    /// killed.
+    pub wrapper: bool,
 }
+
+/// How long a stopped sandbox wrapper has to see every process of its command end.
+const WRAPPER_GRACE: Duration = Duration::from_secs(3);
 
 /// Runs a prepared program in its own process group, like [`run`]: a deadline that kills the
 /// group, cancel through `on_output`, output merged and capped (stderr only when `io.stdout_to`
@@ -254,6 +286,7 @@ pub fn run_program(
     let mut child = command.spawn()?;
     let pid = child.id();
     let io_group = io.group;
+    let wrapper = io.wrapper;
     let mut limited = false;
     let writer = match (io.input, child.stdin.take()) {
         (Some(bytes), Some(mut stdin)) => Some(std::thread::spawn(move || {
@@ -297,9 +330,14 @@ pub fn run_program(
         }
         if status.is_none() && (cancelled || now >= deadline) {
             timed_out = !cancelled;
-            kill_group(pid);
-            let _ = child.kill();
-            status = Some(child.wait()?);
+            if wrapper {
+                status = stop_wrapper(&mut child, pid)?;
+            }
+            if status.is_none() {
+                kill_group(pid);
+                let _ = child.kill();
+                status = Some(child.wait()?);
+            }
             exited_at = Some(now);
         }
         // A background process still holds the pipes open: give it a moment, then end the group.

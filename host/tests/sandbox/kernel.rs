@@ -101,6 +101,27 @@ fn the_timeout_holds_under_continuous_output() {
     assert!(secs < 4.0, "the deadline did not hold: {secs}s");
 }
 
+/// A command stopped at its deadline has ended, with every process it started (one in a session
+/// of its own that ignores SIGTERM and SIGHUP too), before keyless checks git's files and gives
+/// the result: nothing of it writes afterwards.
+#[test]
+fn a_command_stopped_at_its_deadline_has_ended_before_its_result() {
+    let fx = Fixture::new();
+    let line =
+        "setsid sh -c 'trap \"\" TERM HUP INT; while :; do date +%s%N > tick; done' & sleep 60";
+    let r = reply(&[block("runcommand timeout=1", &[("CMD", line)])]);
+    let (_, text) = fx.run(&[&r], &["--mode", "auto"]);
+    assert!(text.contains("code: KA_TIMEOUT"), "{text}");
+    let tick = fx.ws().join("tick");
+    let first = std::fs::read(&tick).expect("the background process ran");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        std::fs::read(&tick).expect("tick"),
+        first,
+        "a process of the command still wrote after its result: {text}"
+    );
+}
+
 #[test]
 fn the_kernel_confines_writes_network_signals_and_sockets() {
     let fx = Fixture::new();

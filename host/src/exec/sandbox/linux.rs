@@ -482,6 +482,29 @@ pub(super) fn die_with(parent: u32, end: fn() -> !) {
     });
 }
 
+/// On SIGTERM (the host stopping the command), kills the process whose id is then in the
+/// returned slot (the command's first process, once started), from a thread that looks every
+/// 5 ms.
+pub(super) fn kill_on_term() -> std::sync::Arc<std::sync::atomic::AtomicU32> {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let first = Arc::new(AtomicU32::new(0));
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGTERM, stop.clone());
+    let slot = first.clone();
+    std::thread::spawn(move || loop {
+        let pid = slot.load(Ordering::SeqCst);
+        if stop.load(Ordering::SeqCst) && pid != 0 {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    });
+    first
+}
+
 fn exit_killed() -> ! {
     std::process::exit(137)
 }

@@ -353,6 +353,14 @@ fn exit_status_code(status: std::process::ExitStatus) -> std::process::ExitCode 
 pub fn wrapper_main(a: &WrapperArgs) -> std::process::ExitCode {
     #[cfg(target_os = "linux")]
     {
+        // The host stops a command (its deadline, a cancel) with SIGTERM to this wrapper: the
+        // command's first process is killed, and the wrapper returns as when the command ends,
+        // once every process of the command is gone (the kernel empties the PID namespace
+        // before its init is reaped; without namespaces the wrapper kills every descendant).
+        // So the git guard's check never runs while a process of the command could still write.
+        // Set up before the namespaces: a process may start no thread once it has entered a
+        // PID namespace of its own.
+        let first = linux::kill_on_term();
         let report = match linux::confine(a) {
             Ok(r) => r,
             Err(e) => {
@@ -384,6 +392,9 @@ pub fn wrapper_main(a: &WrapperArgs) -> std::process::ExitCode {
             linux::subreaper();
             crate::launch::sandboxed::model_shell(&a.command).spawn()
         };
+        if let Ok(c) = &child {
+            first.store(c.id(), std::sync::atomic::Ordering::SeqCst);
+        }
         let status = match child.and_then(|mut c| c.wait()) {
             Ok(s) => s,
             Err(e) => {
