@@ -12,6 +12,7 @@
 //! - [`check`]: the `keyless-host check` report, shared by the CLI and the wasm build;
 //! - [`piece`]: the piece YAML schema (strict and lenient), effective tools, the run state machine.
 //! - [`site`]: chat-site adapters as data, reply completion, delivery and the selector doctor;
+//! - [`handover`]: the message that carries a session to a fresh chat, from its record;
 //! - [`turn`]: the turn engine: what a batch's outcome does to the session and its piece;
 //! - [`secrets`]: which environment variables programs and commands may see;
 //! - [`lang`]: `.as` programs: tokenizer, parser, analyzer and formatter.
@@ -27,6 +28,7 @@ pub mod diff;
 pub mod elicit;
 pub mod environment;
 pub mod gitcontrol;
+pub mod handover;
 pub mod keyless_json;
 pub mod lang;
 pub mod mcp;

@@ -6,6 +6,7 @@ use keyless_core::api::{AuditEntry, BatchSummary, CommandRecord, ResultStatus, S
 use keyless_core::message::{CommandOutcome, CommandResult};
 use keyless_core::turn::BatchStatus;
 use keyless_core::Code;
+use keyless_core::CommandKind;
 use keyless_core::Control;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
@@ -77,6 +78,33 @@ pub struct BatchDetail {
     /// What the host knew of the workspace when the batch was judged (JSON of the policy's
     /// `Context`): the one the previous answer gave the views.
     pub context: Option<String>,
+}
+
+/// A batch of a session's history ([`Store::history`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryBatch {
+    pub id: String,
+    pub turn: u32,
+    pub batch: u32,
+    pub status: BatchStatus,
+    /// The text the model was sent (results or a correction).
+    pub text: String,
+    /// The reply as received.
+    pub reply: String,
+    pub results: Vec<HistoryResult>,
+}
+
+/// How one command of a batch ended, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryResult {
+    pub number: u32,
+    pub kind: CommandKind,
+    pub target: String,
+    pub status: ResultStatus,
+    pub code: Option<String>,
+    /// An @@ask's answer, or a commit's result.
+    pub note: Option<String>,
+    pub diff: Vec<keyless_core::diff::FileDiff>,
 }
 
 /// A stored spelling read back as its type; a value the store never writes is a conversion error.
@@ -152,7 +180,9 @@ impl Store {
         for col in ["reply", "gate", "context"] {
             let _ = conn.execute(&format!("ALTER TABLE batches ADD COLUMN {col} TEXT"), []);
         }
-        let _ = conn.execute("ALTER TABLE results ADD COLUMN diff TEXT", []);
+        for col in ["diff", "note"] {
+            let _ = conn.execute(&format!("ALTER TABLE results ADD COLUMN {col} TEXT"), []);
+        }
         Ok(Self { conn })
     }
 
@@ -491,9 +521,19 @@ impl Store {
             let diff = (!r.diff.is_empty())
                 .then(|| serde_json::to_string(&r.diff).ok())
                 .flatten();
+            // What a handover tells of: the user's answer to an @@ask, a commit's result.
+            let note = match (&r.kind, &r.outcome) {
+                (
+                    CommandKind::Ask | CommandKind::Commit,
+                    CommandOutcome::Ok {
+                        output: Some(o), ..
+                    },
+                ) => Some(o.as_str()),
+                _ => None,
+            };
             tx.execute(
-                "INSERT OR REPLACE INTO results (batch_id, number, command, target, status, code, reason, exit_code, duration_ms, diff) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                params![id, r.number, r.kind.name(), r.target, st, code, reason, exit, ms.map(|m| i64::try_from(m).unwrap_or(i64::MAX)), diff],
+                "INSERT OR REPLACE INTO results (batch_id, number, command, target, status, code, reason, exit_code, duration_ms, diff, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![id, r.number, r.kind.name(), r.target, st, code, reason, exit, ms.map(|m| i64::try_from(m).unwrap_or(i64::MAX)), diff, note],
             )?;
             if st != "skipped" {
                 tx.execute(
@@ -647,6 +687,65 @@ impl Store {
             params![session, task],
         )?;
         Ok(())
+    }
+
+    /// The task the user gave a session, if it was recorded.
+    ///
+    /// # Errors
+    /// SQLite failures; KA_SESSION_NOT_FOUND.
+    pub fn task(&self, session: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT task FROM sessions WHERE id = ?1",
+                params![session],
+                |r| r.get(0),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::SessionNotFound(session.to_string()))
+    }
+
+    /// A session's batches, oldest first, each with the text the model was sent and how each
+    /// of its commands ended: what a handover is made from.
+    ///
+    /// # Errors
+    /// SQLite failures.
+    pub fn history(&self, session: &str) -> Result<Vec<HistoryBatch>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, turn, batch, status, text, reply FROM batches WHERE session_id = ?1 ORDER BY rowid",
+        )?;
+        let rows = stmt.query_map(params![session], |r| {
+            Ok(HistoryBatch {
+                id: r.get(0)?,
+                turn: r.get(1)?,
+                batch: r.get(2)?,
+                status: stored(3, &r.get::<_, String>(3)?, BatchStatus::from_name)?,
+                text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                reply: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                results: Vec::new(),
+            })
+        })?;
+        let mut list: Vec<HistoryBatch> = rows.collect::<Result<_, _>>()?;
+        let mut stmt = self.conn.prepare(
+            "SELECT number, command, target, status, code, note, diff FROM results WHERE batch_id = ?1 ORDER BY number",
+        )?;
+        for b in &mut list {
+            let rows = stmt.query_map(params![b.id], |r| {
+                Ok(HistoryResult {
+                    number: r.get(0)?,
+                    kind: stored(1, &r.get::<_, String>(1)?, CommandKind::from_name)?,
+                    target: r.get(2)?,
+                    status: stored(3, &r.get::<_, String>(3)?, ResultStatus::from_name)?,
+                    code: r.get(4)?,
+                    note: r.get(5)?,
+                    diff: r
+                        .get::<_, Option<String>>(6)?
+                        .and_then(|d| serde_json::from_str(&d).ok())
+                        .unwrap_or_default(),
+                })
+            })?;
+            b.results = rows.collect::<Result<_, _>>()?;
+        }
+        Ok(list)
     }
 
     /// The audit trail, oldest first (optionally one session's).

@@ -19,14 +19,31 @@ pub enum Delivery {
 /// files). `header` is the first line of the message.
 #[must_use]
 pub fn delivery(text: &str, site: &SiteAdapter, turn: u32, batch: u32) -> Delivery {
-    let chars = text.chars().count();
-    if chars <= site.max_paste_chars as usize || site.selectors.file_input.is_none() {
+    if fits_paste(text, site) {
         return Delivery::Paste;
     }
-    let file_name = format!("keyless-results-t{turn}-b{batch}.txt");
+    attachment(
+        text,
+        format!("keyless-results-t{turn}-b{batch}.txt"),
+        ("The full results", "are"),
+    )
+}
+
+/// The site takes `text` pasted: it is within the paste budget, or the site takes no files.
+#[must_use]
+pub fn fits_paste(text: &str, site: &SiteAdapter) -> bool {
+    text.chars().count() <= site.max_paste_chars as usize || site.selectors.file_input.is_none()
+}
+
+/// `text` as the attachment `file_name`, with the note pasted beside it: the message's first line,
+/// then where `what` is (“The full results” are, “The handover” is) and what to do with it.
+#[must_use]
+pub fn attachment(text: &str, file_name: String, what: (&str, &str)) -> Delivery {
+    let (what, verb) = what;
+    let chars = text.chars().count();
     let header = text.lines().next().unwrap_or("");
     let note = format!(
-        "{header}\nThe full results ({chars} characters) are in the attached file {file_name}. Read all of it, then continue in AgentScript v1 only."
+        "{header}\n{what} ({chars} characters) {verb} in the attached file {file_name}. Read all of it, then continue in AgentScript v1 only."
     );
     Delivery::Attach { file_name, note }
 }

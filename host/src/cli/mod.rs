@@ -5,6 +5,7 @@ mod args;
 mod check;
 mod clipboard;
 mod form;
+mod handover;
 mod history;
 mod lang;
 mod mcp;

@@ -63,7 +63,8 @@ pub(super) struct RunArgs {
     task: Option<String>,
     /// A copy-paste loop for any chat site: print the system prompt (and copy it to the
     /// clipboard), then read each reply you paste until its @@eof, run it, and print the results
-    /// (copied to the clipboard when there is one) until the model says @@done.
+    /// (copied to the clipboard when there is one) until the model says @@done. `:handover`
+    /// typed instead of a reply prints a handover of the session for a new chat.
     #[arg(long, conflicts_with = "replies")]
     interactive: bool,
     /// Print each batch's diffs of the files it changed (without it: a diff stat per batch).
@@ -160,21 +161,33 @@ struct Replies {
     files: VecDeque<String>,
     stdin: bool,
     read: usize,
+    /// The interactive loop: a line that starts with `:` before a reply is a command.
+    commands: bool,
+}
+
+/// What the loop reads next.
+#[derive(Debug, PartialEq, Eq)]
+enum Pasted {
+    /// A reply and where it came from.
+    Reply(String, String),
+    /// A `:` command line (interactive only).
+    Command(String),
 }
 
 impl Replies {
-    /// The next reply and where it came from, or `None` when there is none left.
-    fn next(&mut self, prompt: Option<&str>) -> Result<Option<(String, String)>, HostError> {
+    /// The next reply (or command), or `None` when there is none left.
+    fn next(&mut self, prompt: Option<&str>) -> Result<Option<Pasted>, HostError> {
         loop {
             if self.stdin {
                 if let Some(p) = prompt {
                     eprintln!("{p}");
                 }
-                match read_reply(&mut io::stdin().lock()) {
-                    Ok(Some(text)) => {
+                match read_reply(&mut io::stdin().lock(), self.commands) {
+                    Ok(Some(Pasted::Reply(_, text))) => {
                         self.read += 1;
-                        return Ok(Some((format!("stdin #{}", self.read), text)));
+                        return Ok(Some(Pasted::Reply(format!("stdin #{}", self.read), text)));
                     }
+                    Ok(Some(command)) => return Ok(Some(command)),
                     Ok(None) => self.stdin = false,
                     Err(source) => {
                         return Err(HostError::Read {
@@ -195,23 +208,27 @@ impl Replies {
                 path: file.clone(),
                 source,
             })?;
-            return Ok(Some((file, text)));
+            return Ok(Some(Pasted::Reply(file, text)));
         }
     }
 }
 
 /// Reads one reply from `r`: lines up to its `@@eof` (and the closing fence after it, for a
-/// fenced reply). `None` at the end of the input with nothing read.
-fn read_reply(r: &mut impl BufRead) -> io::Result<Option<String>> {
+/// fenced reply). With `commands`, a line that starts with `:` before any reply text is a
+/// command. `None` at the end of the input with nothing read.
+fn read_reply(r: &mut impl BufRead, commands: bool) -> io::Result<Option<Pasted>> {
     let mut text = String::new();
     loop {
         let mut line = String::new();
         if r.read_line(&mut line)? == 0 {
-            return Ok((!text.trim().is_empty()).then_some(text));
+            return Ok((!text.trim().is_empty()).then(|| Pasted::Reply(String::new(), text)));
+        }
+        if commands && text.trim().is_empty() && line.trim_start().starts_with(':') {
+            return Ok(Some(Pasted::Command(line.trim().to_string())));
         }
         text.push_str(&line);
         if keyless_core::parse::reply_complete(&text) {
-            return Ok(Some(text));
+            return Ok(Some(Pasted::Reply(String::new(), text)));
         }
     }
 }
@@ -363,6 +380,7 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
         repo: &repo,
         judge_next: false,
     };
+    let mut handover_prompt = String::new();
     if o.interactive {
         // The first look at the workspace is taken while the user pastes the prompt and waits
         // for the model: the first command then costs what the later ones do.
@@ -370,26 +388,33 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
             let root = ws.root().to_path_buf();
             std::thread::spawn(move || crate::exec::prime(&root));
         }
-        let prompt = keyless_core::message::system_prompt(
+        let prompt_ctx = keyless_core::message::PromptContext {
+            mode: o.exec.mode,
+            failure_mode: o.exec.failure_mode,
+            environment: Some(snapshot.text()),
+            movement: crate::pieces::resume(&store, &session)
+                .ok()
+                .flatten()
+                .as_ref()
+                .map(keyless_core::message::movement_prompt),
+            task: o.task.clone(),
+            git: Some(repo.facts(ws.root(), &o.exec.git)),
+            repo_map: (o.exec.repo_map_chars > 0).then(|| {
+                keyless_core::repomap::render(
+                    &crate::exec::repomap::gather(&ws),
+                    o.task.as_deref(),
+                    o.exec.repo_map_chars,
+                )
+            }),
+        };
+        let prompt = keyless_core::message::system_prompt(&o.exec.settings, &prompt_ctx);
+        // A handover gives the task and the movement in sections of their own.
+        handover_prompt = keyless_core::message::system_prompt(
             &o.exec.settings,
             &keyless_core::message::PromptContext {
-                mode: o.exec.mode,
-                failure_mode: o.exec.failure_mode,
-                environment: Some(snapshot.text()),
-                movement: crate::pieces::resume(&store, &session)
-                    .ok()
-                    .flatten()
-                    .as_ref()
-                    .map(keyless_core::message::movement_prompt),
-                task: o.task.clone(),
-                git: Some(repo.facts(ws.root(), &o.exec.git)),
-                repo_map: (o.exec.repo_map_chars > 0).then(|| {
-                    keyless_core::repomap::render(
-                        &crate::exec::repomap::gather(&ws),
-                        o.task.as_deref(),
-                        o.exec.repo_map_chars,
-                    )
-                }),
+                movement: None,
+                task: None,
+                ..prompt_ctx
             },
         );
         let copied = copy_to_clipboard(&prompt, ws.root());
@@ -411,12 +436,44 @@ pub fn run_session(mut o: RunOptions) -> Result<ExitCode, HostError> {
         files: o.replies.iter().cloned().collect(),
         stdin: false,
         read: 0,
+        commands: o.interactive,
     };
     let ask = o.interactive.then_some(
-        "Paste the model's whole reply (it ends with @@eof), then press Enter; Ctrl+D ends the run:",
+        "Paste the model's whole reply (it ends with @@eof), then press Enter; :handover prints a handover for a new chat, :help lists the commands; Ctrl+D ends the run:",
     );
+    let handing = super::handover::Source {
+        store: &store,
+        ws: &ws,
+        repo: &repo,
+        exec: &o.exec,
+        session: &session,
+        system_prompt: &handover_prompt,
+    };
     let mut i = 0;
-    while let Some((file, text)) = replies.next(ask)? {
+    while let Some(pasted) = replies.next(ask)? {
+        let (file, text) = match pasted {
+            Pasted::Reply(file, text) => (file, text),
+            Pasted::Command(line) => {
+                match super::handover::budget(&line) {
+                    Some(Ok(budget)) => super::handover::print(&mut out, &handing, &pos, budget)?,
+                    Some(Err(problem)) => {
+                        let _ = writeln!(out, "{problem}\n{}", super::handover::COMMANDS_HELP);
+                    }
+                    None if line == ":help" => {
+                        let _ = writeln!(out, "{}", super::handover::COMMANDS_HELP);
+                    }
+                    None => {
+                        let _ = writeln!(
+                            out,
+                            "unknown command {line}\n{}",
+                            super::handover::COMMANDS_HELP
+                        );
+                    }
+                }
+                let _ = out.flush();
+                continue;
+            }
+        };
         i += 1;
         let id = keyless_core::plan::batch_id(&session, pos.turn, pos.batch, &text);
         let of = if o.replies.iter().any(|r| r == "-") {

@@ -2,12 +2,13 @@
 //! origin, checked with the git CLI; line endings, BOMs, backups, symlinks, the command policy,
 //! timeouts and output caps.
 #![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
-#![allow(clippy::expect_used)] // fixture helpers fail the test loudly
+#![allow(clippy::expect_used, clippy::panic)] // fixture helpers fail the test loudly
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod cli;
+mod handover;
 mod sessions;
 
 use common::{block, git, host_in, reply, Fixture};
