@@ -183,7 +183,14 @@ impl Parts {
              This chat takes over a keyless session whose previous chat ended. keyless wrote this message from its own record of the session; no model wrote it. Read all of it, then continue the task.\n\n",
             r.session, r.next_turn, r.next_batch
         );
-        head.push_str(r.system_prompt.trim_end());
+        // The prompt's last line asks the model to wait for a task, which follows here.
+        let prompt = r.system_prompt.trim_end();
+        head.push_str(
+            prompt
+                .strip_suffix(crate::message::WAIT_FOR_TASK)
+                .unwrap_or(prompt)
+                .trim_end(),
+        );
         head.push_str("\n\n# Task\n");
         match r.task.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
             Some(t) => head.push_str(t),

@@ -505,6 +505,9 @@ fn failure_rule(mode: BatchFailureMode) -> &'static str {
     }
 }
 
+/// The system prompt's last line (a handover, which carries the task, leaves it out).
+pub const WAIT_FOR_TASK: &str = "Wait for the user's task, then reply in AgentScript v1 only.";
+
 /// The system prompt that teaches a chat model AgentScript v1, with the effective limits.
 #[must_use]
 pub fn system_prompt(settings: &Settings, ctx: &PromptContext) -> String {
@@ -597,7 +600,8 @@ Rules:
     if let Some(map) = ctx.repo_map.as_deref().filter(|m| !m.trim().is_empty()) {
         let _ = write!(p, "\n# Repository\n{}\n", map.trim_end());
     }
-    p.push_str("\nWait for the user's task, then reply in AgentScript v1 only.");
+    p.push('\n');
+    p.push_str(WAIT_FOR_TASK);
     if let Some(m) = &ctx.movement {
         let _ = write!(p, "\n\n{m}");
     }
