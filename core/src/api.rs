@@ -181,6 +181,56 @@ pub struct SessionSummary {
     /// Where the session stands, in words ([`session_state`]).
     #[serde(default)]
     pub state: String,
+    /// The new chats the session was continued in, oldest first.
+    #[serde(default)]
+    pub moves: Vec<SessionMove>,
+}
+
+/// A session continued in a new chat ([`HandoverRequest`]).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionMove {
+    /// The chat site it went to (the adapter's name, or `terminal` for `:handover`).
+    pub site: String,
+    /// The browser tab it went to, when the extension moved it.
+    #[serde(default)]
+    pub tab: Option<u32>,
+    /// Unix seconds.
+    pub at: i64,
+    /// The turn and batch the new chat starts with.
+    pub turn: u32,
+    pub batch: u32,
+}
+
+/// `POST /v1/sessions/{id}/handover`: the session continues in a new chat on `site`; the
+/// answer is the handover message core makes from the session's record, for that site's paste
+/// budget.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandoverRequest {
+    /// The site's adapter name.
+    pub site: String,
+    /// Its paste budget in characters (the adapter's `max_paste_chars`).
+    pub max_paste_chars: u32,
+    /// Whether it takes files: over the budget the handover is attached, else pasted whole.
+    pub uploads: bool,
+    /// The tab the session goes to.
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub tab: Option<u32>,
+}
+
+/// The answer to a [`HandoverRequest`].
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HandoverAnswer {
+    /// The handover (the whole record when it is attached).
+    pub text: String,
+    pub delivery: crate::site::Delivery,
+    /// The turn and batch the new chat's first reply carries.
+    pub turn: u32,
+    pub batch: u32,
 }
 
 /// Where a session stands, in words: from its last batch's status and how its last turn ended.

@@ -147,6 +147,8 @@ codes! {
     LimitProcesses => "KA_LIMIT_PROCESSES", "a command started more processes than Commands.MaxProcesses allows; it and everything it started were stopped";
     LimitMemory => "KA_LIMIT_MEMORY", "a command used more memory than Commands.MaxMemoryMiB allows; it was stopped";
     UndoRefused => "KA_UNDO_REFUSED", "a batch cannot be undone: it was undone already, or a later commit recorded its files (revert the commit instead)";
+    ChatLimited => "KA_CHAT_LIMITED", "the chat site's usage limit was reached";
+    SessionMoved => "KA_SESSION_MOVED", "the session continues in another chat; a reply from the old chat runs nothing";
 }
 
 impl fmt::Display for Code {

@@ -102,7 +102,7 @@ proptest! {
     #[test]
     fn json_shaped_overrides_never_panic(
         id in "(chatgpt|claude|x[a-z]{0,4})",
-        key in "(name|hosts|composer_kind|max_paste_chars|selectors|exhausted_phrases|[a-z_]{1,8})",
+        key in "(name|hosts|composer_kind|max_paste_chars|selectors|exhausted_phrases|limited_phrases|long_thread_chars|[a-z_]{1,8})",
         value in "(\"[^\"\\\\]{0,12}\"|[0-9]{1,8}|null|\\[\\]|\\{\\}|\\{\"composer\":\"[^\"\\\\]{0,10}\"\\})",
     ) {
         let _ = load_sites(DEFAULT_SITES_JSON, Some(&format!("{{\"{id}\":{{\"{key}\":{value}}}}}")));
@@ -111,12 +111,12 @@ proptest! {
     /// A stall alone never completes a reply: completion needs @@eof and the site stopped.
     #[test]
     fn completion_needs_eof_and_stop(
-        has_command: bool, has_eof: bool, site_streaming: bool, exhausted: bool, has_reply: bool,
+        has_command: bool, has_eof: bool, site_streaming: bool, exhausted: bool, limited: bool, has_reply: bool,
         stop_signal_seen: bool, incomplete: bool,
         quiet_ms in 0u64..200_000, waited_ms in 0u64..1_000_000,
         budget in 0u32..200, timeout in 0u32..2000,
     ) {
-        let i = WatchInput { has_command, has_eof, site_streaming, stop_signal_seen, quiet_ms, waited_ms, exhausted, has_reply, incomplete,
+        let i = WatchInput { has_command, has_eof, site_streaming, stop_signal_seen, quiet_ms, waited_ms, exhausted, limited, has_reply, incomplete,
             truncation_budget_seconds: budget, reply_timeout_seconds: timeout };
         let v = watch(&i);
         if v == keyless_core::site::WatchVerdict::Complete {
@@ -128,6 +128,13 @@ proptest! {
         }
         if v == keyless_core::site::WatchVerdict::CompleteWithoutEof {
             prop_assert!(!has_command && !site_streaming);
+        }
+        // A site's notice shown once it stopped ends the wait: nothing of the reply runs.
+        if (exhausted || limited) && !site_streaming {
+            prop_assert!(matches!(v, keyless_core::site::WatchVerdict::Exhausted | keyless_core::site::WatchVerdict::Limited));
+        }
+        if v == keyless_core::site::WatchVerdict::Limited {
+            prop_assert!(limited && !exhausted && !site_streaming);
         }
     }
 }

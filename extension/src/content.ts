@@ -49,10 +49,16 @@ let watch: Watch | null = null;
 let busy = false;
 let pending: { text: string; endAt: number } | null = null;
 let unsent: { text: string; delivery: Delivery; endAt: number } | null = null;
-let lastExhaustedCheck = 0;
-let exhausted = false;
+let lastNoticeCheck = 0;
+/// What the site's notices said at the last check: the chat is full, the usage limit is reached.
+let notice = { exhausted: false, limited: false };
 /// This tab answers `.as` programs (keyless://chat).
 let programs = false;
+/// The adapter and this tab's run are loaded: a paste may come.
+let ready = false;
+/// The thread passed the site's `long_thread_chars`: the overlay suggests a new chat until the
+/// user moves or says "Not now".
+let longThread: { chars: number; limit: number } | null = null;
 
 function ui(): Overlay {
   if (!overlay) {
@@ -96,8 +102,8 @@ async function tickGeneration(w: Watch, g: Generation, text: string, streaming: 
   const why =
     r.verdict === "truncated"
       ? `The reply stayed unfinished for ${settings?.truncationBudgetSeconds ?? 0} s. The program ends with ${code}; nothing is asked again.`
-      : r.verdict === "exhausted"
-        ? "The chat says it is full (a usage or length limit). The program ends; start a new chat and turn on \"Answer .as programs here\" there."
+      : r.verdict === "exhausted" || r.verdict === "limited"
+        ? `The chat says ${r.verdict === "limited" ? "its usage limit is reached" : "it is full"}. The program ends; start a new chat and turn on "Answer .as programs here" there.`
         : r.verdict === "incomplete"
           ? "Part of the reply sits in a code editor keyless could not read. The program ends; nothing of the reply was used."
           : `No complete reply within ${settings?.replyTimeoutSeconds ?? 0} s. The program ends.`;
@@ -270,12 +276,23 @@ function commonPrefix(a: string, b: string): number {
   return i;
 }
 
-function exhaustedNow(now: number): boolean {
-  if (!site || site.exhausted_phrases.length === 0 || now - lastExhaustedCheck < 1000) return exhausted;
-  lastExhaustedCheck = now;
+/// Whether the page shows one of the site's "chat is full" or "usage limit" notices (checked at
+/// most once a second: it reads the whole page's text).
+function noticeNow(now: number): { exhausted: boolean; limited: boolean } {
+  if (!site || (site.exhausted_phrases.length === 0 && site.limited_phrases.length === 0) || now - lastNoticeCheck < 1000) return notice;
+  lastNoticeCheck = now;
   const text = document.body.textContent ?? "";
-  exhausted = site.exhausted_phrases.some((p) => text.includes(p));
-  return exhausted;
+  notice = {
+    exhausted: site.exhausted_phrases.some((p) => text.includes(p)),
+    limited: site.limited_phrases.some((p) => text.includes(p)),
+  };
+  return notice;
+}
+
+/// The overlay's header: the site, where the session stands, and the chat it came from.
+function whereText(at: { turn: number; batch: number; movedFrom?: TabRun["movedFrom"] | undefined } | null): string {
+  const from = at?.movedFrom ? ` · from ${at.movedFrom.site || "another chat"}` : "";
+  return `${site?.name ?? ""}${at ? ` · turn ${at.turn} batch ${at.batch}` : ""}${from}`;
 }
 
 /// Starts following the reply to a message that was just sent.
@@ -283,9 +300,9 @@ function follow(known: Seen, sent = true): void {
   const now = performance.now();
   const users = new Seen(userElements());
   watch = { known, followed: null, sentAt: sent ? now : null, users, lastText: "", lastChange: now, sent: "", stopSeen: false, commands: [], done: false, fresh: true };
-  exhausted = false;
-  lastExhaustedCheck = 0;
-  ui().setWhere(`${site?.name ?? ""}${run ? ` · turn ${run.turn} batch ${run.batch}` : ""}`);
+  notice = { exhausted: false, limited: false };
+  lastNoticeCheck = 0;
+  ui().setWhere(whereText(run));
   ui().setPhase("waiting for the reply", "follow");
   schedule();
 }
@@ -321,6 +338,8 @@ async function tick(): Promise<void> {
     const replyDone = site.selectors.reply_done ? newest !== undefined && touches(newest, site.selectors.reply_done) : undefined;
     const now = performance.now();
     const changed = text !== w.lastText;
+    // Checked (at most once a second) once the site stopped, before the reply can complete.
+    const shown = !streaming ? noticeNow(now) : { exhausted: false, limited: false };
     if (changed) {
       w.lastText = text;
       w.lastChange = now;
@@ -332,8 +351,8 @@ async function tick(): Promise<void> {
       incomplete: read.incomplete,
       quietMs: Math.round(now - w.lastChange),
       waitedMs: w.sentAt === null ? 0 : Math.round(now - w.sentAt),
-      // Checked (at most once a second) once the site stopped, before the reply can complete.
-      exhausted: !streaming ? exhaustedNow(now) : false,
+      exhausted: shown.exhausted,
+      limited: shown.limited,
       truncationBudgetSeconds: settings.truncationBudgetSeconds,
       replyTimeoutSeconds: settings.replyTimeoutSeconds,
     };
@@ -361,6 +380,7 @@ async function tick(): Promise<void> {
     if (w.fresh && (text || report.verdict !== "waiting")) {
       w.fresh = false;
       o.reset();
+      suggestNewChat();
     }
     if (!w.fresh) o.follow(report);
     if (changed && text) {
@@ -377,6 +397,7 @@ async function tick(): Promise<void> {
         return;
       case "timeout":
       case "exhausted":
+      case "limited":
       case "incomplete":
         w.done = true;
         o.error(
@@ -385,7 +406,10 @@ async function tick(): Promise<void> {
             ? `No complete reply within ${settings.replyTimeoutSeconds} s. Nothing was run.`
             : report.verdict === "incomplete"
               ? "Part of this reply sits in a code editor that shows only its visible lines, and keyless could not read the rest. Nothing was run. Ask the model to resend it as plain text, or copy it into the popup's task."
-              : "The chat says it is full. Start a new chat and press Start in the keyless popup.",
+              : report.verdict === "limited"
+                ? "The chat says its usage limit is reached. Nothing was run. keyless can continue the task in a new chat, here after the limit resets or now on another site, with a handover of everything done so far."
+                : "The chat says it is full. Nothing was run. keyless can continue the task in a new chat with a handover of everything done so far.",
+          report.verdict === "timeout" || report.verdict === "incomplete" ? [] : continueActions(),
         );
         return;
       case "truncated":
@@ -419,12 +443,14 @@ async function submit(text: string, endAt: number, notice = ""): Promise<void> {
     outcome = await ask("reply", { text });
   } catch (e) {
     const err = KeylessError.from(e);
-    o.error(err.code, err.message, [{ label: "Retry", run: () => void submit(text, endAt, notice) }]);
+    // A reply in a chat the task left runs nothing: there is nothing to retry.
+    o.error(err.code, err.message, err.code === "KA_SESSION_MOVED" ? [] : [{ label: "Retry", run: () => void submit(text, endAt, notice) }]);
     return;
   }
   run = outcome.run;
+  if (outcome.longThread) longThread = outcome.longThread;
   const a = outcome.answer;
-  ui().setWhere(`${site?.name ?? ""} · turn ${a.turn} batch ${a.batch}`);
+  ui().setWhere(whereText({ turn: a.turn, batch: a.batch, movedFrom: run?.movedFrom }));
   if (a.turn_ended) {
     const asking = a.turn_ended === "needs_user_input";
     o.results(a, a.turn_ended === "done" ? "Nothing more is sent: the task is complete." : asking ? "Nothing more is sent until you answer." : "Nothing more is sent; see the dashboard.");
@@ -464,6 +490,7 @@ async function deliver(text: string, delivery: Delivery, endAt: number, notice =
     ask("delivered", { ok: true, endToSentMs: ms }).catch(() => undefined);
     o.clearError();
     if (fallback) o.error(fallback, "The file upload failed; the results were pasted instead.");
+    else suggestNewChat();
     follow(before);
     o.sent(notice ? "The correction was sent to the chat." : "The results were sent to the chat.");
     o.note(`${notice ? `${notice}; its correction was sent` : `results sent ${Math.round(ms)} ms after the reply ended`}`);
@@ -524,24 +551,88 @@ function onEvent(e: HostEvent): void {
   }
 }
 
-async function onPaste(text: string, sendIt: boolean): Promise<void> {
+/// The ways on from a chat that is full or at its usage limit: a new chat on this site, or on
+/// another one; the task goes there with core's handover.
+function continueActions(): { label: string; run: () => void }[] {
+  if (!run || run.movedTo || !site) return [];
+  const here = site.name;
+  return [
+    { label: `Continue in a new ${here} chat`, run: () => void continueIn(here) },
+    { label: "Continue on another site…", run: () => void pickSite() },
+  ];
+}
+
+/// The suggestion to continue in a new chat, while the thread is long: it never stops the loop.
+function suggestNewChat(): void {
+  if (!longThread || !run || run.movedTo) return;
+  const k = (n: number): string => `${Math.round(n / 1000)}k`;
+  ui().info(
+    "This chat is getting long",
+    [`About ${k(longThread.chars)} characters so far (this site's mark is ${k(longThread.limit)}). Models lose track of the task in long threads; a new chat starts from a handover of everything done. The task goes on here meanwhile.`],
+    [
+      ...continueActions(),
+      {
+        label: "Not now",
+        run: () => {
+          longThread = null;
+          ui().clearError();
+        },
+      },
+    ],
+  );
+}
+
+async function pickSite(): Promise<void> {
+  const o = ui();
+  let supported: { name: string }[];
+  try {
+    supported = (await ask("tabSite", { tabId: -1 })).supported;
+  } catch (e) {
+    const err = KeylessError.from(e);
+    o.error(err.code, err.message, continueActions());
+    return;
+  }
+  o.info(
+    "Continue on another site",
+    ["Pick the chat site the task continues on. keyless opens a new chat there, in a new tab, and sends it the handover: the task and everything done so far."],
+    supported.map((s) => ({ label: s.name, run: () => void continueIn(s.name) })),
+  );
+}
+
+async function continueIn(name: string): Promise<void> {
+  const o = ui();
+  o.setPhase(`opening a new ${name} chat`, "run");
+  try {
+    await ask("continueIn", { site: name });
+  } catch (e) {
+    const err = KeylessError.from(e);
+    o.error(err.code, err.message, continueActions());
+  }
+}
+
+async function onPaste(text: string, sendIt: boolean, delivery?: Delivery): Promise<void> {
   if (!site) return;
   const o = ui();
   o.reset();
   const before = new Seen(assistantMessages());
   try {
-    if (sendIt) {
+    if (delivery?.kind === "attach") {
+      // A handover over the paste budget goes as a file, with the note long results use.
+      await send(site, text, { attach: { fileName: delivery.file_name, note: delivery.note }, replying: replyingSince(before) });
+      follow(before);
+    } else if (sendIt) {
       await send(site, text, { replying: replyingSince(before) });
       follow(before);
     } else {
       await write(site, text);
       // Follow the reply once the user sends (the reply timeout starts then).
       follow(before, false);
-      o.setPhase("add your task, then send", "wait");
+      o.setPhase(run?.movedFrom ? "check the handover, then send" : "add your task, then send", "wait");
     }
+    if (run?.movedFrom) o.note(`This task came from a ${run.movedFrom.site || "chat"} tab, with a handover of everything done there.`);
   } catch (e) {
     const err = KeylessError.from(e);
-    o.error(err.code, err.message, failedSend(err, () => void onPaste(text, sendIt), "Paste again"));
+    o.error(err.code, err.message, failedSend(err, () => void onPaste(text, sendIt, delivery), "Paste again"));
   }
 }
 
@@ -557,7 +648,15 @@ function onRun(next: TabRun | null): void {
     }
     return;
   }
-  ui();
+  const o = ui();
+  if (next.movedTo) {
+    longThread = null;
+    // A reply still on its way here is followed, and refused when it ends (KA_SESSION_MOVED).
+    o.setPhase(`continued in ${next.movedTo.site}`, "ok");
+    // In place of the error and its Continue buttons: the task is there now.
+    o.info(`Continued in ${next.movedTo.site}`, [`This task continues in a new ${next.movedTo.site} chat (another tab), with a handover of everything done here. A reply that ends here runs nothing.`]);
+    return;
+  }
   if (next.state === "paused" && overlay) overlay.setPhase("paused", "wait");
   if (next.state === "running" && was === "paused") {
     if (pending) {
@@ -792,7 +891,12 @@ chrome.runtime.onMessage.addListener((msg: TabMessage, _sender, sendResponse) =>
       onEvent(msg.event);
       return false;
     case "paste":
-      void onPaste(msg.text, msg.send);
+      // Not ready yet (the page is still loading its adapter or its run): the worker asks again.
+      if (!site || !ready) {
+        sendResponse(false);
+        return false;
+      }
+      void onPaste(msg.text, msg.send, msg.delivery);
       sendResponse(true);
       return false;
     case "run":
@@ -845,6 +949,7 @@ async function main(): Promise<void> {
   const mine = await ask("tabRun", {});
   run = mine.run;
   programs = mine.programs;
+  ready = true;
   if (programs) ask("ping", {}).catch(() => undefined);
   if (run && (run.state === "running" || run.state === "paused")) {
     // After a reload: follow only replies that arrive from now on (the host never runs a batch twice).

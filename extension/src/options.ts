@@ -21,6 +21,7 @@ async function load(): Promise<void> {
   const s = await ask("getSettings", {});
   byId<HTMLInputElement>("host-url").value = s.hostUrl;
   byId<HTMLInputElement>("auto-send").checked = s.autoSend;
+  byId<HTMLInputElement>("suggest-new-chat").checked = s.suggestNewChat;
   byId<HTMLInputElement>("truncation").value = String(s.truncationBudgetSeconds);
   byId<HTMLInputElement>("timeout").value = String(s.replyTimeoutSeconds);
   byId<HTMLTextAreaElement>("overrides").value = s.selectorOverrides;
@@ -49,6 +50,7 @@ byId("save").addEventListener("click", () => {
     await ask("setSettings", {
       hostUrl: byId<HTMLInputElement>("host-url").value.trim(),
       autoSend: byId<HTMLInputElement>("auto-send").checked,
+      suggestNewChat: byId<HTMLInputElement>("suggest-new-chat").checked,
       truncationBudgetSeconds: bounded("truncation", 5, 3600),
       replyTimeoutSeconds: bounded("timeout", 30, 86400),
       selectorOverrides: byId<HTMLTextAreaElement>("overrides").value,

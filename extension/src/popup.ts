@@ -33,8 +33,11 @@ let chatTab = false;
 
 function showRun(run: TabRun | null): void {
   const text = run
-    ? `Session ${run.session} · turn ${run.turn} batch ${run.batch} · ${run.state}${run.reason ? ` (${run.reason})` : ""}`
+    ? run.movedTo
+      ? `Session ${run.session} continues in a new ${run.movedTo.site} chat (another tab).`
+      : `Session ${run.session} · turn ${run.turn} batch ${run.batch} · ${run.state}${run.reason ? ` (${run.reason})` : ""}${run.movedFrom ? ` · came from ${run.movedFrom.site || "another chat"}` : ""}`
     : "No session in this tab.";
+  byId("continue-row").hidden = !run || run.movedTo !== undefined || !chatTab;
   setText(byId("run"), text);
   const active = run?.state === "running" || run?.state === "paused";
   byId<HTMLButtonElement>("pause").disabled = !active;
@@ -105,6 +108,14 @@ async function refresh(): Promise<void> {
   byId<HTMLButtonElement>("start").disabled = !chatTab;
   setText(byId("site"), where.site ? `${where.site} (${host})` : "not a chat");
   showNotChat(where.supported);
+  const sites = byId<HTMLSelectElement>("continue-site");
+  sites.replaceChildren();
+  for (const w of where.supported) {
+    const o = el("option", "", w.name);
+    o.value = w.name;
+    sites.append(o);
+  }
+  if (where.site) sites.value = where.site;
   if (st.connected) {
     const pieces = byId<HTMLSelectElement>("piece");
     try {
@@ -193,6 +204,12 @@ on("start", () =>
     const { run } = await ask("start", { tabId, task: byId<HTMLTextAreaElement>("task").value });
     byId<HTMLTextAreaElement>("task").value = "";
     showRun(run);
+  }),
+);
+on("continue", () =>
+  withTab(async (tabId) => {
+    await ask("continueIn", { tabId, site: byId<HTMLSelectElement>("continue-site").value });
+    showRun((await ask("runOf", { tabId })).run);
   }),
 );
 on("pause", () =>

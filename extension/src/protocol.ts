@@ -63,6 +63,14 @@ export interface TabRun {
   /// The branch the session works on, and what keyless said when it made one for the task.
   branch?: string;
   branchNote?: string;
+  /// The session went on in another chat (Continue in a new chat): this tab's replies run
+  /// nothing (KA_SESSION_MOVED). In the new tab: where it came from.
+  movedTo?: { tabId: number; site: string };
+  movedFrom?: { tabId: number; site: string };
+  /// The characters sent and read in this tab's chat so far, and that size when a new chat was
+  /// last suggested (the site's `long_thread_chars`, decided by the core's `suggestNewChat`).
+  threadChars?: number;
+  suggestedAt?: number;
 }
 
 /// What the content script does with a host answer.
@@ -72,6 +80,8 @@ export interface ReplyOutcome {
   send: boolean;
   delivery: Delivery;
   run: TabRun;
+  /// The thread has grown past the site's `long_thread_chars`: the overlay suggests a new chat.
+  longThread?: { chars: number; limit: number };
 }
 
 export interface Metrics {
@@ -143,6 +153,9 @@ export interface Requests {
   /// Whether `tabId` answers `.as` programs (keyless://chat), and turning it on or off.
   programs: { req: { tabId: number; on?: boolean }; res: { on: boolean; tabId: number | null } };
   start: { req: { tabId: number; task: string }; res: { run: TabRun } };
+  /// Continue the session of `tabId` (the sender's tab when absent) in a new chat on `site`
+  /// (an adapter's name): the new tab gets core's handover, the old one's replies run nothing.
+  continueIn: { req: { tabId?: number; site: string }; res: { tabId: number; run: TabRun } };
   pause: { req: { tabId: number }; res: { run: TabRun | null } };
   resume: { req: { tabId: number }; res: { run: TabRun | null } };
   stop: { req: { tabId: number }; res: { run: TabRun | null } };
@@ -159,7 +172,7 @@ export type Reply<K extends RequestType> = { ok: true; value: Requests[K]["res"]
 /// Messages the worker sends to a tab's content script.
 export type TabMessage =
   | { type: "event"; event: HostEvent }
-  | { type: "paste"; text: string; send: boolean }
+  | { type: "paste"; text: string; send: boolean; delivery?: Delivery }
   | { type: "run"; run: TabRun | null }
   | { type: "probe"; selectors: Selectors }
   | { type: "doctor"; lines: DoctorLine[] }

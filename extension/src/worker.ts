@@ -16,6 +16,7 @@ import init, {
   loadSites,
   readPairingCode,
   siteForHost,
+  suggestNewChat,
 } from "../../target/wasm-pkg/keyless_wasm.js";
 import { errorText, KeylessError } from "../../www/common/error.js";
 import { type Call, callHost, hostEvent, v1 } from "../../www/common/host-api.js";
@@ -410,6 +411,11 @@ const handlers: Handlers = {
   async reply(req, sender) {
     const tabId = tabOf(sender);
     const run = await runOf(tabId);
+    if (run?.movedTo) {
+      // The session went on in another chat: a reply this tab finishes late runs nothing, so no
+      // batch runs twice.
+      throw new KeylessError("KA_SESSION_MOVED", `this task continues in a new ${run.movedTo.site} chat (another tab); this reply was not run`);
+    }
     if (!run || run.state === "stopped" || run.state === "ended") {
       throw new KeylessError("KA_SESSION_NOT_FOUND", "no running keyless session in this tab; press Start in the keyless popup");
     }
@@ -418,6 +424,12 @@ const handlers: Handlers = {
     const ended = answer.turn_ended !== null;
     // The user may have paused or stopped the run while the batch ran.
     const now = (await runOf(tabId)) ?? run;
+    await core();
+    const site = await siteForTab(sender.tab);
+    // The thread as the chat holds it: what was sent and read here, with the results to come.
+    const chars = (now.threadChars ?? 0) + req.text.length + (ended ? 0 : answer.text.length);
+    const limit = site?.long_thread_chars ?? 0;
+    const suggest = s.suggestNewChat && !ended && suggestNewChat(chars, now.suggestedAt ?? 0, limit);
     const next: TabRun = {
       ...now,
       turn: answer.next_turn,
@@ -427,12 +439,12 @@ const handlers: Handlers = {
       // The movement the next reply is judged in, and the workspace as the host sees it now.
       ...(answer.piece ? { gate: answer.piece.tools } : {}),
       context: answer.context,
+      threadChars: chars,
+      ...(suggest ? { suggestedAt: chars } : {}),
     };
     await saveRun(tabId, next);
-    await core();
-    const site = await siteForTab(sender.tab);
     const delivery = site ? deliveryFor(answer.text, site, answer.turn, answer.batch) : { kind: "paste" as const };
-    return { answer, send: !ended && s.autoSend && next.state === "running", delivery, run: next };
+    return { answer, send: !ended && s.autoSend && next.state === "running", delivery, run: next, ...(suggest ? { longThread: { chars, limit } } : {}) };
   },
   async answer(req) {
     const { id, ...body } = req;
@@ -637,10 +649,11 @@ const handlers: Handlers = {
     void sender;
     return { selector, site: siteForHost(overrides, req.host) };
   },
-  async tabSite(req) {
+  async tabSite(req, sender) {
     await core();
     const s = await settings();
-    const tab = await chrome.tabs.get(req.tabId).catch(() => undefined);
+    // The page asks about its own tab (-1): an id below 0 makes tabs.get throw at once.
+    const tab = req.tabId >= 0 ? await chrome.tabs.get(req.tabId).catch(() => undefined) : sender.tab;
     const site = await siteForTab(tab).catch(() => null);
     let all: SiteAdapter[];
     try {
@@ -669,7 +682,7 @@ const handlers: Handlers = {
     let text: string;
     if (old && old.state === "ended" && old.reason === "done" && task) {
       // The session goes on: a new task is a new turn in the same chat.
-      run = { ...old, state: "running" };
+      run = { ...old, state: "running", threadChars: (old.threadChars ?? 0) + task.length };
       delete run.reason;
       text = task;
     } else {
@@ -689,6 +702,7 @@ const handlers: Handlers = {
         context: created.context,
         ...(created.branch ? { branch: created.branch } : {}),
         ...(created.branch_note ? { branchNote: created.branch_note } : {}),
+        threadChars: created.prompt.length,
       };
       // The host's prompt is the whole first message: the system prompt, the movement, the task.
       text = created.prompt;
@@ -697,6 +711,49 @@ const handlers: Handlers = {
     const msg: TabMessage = { type: "paste", text, send: task !== "" && s.autoSend };
     await chrome.tabs.sendMessage(req.tabId, msg);
     return { run };
+  },
+  async continueIn(req, sender) {
+    const from = req.tabId ?? tabOf(sender);
+    const old = await runOf(from);
+    if (!old) throw new KeylessError("KA_SESSION_NOT_FOUND", "no keyless session in this tab to continue; press Start in the keyless popup");
+    if (old.movedTo) throw new KeylessError("KA_SESSION_MOVED", `this task already continues in a new ${old.movedTo.site} chat`);
+    await core();
+    const s = await settings();
+    let all: SiteAdapter[];
+    try {
+      all = loadSites(s.selectorOverrides || undefined);
+    } catch {
+      all = loadSites(undefined);
+    }
+    const target = all.find((a) => a.name === req.site);
+    if (!target?.hosts[0]) throw new KeylessError("KA_CONFIG_VALIDATION", `"${req.site}" is not a chat site keyless supports`);
+    const fromSite = (await siteForTab(await chrome.tabs.get(from).catch(() => undefined)).catch(() => null))?.name ?? "";
+    const tab = await chrome.tabs.create({ url: `https://${target.hosts[0]}/`, active: true });
+    if (tab.id === undefined) throw new KeylessError("KA_INTERNAL", "the browser opened no tab");
+    const to = tab.id;
+    const handover = await api(
+      v1.handover(old.session, { site: target.name, max_paste_chars: target.max_paste_chars, uploads: (target.selectors.file_input ?? []).length > 0, tab: to }),
+    );
+    // The old tab first: from now on a reply it finishes is refused, never run a second time.
+    await saveRun(from, { ...old, state: "ended", reason: "KA_SESSION_MOVED", movedTo: { tabId: to, site: target.name } });
+    // A new chat: its thread starts with the handover.
+    const run: TabRun = { ...old, turn: handover.turn, batch: handover.batch, state: "running", movedFrom: { tabId: from, site: fromSite }, threadChars: handover.text.length };
+    delete run.reason;
+    delete run.movedTo;
+    delete run.suggestedAt;
+    await saveRun(to, run);
+    // The new tab's page takes the handover once its content script answers.
+    const msg: TabMessage = { type: "paste", text: handover.text, send: s.autoSend, delivery: handover.delivery };
+    const until = Date.now() + 60000;
+    for (;;) {
+      try {
+        if (await chrome.tabs.sendMessage(to, msg)) break;
+      } catch (e) {
+        if (Date.now() > until) throw new KeylessError("KA_SELECTOR_NOT_FOUND", `the new ${target.name} chat did not load within a minute (${message(e)}); the handover is ready: press Continue again there`);
+      }
+      await sleep(250);
+    }
+    return { tabId: to, run };
   },
   async pause(req) {
     return { run: await setState(req.tabId, "paused") };

@@ -10,6 +10,7 @@ pub mod dirs;
 pub mod doctor;
 pub mod error;
 pub mod exec;
+pub mod handover;
 pub mod install_record;
 pub mod lang;
 pub mod launch;

@@ -174,6 +174,7 @@ impl Store {
             "base_branch",
             "base_commit",
             "task",
+            "moves",
         ] {
             let _ = conn.execute(&format!("ALTER TABLE sessions ADD COLUMN {col} TEXT"), []);
         }
@@ -402,7 +403,8 @@ impl Store {
              COALESCE(s.task_branch, s.base_branch), s.mode, \
              (SELECT status FROM batches b WHERE b.session_id = s.id ORDER BY b.rowid DESC LIMIT 1), \
              (SELECT end_reason FROM turns t WHERE t.session_id = s.id AND t.end_reason IS NOT NULL \
-              AND t.turn >= (SELECT MAX(turn) FROM batches b2 WHERE b2.session_id = s.id) ORDER BY t.turn DESC LIMIT 1) \
+              AND t.turn >= (SELECT MAX(turn) FROM batches b2 WHERE b2.session_id = s.id) ORDER BY t.turn DESC LIMIT 1), \
+             s.moves \
              FROM sessions s ORDER BY s.created_at DESC, s.rowid DESC LIMIT 200",
         )?;
         let rows = stmt.query_map([], |r| {
@@ -422,9 +424,51 @@ impl Store {
                 branch: r.get(6)?,
                 mode: r.get(7)?,
                 state: keyless_core::api::session_state(last_batch, last_end),
+                moves: r
+                    .get::<_, Option<String>>(10)?
+                    .and_then(|m| serde_json::from_str(&m).ok())
+                    .unwrap_or_default(),
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Records that a session continues in a new chat (for the dashboard).
+    ///
+    /// # Errors
+    /// SQLite failures; KA_SESSION_NOT_FOUND.
+    pub fn add_move(
+        &self,
+        session: &str,
+        site: &str,
+        tab: Option<u32>,
+        at: (u32, u32),
+    ) -> Result<(), StoreError> {
+        let old: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT moves FROM sessions WHERE id = ?1",
+                params![session],
+                |r| r.get(0),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::SessionNotFound(session.to_string()))?;
+        let mut moves: Vec<keyless_core::api::SessionMove> = old
+            .and_then(|m| serde_json::from_str(&m).ok())
+            .unwrap_or_default();
+        moves.push(keyless_core::api::SessionMove {
+            site: site.to_string(),
+            tab,
+            at: now(),
+            turn: at.0,
+            batch: at.1,
+        });
+        let text = serde_json::to_string(&moves).unwrap_or_else(|_| "[]".into());
+        self.conn.execute(
+            "UPDATE sessions SET moves = ?2 WHERE id = ?1",
+            params![session, text],
+        )?;
+        Ok(())
     }
 
     /// One batch in full.

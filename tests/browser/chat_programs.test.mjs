@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bin, launchWithExtension, root, shots, startHost } from "./host.mjs";
 import { startFakeChat } from "./fakechat/server.mjs";
-import { until } from "./scenario.mjs";
+import { pairPopup, until } from "./scenario.mjs";
 
 function workspace() {
   const dir = mkdtempSync(join(tmpdir(), "keyless-chat-programs-"));
@@ -39,15 +39,7 @@ function runProgram(w, extra = []) {
 
 /** Pairs in the popup and turns on "Answer .as programs here" for `tabId`. */
 async function pairForPrograms(context, extensionId, tabId, host) {
-  const popup = await context.newPage();
-  await popup.setViewportSize({ width: 380, height: 720 });
-  await popup.goto(`chrome-extension://${extensionId}/popup.html?tab=${tabId}`);
-  await popup.locator("#pair").waitFor();
-  await popup.locator("#host-url").fill(`http://127.0.0.1:${host.port}`);
-  await popup.locator("#code").fill(host.code);
-  await popup.locator("#pair-btn").click();
-  await popup.locator("#paired").waitFor();
-  await until("the connection", async () => (await popup.locator("#conn-text").textContent()).startsWith("connected"));
+  const popup = await pairPopup(context, extensionId, tabId, host);
   await popup.locator("#programs").check();
   await until("programs on", async () => (await popup.locator("#programs-note").textContent()).includes("keyless://chat"));
   await popup.screenshot({ path: join(shots, "popup-programs.png") });

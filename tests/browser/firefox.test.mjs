@@ -4,7 +4,8 @@
 // `keyless-host serve` on a temp git workspace with a bare origin. The scenarios the Chromium suite
 // runs: pairing through the native-messaging host (no code) and with a code, a whole task to a
 // pushed commit with confirmations in the overlay, results sent as an attachment, Pause, Resume
-// and Stop, a truncated reply and a full chat, Gemini and AI Studio, an MCP server's form.
+// and Stop, a truncated reply and a full chat continued in a new chat, Gemini and AI Studio, an
+// MCP server's form.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -275,10 +276,13 @@ test("Firefox: Pause holds a finished reply until Resume; Stop cancels the runni
   });
 });
 
-test("Firefox: a reply without @@eof gets its correction and nothing runs; a full chat is KA_CHAT_EXHAUSTED", { skip }, async () => {
+test("Firefox: a reply without @@eof gets its correction and nothing runs; a full chat is KA_CHAT_EXHAUSTED and the task continues in a new chat", { skip }, async () => {
   const replies = [
     { text: fenced(["@@mkdir half", "@@end", "@@newfile half/a.txt", "<<<CONTENT", "cut off here"].join("\n")) },
     { text: "I cannot continue here.", banner: "You've reached the maximum length for this conversation, but you can keep talking by starting a new chat." },
+    // The new chat, after the handover.
+    { text: fenced(["@@mkdir whole", "@@end", "@@next", "@@end", "@@eof"].join("\n")) },
+    { text: fenced(["@@done", "@@end", "@@eof"].join("\n")) },
   ];
   await withFirefoxChat("chatgpt", replies, "auto", async ({ w, chat, ff, page, popup }) => {
     const options = await openExtensionPage(ff.browser, ff.extensionUrl("options.html"), "#truncation");
@@ -298,6 +302,18 @@ test("Firefox: a reply without @@eof gets its correction and nothing runs; a ful
     await page.screenshot({ path: join(shots, "firefox-exhausted.png") });
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(chat.received.length, 2, "nothing is sent into a full chat");
+    // Continue in a new chat: a new tab, the handover, and the task goes on there.
+    const before = new Set(await ff.browser.pages());
+    await overlayClick(page, "Continue in a new ChatGPT chat");
+    await until("the handover", () => chat.received.length >= 3, 60000);
+    assert.match(chat.received[2].text, /^\[KEYLESSAGENT HANDOVER\] session=\S+ turn=1 batch=\d+\n/);
+    assert.match(chat.received[2].text, /\n# Task\nMake half a folder\.\n/);
+    await until("the old chat's note", async () => (await pill(page)).includes("continued in ChatGPT"));
+    const next = await until("the new tab", async () => (await ff.browser.pages()).find((p) => !before.has(p) && p.url().startsWith("https://chatgpt.com/")));
+    await until("@@done in the new chat", async () => (await pill(next)) === "done", 60000);
+    assert.ok(existsSync(join(w.ws, "whole")));
+    assert.ok(!existsSync(join(w.ws, "half")));
+    assert.match(chat.received[3].text, /^\[KEYLESSAGENT RESULTS\] turn=1 batch=\d+\n/);
   });
 });
 

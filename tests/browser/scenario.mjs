@@ -165,3 +165,36 @@ export function codeBlocks(text) {
   }
   return blocks;
 }
+
+/** Opens the popup for `tab` and pairs it with the host by its code. */
+export async function pairPopup(context, extensionId, tabId, host) {
+  const popup = await context.newPage();
+  await popup.setViewportSize({ width: 380, height: 720 });
+  await popup.goto(`chrome-extension://${extensionId}/popup.html?tab=${tabId}`);
+  await popup.locator("#pair").waitFor();
+  await popup.locator("#host-url").fill(`http://127.0.0.1:${host.port}`);
+  await popup.locator("#code").fill(host.code);
+  await popup.locator("#pair-btn").click();
+  await popup.locator("#paired").waitFor();
+  await until("the connection", async () => (await popup.locator("#conn-text").textContent()).startsWith("connected"));
+  return popup;
+}
+
+/** Opens the popup for `tab`, pairs with the host, sets mode and pace, and starts `task`. */
+export async function pairAndStart(context, extensionId, tabId, host, { mode = "Ask", pace = "Balanced", task, piece }) {
+  const popup = await pairPopup(context, extensionId, tabId, host);
+  await popup.selectOption("#mode", mode);
+  await popup.selectOption("#pace", pace);
+  if (piece) {
+    await until("the piece list", async () => (await popup.locator(`#piece option[value="${piece}"]`).count()) > 0);
+    await popup.selectOption("#piece", piece);
+  }
+  await popup.locator("#task").fill(task);
+  await popup.locator("#start").click();
+  await until("the session", async () => (await popup.locator("#run").textContent()).includes("running"));
+  return popup;
+}
+
+export async function tabIdOf(worker, url) {
+  return worker.evaluate(async (u) => (await chrome.tabs.query({ url: u }))[0]?.id, url);
+}

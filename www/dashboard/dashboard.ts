@@ -73,6 +73,11 @@ async function loadSessions(): Promise<void> {
       if (s.piece) top.append(" ", el("span", "chip piece", "piece"));
       const facts = [s.branch ? `on ${s.branch}` : "", s.mode ?? "", `turn ${s.turn} · batch ${s.batch}`, time(s.created_at)].filter((f) => f !== "");
       li.append(task, el("div", "state", s.state), top, el("div", "sub", facts.join(" · ")));
+      // Where the session went when a chat ended: each new chat, with its tab and the time.
+      for (const m of s.moves) {
+        const where = m.site === "terminal" ? "a handover printed in the terminal" : `a new ${m.site} chat${m.tab !== null ? ` (tab ${m.tab})` : ""}`;
+        li.append(el("div", "sub moved", `continued in ${where} at ${time(m.at)}, from turn ${m.turn} batch ${m.batch}`));
+      }
       li.addEventListener("click", () => {
         state.selected = s.session;
         void refresh();

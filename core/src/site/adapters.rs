@@ -149,8 +149,19 @@ pub struct SiteAdapter {
     pub composer_kind: ComposerKind,
     pub max_paste_chars: u32,
     pub selectors: Selectors,
+    /// Text the site shows when the chat is full (its length limit), matched in the page's
+    /// visible text outside the messages: KA_CHAT_EXHAUSTED.
     #[serde(default)]
     pub exhausted_phrases: Vec<String>,
+    /// Text the site shows when the account's usage limit is reached, matched the same way:
+    /// KA_CHAT_LIMITED.
+    #[serde(default)]
+    pub limited_phrases: Vec<String>,
+    /// The size of a thread (the characters sent and read in one chat) past which keyless
+    /// suggests continuing in a new chat, before the site says it is full: models lose track
+    /// of the task in long threads. 0: never.
+    #[serde(default)]
+    pub long_thread_chars: u32,
 }
 
 /// When a selector is expected to match: what its absence on the page means to the doctor.
@@ -395,12 +406,13 @@ fn check_site(source: &str, site: &SiteAdapter) -> Result<(), ConfigFileError> {
             }
         }
     }
-    if site.exhausted_phrases.iter().any(|p| p.trim().is_empty()) {
-        return Err(validation(
-            source,
-            at("exhausted_phrases"),
-            "phrases must not be empty",
-        ));
+    for (key, phrases) in [
+        ("exhausted_phrases", &site.exhausted_phrases),
+        ("limited_phrases", &site.limited_phrases),
+    ] {
+        if phrases.iter().any(|p| p.trim().is_empty()) {
+            return Err(validation(source, at(key), "phrases must not be empty"));
+        }
     }
     Ok(())
 }
@@ -450,6 +462,10 @@ pub struct SitePatch {
     pub selectors: Option<SelectorsPatch>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exhausted_phrases: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limited_phrases: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub long_thread_chars: Option<u32>,
 }
 
 /// The selectors of a [`SitePatch`].
@@ -569,6 +585,8 @@ impl SitePatch {
         over(&mut self.composer_kind, o.composer_kind.as_ref());
         over(&mut self.max_paste_chars, o.max_paste_chars.as_ref());
         over(&mut self.exhausted_phrases, o.exhausted_phrases.as_ref());
+        over(&mut self.limited_phrases, o.limited_phrases.as_ref());
+        over(&mut self.long_thread_chars, o.long_thread_chars.as_ref());
         match (&mut self.selectors, &o.selectors) {
             (Some(b), Some(p)) => b.apply(p),
             (b, p) => over(b, p.as_ref()),
@@ -591,6 +609,8 @@ impl SitePatch {
                 .max_paste_chars
                 .ok_or_else(|| missing("max_paste_chars"))?,
             exhausted_phrases: self.exhausted_phrases.unwrap_or_default(),
+            limited_phrases: self.limited_phrases.unwrap_or_default(),
+            long_thread_chars: self.long_thread_chars.unwrap_or_default(),
             selectors: Selectors {
                 assistant_message: required(sel.assistant_message, "assistant_message")?,
                 assistant_content: sel.assistant_content.flatten(),

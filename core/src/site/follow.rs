@@ -26,6 +26,8 @@ pub struct PageObservation {
     pub quiet_ms: u64,
     pub waited_ms: u64,
     pub exhausted: bool,
+    /// The page shows one of the site's "usage limit reached" phrases.
+    pub limited: bool,
     pub truncation_budget_seconds: u32,
     pub reply_timeout_seconds: u32,
 }

@@ -10,6 +10,7 @@ mod delivery;
 mod doctor;
 mod follow;
 mod pick;
+mod thread;
 mod watch;
 
 pub use adapters::*;
@@ -17,6 +18,7 @@ pub use delivery::*;
 pub use doctor::*;
 pub use follow::*;
 pub use pick::*;
+pub use thread::*;
 pub use watch::*;
 
 use crate::config::Mode;
@@ -54,6 +56,8 @@ pub struct ExtensionDefaults {
     pub reply_timeout_seconds: u32,
     /// JSON text of selector overrides keyed by site id; empty for none.
     pub selector_overrides: String,
+    /// Suggest continuing in a new chat when a thread passes its site's `long_thread_chars`.
+    pub suggest_new_chat: bool,
 }
 
 #[must_use]
@@ -67,6 +71,7 @@ pub fn extension_defaults() -> ExtensionDefaults {
         truncation_budget_seconds: DEFAULT_TRUNCATION_BUDGET_SECONDS,
         reply_timeout_seconds: DEFAULT_REPLY_TIMEOUT_SECONDS,
         selector_overrides: String::new(),
+        suggest_new_chat: true,
     }
 }
 

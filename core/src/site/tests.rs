@@ -20,6 +20,7 @@ fn extension_defaults_serialise_as_the_extension_reads_them() {
             "truncationBudgetSeconds": 90,
             "replyTimeoutSeconds": 600,
             "selectorOverrides": "",
+            "suggestNewChat": true,
         })
     );
 }
@@ -199,6 +200,84 @@ fn an_unreadable_part_ends_the_reply_as_incomplete_never_complete() {
         watch(&WatchInput::of(text, true, true, &streaming)),
         WatchVerdict::Waiting
     );
+}
+
+#[test]
+fn a_usage_limit_ends_the_wait_as_limited_once_the_site_stopped() {
+    let text = "@@say\n<<<MSG\nhi\nMSG>>>\n@@end\n@@done\n@@end\n@@eof";
+    let stopped = PageObservation {
+        limited: true,
+        stop_signal_seen: true,
+        ..PageObservation::default()
+    };
+    let w = watch(&WatchInput::of(text, true, true, &stopped));
+    // Even a reply with its @@eof runs nothing: the site may have cut it short.
+    assert_eq!(w, WatchVerdict::Limited);
+    assert_eq!(w.code(), Some(crate::diag::Code::ChatLimited));
+    assert_eq!(w.code().map(|c| c.as_str()), Some("KA_CHAT_LIMITED"));
+    // No reply at all (the site refused the message): limited too, not a timeout later.
+    assert_eq!(
+        watch(&WatchInput::of("", false, false, &stopped)),
+        WatchVerdict::Limited
+    );
+    // While the site still streams, the banner is not judged yet (as for a full chat).
+    let streaming = PageObservation {
+        site_streaming: true,
+        ..stopped
+    };
+    assert_eq!(
+        watch(&WatchInput::of(text, true, true, &streaming)),
+        WatchVerdict::Waiting
+    );
+    // A full chat and a usage limit at once: the chat is full (a new chat is needed either way).
+    let both = PageObservation {
+        exhausted: true,
+        ..stopped
+    };
+    let w = watch(&WatchInput::of(text, true, true, &both));
+    assert_eq!(w, WatchVerdict::Exhausted);
+    assert_eq!(w.code(), Some(crate::diag::Code::ChatExhausted));
+    // The observation as the extension sends it.
+    let page: PageObservation =
+        serde_json::from_str(r#"{"siteStreaming":false,"stopSignalSeen":true,"limited":true}"#)
+            .unwrap();
+    assert!(page.limited && !page.exhausted);
+}
+
+#[test]
+fn every_site_has_phrases_that_name_a_limit_and_no_phrase_in_both_lists() {
+    for s in defaults() {
+        for p in &s.limited_phrases {
+            assert!(
+                !s.exhausted_phrases
+                    .iter()
+                    .any(|e| p.contains(e.as_str()) || e.contains(p.as_str())),
+                "{}: {p:?} is in both lists' reach: the verdict would depend on the order",
+                s.id
+            );
+            // Specific enough: a site's sentence, never a bare word a reply could hold.
+            assert!(
+                p.split_whitespace().count() >= 2 && p.len() >= 15,
+                "{}: {p:?} is too short",
+                s.id
+            );
+        }
+    }
+    // Every shipped site names its long-thread mark: the suggestion is on by default.
+    for s in defaults() {
+        assert!(
+            s.long_thread_chars >= 50_000,
+            "{}: {}",
+            s.id,
+            s.long_thread_chars
+        );
+    }
+    let limited: Vec<_> = defaults()
+        .into_iter()
+        .filter(|s| !s.limited_phrases.is_empty())
+        .map(|s| s.id)
+        .collect();
+    assert!(limited.len() >= 9, "{limited:?}");
 }
 
 fn node(tag: &str, id: &str, classes: &[&str], attrs: &[(&str, &str)]) -> PickedNode {

@@ -22,6 +22,8 @@ pub struct WatchInput {
     pub waited_ms: u64,
     /// The page shows one of the site's "chat is full" phrases.
     pub exhausted: bool,
+    /// The page shows one of the site's "usage limit reached" phrases.
+    pub limited: bool,
     /// Whether a reply has appeared at all.
     pub has_reply: bool,
     /// Part of the reply could not be read from the page.
@@ -48,6 +50,7 @@ impl WatchInput {
             quiet_ms: page.quiet_ms,
             waited_ms: page.waited_ms,
             exhausted: page.exhausted,
+            limited: page.limited,
             has_reply: !text.trim().is_empty(),
             truncation_budget_seconds: page.truncation_budget_seconds,
             reply_timeout_seconds: page.reply_timeout_seconds,
@@ -73,6 +76,8 @@ pub enum WatchVerdict {
     Timeout,
     /// The site says the chat is full: KA_CHAT_EXHAUSTED.
     Exhausted,
+    /// The site says its usage limit was reached: KA_CHAT_LIMITED.
+    Limited,
     /// The site finished, but part of the reply could not be read from the page:
     /// KA_REPLY_INCOMPLETE, and nothing of it runs.
     Incomplete,
@@ -86,6 +91,7 @@ impl WatchVerdict {
             WatchVerdict::Truncated => Some(Code::ReplyTruncated),
             WatchVerdict::Timeout => Some(Code::ReplyTimeout),
             WatchVerdict::Exhausted => Some(Code::ChatExhausted),
+            WatchVerdict::Limited => Some(Code::ChatLimited),
             WatchVerdict::Incomplete => Some(Code::ReplyIncomplete),
             _ => None,
         }
@@ -107,8 +113,13 @@ pub fn watch(i: &WatchInput) -> WatchVerdict {
     } else {
         i.reply_timeout_seconds
     }) * 1000;
+    // A site's notice ends the wait once the site stopped (a full chat before a usage limit:
+    // both need a new chat, and a full one needs it even after the limit resets).
     if i.exhausted && !i.site_streaming {
         return WatchVerdict::Exhausted;
+    }
+    if i.limited && !i.site_streaming {
+        return WatchVerdict::Limited;
     }
     if i.has_reply && !i.site_streaming && i.incomplete {
         // The site's copy button may still answer for an editor the page script could not read

@@ -332,6 +332,17 @@ pub fn delivery_for(
     to_js(&delivery(text, &site, turn, batch))
 }
 
+/// Whether to suggest a new chat: the thread's size so far, the size at the last suggestion (0:
+/// none), the adapter's `long_thread_chars`.
+#[wasm_bindgen(js_name = suggestNewChat)]
+#[must_use]
+pub fn suggest_new_chat(chars: f64, suggested_at: f64, limit: u32) -> bool {
+    // Whole character counts from JS, below 2^53: the conversion is exact.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let (chars, suggested_at) = (chars.max(0.0) as u64, suggested_at.max(0.0) as u64);
+    keyless_core::site::suggest_new_chat(chars, suggested_at, limit)
+}
+
 /// The selector doctor's report from the page's probe results.
 #[wasm_bindgen(js_name = doctorReport, unchecked_return_type = "DoctorLine[]")]
 pub fn doctor_report(

@@ -1,6 +1,6 @@
 // Generated from keyless-core's Rust types by `cargo xtask contract`. Do not edit.
 
-export type Code = "KA_PARSE_UNKNOWN_COMMAND" | "KA_PARSE_STRAY_TEXT" | "KA_PARSE_MISSING_EOF" | "KA_PARSE_TEXT_AFTER_EOF" | "KA_PARSE_UNTERMINATED_BLOCK" | "KA_PARSE_MISSING_PAYLOAD" | "KA_PARSE_UNEXPECTED_PAYLOAD" | "KA_PARSE_MISSING_ARGUMENT" | "KA_PARSE_BAD_MARKER" | "KA_PARSE_BAD_PATH" | "KA_PARSE_BAD_ARGUMENT" | "KA_REPLY_EMPTY" | "KA_LIMIT_RESPONSE_CHARS" | "KA_LIMIT_FILE_CONTENT_CHARS" | "KA_TIMEOUT" | "KA_PATH_OUTSIDE" | "KA_FILE_NOT_FOUND" | "KA_FILE_ALREADY_EXISTS" | "KA_FIND_NOT_UNIQUE" | "KA_FILE_IO" | "KA_COMMAND_DENIED" | "KA_COMMAND_DECLINED" | "KA_COMMAND_FAILED" | "KA_COMMAND_NOT_FOUND" | "KA_CANCELLED" | "KA_PARSE_BAD_OPTION" | "KA_PARSE_CONFLICTING_CONTROL" | "KA_PARSE_SAY_ONLY" | "KA_BRANCH_PROTECTED" | "KA_NOT_A_GIT_REPOSITORY" | "KA_GIT_FAILURE" | "KA_GIT_NOT_INSTALLED" | "KA_GIT_INIT_FAILED" | "KA_BROWSER_CONNECTION_FAILED" | "KA_SELECTOR_NOT_FOUND" | "KA_REPLY_TIMEOUT" | "KA_REPLY_TRUNCATED" | "KA_REPLY_INCOMPLETE" | "KA_SEND_NOT_CONFIRMED" | "KA_ATTACHMENT_UPLOAD_FAILED" | "KA_NETWORK_OFFLINE" | "KA_TOOL_MISSING" | "KA_COMPOSER_NOT_CLEAN" | "KA_CHAT_EXHAUSTED" | "KA_CONFIG_INVALID" | "KA_CONFIG_VALIDATION" | "KA_SNAPSHOT_MISSING" | "KA_SNAPSHOT_RUN_FAILED" | "KA_SESSION_NOT_FOUND" | "KA_INTERNAL" | "KA_PIECE_YAML" | "KA_PIECE_MISSING_FIELD" | "KA_PIECE_TYPE" | "KA_PIECE_FORMAT" | "KA_PIECE_UNKNOWN_KEY" | "KA_PIECE_REFERENCE" | "KA_PIECE_DUPLICATE" | "KA_PIECE_SENTINEL" | "KA_PIECE_SSH" | "KA_PIECE_UNKNOWN_TOOL" | "KA_PIECE_UNREACHABLE" | "KA_PIECE_TRANSITION" | "KA_AS_SYNTAX" | "KA_AS_LIMIT" | "KA_AS_ENTRY" | "KA_AS_USE" | "KA_AS_NAME" | "KA_AS_IMPORT" | "KA_AS_IMPORT_CYCLE" | "KA_AS_RUNTIME" | "KA_AS_SHAPE" | "KA_AS_MODEL" | "KA_AS_MODEL_AUTH" | "KA_AS_MODEL_NETWORK" | "KA_AS_MODEL_TIMEOUT" | "KA_AS_MODEL_NOT_FOUND" | "KA_AS_MOCK_EXHAUSTED" | "KA_AS_TOOL_REFUSED" | "KA_AS_MEMORY" | "KA_AS_EFFECT" | "KA_AS_DEPTH" | "KA_AS_GENERATE" | "KA_AS_CHAT_UNAVAILABLE" | "KA_AS_CHAT_BUSY" | "KA_AS_CHAT_CLOSED" | "KA_AS_CANCELLED" | "KA_SSH_NOT_DECLARED" | "KA_SSH_UNKNOWN_CONNECTION" | "KA_SSH_NOT_ALLOWED" | "KA_SSH_NOT_OWNER" | "KA_SSH_NOT_GRANTED" | "KA_PIECE_NOT_FOUND" | "KA_UNAUTHORIZED" | "KA_HOST_UNREACHABLE" | "KA_FILE_CHANGED" | "KA_RATE_LIMITED" | "KA_MCP_NOT_CONFIGURED" | "KA_MCP_UNAVAILABLE" | "KA_MCP_UNKNOWN_TOOL" | "KA_MCP_TOOL_FAILED" | "KA_SSH_HOST_KEY" | "KA_SSH_FAILED" | "KA_GIT_PROTECTED" | "KA_WORKSPACE_REFUSED" | "KA_BATCH_NOT_FOUND" | "KA_LAUNCH_REFUSED" | "KA_LIMIT_PROCESSES" | "KA_LIMIT_MEMORY" | "KA_UNDO_REFUSED";
+export type Code = "KA_PARSE_UNKNOWN_COMMAND" | "KA_PARSE_STRAY_TEXT" | "KA_PARSE_MISSING_EOF" | "KA_PARSE_TEXT_AFTER_EOF" | "KA_PARSE_UNTERMINATED_BLOCK" | "KA_PARSE_MISSING_PAYLOAD" | "KA_PARSE_UNEXPECTED_PAYLOAD" | "KA_PARSE_MISSING_ARGUMENT" | "KA_PARSE_BAD_MARKER" | "KA_PARSE_BAD_PATH" | "KA_PARSE_BAD_ARGUMENT" | "KA_REPLY_EMPTY" | "KA_LIMIT_RESPONSE_CHARS" | "KA_LIMIT_FILE_CONTENT_CHARS" | "KA_TIMEOUT" | "KA_PATH_OUTSIDE" | "KA_FILE_NOT_FOUND" | "KA_FILE_ALREADY_EXISTS" | "KA_FIND_NOT_UNIQUE" | "KA_FILE_IO" | "KA_COMMAND_DENIED" | "KA_COMMAND_DECLINED" | "KA_COMMAND_FAILED" | "KA_COMMAND_NOT_FOUND" | "KA_CANCELLED" | "KA_PARSE_BAD_OPTION" | "KA_PARSE_CONFLICTING_CONTROL" | "KA_PARSE_SAY_ONLY" | "KA_BRANCH_PROTECTED" | "KA_NOT_A_GIT_REPOSITORY" | "KA_GIT_FAILURE" | "KA_GIT_NOT_INSTALLED" | "KA_GIT_INIT_FAILED" | "KA_BROWSER_CONNECTION_FAILED" | "KA_SELECTOR_NOT_FOUND" | "KA_REPLY_TIMEOUT" | "KA_REPLY_TRUNCATED" | "KA_REPLY_INCOMPLETE" | "KA_SEND_NOT_CONFIRMED" | "KA_ATTACHMENT_UPLOAD_FAILED" | "KA_NETWORK_OFFLINE" | "KA_TOOL_MISSING" | "KA_COMPOSER_NOT_CLEAN" | "KA_CHAT_EXHAUSTED" | "KA_CONFIG_INVALID" | "KA_CONFIG_VALIDATION" | "KA_SNAPSHOT_MISSING" | "KA_SNAPSHOT_RUN_FAILED" | "KA_SESSION_NOT_FOUND" | "KA_INTERNAL" | "KA_PIECE_YAML" | "KA_PIECE_MISSING_FIELD" | "KA_PIECE_TYPE" | "KA_PIECE_FORMAT" | "KA_PIECE_UNKNOWN_KEY" | "KA_PIECE_REFERENCE" | "KA_PIECE_DUPLICATE" | "KA_PIECE_SENTINEL" | "KA_PIECE_SSH" | "KA_PIECE_UNKNOWN_TOOL" | "KA_PIECE_UNREACHABLE" | "KA_PIECE_TRANSITION" | "KA_AS_SYNTAX" | "KA_AS_LIMIT" | "KA_AS_ENTRY" | "KA_AS_USE" | "KA_AS_NAME" | "KA_AS_IMPORT" | "KA_AS_IMPORT_CYCLE" | "KA_AS_RUNTIME" | "KA_AS_SHAPE" | "KA_AS_MODEL" | "KA_AS_MODEL_AUTH" | "KA_AS_MODEL_NETWORK" | "KA_AS_MODEL_TIMEOUT" | "KA_AS_MODEL_NOT_FOUND" | "KA_AS_MOCK_EXHAUSTED" | "KA_AS_TOOL_REFUSED" | "KA_AS_MEMORY" | "KA_AS_EFFECT" | "KA_AS_DEPTH" | "KA_AS_GENERATE" | "KA_AS_CHAT_UNAVAILABLE" | "KA_AS_CHAT_BUSY" | "KA_AS_CHAT_CLOSED" | "KA_AS_CANCELLED" | "KA_SSH_NOT_DECLARED" | "KA_SSH_UNKNOWN_CONNECTION" | "KA_SSH_NOT_ALLOWED" | "KA_SSH_NOT_OWNER" | "KA_SSH_NOT_GRANTED" | "KA_PIECE_NOT_FOUND" | "KA_UNAUTHORIZED" | "KA_HOST_UNREACHABLE" | "KA_FILE_CHANGED" | "KA_RATE_LIMITED" | "KA_MCP_NOT_CONFIGURED" | "KA_MCP_UNAVAILABLE" | "KA_MCP_UNKNOWN_TOOL" | "KA_MCP_TOOL_FAILED" | "KA_SSH_HOST_KEY" | "KA_SSH_FAILED" | "KA_GIT_PROTECTED" | "KA_WORKSPACE_REFUSED" | "KA_BATCH_NOT_FOUND" | "KA_LAUNCH_REFUSED" | "KA_LIMIT_PROCESSES" | "KA_LIMIT_MEMORY" | "KA_UNDO_REFUSED" | "KA_CHAT_LIMITED" | "KA_SESSION_MOVED";
 
 export type Mode = "Ask" | "AutoSafe" | "Auto";
 
@@ -14,7 +14,11 @@ piece: string, autoSend: boolean, truncationBudgetSeconds: number, replyTimeoutS
 /**
  * JSON text of selector overrides keyed by site id; empty for none.
  */
-selectorOverrides: string, };
+selectorOverrides: string, 
+/**
+ * Suggest continuing in a new chat when a thread passes its site's `long_thread_chars`.
+ */
+suggestNewChat: boolean, };
 
 export type Selectors = { assistant_message: string[], assistant_content?: string[], user_message: string[], streaming: string[], 
 /**
@@ -30,7 +34,23 @@ ignore?: string[], };
 
 export type ComposerKind = "prosemirror" | "quill" | "textarea" | "lexical" | "tiptap";
 
-export type SiteAdapter = { id: string, name: string, hosts: Array<string>, composer_kind: ComposerKind, max_paste_chars: number, selectors: Selectors, exhausted_phrases: Array<string>, };
+export type SiteAdapter = { id: string, name: string, hosts: Array<string>, composer_kind: ComposerKind, max_paste_chars: number, selectors: Selectors, 
+/**
+ * Text the site shows when the chat is full (its length limit), matched in the page's
+ * visible text outside the messages: KA_CHAT_EXHAUSTED.
+ */
+exhausted_phrases: Array<string>, 
+/**
+ * Text the site shows when the account's usage limit is reached, matched the same way:
+ * KA_CHAT_LIMITED.
+ */
+limited_phrases: Array<string>, 
+/**
+ * The size of a thread (the characters sent and read in one chat) past which keyless
+ * suggests continuing in a new chat, before the site says it is full: models lose track
+ * of the task in long threads. 0: never.
+ */
+long_thread_chars: number, };
 
 export type Severity = "error" | "warning";
 
@@ -201,7 +221,7 @@ run: boolean | null, skip_reason: string | null,
  */
 tier: Tier | null, decision: Decision | null, reason: string | null, };
 
-export type WatchVerdict = "waiting" | "complete" | "complete_without_eof" | "truncated" | "timeout" | "exhausted" | "incomplete";
+export type WatchVerdict = "waiting" | "complete" | "complete_without_eof" | "truncated" | "timeout" | "exhausted" | "limited" | "incomplete";
 
 export type FollowReport = { verdict: WatchVerdict, 
 /**
@@ -231,7 +251,11 @@ replyDone?: boolean,
  * Part of the reply sits where the page does not show all of it (a code editor that keeps
  * only its visible lines), and the page script could not read it.
  */
-incomplete: boolean, quietMs: number, waitedMs: number, exhausted: boolean, truncationBudgetSeconds: number, replyTimeoutSeconds: number, };
+incomplete: boolean, quietMs: number, waitedMs: number, exhausted: boolean, 
+/**
+ * The page shows one of the site's "usage limit reached" phrases.
+ */
+limited: boolean, truncationBudgetSeconds: number, replyTimeoutSeconds: number, };
 
 export type Delivery = { "kind": "paste" } | { "kind": "attach", file_name: string, note: string, };
 
@@ -478,7 +502,57 @@ mode: string | null,
 /**
  * Where the session stands, in words ([`session_state`]).
  */
-state: string, };
+state: string, 
+/**
+ * The new chats the session was continued in, oldest first.
+ */
+moves: Array<SessionMove>, };
+
+export type SessionMove = { 
+/**
+ * The chat site it went to (the adapter's name, or `terminal` for `:handover`).
+ */
+site: string, 
+/**
+ * The browser tab it went to, when the extension moved it.
+ */
+tab: number | null, 
+/**
+ * Unix seconds.
+ */
+at: number, 
+/**
+ * The turn and batch the new chat starts with.
+ */
+turn: number, batch: number, };
+
+export type HandoverRequest = { 
+/**
+ * The site's adapter name.
+ */
+site: string, 
+/**
+ * Its paste budget in characters (the adapter's `max_paste_chars`).
+ */
+max_paste_chars: number, 
+/**
+ * Whether it takes files: over the budget the handover is attached, else pasted whole.
+ */
+uploads: boolean, 
+/**
+ * The tab the session goes to.
+ */
+tab?: number, };
+
+export type HandoverAnswer = { 
+/**
+ * The handover (the whole record when it is attached).
+ */
+text: string, delivery: Delivery, 
+/**
+ * The turn and batch the new chat's first reply carries.
+ */
+turn: number, batch: number, };
 
 export type BatchSummary = { id: string, turn: number, batch: number, status: BatchStatus, control: Control | null, 
 /**

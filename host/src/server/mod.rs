@@ -42,8 +42,8 @@ use self::batches::{audit, get_batch, undo_batch_route};
 use self::prompts::{answer_prompt, events, list_prompts};
 use self::pure::{check_route, policy_route, prompt_route, status};
 use self::sessions::{
-    cancel, create_session, delete_piece, get_piece, get_session, list_pieces, list_sessions,
-    put_piece, session_diff, session_settings, submit_reply,
+    cancel, create_session, delete_piece, get_piece, get_session, handover_route, list_pieces,
+    list_sessions, put_piece, session_diff, session_settings, submit_reply,
 };
 pub use state::{ApiError, Shared, StateParts, MAX_BODY_BYTES};
 
@@ -64,6 +64,7 @@ pub fn router(st: Arc<Shared>) -> Router {
         .route("/v1/sessions/{id}/cancel", post(cancel))
         .route("/v1/sessions/{id}/settings", post(session_settings))
         .route("/v1/sessions/{id}/diff", get(session_diff))
+        .route("/v1/sessions/{id}/handover", post(handover_route))
         .route("/v1/pieces", get(list_pieces))
         .route(
             "/v1/pieces/{name}",

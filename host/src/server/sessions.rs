@@ -477,3 +477,58 @@ pub(super) async fn session_diff(
     .await?;
     Ok(Json(diffs).into_response())
 }
+
+/// `POST /v1/sessions/{id}/handover`: the session continues in a new chat. The answer is the
+/// handover core makes from the session's record for that site's paste budget (attached when over
+/// it and the site takes files); the move is recorded for the dashboard.
+pub(super) async fn handover_route(
+    State(st): State<Arc<Shared>>,
+    UrlPath(id): UrlPath<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let input: api::HandoverRequest = json_body(&body)?;
+    let answer = blocking(move || -> Result<_, ApiError> {
+        let store = st.store()?;
+        let pos = store.session(&id)?;
+        let cfg = session_exec(&st, &store, &id)?;
+        let repo = crate::submit::session_repo(&store, &id, st.ws.root())?;
+        // The system prompt as the session's first message gave it, without its task and
+        // movement: the handover gives those in sections of their own.
+        let prompt = system_prompt(
+            &cfg.settings,
+            &PromptContext {
+                mode: cfg.mode,
+                failure_mode: cfg.failure_mode,
+                environment: Some(st.environment.clone()),
+                movement: None,
+                task: None,
+                git: Some(repo.facts(st.ws.root(), &cfg.git)),
+                repo_map: None,
+            },
+        );
+        let record = crate::handover::record(
+            &crate::handover::Source {
+                store: &store,
+                ws: &st.ws,
+                repo: &repo,
+                exec: &cfg,
+                session: &id,
+                system_prompt: &prompt,
+            },
+            &pos,
+        )?;
+        let mut h = keyless_core::handover::handover(&record, input.max_paste_chars as usize);
+        if !input.uploads {
+            h.delivery = keyless_core::site::Delivery::Paste;
+        }
+        store.add_move(&id, &input.site, input.tab, (pos.turn, pos.batch))?;
+        Ok(api::HandoverAnswer {
+            text: h.text,
+            delivery: h.delivery,
+            turn: pos.turn,
+            batch: pos.batch,
+        })
+    })
+    .await?;
+    Ok(Json(answer).into_response())
+}

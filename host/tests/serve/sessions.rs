@@ -562,3 +562,90 @@ fn a_piece_question_waits_for_the_user_and_the_answer_resumes_it() {
         );
     });
 }
+
+/// `POST /v1/sessions/{id}/handover`: core's handover of the session for a site's paste budget
+/// (attached over it when the site takes files, pasted whole when it does not), with the next
+/// reply's numbers; the move is listed with the session for the dashboard.
+#[test]
+fn a_session_is_handed_over_to_a_new_chat() {
+    let e = env();
+    let srv = spawn(&e.ws, &e.config, &["--mode", "auto"]);
+    let (s, v) = srv.post(
+        "/v1/sessions",
+        &serde_json::json!({"task": "Write notes, then list them."}),
+    );
+    assert_eq!(s, 200, "{v}");
+    let session = v["session"].as_str().expect("id").to_string();
+    let first = v["prompt"].as_str().expect("prompt").to_string();
+    let answer = srv.reply(
+        &session,
+        "@@newfile notes/a.txt\n<<<CONTENT\nfirst note\nCONTENT>>>\n@@end\n@@runcommand\n<<<CMD\nls notes\nCMD>>>\n@@end\n@@next\n@@end\n@@eof\n",
+    );
+    let results = answer["text"].as_str().expect("results").to_string();
+    let path = format!("/v1/sessions/{session}/handover");
+    let (s, h) = srv.post(
+        &path,
+        &serde_json::json!({"site": "claude", "max_paste_chars": 100_000, "uploads": true, "tab": 7}),
+    );
+    assert_eq!(s, 200, "{h}");
+    let text = h["text"].as_str().expect("text");
+    assert!(
+        text.starts_with(&format!(
+            "[KEYLESSAGENT HANDOVER] session={session} turn=1 batch=2\n"
+        )),
+        "{text}"
+    );
+    assert_eq!(h["delivery"]["kind"], "paste", "{h}");
+    assert_eq!(
+        (h["turn"].as_u64(), h["batch"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert!(
+        text.contains("# Task\nWrite notes, then list them."),
+        "{text}"
+    );
+    assert!(
+        text.contains("- turn 1 batch 1: #1 newfile notes/a.txt: ok; #2 runcommand ls notes: ok"),
+        "{text}"
+    );
+    // The last results whole, and the system prompt's own sections as the first message had them.
+    assert!(text.contains(results.trim_end()), "{text}");
+    let git = first
+        .split("\n# Git\n")
+        .nth(1)
+        .and_then(|g| g.split("\n\n").next())
+        .expect("the first message's Git section");
+    assert!(text.contains(git), "{text}");
+    // Over a small budget: attached on a site that takes files, pasted whole on one that does not.
+    let (_, small) = srv.post(
+        &path,
+        &serde_json::json!({"site": "chatgpt", "max_paste_chars": 500, "uploads": true}),
+    );
+    assert_eq!(small["delivery"]["kind"], "attach", "{small}");
+    assert_eq!(
+        small["text"], h["text"],
+        "the attachment holds the whole record"
+    );
+    let (_, pasted) = srv.post(
+        &path,
+        &serde_json::json!({"site": "deepseek", "max_paste_chars": 500, "uploads": false}),
+    );
+    assert_eq!(pasted["delivery"]["kind"], "paste", "{pasted}");
+    // The dashboard's list says where the session went.
+    let (_, list) = srv.get("/v1/sessions");
+    let moves = list
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["session"] == session.as_str()))
+        .map(|s| s["moves"].clone())
+        .expect("the session");
+    assert_eq!(moves[0]["site"], "claude", "{moves}");
+    assert_eq!(moves[0]["tab"], 7, "{moves}");
+    assert_eq!(moves[0]["batch"], 2, "{moves}");
+    assert_eq!(moves.as_array().map(Vec::len), Some(3), "{moves}");
+    // An unknown session is its code, not a handover.
+    let (s, v) = srv.post(
+        "/v1/sessions/s-nope/handover",
+        &serde_json::json!({"site": "claude", "max_paste_chars": 1000, "uploads": true}),
+    );
+    assert_eq!(s, 404, "{v}");
+}
