@@ -128,7 +128,7 @@ test("a full ChatGPT chat continues in a new Claude chat from the overlay, with 
   }
 });
 
-test("from the popup mid-reply: the late reply in the old chat runs nothing; a usage limit on the new site continues again", async () => {
+test("from the popup mid-reply: the late reply in the old chat runs nothing; a usage limit on the new site continues on a third", async () => {
   const w = workspace();
   let releaseLate = () => {};
   const lateGate = new Promise((resolve) => (releaseLate = resolve));
@@ -199,26 +199,29 @@ test("from the popup mid-reply: the late reply in the old chat runs nothing; a u
     assert.equal(chat.received.length, 3, "nothing is sent into a chat at its limit, nor from the old chat");
     assert.match(await overlay(first).locator(".error").textContent(), /usage limit is reached\. Nothing was run/);
     await first.screenshot({ path: join(shots, "handover-limited.png") });
+    // On to a site where the user still has messages.
+    assert.equal(await overlay(first).locator(".error button", { hasText: "Continue in a new ChatGPT chat" }).count(), 1);
+    await overlay(first).locator(".error button", { hasText: "Continue on another site…" }).click();
     const again = context.waitForEvent("page");
-    await overlay(first).locator(".error button", { hasText: "Continue in a new ChatGPT chat" }).click();
+    await overlay(first).locator(".error button", { hasText: /^DeepSeek$/ }).click();
     const second = await again;
     second.on("pageerror", (e) => errors.push(String(e)));
     await until("@@done in the second new chat", async () => /^done$/.test(await overlay(second).locator(".pill").textContent().catch(() => "")), 60000);
     assert.ok(existsSync(join(w.ws, "two")));
     assert.ok(!existsSync(join(w.ws, "late")));
-    const texts = chat.received.map((r) => r.text.split("\n")[0]);
-    assert.deepEqual(texts.slice(3), [texts[3], texts[4]]);
+    assert.deepEqual(chat.received.slice(3).map((r) => r.site), ["deepseek", "deepseek"]);
+    assert.match(second.url(), /^https:\/\/chat\.deepseek\.com\//);
     assert.match(chat.received[3].text, /^\[KEYLESSAGENT HANDOVER\] session=\S+ turn=1 batch=2\n/);
     assert.match(chat.received[4].text, /^\[KEYLESSAGENT RESULTS\] turn=1 batch=2\n/);
     const s = await session(host);
-    assert.deepEqual(s.moves.map((m) => [m.site, m.turn, m.batch]), [["ChatGPT", 1, 2], ["ChatGPT", 1, 2]]);
+    assert.deepEqual(s.moves.map((m) => [m.site, m.turn, m.batch]), [["ChatGPT", 1, 2], ["DeepSeek", 1, 2]]);
     // The dashboard says where the session went, with the tab and the time.
     const dash = await context.newPage();
     await dash.goto(host.dashboard);
     const moved = dash.locator("#sessions .moved");
     await until("the moves on the dashboard", async () => (await moved.count()) === 2);
     for (const [i, m] of s.moves.entries()) {
-      assert.match(await moved.nth(i).textContent(), new RegExp(`^continued in a new ChatGPT chat \\(tab ${m.tab}\\) at .+, from turn 1 batch 2$`));
+      assert.match(await moved.nth(i).textContent(), new RegExp(`^continued in a new ${m.site} chat \\(tab ${m.tab}\\) at .+, from turn 1 batch 2$`));
     }
     await dash.screenshot({ path: join(shots, "handover-dashboard.png") });
     assert.deepEqual(errors, []);
