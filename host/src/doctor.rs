@@ -44,9 +44,10 @@ fn mcp_rows(r: &mut Report, cfg: &keyless_core::keyless_json::KeylessConfig, roo
                 Level::Ok,
                 "mcp",
                 format!(
-                    "{} ({}): {} tools in {} ms: {}",
+                    "{} ({}, MCP {}): {} tools in {} ms: {}",
                     s.name,
                     s.transport,
+                    s.revision.as_deref().unwrap_or("?"),
                     s.tools.len(),
                     s.start_ms.unwrap_or(0),
                     names.join(", ")

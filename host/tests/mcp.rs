@@ -2,7 +2,8 @@
 //! `server-everything` over stdio, and server-everything over Streamable HTTP on 127.0.0.1.
 //! `mcp list`/`mcp call`, a piece's `@@mcp` (offered tools with their schemas, read-only tools of
 //! a trusted server run unasked, others confirmed, tools outside the movement refused), a missing
-//! required server stopping the session, a timeout, and `mcp://` in an `.as` program.
+//! required server stopping the session, a timeout, and `mcp://` in an `.as` program. A server of
+//! the 2026-07-28 revision (tests/mcp/modern.mjs, on the official SDK v2) beside them.
 #![allow(clippy::expect_used, clippy::panic)]
 #![allow(clippy::disallowed_methods)] // tests and benches start the programs under test
 
@@ -703,4 +704,171 @@ fn mcp_login_never_opens_the_browser_with_a_program_the_model_planted() {
     let said = everything_said(&out);
     assert!(!canary.exists(), "the model's xdg-open ran: {said}");
     assert!(out.status.success(), "{said}");
+}
+
+/// A server of the 2026-07-28 revision (tests/mcp/modern.mjs, the official TypeScript SDK v2,
+/// refusing `initialize`) beside one of 2025-11-25 (server-everything): keyless opens the new one
+/// with `server/discover` and the old one with `initialize`, `mcp list` names each revision, and
+/// the new server's input-required results (MRTR) go to the user as forms do, the call made again
+/// with the answers and the request state echoed as it came.
+#[test]
+fn a_2026_07_28_server_is_opened_stateless_and_its_input_required_results_go_to_the_user() {
+    let Some(fx) = setup(None) else {
+        return;
+    };
+    let record = fx.home().join("modern.jsonl");
+    let config = fx.user_config().join("keyless.json");
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).expect("read")).expect("json");
+    cfg["Mcp"]["Servers"]["modern"] = serde_json::json!({
+        "Command": "node",
+        "Args": [mcp::own_server("modern.mjs")],
+        "Env": {"KEYLESS_RECORD": record}
+    });
+    std::fs::write(&config, cfg.to_string()).expect("write");
+    let out = host(&fx, &["mcp", "list"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    let line = |server: &str| {
+        listed
+            .lines()
+            .find(|l| l.starts_with(&format!("{server}  ")))
+            .unwrap_or_else(|| panic!("{listed}"))
+            .to_string()
+    };
+    assert!(line("modern").ends_with(", MCP 2026-07-28"), "{listed}");
+    assert!(line("everything").ends_with(", MCP 2025-11-25"), "{listed}");
+    assert!(
+        listed.contains("  add (read-only)") || listed.contains("  add  "),
+        "{listed}"
+    );
+    let out = host(
+        &fx,
+        &["mcp", "call", "modern.add", "--args", r#"{"a": 2, "b": 3}"#],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "5", "{out:?}");
+    // The server asks in its result; the user answers; the call is made again with the answer.
+    let out = host(
+        &fx,
+        &[
+            "mcp",
+            "call",
+            "modern.deploy",
+            "--args",
+            r#"{"env": "staging"}"#,
+            "--answer",
+            r#"{"name": "Ann", "go": true}"#,
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "deployed staging for Ann (state env=staging)",
+        "{out:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Deploy to staging?"),
+        "{out:?}"
+    );
+    let out = host(
+        &fx,
+        &[
+            "mcp",
+            "call",
+            "modern.deploy",
+            "--args",
+            r#"{"env": "prod"}"#,
+            "--answer",
+            "decline",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "not deployed: decline",
+        "{out:?}"
+    );
+    // Roots asked in a result are the workspace, as a request for them would get.
+    let out = host(&fx, &["mcp", "call", "modern.roots"]);
+    let ws = fx.ws().canonicalize().expect("ws");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("file://{}/", ws.display()),
+        "{out:?}"
+    );
+    // An `.as` program uses it as it uses any server.
+    let out = as_run(
+        &fx,
+        "modern.as",
+        "import tool Add from \"mcp://modern/add\"\n\nmain agent A {\n    main func(input) {\n        return Add.call({\"a\": 40, \"b\": 2})\n    }\n}\n",
+        &[],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("42"),
+        "{out:?}"
+    );
+    // A piece's movement offers it and runs it. In `run` without a terminal nobody can answer a
+    // form, so keyless does not offer forms and the server refuses to ask one: the call fails and
+    // the model never answers in the user's place.
+    let piece = "name: modern-test
+description: a 2026-07-28 server in a piece
+max_movements: 2
+initial_movement: go
+required_mcp: [modern]
+movements:
+  - name: go
+    edit: false
+    persona: an operator
+    instruction: deploy
+    allowed_tools: [mcp__modern__*]
+    rules: []
+";
+    let text = run_piece(
+        &fx,
+        piece,
+        &[&reply(&[
+            block("mcp modern.add", &[("ARGS", r#"{"a": 20, "b": 1}"#)]),
+            block("mcp modern.deploy", &[("ARGS", r#"{"env": "qa"}"#)]),
+        ])],
+        &["--mode", "auto"],
+    );
+    assert!(
+        text.contains("#1 mcp | modern.add ---\nstatus: ok"),
+        "{text}"
+    );
+    assert!(text.contains("<<<OUTPUT\n21\nOUTPUT>>>"), "{text}");
+    assert!(
+        text.contains("code: KA_MCP_UNAVAILABLE")
+            && text.contains("do not declare the required capability"),
+        "{text}"
+    );
+    // On the wire: no `initialize` at all; every request says the revision and who keyless is.
+    let seen: Vec<serde_json::Value> = std::fs::read_to_string(&record)
+        .expect("record")
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        !seen.iter().any(|m| m["method"] == "initialize"),
+        "{seen:?}"
+    );
+    assert_eq!(seen[0]["method"], "server/discover", "{seen:?}");
+    for m in seen.iter().filter(|m| m.get("id").is_some()) {
+        let meta = &m["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
+            "{m}"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"], "keyless-host",
+            "{m}"
+        );
+    }
+    let retry = seen
+        .iter()
+        .find(|m| m["params"]["name"] == "deploy" && m["params"].get("inputResponses").is_some())
+        .unwrap_or_else(|| panic!("no retry in {seen:?}"));
+    assert_eq!(retry["params"]["requestState"], "env=staging", "{retry}");
+    assert_eq!(
+        retry["params"]["inputResponses"]["confirm"],
+        serde_json::json!({"action": "accept", "content": {"name": "Ann", "go": true}}),
+        "{retry}"
+    );
 }

@@ -220,29 +220,64 @@ fn node22() -> Result<PathBuf> {
     }
 }
 
-/// Every client scenario of the official MCP conformance suite (2025-11-25: initialize,
-/// tools_call, elicitation, sse-retry, authorization; 2025-03-26's authorization fallbacks; the
-/// draft's and the extensions' authorization scenarios) against `host`, through tests/mcp/conformance/client.sh, one after another (the suite's own
+/// The official MCP conformance suites keyless is held to: the package (in node_modules), its
+/// baseline of expected failures (tests/mcp/conformance/), and what it covers.
+const CONFORMANCE_SUITES: [(&str, &str, &str); 2] = [
+    (
+        "conformance",
+        "expected-failures.yml",
+        "0.1.16: 2025-11-25 (initialize, tools_call, elicitation, sse-retry, authorization) and 2025-03-26's authorization fallbacks",
+    ),
+    (
+        "conformance-2026",
+        "expected-failures-2026.yml",
+        "0.2.0: the 2026-07-28 revision (stateless, request metadata, MRTR, HTTP headers, JSON Schema 2020-12, authorization) beside 2025-11-25",
+    ),
+];
+
+/// Every client scenario of each official MCP conformance suite (see [`CONFORMANCE_SUITES`])
+/// against `host`, through tests/mcp/conformance/client.sh, one after another (the suite's own
 /// `--suite` runs them all at once, and sse-retry measures the client's timing). A scenario that
-/// fails and is not in expected-failures.yml fails the run, and so does one listed there that
-/// passes.
+/// fails and is not in the suite's expected failures fails the run, and so does one listed there
+/// that passes.
 fn mcp_conformance(host: &Path) -> Result {
+    let mut failed = Vec::new();
+    for (package, expected, what) in CONFORMANCE_SUITES {
+        let (count, off) = conformance_suite(host, package, expected)?;
+        println!(
+            "MCP conformance {what}: {count} client scenarios, {} off their baseline",
+            off.len()
+        );
+        failed.extend(off.into_iter().map(|s| format!("{package}: {s}")));
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "MCP conformance: off the baseline (tests/mcp/conformance/expected-failures*.yml): {}",
+            failed.join(", ")
+        ))
+    }
+}
+
+/// One suite's client scenarios: how many, and those off its baseline.
+fn conformance_suite(host: &Path, package: &str, expected: &str) -> Result<(usize, Vec<String>)> {
     let node = node22()?;
     let suite = root()
         .join("node_modules")
         .join("@modelcontextprotocol")
-        .join("conformance")
+        .join(package)
         .join("dist")
         .join("index.js");
     let dir = root().join("tests").join("mcp").join("conformance");
-    let out = root().join("target").join("conformance");
+    let out = root().join("target").join(package);
     let _ = fs::remove_dir_all(&out);
     let listed = output(Command::new(&node).arg(&suite).arg("list"))
         .ok_or("the conformance suite does not list its scenarios")?;
     let scenarios = client_scenarios(&listed);
     if scenarios.len() < 20 {
         return Err(format!(
-            "the conformance suite lists only {} client scenarios",
+            "the conformance suite {package} lists only {} client scenarios",
             scenarios.len()
         ));
     }
@@ -253,7 +288,7 @@ fn mcp_conformance(host: &Path) -> Result {
             .args(["client", "--scenario", scenario, "--command"])
             .arg(format!("bash {}", dir.join("client.sh").display()))
             .arg("--expected-failures")
-            .arg(dir.join("expected-failures.yml"))
+            .arg(dir.join(expected))
             .arg("--output-dir")
             .arg(&out)
             .current_dir(root())
@@ -262,27 +297,17 @@ fn mcp_conformance(host: &Path) -> Result {
             failed.push(scenario.clone());
         }
     }
-    println!(
-        "MCP conformance: {} client scenarios, {} off their baseline",
-        scenarios.len(),
-        failed.len()
-    );
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "MCP conformance: off the baseline (tests/mcp/conformance/expected-failures.yml): {}",
-            failed.join(", ")
-        ))
-    }
+    Ok((scenarios.len(), failed))
 }
 
-/// The client scenarios `conformance list` names: the lines `  - NAME [REVISION,…]` after
-/// "Client scenarios", whatever their revision.
+/// The client scenarios `conformance list` names: the lines `  - NAME [REVISION,…]` of the
+/// section "Client scenarios", whatever their revision (the sections after it test servers).
 fn client_scenarios(listed: &str) -> Vec<String> {
     listed
         .lines()
         .skip_while(|l| !l.starts_with("Client scenarios"))
+        .skip(1)
+        .take_while(|l| l.starts_with(' ') || l.trim().is_empty())
         .filter_map(|l| {
             let (name, _revisions) = l.trim().strip_prefix("- ")?.split_once(" [")?;
             Some(name.trim().to_string())

@@ -148,12 +148,16 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
                 for s in &status {
                     let _ = writeln!(
                         out,
-                        "{}  {}  {}{}",
+                        "{}  {}  {}{}{}",
                         s.name,
                         s.transport,
                         s.state,
                         s.start_ms
                             .map(|ms| format!(" ({ms} ms)"))
+                            .unwrap_or_default(),
+                        s.revision
+                            .as_deref()
+                            .map(|r| format!(", MCP {r}"))
                             .unwrap_or_default()
                     );
                     if s.trust_read_only {

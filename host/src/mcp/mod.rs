@@ -8,12 +8,15 @@
 //! is a trust key: a workspace file the model wrote cannot add one). A tool's answer is hostile
 //! input like any command's output: it is capped and goes back to the model as text.
 
+mod client;
 mod stdio;
+use client::Questions;
+pub use client::{CallUser, Client, Nobody, Notice};
 use keyless_core::diag::Code;
 use keyless_core::mcp::{McpTool, ServerConfig};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::RunningService;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::RoleClient;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
@@ -87,6 +90,10 @@ pub struct ServerStatus {
     /// `running` or the reason it is not.
     pub state: String,
     pub start_ms: Option<u64>,
+    /// The MCP revision the server and keyless agreed on (`2026-07-28`, stateless, found with
+    /// `server/discover`; or `2025-11-25` and older, opened with `initialize`); none when it did
+    /// not start.
+    pub revision: Option<String>,
     pub tools: Vec<McpTool>,
 }
 
@@ -95,6 +102,8 @@ struct Live {
     questions: Questions,
     service: RunningService<RoleClient, Client>,
     tools: Mutex<ServerTools>,
+    /// The revision negotiated at the start (see [`ServerStatus::revision`]).
+    revision: String,
     /// Set when the server says its tools changed (`notifications/tools/list_changed`): they are
     /// listed again before the next use.
     stale: Arc<std::sync::atomic::AtomicBool>,
@@ -134,203 +143,9 @@ impl ServerTools {
     }
 }
 
-/// keyless as an MCP client: what it tells a server of itself (`clientInfo`: keyless-host and its
-/// version; the protocol version; the roots capability) and its answers to what a server asks.
-/// Roots are the workspace folder and nothing else, so a file server can be pointed at it.
-#[derive(Debug, Clone)]
-pub struct Client {
-    /// The workspace as a `file://` URI (none when it cannot be written as one).
-    root: Option<String>,
-    /// Whether a user answers this client's elicitations: only then is the capability offered.
-    answers: bool,
-    questions: Questions,
-    stale: Arc<std::sync::atomic::AtomicBool>,
-}
-
-/// What a server sends the user who waits on its tool call.
-#[derive(Debug)]
-pub enum Notice {
-    /// A form to fill in (elicitation), and where the answer goes.
-    Question {
-        form: keyless_core::elicit::Form,
-        reply: tokio::sync::oneshot::Sender<keyless_core::elicit::Answer>,
-    },
-    /// A progress notification, as one line (`progress 3/10: copying`).
-    Progress(String),
-}
-
-/// The call waiting on a server, if any: where its questions and progress go.
-type Questions = Arc<Mutex<Option<mpsc::Sender<Notice>>>>;
-
-/// A progress notification as one line: `progress 3/10: copying` (the server's message, its
-/// escape sequences and controls dropped, cut to 200 characters).
-fn progress_line(p: &rmcp::model::ProgressNotificationParam) -> String {
-    let mut line = match p.total {
-        Some(t) => format!("progress {}/{}", p.progress, t),
-        None => format!("progress {}", p.progress),
-    };
-    if let Some(m) = p.message.as_deref().filter(|m| !m.trim().is_empty()) {
-        line.push_str(": ");
-        let m = keyless_core::text::printable(m);
-        line.push_str(&keyless_core::text::truncate_chars(m.trim(), 200));
-    }
-    line
-}
-
-/// Who waits on a tool call: asked, while it waits, whether to stop, and to answer the form a
-/// server sends (its elicitation). Nobody to ask declines.
-pub trait CallUser {
-    fn cancel_requested(&mut self) -> bool {
-        false
-    }
-    /// A progress line from `server` while its tool runs.
-    fn progress(&mut self, server: &str, line: &str) {
-        let _ = (server, line);
-    }
-    /// The user's answer to `server`'s form (never the model's).
-    fn elicit(
-        &mut self,
-        server: &str,
-        form: &keyless_core::elicit::Form,
-    ) -> keyless_core::elicit::Answer {
-        let _ = (server, form);
-        keyless_core::elicit::Answer::Decline
-    }
-}
-
-/// A call nobody waits on (an `.as` program's): it is never cancelled and declines forms.
-#[derive(Debug)]
-pub struct Nobody;
-
-impl CallUser for Nobody {}
-
-impl Client {
-    #[must_use]
-    pub fn new(workspace: &std::path::Path, answers: bool) -> Self {
-        Self {
-            root: url::Url::from_directory_path(workspace)
-                .ok()
-                .map(|u| u.to_string()),
-            answers,
-            questions: Arc::new(Mutex::new(None)),
-            stale: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-        }
-    }
-
-    /// What `initialize` says: keyless-host and its version, the newest protocol version that
-    /// still has the `initialize` handshake, roots, and elicitation (forms) when a user answers
-    /// them (`answers`). Never sampling: the model is not the server's to ask.
-    #[must_use]
-    pub fn config(answers: bool) -> rmcp::model::ClientConfig {
-        use rmcp::model::{
-            ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
-            Implementation, ProtocolVersion, RootsCapabilities,
-        };
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.roots = Some(RootsCapabilities::default());
-        if answers {
-            let mut e = ElicitationCapability::new();
-            e.form = Some(FormElicitationCapability::new().with_schema_validation(true));
-            capabilities.elicitation = Some(e);
-        }
-        ClientConfig::new(
-            capabilities,
-            Implementation::new("keyless-host", env!("CARGO_PKG_VERSION"))
-                .with_title("keyless")
-                .with_description(
-                    "keyless-host: the chat you already have open, as a coding agent on your machine",
-                ),
-        )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
-    }
-}
-
-impl Client {
-    /// Hands `notice` to the call waiting on the server; false when none waits.
-    fn notify(&self, notice: Notice) -> bool {
-        self.questions
-            .lock()
-            .ok()
-            .and_then(|q| q.as_ref().map(|s| s.send(notice).is_ok()))
-            .unwrap_or(false)
-    }
-}
-
-impl rmcp::ClientHandler for Client {
-    /// The tools are listed again before their next use (the movement offers the new list from
-    /// the next reply on).
-    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
-        self.stale.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// Shown live to whoever waits on the call (the overlay's output, the terminal).
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) {
-        let _ = self.notify(Notice::Progress(progress_line(&params)));
-    }
-
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        Self::config(self.answers)
-    }
-
-    /// A form goes to the user waiting on the call (checked and completed by core: defaults,
-    /// types, ranges); a URL elicitation, or one with nobody waiting, is declined.
-    async fn create_elicitation(
-        &self,
-        request: rmcp::model::ElicitRequestParams,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
-        use keyless_core::elicit::Answer;
-        use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-        let decline = Ok(ElicitResult::new(ElicitationAction::Decline));
-        let ElicitRequestParams::FormElicitationParams {
-            message,
-            requested_schema,
-            ..
-        } = request
-        else {
-            return decline;
-        };
-        if !self.answers {
-            return decline;
-        }
-        let schema = serde_json::to_value(&requested_schema)
-            .map_err(|e| rmcp::ErrorData::invalid_params(e.to_string(), None))?;
-        let form = keyless_core::elicit::form(&message, &schema)
-            .map_err(|e| rmcp::ErrorData::invalid_params(e, None))?;
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let sent = self.notify(Notice::Question { form, reply });
-        if !sent {
-            return decline;
-        }
-        // The call ended (its timeout, Stop) before the user answered: cancelled.
-        Ok(match answer.await.unwrap_or(Answer::Cancel) {
-            Answer::Accept(content) => ElicitResult::new(ElicitationAction::Accept)
-                .with_content(serde_json::Value::Object(content)),
-            Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
-            Answer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
-        })
-    }
-
-    // Roots are part of 2025-11-25, the revision keyless speaks; rmcp marks them deprecated for
-    // the revision after it (SEP-2577), which has no `initialize` to offer them in.
-    #[allow(deprecated)]
-    async fn list_roots(
-        &self,
-        _context: rmcp::service::RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
-        use rmcp::model::{ListRootsResult, Root};
-        Ok(ListRootsResult::new(
-            self.root
-                .iter()
-                .map(|u| Root::new(u.clone()).with_name("workspace"))
-                .collect(),
-        ))
-    }
-}
+/// How many times a tool call is made again for a server's input-required results before it
+/// fails (the bound the official SDKs use).
+const MRTR_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 
 /// The running servers, by (scope, server): a scope is a session (or one `.as` run, or one CLI
 /// command).
@@ -649,6 +464,7 @@ impl Pool {
         use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
         use rmcp::service::PeerRequestOptions;
         let peer = live.service.peer().clone();
+        let client = live.service.service().clone();
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = args;
         let started = Instant::now();
@@ -660,12 +476,27 @@ impl Pool {
         }
         let answer = self.wait_with(
             async move {
-                let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-                let handle = peer
-                    .send_cancellable_request(request, PeerRequestOptions::no_options())
-                    .await?;
-                let _ = sent.send(handle.id.clone());
-                handle.await_response().await
+                // A 2026-07-28 server may answer "input required" (MRTR): the call is made
+                // again with the user's answers, at most MRTR_ROUNDS times.
+                for _ in 0..MRTR_ROUNDS {
+                    let request =
+                        ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+                    let handle = peer
+                        .send_cancellable_request(request, PeerRequestOptions::no_options())
+                        .await?;
+                    let _ = sent.send(handle.id.clone());
+                    match handle.await_response().await? {
+                        ServerResult::InputRequiredResult(asked) => {
+                            let (answers, state) = client.answer_input(asked).await?;
+                            params.input_responses = answers;
+                            params.request_state = state;
+                        }
+                        other => return Ok(other),
+                    }
+                }
+                Err(rmcp::ServiceError::InputRequiredRoundsExceeded {
+                    max_rounds: MRTR_ROUNDS,
+                })
             },
             started + timeout,
             |deadline| {
@@ -686,8 +517,9 @@ impl Pool {
             *q = None;
         }
         let duration = started.elapsed();
+        // The request of the call's last round is the one the server is working on.
         let stopped = |reason: &str| {
-            if let Ok(id) = sent_id.try_recv() {
+            if let Some(id) = sent_id.try_iter().last() {
                 self.notify_cancelled(&live, id, reason);
             }
         };
@@ -745,13 +577,17 @@ impl Pool {
             .iter()
             .map(|(name, cfg)| {
                 let t = Instant::now();
-                let (state, start_ms, tools) = match self.tools(scope, name) {
-                    Ok(tools) => (
+                let (state, start_ms, revision, tools) = match self.live(scope, name) {
+                    Ok(live) => (
                         "running".to_string(),
                         Some(u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)),
-                        tools,
+                        Some(live.revision.clone()),
+                        live.tools
+                            .lock()
+                            .map(|t| t.tools.clone())
+                            .unwrap_or_default(),
                     ),
-                    Err(e) => (format!("{} {e}", e.code()), None, Vec::new()),
+                    Err(e) => (format!("{} {e}", e.code()), None, None, Vec::new()),
                 };
                 ServerStatus {
                     name: name.clone(),
@@ -759,6 +595,7 @@ impl Pool {
                     trust_read_only: cfg.trust_read_only,
                     state,
                     start_ms,
+                    revision,
                     tools,
                 }
             })

@@ -3,6 +3,7 @@
 //! described to the user.
 
 use super::*;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 
 /// `stdio: COMMAND ARGS…` or `http: URL`.
 #[must_use]
@@ -18,6 +19,17 @@ pub fn describe(cfg: &ServerConfig) -> String {
         }
         (None, Some(u)) => format!("http: {u}"),
         (None, None) => "(none)".into(),
+    }
+}
+
+/// How keyless opens a server: `server/discover` with the newest revision it speaks
+/// (2026-07-28, stateless), and `initialize` with 2025-11-25 when the server answers that it does
+/// not know `server/discover` (the revision's backward-compatibility rule). One client either way:
+/// the revision is a detail of the transport.
+fn newest() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE),
     }
 }
 
@@ -61,7 +73,87 @@ pub(super) async fn start(
 ) -> Result<Live, String> {
     let questions = Arc::clone(&client.questions);
     let stale = Arc::clone(&client.stale);
-    let service = match (&program, &cfg.url) {
+    let login = |e: &rmcp::service::ClientInitializeError| {
+        if e.auth_challenge().is_some() {
+            format!("needs login: run `keyless-host mcp login {name}`")
+        } else {
+            e.to_string()
+        }
+    };
+    // The newest revision first; a server that neither speaks it nor answers `server/discover`
+    // as the revision says an old server does (some answer any request with an empty result) is
+    // started again and opened with `initialize`, exactly as before 2026-07-28.
+    let service = match open(&cfg, program.as_ref(), client.clone(), &stderr, newest()).await {
+        Ok(s) => s,
+        Err(Opened::Init(e)) if e.auth_challenge().is_some() => return Err(login(&e)),
+        Err(Opened::Other(e)) => return Err(e),
+        Err(Opened::Init(first)) => {
+            match open(
+                &cfg,
+                program.as_ref(),
+                client,
+                &stderr,
+                ClientLifecycleMode::Initialize,
+            )
+            .await
+            {
+                Ok(s) => s,
+                Err(Opened::Init(e)) if e.auth_challenge().is_some() => return Err(login(&e)),
+                Err(Opened::Init(e)) => {
+                    return Err(format!("{} (with server/discover: {})", e, first))
+                }
+                Err(Opened::Other(e)) => return Err(e),
+            }
+        }
+    };
+    let revision = service
+        .peer()
+        .peer_info()
+        .map(|i| i.protocol_version.to_string())
+        .unwrap_or_default();
+    let listed = service.list_all_tools().await.map_err(|e| {
+        if e.auth_challenge().is_some() {
+            format!("needs login: run `keyless-host mcp login {name}`")
+        } else {
+            format!("tools/list failed: {e}")
+        }
+    })?;
+    Ok(Live {
+        questions,
+        tools: Mutex::new(ServerTools::of(&name, &cfg, listed)),
+        revision,
+        service,
+        stale,
+    })
+}
+
+/// Why a server did not open: its handshake failed, or it could not be reached or started.
+enum Opened {
+    Init(Box<rmcp::service::ClientInitializeError>),
+    Other(String),
+}
+
+impl From<rmcp::service::ClientInitializeError> for Opened {
+    fn from(e: rmcp::service::ClientInitializeError) -> Self {
+        Opened::Init(Box::new(e))
+    }
+}
+
+impl From<String> for Opened {
+    fn from(e: String) -> Self {
+        Opened::Other(e)
+    }
+}
+
+/// Starts (stdio) or reaches (HTTP) the server and opens it with `mode`.
+async fn open(
+    cfg: &ServerConfig,
+    program: Option<&(crate::launch::Launcher, crate::launch::Program)>,
+    client: Client,
+    stderr: &Arc<Mutex<String>>,
+    mode: ClientLifecycleMode,
+) -> Result<RunningService<RoleClient, Client>, Opened> {
+    Ok(match (&program, &cfg.url) {
         (Some((launcher, command)), _) => {
             // Like the reference MCP clients: a short list of harmless variables and what
             // `Env` names, never the host's whole environment (its keys and tokens); PATH holds
@@ -74,7 +166,7 @@ pub(super) async fn start(
                 .spawn()
                 .map_err(|e| format!("cannot start {}: {e}", command.path.display()))?;
             if let Some(mut err) = err {
-                let buf = Arc::clone(&stderr);
+                let buf = Arc::clone(stderr);
                 tokio::spawn(async move {
                     use tokio::io::AsyncReadExt;
                     let mut chunk = vec![0u8; 4096];
@@ -86,7 +178,7 @@ pub(super) async fn start(
                     }
                 });
             }
-            client.serve(transport).await.map_err(|e| e.to_string())?
+            client.serve_with_lifecycle(transport, mode).await?
         }
         (None, Some(url)) => {
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -100,41 +192,20 @@ pub(super) async fn start(
                     .map_err(|e| format!("header {header}: {e}"))?;
                 config.custom_headers.insert(h, v);
             }
-            // A server the user logged in to gets its token (refreshed when it expires); one
-            // that answers `initialize` with a challenge needs a login first.
-            let login = |e: rmcp::service::ClientInitializeError| {
-                if e.auth_challenge().is_some() {
-                    format!("needs login: run `keyless-host mcp login {name}`")
-                } else {
-                    e.to_string()
-                }
-            };
+            // A server the user logged in to gets its token (refreshed when it expires).
             match crate::mcp_auth::authorized_client(url).await? {
                 Some(auth) => {
                     let transport =
                         rmcp::transport::StreamableHttpClientTransport::with_client(auth, config);
-                    client.serve(transport).await.map_err(login)?
+                    client.serve_with_lifecycle(transport, mode).await?
                 }
                 None => {
                     let transport =
                         rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                    client.serve(transport).await.map_err(login)?
+                    client.serve_with_lifecycle(transport, mode).await?
                 }
             }
         }
-        (None, None) => return Err("neither Command nor Url".into()),
-    };
-    let listed = service.list_all_tools().await.map_err(|e| {
-        if e.auth_challenge().is_some() {
-            format!("needs login: run `keyless-host mcp login {name}`")
-        } else {
-            format!("tools/list failed: {e}")
-        }
-    })?;
-    Ok(Live {
-        questions,
-        tools: Mutex::new(ServerTools::of(&name, &cfg, listed)),
-        service,
-        stale,
+        (None, None) => return Err(Opened::Other("neither Command nor Url".into())),
     })
 }

@@ -36,6 +36,24 @@ case "${MCP_CONFORMANCE_SCENARIO:-}" in
   elicitation-sep1034-client-defaults)
     # The server asks for a form; the user accepts it as it is (its defaults).
     "$host" mcp call conformance.test_client_elicitation_defaults --answer accept ;;
+  sep-2322-client-request-state)
+    # 2026-07-28's input-required results (MRTR): each tool asks a form in its result; the user
+    # confirms, and keyless calls again with the answer and the request state echoed.
+    for tool in test_mrtr_echo_state test_mrtr_no_state test_mrtr_unrelated test_mrtr_no_result_type; do
+      "$host" mcp call "conformance.$tool" --answer '{"confirmed": true}'
+    done ;;
+  http-custom-headers)
+    # Arguments a tool marks with x-mcp-header are mirrored into HTTP headers; these are the
+    # scenario's own values (ASCII, numbers, booleans, Unicode, spaces, control characters).
+    "$host" mcp call conformance.test_custom_headers --args "$(node -e 'process.stdout.write(JSON.stringify({region: "us-west1", priority: 42, verbose: false, debug: true, empty_val: "", method_val: "test-method", float_val: 3.14159, non_ascii_val: "Hello, \u4e16\u754c", whitespace_val: " padded ", leading_space_val: " us-west1", trailing_space_val: "us-west1 ", internal_space_val: "us west 1", control_char_val: "line1\nline2", crlf_val: "line1\r\nline2", tab_val: "\tindented", query: "SELECT * FROM users"}))')" || true
+    "$host" mcp call conformance.test_custom_headers_null --args '{"region": "us-east1", "priority": 1, "verbose": null, "query": "SELECT 1"}' || true ;;
+  http-invalid-tool-headers)
+    # A tool whose header annotations are invalid is left out; the valid one is still offered.
+    "$host" mcp call conformance.valid_tool --args '{}' ;;
+  json-schema-2020-12-preservation)
+    # The tool's input schema, as keyless read it from tools/list, sent back to be compared.
+    schema="$("$host" mcp list --json | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { const t = JSON.parse(s)[0].tools.find((t) => t.name === "json_schema_2020_12_tool"); process.stdout.write(JSON.stringify({ schema: JSON.parse(t.input_schema) })); })')"
+    "$host" mcp call conformance.json_schema_echo --args "$schema" ;;
   auth/*)
     # The authorization scenarios: log in (the "browser" is curl, which follows the
     # authorization server's redirect back to keyless-host on 127.0.0.1), then list the tools and

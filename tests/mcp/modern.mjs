@@ -1,0 +1,60 @@
+// A stdio MCP server of the 2026-07-28 revision (stateless: `server/discover`, no `initialize`),
+// on the official TypeScript SDK v2 (`@modelcontextprotocol/server`), for host/tests/mcp.rs and
+// the piece and `.as` tests. When KEYLESS_RECORD names a file, every JSON-RPC message it receives
+// goes there, one JSON line each. Its tools: `add` (a + b), `deploy` (asks the user to confirm with
+// an input-required result, MRTR, and answers with what came back) and `roots` (asks for the
+// client's roots the same way).
+import { appendFileSync } from "node:fs";
+import { McpServer, acceptedContent, inputRequired } from "@modelcontextprotocol/server";
+import { serveStdio, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
+import * as z from "zod";
+
+const record = (entry) => {
+  if (process.env.KEYLESS_RECORD) appendFileSync(process.env.KEYLESS_RECORD, `${JSON.stringify(entry)}\n`);
+};
+
+function modern() {
+const server = new McpServer({ name: "modern", version: "1.0.0" }, { supportedProtocolVersions: ["2026-07-28"] });
+
+server.registerTool(
+  "add",
+  { description: "Adds two numbers.", inputSchema: z.object({ a: z.number(), b: z.number() }), annotations: { readOnlyHint: true } },
+  async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }] }),
+);
+
+const confirmation = z.object({ name: z.string().describe("Your name"), go: z.boolean().describe("Deploy now") });
+server.registerTool("deploy", { description: "Deploys after the user confirms.", inputSchema: z.object({ env: z.string() }) }, async ({ env }, ctx) => {
+  const answer = acceptedContent(ctx.mcpReq.inputResponses, "confirm");
+  if (!answer) {
+    const declined = ctx.mcpReq.inputResponses?.confirm;
+    if (declined) return { content: [{ type: "text", text: `not deployed: ${declined.action}` }] };
+    return inputRequired({
+      inputRequests: { confirm: inputRequired.elicit({ message: `Deploy to ${env}?`, requestedSchema: z.toJSONSchema(confirmation) }) },
+      requestState: `env=${env}`,
+    });
+  }
+  return { content: [{ type: "text", text: `${answer.go ? "deployed" : "held"} ${env} for ${answer.name} (state ${ctx.mcpReq.requestState?.() ?? "none"})` }] };
+});
+
+server.registerTool("roots", { description: "The client's roots.", inputSchema: z.object({}) }, async (_args, ctx) => {
+  const listed = ctx.mcpReq.inputResponses?.roots;
+  if (!listed) return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+  return { content: [{ type: "text", text: listed.roots.map((r) => r.uri).join("\n") }] };
+});
+
+return server;
+}
+
+// Only the 2026-07-28 revision: an `initialize` is refused with the unsupported-version error.
+const transport = new StdioServerTransport();
+let deliver;
+Object.defineProperty(transport, "onmessage", {
+  get: () => deliver && ((message, extra) => {
+    record(message);
+    deliver(message, extra);
+  }),
+  set: (f) => {
+    deliver = f;
+  },
+});
+serveStdio(modern, { legacy: "reject", transport });
