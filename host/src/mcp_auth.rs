@@ -156,30 +156,49 @@ pub async fn authorized_client(url: &str) -> Result<Option<AuthClient<reqwest::C
 }
 
 /// The server's challenge to a request without a token (`WWW-Authenticate` of its 401), which
-/// names its resource metadata and the scopes it wants.
+/// names its resource metadata and the scopes it wants: asked as keyless opens a server, with
+/// `server/discover` (2026-07-28) first, then `initialize` (2025-11-25).
 async fn challenge(url: &str) -> Option<String> {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "keyless-host", "version": env!("CARGO_PKG_VERSION")}
-        }
+    let client =
+        || serde_json::json!({"name": "keyless-host", "version": env!("CARGO_PKG_VERSION")});
+    let discover = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "server/discover",
+        "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": client(),
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }}
     });
-    let r = reqwest::Client::new()
-        .post(url)
-        .header("Accept", "application/json, text/event-stream")
-        .header("Content-Type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .ok()?;
-    if r.status() != reqwest::StatusCode::UNAUTHORIZED {
-        return None;
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client()}
+    });
+    // 2026-07-28 names the revision and the method in headers too; 2025-11-25's initialize goes
+    // as it always did.
+    let modern = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "server/discover"),
+    ];
+    for (body, headers) in [(discover, &modern[..]), (initialize, &[][..])] {
+        let mut request = reqwest::Client::new()
+            .post(url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let Ok(r) = request.body(body.to_string()).send().await else {
+            continue;
+        };
+        if r.status() == reqwest::StatusCode::UNAUTHORIZED {
+            return r
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|h| h.to_str().ok())
+                .map(str::to_string);
+        }
     }
-    r.headers()
-        .get(reqwest::header::WWW_AUTHENTICATE)
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_string)
+    None
 }
 
 /// Whether keyless hands `url` (from the authorization server's metadata) to a browser: https,
@@ -323,6 +342,13 @@ pub fn login(
                 .await
                 .map_err(|e| format!("{url}: {e}"))?;
             manager.set_credential_store(store);
+            // What an earlier login stored is checked first: when the server now names another
+            // authorization server (SEP-2352), its tokens and its client registration are
+            // dropped, so keyless registers anew there instead of showing it the old client id.
+            manager
+                .initialize_from_store()
+                .await
+                .map_err(|e| format!("{url}: {e}"))?;
             let mut state = OAuthState::Unauthorized(manager);
             let mut request = AuthorizationRequest::new(redirect.clone())
                 .with_client_name("keyless-host")

@@ -74,7 +74,7 @@ pub(super) async fn start(
     let questions = Arc::clone(&client.questions);
     let stale = Arc::clone(&client.stale);
     let login = |e: &rmcp::service::ClientInitializeError| {
-        if e.auth_challenge().is_some() {
+        if needs_login(e) {
             format!("needs login: run `keyless-host mcp login {name}`")
         } else {
             e.to_string()
@@ -85,7 +85,7 @@ pub(super) async fn start(
     // started again and opened with `initialize`, exactly as before 2026-07-28.
     let service = match open(&cfg, program.as_ref(), client.clone(), &stderr, newest()).await {
         Ok(s) => s,
-        Err(Opened::Init(e)) if e.auth_challenge().is_some() => return Err(login(&e)),
+        Err(Opened::Init(e)) if needs_login(&e) => return Err(login(&e)),
         Err(Opened::Other(e)) => return Err(e),
         Err(Opened::Init(first)) => {
             match open(
@@ -98,7 +98,7 @@ pub(super) async fn start(
             .await
             {
                 Ok(s) => s,
-                Err(Opened::Init(e)) if e.auth_challenge().is_some() => return Err(login(&e)),
+                Err(Opened::Init(e)) if needs_login(&e) => return Err(login(&e)),
                 Err(Opened::Init(e)) => {
                     return Err(format!("{} (with server/discover: {})", e, first))
                 }
@@ -125,6 +125,13 @@ pub(super) async fn start(
         service,
         stale,
     })
+}
+
+/// Whether a server refused keyless for want of authorization (a 401 challenge, a 403 asking for
+/// more scopes, or a token that expired): then it is never tried again with `initialize` (an old
+/// handshake a server may still let through unauthenticated), and the user is told to log in.
+fn needs_login(e: &rmcp::service::ClientInitializeError) -> bool {
+    e.auth_challenge().is_some() || e.is_authorization_required()
 }
 
 /// Why a server did not open: its handshake failed, or it could not be reached or started.

@@ -68,6 +68,10 @@ case "${MCP_CONFORMANCE_SCENARIO:-}" in
       exit 1
     fi
     "$host" mcp login conformance
+    # A server that asks for a login again right after (its authorization server changed, the
+    # tokens were refused) gets one, as the user does when `mcp list` says so.
+    again="$("$host" mcp list || true)"
+    if grep -q "needs login: run" <<<"$again"; then "$host" mcp login conformance; fi
     tool="$("$host" mcp list --json | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => { const l = JSON.parse(s); process.stdout.write(l[0]?.tools?.[0]?.name ?? ""); })')"
     if [ -n "$tool" ]; then "$host" mcp call "conformance.$tool" --args '{}'; fi ;;
   *)
