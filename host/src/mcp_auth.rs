@@ -369,10 +369,20 @@ pub fn login(
                     request = request.with_client_secret(secret);
                 }
             }
-            state
-                .start_authorization(request)
-                .await
-                .map_err(|e| format!("authorization could not start: {e}"))?;
+            state.start_authorization(request).await.map_err(|e| {
+                if cfg.client_id.is_some() {
+                    format!("authorization could not start: {e}")
+                } else {
+                    // A server that takes only pre-registered clients or Client ID Metadata
+                    // Documents (an https URL of the client's own, which keyless has not).
+                    format!(
+                        "authorization could not start: {e}. If the service lets no client register \
+                         itself, register keyless with it by hand and put the client id it gives \
+                         you in this server's entry of your keyless.json as \"ClientId\" (and the \
+                         name of the environment variable holding a secret as \"ClientSecretEnv\")"
+                    )
+                }
+            })?;
             let auth_url = state
                 .get_authorization_url()
                 .await

@@ -839,6 +839,53 @@ movements:
             && text.contains("do not declare the required capability"),
         "{text}"
     );
+    // The same server over Streamable HTTP: the revision's headers, and its questions in results.
+    let http_record = fx.home().join("modern-http.jsonl");
+    let http = HttpServer::modern(&http_record);
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).expect("read")).expect("json");
+    cfg["Mcp"]["Servers"]["remote-modern"] = serde_json::json!({"Url": http.url});
+    std::fs::write(&config, cfg.to_string()).expect("write");
+    let out = host(&fx, &["mcp", "list"]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("remote-modern  http: ") && l.ends_with(", MCP 2026-07-28")),
+        "{listed}"
+    );
+    let out = host(
+        &fx,
+        &[
+            "mcp",
+            "call",
+            "remote-modern.deploy",
+            "--args",
+            r#"{"env": "edge"}"#,
+            "--answer",
+            r#"{"name": "Cy", "go": false}"#,
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "held edge for Cy (state env=edge)",
+        "{out:?}"
+    );
+    let over_http: Vec<serde_json::Value> = std::fs::read_to_string(&http_record)
+        .expect("record")
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        !over_http.iter().any(|m| m["method"] == "initialize"),
+        "{over_http:?}"
+    );
+    assert!(
+        over_http
+            .iter()
+            .any(|m| m["params"]["name"] == "deploy" && m["params"]["requestState"] == "env=edge"),
+        "{over_http:?}"
+    );
     // On the wire: no `initialize` at all; every request says the revision and who keyless is.
     let seen: Vec<serde_json::Value> = std::fs::read_to_string(&record)
         .expect("record")
@@ -870,5 +917,38 @@ movements:
         retry["params"]["inputResponses"]["confirm"],
         serde_json::json!({"action": "accept", "content": {"name": "Ann", "go": true}}),
         "{retry}"
+    );
+}
+
+/// A server whose authorization server lets no client register itself (only pre-registered
+/// clients, or Client ID Metadata Documents, which need an https URL keyless has not): the login
+/// fails with KA_MCP_UNAVAILABLE and names the setting that helps, `ClientId`.
+#[test]
+fn a_login_where_no_client_may_register_names_the_client_id_setting() {
+    if !mcp::available() {
+        return;
+    }
+    let fx = Fixture::new();
+    let record = fx.home().join("record.jsonl");
+    let server = HttpServer::protected_without_registration(&record);
+    std::fs::create_dir_all(fx.user_config()).expect("config");
+    std::fs::write(
+        fx.user_config().join("keyless.json"),
+        serde_json::json!({ "Mcp": { "Servers": { "remote": {"Url": server.url} } } }).to_string(),
+    )
+    .expect("keyless.json");
+    let out = fx
+        .host()
+        .args(["mcp", "login", "remote", "--workspace"])
+        .arg(fx.ws())
+        .env("BROWSER", "true")
+        .output()
+        .expect("login");
+    let said = everything_said(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("KA_MCP_UNAVAILABLE"), "{said}");
+    assert!(
+        said.contains("put the client id it gives you in this server's entry of your keyless.json as \"ClientId\""),
+        "{said}"
     );
 }

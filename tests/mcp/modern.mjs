@@ -1,11 +1,13 @@
-// A stdio MCP server of the 2026-07-28 revision (stateless: `server/discover`, no `initialize`),
-// on the official TypeScript SDK v2 (`@modelcontextprotocol/server`), for host/tests/mcp.rs and
-// the piece and `.as` tests. When KEYLESS_RECORD names a file, every JSON-RPC message it receives
+// An MCP server of the 2026-07-28 revision only (stateless: `server/discover`, no `initialize`),
+// on the official TypeScript SDK v2 (`@modelcontextprotocol/server`), for host/tests/mcp.rs: over
+// stdio, or with the argument `http` over Streamable HTTP on 127.0.0.1 (`/mcp`, the port said as
+// `KEYLESS_LISTENING PORT` on standard error). When KEYLESS_RECORD names a file, every JSON-RPC message it receives
 // goes there, one JSON line each. Its tools: `add` (a + b), `deploy` (asks the user to confirm with
 // an input-required result, MRTR, and answers with what came back) and `roots` (asks for the
 // client's roots the same way).
 import { appendFileSync } from "node:fs";
-import { McpServer, acceptedContent, inputRequired } from "@modelcontextprotocol/server";
+import { createServer } from "node:http";
+import { McpServer, acceptedContent, createMcpHandler, inputRequired } from "@modelcontextprotocol/server";
 import { serveStdio, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
 import * as z from "zod";
 
@@ -45,16 +47,45 @@ server.registerTool("roots", { description: "The client's roots.", inputSchema: 
 return server;
 }
 
-// Only the 2026-07-28 revision: an `initialize` is refused with the unsupported-version error.
-const transport = new StdioServerTransport();
-let deliver;
-Object.defineProperty(transport, "onmessage", {
-  get: () => deliver && ((message, extra) => {
-    record(message);
-    deliver(message, extra);
-  }),
-  set: (f) => {
-    deliver = f;
-  },
-});
-serveStdio(modern, { legacy: "reject", transport });
+if (process.argv[2] === "http") {
+  // The SDK's web-standard handler behind node:http (the SDK leaves that adapter to the host).
+  const handler = createMcpHandler(modern, { legacy: "reject" });
+  const server = createServer(async (req, res) => {
+    if (req.url !== "/mcp") {
+      res.writeHead(404).end();
+      return;
+    }
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const body = Buffer.concat(chunks);
+    if (body.length > 0) {
+      try {
+        record(JSON.parse(body.toString("utf8")));
+      } catch {
+        // not JSON: the handler answers it
+      }
+    }
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
+    const request = new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers, body: req.method === "GET" || req.method === "HEAD" ? undefined : body });
+    const response = await handler.fetch(request);
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    if (response.body) for await (const chunk of response.body) res.write(chunk);
+    res.end();
+  });
+  server.listen(0, "127.0.0.1", () => process.stderr.write(`KEYLESS_LISTENING ${server.address().port}\n`));
+} else {
+  // Only the 2026-07-28 revision: an `initialize` is refused with the unsupported-version error.
+  const transport = new StdioServerTransport();
+  let deliver;
+  Object.defineProperty(transport, "onmessage", {
+    get: () => deliver && ((message, extra) => {
+      record(message);
+      deliver(message, extra);
+    }),
+    set: (f) => {
+      deliver = f;
+    },
+  });
+  serveStdio(modern, { legacy: "reject", transport });
+}

@@ -6,7 +6,7 @@
 // not offer: a call without it is refused with 403 insufficient_scope (step-up). The "user" approves at once: the authorization endpoint redirects
 // straight back with a code. What happens (grants, tool calls, refused tokens) goes, one JSON line
 // each, to KEYLESS_RECORD; no token is ever written there. It prints `KEYLESS_LISTENING PORT` on
-// standard error once it listens.
+// standard error once it listens. With KEYLESS_NO_REGISTRATION=1 no client may register itself.
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { randomUUID } from "node:crypto";
@@ -33,16 +33,21 @@ function issue(clientId, scopes, resource) {
   return { access_token: token, token_type: "bearer", expires_in: lifetime, refresh_token: refreshToken, scope: scopes.join(" ") };
 }
 
+// KEYLESS_NO_REGISTRATION=1: an authorization server that lets no client register itself (only
+// pre-registered clients): its metadata names no registration endpoint.
+const registration = process.env.KEYLESS_NO_REGISTRATION === "1" ? {} : {
+  registerClient: async (c) => {
+    // Any scope may be asked for later (step-up), whatever the registration said.
+    delete c.scope;
+    clients.set(c.client_id, c);
+    record({ registered: c.client_name ?? null, redirect_uris: c.redirect_uris });
+    return c;
+  },
+};
 const provider = {
   clientsStore: {
     getClient: async (id) => clients.get(id),
-    registerClient: async (c) => {
-      // Any scope may be asked for later (step-up), whatever the registration said.
-      delete c.scope;
-      clients.set(c.client_id, c);
-      record({ registered: c.client_name ?? null, redirect_uris: c.redirect_uris });
-      return c;
-    },
+    ...registration,
   },
   async authorize(client, params, res) {
     const code = randomUUID();

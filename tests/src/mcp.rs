@@ -79,6 +79,29 @@ impl HttpServer {
         )
     }
 
+    /// tests/mcp/protected.mjs whose authorization server lets no client register itself.
+    #[must_use]
+    pub fn protected_without_registration(record: &std::path::Path) -> Self {
+        Self::spawn(
+            Command::new("node")
+                .arg(own_server("protected.mjs"))
+                .env("KEYLESS_RECORD", record)
+                .env("KEYLESS_NO_REGISTRATION", "1"),
+        )
+    }
+
+    /// tests/mcp/modern.mjs over Streamable HTTP: a server of the 2026-07-28 revision only,
+    /// recording what it receives to `record`.
+    #[must_use]
+    pub fn modern(record: &std::path::Path) -> Self {
+        Self::spawn(
+            Command::new("node")
+                .arg(own_server("modern.mjs"))
+                .arg("http")
+                .env("KEYLESS_RECORD", record),
+        )
+    }
+
     /// Starts `cmd` and waits for its `KEYLESS_LISTENING PORT` line on standard error.
     fn spawn(cmd: &mut Command) -> Self {
         let mut child = cmd
