@@ -19,6 +19,7 @@ import init, {
   suggestNewChat,
 } from "../../target/wasm-pkg/keyless_wasm.js";
 import { errorText, KeylessError } from "../../www/common/error.js";
+import type { HandoverAnswer } from "./generated/core.js";
 import { type Call, callHost, hostEvent, v1 } from "../../www/common/host-api.js";
 import { nativeHostMissing, ownOrigin, pairingId } from "./browser.js";
 import {
@@ -228,6 +229,12 @@ async function programsTab(): Promise<ProgramsTab | null> {
 /// Generations this worker is claiming right now.
 const claiming = new Set<string>();
 
+/// Tabs whose task is moving to a new chat (Continue): a reply they finish meanwhile is refused.
+const moving = new Map<number, string>();
+/// Tabs whose reply the host is running now: a move waits for that batch to end, so the
+/// handover holds it and the new chat starts after it.
+const running = new Map<number, Promise<unknown>>();
+
 /// The generation a tab is answering (chrome.storage.session, key "gen:<tabId>").
 async function generationOf(tabId: number): Promise<string | null> {
   const key = `gen:${tabId}`;
@@ -361,6 +368,62 @@ async function status(): Promise<HostStatus> {
   }
 }
 
+/// Moves the task of tab `from` to a new chat of `site`: see `continueIn`.
+async function moveTask(from: number, site: string): Promise<{ tabId: number; run: TabRun }> {
+  await core();
+  const s = await settings();
+  let all: SiteAdapter[];
+  try {
+    all = loadSites(s.selectorOverrides || undefined);
+  } catch {
+    all = loadSites(undefined);
+  }
+  const target = all.find((a) => a.name === site);
+  if (!target?.hosts[0]) throw new KeylessError("KA_CONFIG_VALIDATION", `"${site}" is not a chat site keyless supports`);
+  const fromSite = (await siteForTab(await chrome.tabs.get(from).catch(() => undefined)).catch(() => null))?.name ?? "";
+  // A batch the host is running for this tab ends first: the handover holds it.
+  await running.get(from)?.catch(() => undefined);
+  const old = await runOf(from);
+  if (!old) throw new KeylessError("KA_SESSION_NOT_FOUND", "the session left this tab while it moved");
+  const tab = await chrome.tabs.create({ url: `https://${target.hosts[0]}/`, active: true });
+  if (tab.id === undefined) throw new KeylessError("KA_INTERNAL", "the browser opened no tab");
+  const to = tab.id;
+  let handover: HandoverAnswer;
+  try {
+    handover = await api(
+      v1.handover(old.session, { site: target.name, max_paste_chars: target.max_paste_chars, uploads: (target.selectors.file_input ?? []).length > 0, tab: to }),
+    );
+  } catch (e) {
+    // Nothing moved: the blank tab goes, the task stays here.
+    await chrome.tabs.remove(to).catch(() => undefined);
+    throw e;
+  }
+  // The old tab first: from now on a reply it finishes is refused, never run a second time.
+  await saveRun(from, { ...old, state: "ended", reason: "KA_SESSION_MOVED", movedTo: { tabId: to, site: target.name } });
+  // A new chat: its thread starts with the handover.
+  const run: TabRun = { ...old, turn: handover.turn, batch: handover.batch, state: "running", movedFrom: { tabId: from, site: fromSite }, threadChars: handover.text.length };
+  delete run.reason;
+  delete run.movedTo;
+  delete run.suggestedAt;
+  await saveRun(to, run);
+  // The new tab's page takes the handover once its content script answers.
+  const msg: TabMessage = { type: "paste", text: handover.text, send: s.autoSend, delivery: handover.delivery };
+  const until = Date.now() + 60000;
+  let why = "it did not answer";
+  for (;;) {
+    try {
+      if (await chrome.tabs.sendMessage(to, msg)) break;
+    } catch (e) {
+      why = message(e);
+    }
+    if (Date.now() > until) {
+      throw new KeylessError("KA_SELECTOR_NOT_FOUND", `the new ${target.name} chat did not load within a minute (${why}); close it and press Continue again here`);
+    }
+    await sleep(250);
+  }
+  return { tabId: to, run };
+}
+
 const handlers: Handlers = {
   async site(req) {
     await core();
@@ -416,10 +479,19 @@ const handlers: Handlers = {
       // batch runs twice.
       throw new KeylessError("KA_SESSION_MOVED", `this task continues in a new ${run.movedTo.site} chat (another tab); this reply was not run`);
     }
+    const to = moving.get(tabId);
+    if (to !== undefined) throw new KeylessError("KA_SESSION_MOVED", `this task is moving to a new ${to} chat; this reply was not run`);
     if (!run || run.state === "stopped" || run.state === "ended") {
       throw new KeylessError("KA_SESSION_NOT_FOUND", "no running keyless session in this tab; press Start in the keyless popup");
     }
-    const answer = await postReply(run, req.text);
+    const posted = postReply(run, req.text);
+    running.set(tabId, posted);
+    let answer: Awaited<typeof posted>;
+    try {
+      answer = await posted;
+    } finally {
+      running.delete(tabId);
+    }
     const s = await settings();
     const ended = answer.turn_ended !== null;
     // The user may have paused or stopped the run while the batch ran.
@@ -714,47 +786,23 @@ const handlers: Handlers = {
   },
   async continueIn(req, sender) {
     const from = req.tabId ?? tabOf(sender);
-    const old = await runOf(from);
-    if (!old) throw new KeylessError("KA_SESSION_NOT_FOUND", "no keyless session in this tab to continue; press Start in the keyless popup");
-    if (old.movedTo) throw new KeylessError("KA_SESSION_MOVED", `this task already continues in a new ${old.movedTo.site} chat`);
-    await core();
-    const s = await settings();
-    let all: SiteAdapter[];
+    if (moving.has(from)) throw new KeylessError("KA_SESSION_MOVED", `this task is already moving to a new ${moving.get(from) ?? ""} chat`);
+    const first = await runOf(from);
+    if (!first) throw new KeylessError("KA_SESSION_NOT_FOUND", "no keyless session in this tab to continue; press Start in the keyless popup");
+    if (first.movedTo) {
+      // Moved before: refused while the new tab holds the session; a new tab that was closed or
+      // lost it leaves the task here to move again.
+      const there = await runOf(first.movedTo.tabId);
+      if (there?.session === first.session) throw new KeylessError("KA_SESSION_MOVED", `this task already continues in a new ${first.movedTo.site} chat`);
+    }
+    moving.set(from, req.site);
     try {
-      all = loadSites(s.selectorOverrides || undefined);
-    } catch {
-      all = loadSites(undefined);
+      return await moveTask(from, req.site);
+    } finally {
+      moving.delete(from);
     }
-    const target = all.find((a) => a.name === req.site);
-    if (!target?.hosts[0]) throw new KeylessError("KA_CONFIG_VALIDATION", `"${req.site}" is not a chat site keyless supports`);
-    const fromSite = (await siteForTab(await chrome.tabs.get(from).catch(() => undefined)).catch(() => null))?.name ?? "";
-    const tab = await chrome.tabs.create({ url: `https://${target.hosts[0]}/`, active: true });
-    if (tab.id === undefined) throw new KeylessError("KA_INTERNAL", "the browser opened no tab");
-    const to = tab.id;
-    const handover = await api(
-      v1.handover(old.session, { site: target.name, max_paste_chars: target.max_paste_chars, uploads: (target.selectors.file_input ?? []).length > 0, tab: to }),
-    );
-    // The old tab first: from now on a reply it finishes is refused, never run a second time.
-    await saveRun(from, { ...old, state: "ended", reason: "KA_SESSION_MOVED", movedTo: { tabId: to, site: target.name } });
-    // A new chat: its thread starts with the handover.
-    const run: TabRun = { ...old, turn: handover.turn, batch: handover.batch, state: "running", movedFrom: { tabId: from, site: fromSite }, threadChars: handover.text.length };
-    delete run.reason;
-    delete run.movedTo;
-    delete run.suggestedAt;
-    await saveRun(to, run);
-    // The new tab's page takes the handover once its content script answers.
-    const msg: TabMessage = { type: "paste", text: handover.text, send: s.autoSend, delivery: handover.delivery };
-    const until = Date.now() + 60000;
-    for (;;) {
-      try {
-        if (await chrome.tabs.sendMessage(to, msg)) break;
-      } catch (e) {
-        if (Date.now() > until) throw new KeylessError("KA_SELECTOR_NOT_FOUND", `the new ${target.name} chat did not load within a minute (${message(e)}); the handover is ready: press Continue again there`);
-      }
-      await sleep(250);
-    }
-    return { tabId: to, run };
   },
+
   async pause(req) {
     return { run: await setState(req.tabId, "paused") };
   },

@@ -47,7 +47,7 @@ fn mcp_rows(r: &mut Report, cfg: &keyless_core::keyless_json::KeylessConfig, roo
                     "{} ({}, MCP {}): {} tools in {} ms: {}",
                     s.name,
                     s.transport,
-                    s.revision.as_deref().unwrap_or("?"),
+                    keyless_core::text::printable(s.revision.as_deref().unwrap_or("?")),
                     s.tools.len(),
                     s.start_ms.unwrap_or(0),
                     names.join(", ")
@@ -57,7 +57,12 @@ fn mcp_rows(r: &mut Report, cfg: &keyless_core::keyless_json::KeylessConfig, roo
             r.add(
                 Level::Warn,
                 "mcp",
-                format!("{} ({}): {}", s.name, s.transport, s.state),
+                format!(
+                    "{} ({}): {}",
+                    s.name,
+                    s.transport,
+                    keyless_core::text::printable(&s.state)
+                ),
             );
         }
     }

@@ -342,13 +342,6 @@ pub fn login(
                 .await
                 .map_err(|e| format!("{url}: {e}"))?;
             manager.set_credential_store(store);
-            // What an earlier login stored is checked first: when the server now names another
-            // authorization server (SEP-2352), its tokens and its client registration are
-            // dropped, so keyless registers anew there instead of showing it the old client id.
-            manager
-                .initialize_from_store()
-                .await
-                .map_err(|e| format!("{url}: {e}"))?;
             let mut state = OAuthState::Unauthorized(manager);
             let mut request = AuthorizationRequest::new(redirect.clone())
                 .with_client_name("keyless-host")

@@ -785,6 +785,36 @@ fn a_2026_07_28_server_is_opened_stateless_and_its_input_required_results_go_to_
         "not deployed: decline",
         "{out:?}"
     );
+    // The user's Cancel ends the call (the server cannot ask round after round), and a server
+    // asking more forms at once than keyless puts before the user is refused.
+    let out = host(
+        &fx,
+        &[
+            "mcp",
+            "call",
+            "modern.deploy",
+            "--args",
+            r#"{"env": "x"}"#,
+            "--answer",
+            "cancel",
+        ],
+    );
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        everything_said(&out).contains("you cancelled the server's form"),
+        "{out:?}"
+    );
+    let out = host(&fx, &["mcp", "call", "modern.survey", "--answer", "accept"]);
+    assert!(!out.status.success(), "{out:?}");
+    let said = everything_said(&out);
+    assert!(
+        said.contains("the server asks 5 forms at once; keyless puts at most 4 before you"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("Question 1?"),
+        "no form of it reached the user: {said}"
+    );
     // Roots asked in a result are the workspace, as a request for them would get.
     let out = host(&fx, &["mcp", "call", "modern.roots"]);
     let ws = fx.ws().canonicalize().expect("ws");

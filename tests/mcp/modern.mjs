@@ -4,7 +4,7 @@
 // `KEYLESS_LISTENING PORT` on standard error). When KEYLESS_RECORD names a file, every JSON-RPC message it receives
 // goes there, one JSON line each. Its tools: `add` (a + b), `deploy` (asks the user to confirm with
 // an input-required result, MRTR, and answers with what came back) and `roots` (asks for the
-// client's roots the same way).
+// client's roots the same way); `survey` asks five forms in one result.
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { McpServer, acceptedContent, createMcpHandler, inputRequired } from "@modelcontextprotocol/server";
@@ -36,6 +36,13 @@ server.registerTool("deploy", { description: "Deploys after the user confirms.",
     });
   }
   return { content: [{ type: "text", text: `${answer.go ? "deployed" : "held"} ${env} for ${answer.name} (state ${ctx.mcpReq.requestState?.() ?? "none"})` }] };
+});
+
+// Five forms in one result: more than keyless puts before the user at once.
+server.registerTool("survey", { description: "Asks five questions at once.", inputSchema: z.object({}) }, async (_args, ctx) => {
+  if (ctx.mcpReq.inputResponses) return { content: [{ type: "text", text: "answered" }] };
+  const q = (n) => inputRequired.elicit({ message: `Question ${n}?`, requestedSchema: z.toJSONSchema(z.object({ yes: z.boolean() })) });
+  return inputRequired({ inputRequests: { q1: q(1), q2: q(2), q3: q(3), q4: q(4), q5: q(5) } });
 });
 
 server.registerTool("roots", { description: "The client's roots.", inputSchema: z.object({}) }, async (_args, ctx) => {

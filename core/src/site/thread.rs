@@ -11,7 +11,7 @@ pub fn suggest_new_chat(chars: u64, suggested_at: u64, limit: u32) -> bool {
     let limit = u64::from(limit);
     limit > 0
         && chars >= limit
-        && (suggested_at == 0 || chars >= suggested_at.saturating_add(limit / 2))
+        && (suggested_at == 0 || chars >= suggested_at.saturating_add((limit / 2).max(1)))
 }
 
 #[cfg(test)]
@@ -29,5 +29,9 @@ mod tests {
         assert!(!suggest_new_chat(u64::MAX, 0, 0));
         assert!(suggest_new_chat(u64::MAX, u64::MAX - 1, 2));
         assert!(!suggest_new_chat(u64::MAX - 1, u64::MAX - 1, 4));
+        // A mark of 1 (a user's override) still waits for the thread to grow between two.
+        assert!(suggest_new_chat(10, 0, 1));
+        assert!(!suggest_new_chat(10, 10, 1));
+        assert!(suggest_new_chat(11, 10, 1));
     }
 }

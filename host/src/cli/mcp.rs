@@ -151,13 +151,15 @@ pub fn mcp_cmd(cmd: McpCmd) -> Result<ExitCode, HostError> {
                         "{}  {}  {}{}{}",
                         s.name,
                         s.transport,
-                        s.state,
+                        // The server's words (its errors, its revision) as text a terminal
+                        // shows, never acts on.
+                        keyless_core::text::printable(&s.state),
                         s.start_ms
                             .map(|ms| format!(" ({ms} ms)"))
                             .unwrap_or_default(),
                         s.revision
                             .as_deref()
-                            .map(|r| format!(", MCP {r}"))
+                            .map(|r| format!(", MCP {}", keyless_core::text::printable(r)))
                             .unwrap_or_default()
                     );
                     if s.trust_read_only {

@@ -222,23 +222,42 @@ impl Client {
     }
 
     /// The answers to a 2026-07-28 server's input-required result (MRTR), for the call's next
-    /// round: each form goes to the user as an elicitation does, roots are the workspace, and a
-    /// sampling request (keyless offers no sampling) gets no answer. The request state is echoed
-    /// as it came, never read.
+    /// round: each form goes to the user as an elicitation does (at most [`FORMS_PER_RESULT`]
+    /// forms; the user's Cancel ends the call), roots are the workspace, and a sampling request
+    /// (keyless offers no sampling) gets no answer. The request state is echoed as it came, never
+    /// read.
     #[allow(deprecated)]
     pub(super) async fn answer_input(
         &self,
         asked: rmcp::model::InputRequiredResult,
     ) -> Result<(Option<rmcp::model::InputResponses>, Option<String>), rmcp::ServiceError> {
-        use rmcp::model::InputRequest;
+        use rmcp::model::{ElicitationAction, InputRequest};
+        let refuse =
+            |why: String| rmcp::ServiceError::McpError(rmcp::ErrorData::invalid_request(why, None));
+        let asks = asked.input_requests.unwrap_or_default();
+        let forms = asks
+            .values()
+            .filter(|r| matches!(r, InputRequest::Elicitation(_)))
+            .count();
+        if forms > FORMS_PER_RESULT {
+            return Err(refuse(format!(
+                "the server asks {forms} forms at once; keyless puts at most {FORMS_PER_RESULT} before you"
+            )));
+        }
         let mut answers = rmcp::model::InputResponses::new();
-        for (key, request) in asked.input_requests.unwrap_or_default() {
+        for (key, request) in asks {
             let answer = match request {
-                InputRequest::Elicitation(e) => serde_json::to_value(
-                    self.elicit(e.params)
+                InputRequest::Elicitation(e) => {
+                    let answer = self
+                        .elicit(e.params)
                         .await
-                        .map_err(rmcp::ServiceError::McpError)?,
-                ),
+                        .map_err(rmcp::ServiceError::McpError)?;
+                    // Cancel ends the call: the server cannot keep asking round after round.
+                    if answer.action == ElicitationAction::Cancel {
+                        return Err(refuse("you cancelled the server's form".into()));
+                    }
+                    serde_json::to_value(answer)
+                }
                 InputRequest::ListRoots(_) => serde_json::to_value(self.roots()),
                 _ => continue,
             };
@@ -253,3 +272,7 @@ impl Client {
         ))
     }
 }
+
+/// How many forms one input-required result may put before the user; a server asking more is
+/// refused (with at most 10 rounds a call, a call asks at most 40).
+const FORMS_PER_RESULT: usize = 4;
