@@ -299,8 +299,16 @@ fn as_answer_reader() {
         ("closed objects", "{\"items\": [\"x\"]} ".repeat(20_000)),
         ("comments", "[/* a */ 1, // b\n".repeat(25_000)),
     ];
+    // `-- answer deep` measures only the shapes whose names hold "deep" (for a profiler).
+    let only: Option<String> = std::env::args()
+        .skip_while(|a| a != "answer")
+        .nth(1)
+        .filter(|a| !a.starts_with('-'));
     let mut friendliest = None;
     for (name, answer) in &shapes {
+        if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
+            continue;
+        }
         let (median, best) = measure(|| {
             black_box(lang::shape::read_answer(black_box(answer), &shape));
         });

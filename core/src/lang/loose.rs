@@ -114,6 +114,9 @@ struct Reader<'a, S: Sink> {
     key: Cell<Option<(usize, bool, usize)>>,
     /// The furthest byte looked at so far.
     seen: Cell<usize>,
+    /// For a scan: the values the end of the text cut off, as each closed there (start, kind,
+    /// value). Each is what a reading from its own start finds (see [`Scanner::cut_at`]).
+    cut: Option<Vec<(usize, Kind, S::Val)>>,
 }
 
 /// Nesting deeper than [`MAX_DEPTH`].
@@ -157,11 +160,44 @@ impl std::fmt::Debug for Scanner<'_> {
 impl<'a> Scanner<'a> {
     #[must_use]
     pub fn new(text: &'a str) -> Self {
+        let mut r = Reader::new(text, Fingerprints::default());
+        r.cut = Some(Vec::new());
         Self {
-            r: Reader::new(text, Fingerprints::default()),
+            r,
             start: 0,
             deep: false,
         }
+    }
+
+    /// After a scan cut off by the end of the text: the values inside it that the end cut off
+    /// too, each with what a scan from its start finds, without scanning again. The reading from
+    /// such a start takes the same steps as the last scan took from there (what a value reads
+    /// depends on the values it is in only once it closes, and this one never closed), so it
+    /// ends at the same place, cut off, with the same value.
+    #[must_use]
+    pub fn cut_inside(&self) -> Vec<(usize, Scanned)> {
+        if self.deep || !self.r.truncated {
+            return Vec::new();
+        }
+        let seen = self.r.seen.get().max(self.r.i);
+        self.r
+            .cut
+            .iter()
+            .flatten()
+            .filter(|(s, _, _)| *s > self.start)
+            .map(|(s, kind, fp)| {
+                (
+                    *s,
+                    Scanned {
+                        end: self.r.i,
+                        truncated: true,
+                        kind: *kind,
+                        fp: *fp,
+                        seen,
+                    },
+                )
+            })
+            .collect()
     }
 
     /// What [`read`] finds from `start`, or `None` when it goes too deep: the scan then waits
@@ -235,6 +271,7 @@ impl<'a, S: Sink> Reader<'a, S> {
             spaces: Cell::new((0, 0)),
             key: Cell::new(None),
             seen: Cell::new(0),
+            cut: None,
         }
     }
 
@@ -398,6 +435,16 @@ impl<'a, S: Sink> Reader<'a, S> {
         Some(v)
     }
 
+    /// Closes the innermost open value at the end of the text, which cut it off.
+    fn close_cut(&mut self) -> Option<S::Val> {
+        let start = self.frames.last().map(Frame::start);
+        let v = self.close()?;
+        if let (Some(cut), Some(start)) = (self.cut.as_mut(), start) {
+            cut.push((start, self.kind, v.clone()));
+        }
+        Some(v)
+    }
+
     /// Sets the key whose value the innermost (object) is about to read.
     fn expect(&mut self, k: Option<S::Str>) {
         if let Some(Frame::Obj { key, .. }) = self.frames.last_mut() {
@@ -414,7 +461,7 @@ impl<'a, S: Sink> Reader<'a, S> {
                 None => {
                     self.truncated = true;
                     self.note("closed an object cut off at the end");
-                    return Ok(self.close());
+                    return Ok(self.close_cut());
                 }
                 Some(b'}') => {
                     self.i += 1;
@@ -499,7 +546,7 @@ impl<'a, S: Sink> Reader<'a, S> {
                 None => {
                     self.truncated = true;
                     self.note("closed a list cut off at the end");
-                    return Ok(self.close());
+                    return Ok(self.close_cut());
                 }
                 Some(b']') => {
                     self.i += 1;
@@ -847,6 +894,9 @@ impl Reader<'_, Fingerprints> {
         self.sink.clear();
         self.kind = Kind::Scalar;
         self.seen.set(start);
+        if let Some(c) = self.cut.as_mut() {
+            c.clear();
+        }
     }
 }
 
@@ -861,11 +911,22 @@ fn find3(a: u8, b: u8, c: u8, hay: &[u8]) -> Option<usize> {
 }
 
 /// A JSON literal or number written without quotes, in the spellings models use.
+/// `0`, or up to 19 digits not starting with `0`: a `u64` as JSON writes it.
+fn plain_count(t: &str) -> bool {
+    let b = t.as_bytes();
+    !b.is_empty()
+        && b.len() <= 19
+        && b.iter().all(u8::is_ascii_digit)
+        && (b[0] != b'0' || b.len() == 1)
+}
+
 fn literal(t: &str) -> Option<Value> {
     match t {
         "true" | "True" | "TRUE" => Some(Value::Bool(true)),
         "false" | "False" | "FALSE" => Some(Value::Bool(false)),
         "null" | "None" | "NULL" | "nil" => Some(Value::Null),
+        // A plain count, read without a parser (what serde_json makes of it: a positive integer).
+        _ if plain_count(t) => t.parse::<u64>().ok().map(|n| Value::Number(n.into())),
         _ => serde_json::from_str::<Number>(t).ok().map(Value::Number),
     }
 }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 /// How a reading keeps what it reads.
 pub(super) trait Sink {
     /// A value read.
-    type Val;
+    type Val: Clone;
     /// A string being read.
     type Str: Default;
     /// An object being read.
@@ -44,7 +44,10 @@ pub(super) struct Build;
 impl Sink for Build {
     type Val = Value;
     type Str = String;
-    type Obj = Map<String, Value>;
+    /// The entries in the order read: made into a map once, at the end (a key given twice keeps
+    /// its last value, as inserting one by one would, at the cost of one sort instead of a tree
+    /// insertion per entry).
+    type Obj = Vec<(String, Value)>;
     type List = Vec<Value>;
     const NOTES: bool = true;
 
@@ -66,14 +69,14 @@ impl Sink for Build {
     fn literal(&mut self, v: Value) -> Value {
         v
     }
-    fn object(&mut self) -> Map<String, Value> {
-        Map::new()
+    fn object(&mut self) -> Vec<(String, Value)> {
+        Vec::new()
     }
-    fn insert(&mut self, o: &mut Map<String, Value>, k: String, v: Value) {
-        o.insert(k, v);
+    fn insert(&mut self, o: &mut Vec<(String, Value)>, k: String, v: Value) {
+        o.push((k, v));
     }
-    fn object_end(&mut self, o: Map<String, Value>) -> Value {
-        Value::Object(o)
+    fn object_end(&mut self, o: Vec<(String, Value)>) -> Value {
+        Value::Object(o.into_iter().collect::<Map<String, Value>>())
     }
     fn list(&mut self) -> Vec<Value> {
         Vec::new()

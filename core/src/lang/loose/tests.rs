@@ -108,6 +108,26 @@ proptest! {
         }
     }
 
+    /// What a scan cut off by the end says of the values inside it that the end cut off is what
+    /// a scan from each of their starts finds (the window it looked at included), and so what
+    /// the reading from there reads.
+    #[test]
+    fn values_cut_off_inside_a_cut_off_value_are_what_their_own_scans_find(
+        t in prop_oneof![hostile(), dense()],
+    ) {
+        let mut sc = Scanner::new(&t);
+        for start in t.match_indices(['{', '[']).map(|(i, _)| i) {
+            if sc.scan(start).is_none() {
+                continue;
+            }
+            for (inner, known) in sc.cut_inside() {
+                let own = Scanner::new(&t).scan(inner);
+                prop_assert_eq!(Some(known), own, "{:?} from {} inside {}", t, inner, start);
+                agrees(&t, inner, Some(known))?;
+            }
+        }
+    }
+
     /// A scan that went too deep, taken on from its next value in, is the reading from there.
     #[test]
     fn a_deep_scan_goes_on_as_the_reading_from_the_next_value_in(t in hostile()) {

@@ -287,14 +287,19 @@ impl Lines<'_> {
     }
 }
 
-/// `t` as strict JSON. Only text that ends as JSON can end is parsed, and it is checked without
-/// making values first: a long answer that is not JSON costs no allocation.
+/// `t` as strict JSON. Only text that starts and ends as JSON can is parsed, once: what a
+/// parse that fails has made is in proportion to what it read.
 fn strict(t: &str) -> Option<Value> {
-    let last = *t.as_bytes().last()?;
-    if !matches!(last, b'}' | b']' | b'"' | b'0'..=b'9' | b'e' | b'l') {
+    let b = t.as_bytes();
+    let (first, last) = (*b.first()?, *b.last()?);
+    if !matches!(last, b'}' | b']' | b'"' | b'0'..=b'9' | b'e' | b'l')
+        || !matches!(
+            first,
+            b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'
+        )
+    {
         return None;
     }
-    serde_json::from_str::<serde::de::IgnoredAny>(t).ok()?;
     serde_json::from_str::<Value>(t).ok()
 }
 
@@ -396,6 +401,9 @@ fn prose(answer: &str, out: &mut Vec<Candidate>) {
     let mut fresh = Scanner::new(answer);
     // The last scan that went too deep, waiting to go on from its next value in.
     let mut deep: Option<Scanner> = None;
+    // Values the end of the answer cut off inside a value it cut off, by start.
+    let mut cut: std::collections::BTreeMap<usize, loose::Scanned> =
+        std::collections::BTreeMap::new();
     while out.len() < MAX_CANDIDATES && budget > 0 && deep_budget > 0 {
         let Some(start) = memchr::memchr2(b'{', b'[', &b[pos..]).map(|o| pos + o) else {
             break;
@@ -406,7 +414,15 @@ fn prose(answer: &str, out: &mut Vec<Candidate>) {
                 let at = d.at();
                 (d.resume(), at)
             }
-            _ => (fresh.scan(start), start),
+            // A value inside a value the end cut off, cut off too: known without reading.
+            _ => match cut.remove(&start) {
+                Some(known) => (Some(known), start),
+                None => {
+                    let r = fresh.scan(start);
+                    cut.extend(fresh.cut_inside());
+                    (r, start)
+                }
+            },
         };
         let Some(r) = scanned else {
             // Too deep: not an answer; look further on.
