@@ -192,3 +192,54 @@ fn what_the_later_commands_of_a_run_changed_is_undone_too() {
         assert_eq!(fx.read(&format!("t/{i}.txt")), format!("{i}\n").as_bytes());
     }
 }
+
+/// A new process's first snapshot starts from the index the last one left, and sees what the
+/// user did in between: a tracked file turned into a link and another into a folder, a file
+/// removed and one made, a repository nested in the workspace. A command then changes them all:
+/// undo puts back what the command changed (the user's versions), and leaves the link and the
+/// nested repository alone.
+#[test]
+fn the_first_look_of_a_new_process_starts_from_what_the_user_left() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    for f in ["linked.txt", "folder.txt", "gone.txt", "plain.txt"] {
+        std::fs::write(ws.join(f), format!("{f} committed\n")).expect("write");
+    }
+    commit_all(&ws, "files");
+    // The first run leaves its index behind.
+    command(&fx, "true");
+    // The user, between two runs.
+    std::fs::remove_file(ws.join("linked.txt")).expect("rm");
+    std::os::unix::fs::symlink("plain.txt", ws.join("linked.txt")).expect("link");
+    std::fs::remove_file(ws.join("folder.txt")).expect("rm");
+    std::fs::create_dir(ws.join("folder.txt")).expect("dir");
+    std::fs::write(ws.join("folder.txt/inner.txt"), "inner mine\n").expect("write");
+    std::fs::remove_file(ws.join("gone.txt")).expect("rm");
+    std::fs::write(ws.join("plain.txt"), "plain mine\n").expect("write");
+    std::fs::write(ws.join("new.txt"), "new mine\n").expect("write");
+    std::fs::create_dir_all(ws.join("nested")).expect("dir");
+    git(&ws.join("nested"), &["init", "-q"]);
+    std::fs::write(ws.join("nested/n.txt"), "nested mine\n").expect("write");
+
+    let label = command(
+        &fx,
+        "echo cmd >> plain.txt && echo cmd >> new.txt && echo cmd >> folder.txt/inner.txt && echo cmd > gone.txt && echo cmd >> nested/n.txt",
+    );
+    let (ok, list) = undo(&fx, &["--list"]);
+    assert!(ok, "{list}");
+    for f in ["plain.txt", "new.txt", "folder.txt/inner.txt", "gone.txt"] {
+        assert!(list.contains(f), "{f} missing from:\n{list}");
+    }
+    let (ok, text) = undo(&fx, &["--batch", &label]);
+    assert!(ok, "{text}");
+    assert_eq!(fx.read("plain.txt"), b"plain mine\n");
+    assert_eq!(fx.read("new.txt"), b"new mine\n");
+    assert_eq!(fx.read("folder.txt/inner.txt"), b"inner mine\n");
+    assert!(!ws.join("gone.txt").exists(), "{text}");
+    assert!(std::fs::symlink_metadata(ws.join("linked.txt"))
+        .expect("link")
+        .file_type()
+        .is_symlink());
+    // A repository nested in the workspace is not kept for undo (docs/executor.md).
+    assert_eq!(fx.read("nested/n.txt"), b"nested mine\ncmd\n");
+}

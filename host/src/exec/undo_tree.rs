@@ -213,29 +213,43 @@ fn keep(m: &std::fs::Metadata) -> bool {
     m.is_file() && m.len() <= MAX_FILE
 }
 
-/// The whole working tree into the index (every file's stat compared with the index's), which is
-/// written for the next process's stat cache.
+/// The whole working tree into the index, in one walk: git's comparison of the index with the
+/// working tree (each file's stat against the index's, so an unchanged file is not read) names
+/// every file made, changed, turned into another kind or removed since, and only those entries
+/// change. The index is written for the next process's stat cache.
 fn whole(repo: &Repository, root: &Path) -> Result<Shot, git2::Error> {
     let mut index = repo.index()?;
-    let mut add = |path: &Path, _: &[u8]| -> i32 {
-        i32::from(!std::fs::symlink_metadata(root.join(path)).is_ok_and(|m| keep(&m)))
-    };
-    index.add_all(["*"], IndexAddOption::DEFAULT, Some(&mut add))?;
-    // A file that grew past the bound, or became a link, since the last snapshot is left out
-    // (update_all asks only about the entries whose file changed).
-    let mut stale: Vec<PathBuf> = Vec::new();
-    let mut update = |path: &Path, _: &[u8]| -> i32 {
-        match std::fs::symlink_metadata(root.join(path)) {
-            Ok(m) if !keep(&m) => {
-                stale.push(path.to_path_buf());
-                1
+    let mut opts = git2::DiffOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_typechange(true)
+        .ignore_submodules(true);
+    let diff = repo.diff_index_to_workdir(Some(&index), Some(&mut opts))?;
+    let changed: Vec<(PathBuf, Delta)> = diff
+        .deltas()
+        .filter_map(|d| {
+            let p = d.new_file().path().or_else(|| d.old_file().path())?;
+            Some((p.to_path_buf(), d.status()))
+        })
+        .collect();
+    drop(diff);
+    for (p, status) in changed {
+        let meta = std::fs::symlink_metadata(root.join(&p));
+        match status {
+            Delta::Deleted => index.remove_path(&p)?,
+            Delta::Untracked | Delta::Modified | Delta::Typechange | Delta::Added => {
+                match meta {
+                    // A file that grew past the bound, or became a link, is left out; so is a
+                    // folder (a repository nested in the workspace, which git does not enter).
+                    Ok(m) if keep(&m) => index.add_path(&p)?,
+                    Ok(m) if m.is_dir() => {}
+                    _ => {
+                        let _ = index.remove_path(&p);
+                    }
+                }
             }
-            _ => 0,
+            _ => {}
         }
-    };
-    index.update_all(["*"], Some(&mut update))?;
-    for p in stale {
-        index.remove_path(&p)?;
     }
     // Only a stat cache for the next process: a write another process holds the lock of (or a
     // process stopped in the middle of one left locked) costs that process a slower first look.
