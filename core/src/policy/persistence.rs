@@ -264,9 +264,19 @@ fn segments(rel: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Whether `rel` matches `pattern` at any depth (see the module docs).
-fn matches(rel: &str, pattern: &str) -> bool {
-    let path = segments(rel);
+/// Whether `name` ends with `ext` once lowercased (`ext` as the table writes it).
+fn ends_with_lower(name: &str, ext: &str) -> bool {
+    let (n, e) = (name.as_bytes(), ext.as_bytes());
+    n.len() >= e.len()
+        && n[n.len() - e.len()..]
+            .iter()
+            .map(u8::to_ascii_lowercase)
+            .eq(e.iter().copied())
+}
+
+/// Whether the path `path` (split into its segments, once for the whole table) matches `pattern`
+/// at any depth (see the module docs).
+fn matches_segments(path: &[&str], pattern: &str) -> bool {
     if let Some(folder) = pattern.strip_suffix("/**") {
         let pat = segments(folder);
         // The folder itself, or anything under it, at any depth.
@@ -281,7 +291,13 @@ fn matches(rel: &str, pattern: &str) -> bool {
     if let Some(ext) = pattern.strip_prefix('*') {
         return path
             .last()
-            .is_some_and(|n| n.len() > ext.len() && n.to_ascii_lowercase().ends_with(ext));
+            .is_some_and(|n| n.len() > ext.len() && ends_with_lower(n, ext));
+    }
+    // The last segment first: most paths end in no name the table has.
+    if let Some(last) = pattern.rsplit('/').find(|s| !s.is_empty() && *s != ".") {
+        if !path.last().is_some_and(|n| n.eq_ignore_ascii_case(last)) {
+            return false;
+        }
     }
     let pat = segments(pattern);
     path.len() >= pat.len()
@@ -319,13 +335,12 @@ fn in_relative_path_dir(rel: &str, entry: &str) -> bool {
 /// [`in_persistence_folder`] names is one too).
 #[must_use]
 pub fn is_persistence_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
     TABLE.iter().any(|(p, _)| {
         if p.ends_with("/**") {
             return false;
         }
         if let Some(ext) = p.strip_prefix('*') {
-            return lower.ends_with(ext);
+            return ends_with_lower(name, ext);
         }
         p.rsplit('/')
             .next()
@@ -372,10 +387,11 @@ pub fn persistence(rel: &str, content: Option<&str>, ctx: &Context) -> Option<Pe
             );
         }
     }
-    if let Some((_, why)) = TABLE.iter().find(|(p, _)| matches(rel, p)) {
+    let path = segments(rel);
+    if let Some((_, why)) = TABLE.iter().find(|(p, _)| matches_segments(&path, p)) {
         return hit(why);
     }
-    let name = segments(rel).last().copied().unwrap_or("");
+    let name = path.last().copied().unwrap_or("");
     if let Some((_, keys)) = INSTALL_SCRIPTS.iter().find(|(f, _)| *f == name) {
         if let Some(why) = manifest_risk(name, keys, content) {
             return hit(&why);
@@ -388,6 +404,85 @@ pub fn persistence(rel: &str, content: Option<&str>, ctx: &Context) -> Option<Pe
 mod tests {
     use super::*;
     use crate::policy::PathDir;
+    use proptest::prelude::*;
+
+    /// The table's matching as it was before it split each path once (the reference).
+    fn matches_as_before(rel: &str, pattern: &str) -> bool {
+        let path = segments(rel);
+        if let Some(folder) = pattern.strip_suffix("/**") {
+            let pat = segments(folder);
+            return (0..path.len()).any(|i| {
+                path.len() >= i + pat.len()
+                    && path[i..i + pat.len()]
+                        .iter()
+                        .zip(&pat)
+                        .all(|(a, b)| a.eq_ignore_ascii_case(b))
+            });
+        }
+        if let Some(ext) = pattern.strip_prefix('*') {
+            return path
+                .last()
+                .is_some_and(|n| n.len() > ext.len() && n.to_ascii_lowercase().ends_with(ext));
+        }
+        let pat = segments(pattern);
+        path.len() >= pat.len()
+            && path[path.len() - pat.len()..]
+                .iter()
+                .zip(&pat)
+                .all(|(a, b)| a.eq_ignore_ascii_case(b))
+    }
+
+    fn is_persistence_name_as_before(name: &str) -> bool {
+        let lower = name.to_ascii_lowercase();
+        TABLE.iter().any(|(p, _)| {
+            if p.ends_with("/**") {
+                return false;
+            }
+            if let Some(ext) = p.strip_prefix('*') {
+                return lower.ends_with(ext);
+            }
+            p.rsplit('/')
+                .next()
+                .is_some_and(|last| last.eq_ignore_ascii_case(name))
+        }) || INSTALL_SCRIPTS.iter().any(|(f, _)| *f == name)
+    }
+
+    /// Paths made of the table's own segments (in any case), and a few others.
+    fn paths() -> impl Strategy<Value = String> {
+        let mut words: Vec<String> = TABLE
+            .iter()
+            .flat_map(|(p, _)| p.split('/'))
+            .chain(INSTALL_SCRIPTS.iter().map(|(f, _)| *f))
+            .map(|w| w.trim_start_matches('*').to_string())
+            .collect();
+        words.extend(["", ".", "src", "x", "a.TXT", "É"].map(String::from));
+        let word = (proptest::sample::select(words), any::<bool>(), "[a-z]{0,2}").prop_map(
+            |(w, upper, tail)| {
+                let w = if upper { w.to_ascii_uppercase() } else { w };
+                if tail.is_empty() {
+                    w
+                } else {
+                    format!("{tail}{w}")
+                }
+            },
+        );
+        proptest::collection::vec(word, 1..5).prop_map(|v| v.join("/"))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// Splitting each path once, and comparing the last segment first, decides as before.
+        #[test]
+        fn the_table_decides_as_it_did_before_it_was_made_quicker(rel in paths()) {
+            let path = segments(&rel);
+            for (p, _) in TABLE {
+                prop_assert_eq!(matches_segments(&path, p), matches_as_before(&rel, p), "{} {}", rel, p);
+            }
+            let name = rel.rsplit('/').next().unwrap_or(&rel);
+            prop_assert_eq!(is_persistence_name(name), is_persistence_name_as_before(name), "{}", name);
+        }
+    }
 
     fn ctx() -> Context {
         Context::default()

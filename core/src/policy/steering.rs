@@ -177,16 +177,29 @@ fn ends_with_path(a: &str, suffix: &str) -> bool {
 /// test a scan of a whole workspace asks before [`is_steering_file`].
 #[must_use]
 pub fn is_steering_name(name: &str) -> bool {
-    TABLE
-        .iter()
-        .any(|(_, files)| files.iter().any(|f| f.rsplit('/').next() == Some(name)))
+    NAMES.binary_search(&name).is_ok()
 }
+
+/// The last segments of the table's files, sorted (the host asks about every entry of the
+/// workspace).
+static NAMES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    let mut v: Vec<&'static str> = TABLE
+        .iter()
+        .flat_map(|(_, files)| files.iter().filter_map(|f| f.rsplit('/').next()))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+});
 
 /// Whether a workspace-relative path is a file that steers a program (the host looks for these
 /// in every folder of the workspace).
 #[must_use]
 pub fn is_steering_file(rel: &str) -> bool {
     let name = rel.rsplit('/').next().unwrap_or(rel);
+    if !is_steering_name(name) {
+        return false;
+    }
     TABLE.iter().any(|(_, files)| {
         files.iter().any(|f| {
             // The last segment first: most files of a workspace are not named like any of these.
