@@ -439,8 +439,10 @@ impl<'a, S: Sink> Reader<'a, S> {
     fn close_cut(&mut self) -> Option<S::Val> {
         let start = self.frames.last().map(Frame::start);
         let v = self.close()?;
-        if let (Some(cut), Some(start)) = (self.cut.as_mut(), start) {
-            cut.push((start, self.kind, v.clone()));
+        if S::CUT {
+            if let (Some(cut), Some(start)) = (self.cut.as_mut(), start) {
+                cut.push((start, self.kind, v.clone()));
+            }
         }
         Some(v)
     }

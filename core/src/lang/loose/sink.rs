@@ -20,6 +20,8 @@ pub(super) trait Sink {
     type List;
     /// Whether the reading names its repairs.
     const NOTES: bool;
+    /// Whether the reading keeps the values the end of the text cut off (a scan does).
+    const CUT: bool;
 
     fn push_str(s: &mut Self::Str, t: &str);
     fn push_char(s: &mut Self::Str, c: char);
@@ -44,12 +46,10 @@ pub(super) struct Build;
 impl Sink for Build {
     type Val = Value;
     type Str = String;
-    /// The entries in the order read: made into a map once, at the end (a key given twice keeps
-    /// its last value, as inserting one by one would, at the cost of one sort instead of a tree
-    /// insertion per entry).
-    type Obj = Vec<(String, Value)>;
+    type Obj = Map<String, Value>;
     type List = Vec<Value>;
     const NOTES: bool = true;
+    const CUT: bool = false;
 
     fn push_str(s: &mut String, t: &str) {
         s.push_str(t);
@@ -69,14 +69,14 @@ impl Sink for Build {
     fn literal(&mut self, v: Value) -> Value {
         v
     }
-    fn object(&mut self) -> Vec<(String, Value)> {
-        Vec::new()
+    fn object(&mut self) -> Map<String, Value> {
+        Map::new()
     }
-    fn insert(&mut self, o: &mut Vec<(String, Value)>, k: String, v: Value) {
-        o.push((k, v));
+    fn insert(&mut self, o: &mut Map<String, Value>, k: String, v: Value) {
+        o.insert(k, v);
     }
-    fn object_end(&mut self, o: Vec<(String, Value)>) -> Value {
-        Value::Object(o.into_iter().collect::<Map<String, Value>>())
+    fn object_end(&mut self, o: Map<String, Value>) -> Value {
+        Value::Object(o)
     }
     fn list(&mut self) -> Vec<Value> {
         Vec::new()
@@ -123,6 +123,7 @@ impl Sink for Fingerprints {
     type Obj = ObjPrint;
     type List = ListPrint;
     const NOTES: bool = false;
+    const CUT: bool = true;
 
     fn push_str(s: &mut StrHash, t: &str) {
         s.push(t.as_bytes());

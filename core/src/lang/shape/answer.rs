@@ -401,9 +401,8 @@ fn prose(answer: &str, out: &mut Vec<Candidate>) {
     let mut fresh = Scanner::new(answer);
     // The last scan that went too deep, waiting to go on from its next value in.
     let mut deep: Option<Scanner> = None;
-    // Values the end of the answer cut off inside a value it cut off, by start.
-    let mut cut: std::collections::BTreeMap<usize, loose::Scanned> =
-        std::collections::BTreeMap::new();
+    // Values the end of the answer cut off inside a value it cut off, the first to start last.
+    let mut cut: Vec<(usize, loose::Scanned)> = Vec::new();
     while out.len() < MAX_CANDIDATES && budget > 0 && deep_budget > 0 {
         let Some(start) = memchr::memchr2(b'{', b'[', &b[pos..]).map(|o| pos + o) else {
             break;
@@ -415,11 +414,15 @@ fn prose(answer: &str, out: &mut Vec<Candidate>) {
                 (d.resume(), at)
             }
             // A value inside a value the end cut off, cut off too: known without reading.
-            _ => match cut.remove(&start) {
+            _ => match known_at(&mut cut, start) {
                 Some(known) => (Some(known), start),
                 None => {
                     let r = fresh.scan(start);
-                    cut.extend(fresh.cut_inside());
+                    if r.is_some_and(|r| r.truncated) {
+                        // Innermost first, so the first to start last. Readings from one start
+                        // are the same: the new list replaces the old.
+                        cut = fresh.cut_inside();
+                    }
                     (r, start)
                 }
             },
@@ -448,6 +451,22 @@ fn prose(answer: &str, out: &mut Vec<Candidate>) {
         } else {
             r.end.max(start + 1)
         };
+    }
+}
+
+/// What a scan from `start` finds, when the list of cut-off values (the first to start last)
+/// knows it; the values that start before `start` are dropped on the way (starts only grow).
+fn known_at(cut: &mut Vec<(usize, loose::Scanned)>, start: usize) -> Option<loose::Scanned> {
+    while cut.last().is_some_and(|(s, _)| *s < start) {
+        cut.pop();
+    }
+    match cut.last() {
+        Some((s, known)) if *s == start => {
+            let known = *known;
+            cut.pop();
+            Some(known)
+        }
+        _ => None,
     }
 }
 
