@@ -114,9 +114,10 @@ struct Reader<'a, S: Sink> {
     key: Cell<Option<(usize, bool, usize)>>,
     /// The furthest byte looked at so far.
     seen: Cell<usize>,
-    /// For a scan: the values the end of the text cut off, as each closed there (start, kind,
-    /// value). Each is what a reading from its own start finds (see [`Scanner::cut_at`]).
-    cut: Option<Vec<(usize, Kind, S::Val)>>,
+    /// For a scan ([`Sink::CUT`]): the values the end of the text cut off, as each closed there
+    /// (start, kind, value). Each is what a reading from its own start finds (see
+    /// [`Scanner::cut_inside`]).
+    cut: Vec<(usize, Kind, S::Val)>,
 }
 
 /// Nesting deeper than [`MAX_DEPTH`].
@@ -160,10 +161,8 @@ impl std::fmt::Debug for Scanner<'_> {
 impl<'a> Scanner<'a> {
     #[must_use]
     pub fn new(text: &'a str) -> Self {
-        let mut r = Reader::new(text, Fingerprints::default());
-        r.cut = Some(Vec::new());
         Self {
-            r,
+            r: Reader::new(text, Fingerprints::default()),
             start: 0,
             deep: false,
         }
@@ -183,7 +182,6 @@ impl<'a> Scanner<'a> {
         self.r
             .cut
             .iter()
-            .flatten()
             .filter(|(s, _, _)| *s > self.start)
             .map(|(s, kind, fp)| {
                 (
@@ -271,7 +269,7 @@ impl<'a, S: Sink> Reader<'a, S> {
             spaces: Cell::new((0, 0)),
             key: Cell::new(None),
             seen: Cell::new(0),
-            cut: None,
+            cut: Vec::new(),
         }
     }
 
@@ -439,10 +437,8 @@ impl<'a, S: Sink> Reader<'a, S> {
     fn close_cut(&mut self) -> Option<S::Val> {
         let start = self.frames.last().map(Frame::start);
         let v = self.close()?;
-        if S::CUT {
-            if let (Some(cut), Some(start)) = (self.cut.as_mut(), start) {
-                cut.push((start, self.kind, v.clone()));
-            }
+        if let (true, Some(start)) = (S::CUT, start) {
+            self.cut.push((start, self.kind, v.clone()));
         }
         Some(v)
     }
@@ -896,9 +892,7 @@ impl Reader<'_, Fingerprints> {
         self.sink.clear();
         self.kind = Kind::Scalar;
         self.seen.set(start);
-        if let Some(c) = self.cut.as_mut() {
-            c.clear();
-        }
+        self.cut.clear();
     }
 }
 
@@ -912,7 +906,6 @@ fn find3(a: u8, b: u8, c: u8, hay: &[u8]) -> Option<usize> {
     memchr3(a, b, c, &hay[head..]).map(|k| head + k)
 }
 
-/// A JSON literal or number written without quotes, in the spellings models use.
 /// `0`, or up to 19 digits not starting with `0`: a `u64` as JSON writes it.
 fn plain_count(t: &str) -> bool {
     let b = t.as_bytes();
@@ -922,6 +915,7 @@ fn plain_count(t: &str) -> bool {
         && (b[0] != b'0' || b.len() == 1)
 }
 
+/// A JSON literal or number written without quotes, in the spellings models use.
 fn literal(t: &str) -> Option<Value> {
     match t {
         "true" | "True" | "TRUE" => Some(Value::Bool(true)),

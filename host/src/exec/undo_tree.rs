@@ -234,11 +234,10 @@ fn whole(repo: &Repository, root: &Path) -> Result<Shot, git2::Error> {
         .collect();
     drop(diff);
     for (p, status) in changed {
-        let meta = std::fs::symlink_metadata(root.join(&p));
         match status {
             Delta::Deleted => index.remove_path(&p)?,
             Delta::Untracked | Delta::Modified | Delta::Typechange | Delta::Added => {
-                match meta {
+                match std::fs::symlink_metadata(root.join(&p)) {
                     // A file that grew past the bound, or became a link, is left out; so is a
                     // folder (a repository nested in the workspace, which git does not enter).
                     Ok(m) if keep(&m) => index.add_path(&p)?,
