@@ -174,10 +174,11 @@ fn an_interrupted_batch_never_runs_twice_and_sessions_resume() {
         .and_then(|t| t.split(' ').next())
         .expect("session")
         .to_string();
-    // The batch is running: its first write is there.
+    // The batch is running: its first write is there (the file exists as soon as the shell opens
+    // it, before `echo` writes, so the test waits for the bytes, not the name).
     assert!(common::wait_until(
         std::time::Duration::from_secs(10),
-        || fx.ws().join("appended.txt").exists()
+        || std::fs::read(fx.ws().join("appended.txt")).is_ok_and(|b| b == b"x\n")
     ));
     child.kill().expect("kill");
     let _ = child.wait();
