@@ -58,7 +58,7 @@ pub fn analyze(program: &Program) -> Vec<Diagnostic> {
         agents: Vec::new(),
     };
     a.program(program);
-    a.out.sort_by_key(|d| (d.line, d.column));
+    super::by_position(&mut a.out);
     a.out
 }
 

@@ -128,15 +128,25 @@ struct TooDeep;
 /// block). `None` when the nesting is too deep.
 #[must_use]
 pub fn read(text: &str, start: usize) -> Option<Read> {
+    read_seen(text, start).map(|(r, _)| r)
+}
+
+/// What [`read`] finds, and the furthest byte the reading looked at (as [`Scanned::seen`]): the
+/// reading a scan would have found, with its value made.
+pub(crate) fn read_seen(text: &str, start: usize) -> Option<(Read, usize)> {
     let mut r = Reader::new(text, Build);
     r.i = start;
     let value = r.run().ok()?;
-    Some(Read {
-        value,
-        end: r.i,
-        truncated: r.truncated,
-        repairs: r.repairs,
-    })
+    let seen = r.seen.get().max(r.i);
+    Some((
+        Read {
+            value,
+            end: r.i,
+            truncated: r.truncated,
+            repairs: r.repairs,
+        },
+        seen,
+    ))
 }
 
 /// Reads as [`read`] does without making the values: where each reading ends, whether it was cut

@@ -41,6 +41,12 @@ pub fn check(src: &str) -> CheckReport {
     }
 }
 
+/// Sorts problems by where they are: the one sort of the front end's problems (one copy of its
+/// code in the wasm package, not one per place that sorts).
+pub(crate) fn by_position(problems: &mut [Diagnostic]) {
+    problems.sort_by_key(|d| (d.line, d.column));
+}
+
 /// Every problem of one file in one run: the syntax problems, and what the analyzer finds in
 /// the rest of the file (parsing recovers past each slip). A problem that may only echo a slip
 /// is left out: one on a line the parser skipped, or one naming something the skipped tokens
@@ -66,7 +72,7 @@ pub fn diagnose(src: &str) -> (Option<ast::Program>, Vec<Diagnostic>) {
     };
     let mut all = partial.problems;
     all.extend(analysis.into_iter().filter(|d| !echo(d)));
-    all.sort_by_key(|d| (d.line, d.column));
+    by_position(&mut all);
     (Some(program), all)
 }
 

@@ -88,7 +88,7 @@ pub fn parse_partial(src: &str) -> Partial {
         Ok(t) => t,
         Err(d) => {
             bad.push(d);
-            bad.sort_by_key(|d| (d.line, d.column));
+            super::by_position(&mut bad);
             return Partial {
                 problems: bad,
                 ..Partial::default()
@@ -115,7 +115,7 @@ pub fn parse_partial(src: &str) -> Partial {
     // the same slip.
     found.retain(|d| !bad.iter().any(|b| b.line == d.line));
     found.extend(bad);
-    found.sort_by_key(|d| (d.line, d.column));
+    super::by_position(&mut found);
     found.truncate(MAX_SYNTAX_PROBLEMS);
     let mut skipped_names = Vec::new();
     let mut skipped_lines: Vec<u32> = Vec::new();

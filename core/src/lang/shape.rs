@@ -257,12 +257,27 @@ fn coerce_at(v: &Value, shape: &Shape, path: &Path, c: &mut Coercions) -> Result
 }
 
 /// Keys that differ only in case, surrounding spaces, or `-`, `_` and spaces inside.
+/// Each key of an object is weighed against a field its exact name missed: the key's length
+/// says no before its characters are looked at (the mapping keeps every character's length).
 fn same_key(k: &str, name: &str) -> bool {
-    normalized(k).eq(normalized(name))
+    let (k, name) = (trimmed(k), trimmed(name));
+    k.len() == name.len() && normalized(k).eq(normalized(name))
 }
 
+/// `s.trim()`, without a look at the characters when both ends are ASCII and no space (the
+/// usual key).
+fn trimmed(s: &str) -> &str {
+    let kept = |b: Option<&u8>| b.is_some_and(|&b| b.is_ascii() && !matches!(b, 9..=13 | b' '));
+    if kept(s.as_bytes().first()) && kept(s.as_bytes().last()) {
+        s
+    } else {
+        s.trim()
+    }
+}
+
+/// A trimmed key as [`same_key`] compares it.
 fn normalized(s: &str) -> impl Iterator<Item = char> + '_ {
-    s.trim().chars().map(|c| {
+    s.chars().map(|c| {
         if c == '-' || c == ' ' {
             '_'
         } else {
@@ -393,3 +408,39 @@ pub fn describe_shape(shape: &Shape) -> String {
 mod answer;
 
 pub use answer::{complete_object, read_answer, Reading, MAX_CANDIDATES};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// [`same_key`] as it was before its length check: the reference.
+    fn same_key_by_characters(k: &str, name: &str) -> bool {
+        let norm = |s: &str| -> String {
+            s.trim()
+                .chars()
+                .map(|c| match c {
+                    '-' | ' ' => '_',
+                    c => c.to_ascii_lowercase(),
+                })
+                .collect()
+        };
+        norm(k) == norm(name)
+    }
+
+    fn keys() -> impl Strategy<Value = String> {
+        let c = proptest::sample::select(vec![
+            "a", "A", "b", "-", "_", " ", "\t", "\u{b}", "\u{a0}", "\u{85}", "é", "É", "\u{2003}",
+        ]);
+        proptest::collection::vec(c, 0..8).prop_map(|c| c.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        #[test]
+        fn same_key_decides_as_it_did_by_characters(k in keys(), name in keys()) {
+            prop_assert_eq!(same_key(&k, &name), same_key_by_characters(&k, &name));
+        }
+    }
+}

@@ -6,7 +6,8 @@
 //! candidate's value is made only when something needs it (checking it against the shape, telling
 //! it from an earlier candidate whose fingerprint is the same). A list never fits an object shape,
 //! nor an object or a list a number or a boolean, whatever is in it: such a candidate's value is
-//! never made.
+//! never made. The first candidate in the prose whose content matters to the shape will be made
+//! whatever follows, so it is read once, made, instead of scanned and read again.
 
 use super::{coerce, Coercions};
 use crate::lang::ast::Shape;
@@ -44,6 +45,9 @@ struct Candidate {
     /// For a value read lazily: the bytes of the answer its reading looked at, and whether it
     /// looked past the end of its text. Readings of the same bytes are the same reading.
     window: Option<(Range<usize>, bool)>,
+    /// A value made as it was read, whose fingerprint is taken only when a later candidate is
+    /// told from it.
+    unprinted: bool,
     /// A fenced block left open at the end (a repair, once the value is read).
     open_fence: bool,
     source: String,
@@ -68,6 +72,7 @@ impl Candidate {
         Candidate {
             at: None,
             window: None,
+            unprinted: false,
             fp: None,
             made: Some((value, repairs)),
             kind,
@@ -84,6 +89,7 @@ impl Candidate {
         let window = text.start + start..text.start + len.min(r.seen + 1);
         Candidate {
             window: Some((window, r.seen >= len)),
+            unprinted: false,
             at: Some((text, start)),
             made: None,
             kind: r.kind,
@@ -92,6 +98,14 @@ impl Candidate {
             source,
             prose: false,
             truncated: r.truncated,
+        }
+    }
+
+    /// Takes the fingerprint of a value made as it was read, the first time it is needed: the
+    /// one a scan would have found.
+    fn print(&mut self) {
+        if std::mem::take(&mut self.unprinted) {
+            self.fp = self.made.as_ref().and_then(|(v, _)| fingerprint(v));
         }
     }
 
@@ -118,6 +132,8 @@ impl Candidate {
         if self.kind != other.kind {
             return false;
         }
+        self.print();
+        other.print();
         if let (Some(a), Some(b)) = (self.fp, other.fp) {
             if a != b {
                 return false;
@@ -190,6 +206,11 @@ fn empty(kind: Kind) -> Value {
 /// eight times the length, and at most 256 KiB more than the length).
 #[must_use]
 pub fn read_answer(answer: &str, shape: &Shape) -> Reading {
+    read_making(answer, shape, true)
+}
+
+/// [`read_answer`]; `make`: see [`candidates`] (the reading is the same either way).
+fn read_making(answer: &str, shape: &Shape, make: bool) -> Reading {
     if *shape == Shape::String {
         return Reading {
             value: Ok(Value::String(answer.to_string())),
@@ -199,7 +220,7 @@ pub fn read_answer(answer: &str, shape: &Shape) -> Reading {
             candidates: 1,
         };
     }
-    let mut cands = candidates(answer, shape);
+    let mut cands = candidates(answer, shape, make);
     let mut best: Option<(u32, usize, Value, Vec<String>)> = None;
     let mut first_refusal: Option<(String, usize)> = None;
     for (i, cand) in cands.iter_mut().enumerate() {
@@ -303,7 +324,9 @@ fn strict(t: &str) -> Option<Value> {
     serde_json::from_str::<Value>(t).ok()
 }
 
-fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
+/// The answer's candidates. `make`: the first one in the prose whose content matters to `shape`
+/// is made as it is read (it will be made anyway), not scanned and then read.
+fn candidates(answer: &str, shape: &Shape, make: bool) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     let t = answer.trim();
     if let Some(v) = strict(t) {
@@ -313,7 +336,7 @@ fn candidates(answer: &str, shape: &Shape) -> Vec<Candidate> {
     fenced(answer, &mut out);
     // `{` and `[` in the prose (and in the blocks: a block's label can hide its start).
     let first_prose = out.len();
-    prose(answer, &mut out);
+    prose(answer, &mut out, make.then_some(shape));
     if matches!(shape, Shape::List(_)) {
         let (mut objects, mut repairs, mut truncated) = (Vec::new(), Vec::new(), false);
         for c in out[first_prose..]
@@ -382,7 +405,9 @@ fn fenced(answer: &str, out: &mut Vec<Candidate>) {
 /// later value, so the search goes on after its start; so it does after one nested too deep.
 /// Readings are scans (no values made); a reading from the next bracket in of one that went too
 /// deep takes up where that one stopped. Each reading is charged what it read against a budget.
-fn prose(answer: &str, out: &mut Vec<Candidate>) {
+/// With `make`, the first value read afresh whose content matters to that shape is read once,
+/// made (if it is not too deep), instead of scanned now and read later.
+fn prose(answer: &str, out: &mut Vec<Candidate>, mut make: Option<&Shape>) {
     let b = answer.as_bytes();
     let mut pos = 0;
     let mut budget = answer
@@ -403,6 +428,8 @@ fn prose(answer: &str, out: &mut Vec<Candidate>) {
     let mut deep: Option<Scanner> = None;
     // Values the end of the answer cut off inside a value it cut off, the first to start last.
     let mut cut: Vec<(usize, loose::Scanned)> = Vec::new();
+    // The value of the one reading that made it (see `make`).
+    let mut made = None;
     while out.len() < MAX_CANDIDATES && budget > 0 && deep_budget > 0 {
         let Some(start) = memchr::memchr2(b'{', b'[', &b[pos..]).map(|o| pos + o) else {
             break;
@@ -417,13 +444,36 @@ fn prose(answer: &str, out: &mut Vec<Candidate>) {
             _ => match known_at(&mut cut, start) {
                 Some(known) => (Some(known), start),
                 None => {
-                    let r = fresh.scan(start);
-                    if r.is_some_and(|r| r.truncated) {
-                        // Innermost first, so the first to start last. Readings from one start
-                        // are the same: the new list replaces the old.
-                        cut = fresh.cut_inside();
+                    let kind = if b[start] == b'{' {
+                        Kind::Object
+                    } else {
+                        Kind::List
+                    };
+                    match make
+                        .take_if(|shape| content_matters(kind, shape))
+                        .and_then(|_| loose::read_seen(answer, start))
+                    {
+                        Some((read, seen)) => {
+                            let known = loose::Scanned {
+                                end: read.end,
+                                truncated: read.truncated,
+                                kind: kind_of(&read.value),
+                                fp: None,
+                                seen,
+                            };
+                            made = Some((read.value, read.repairs));
+                            (Some(known), start)
+                        }
+                        None => {
+                            let r = fresh.scan(start);
+                            if r.is_some_and(|r| r.truncated) {
+                                // Innermost first, so the first to start last. Readings from one
+                                // start are the same: the new list replaces the old.
+                                cut = fresh.cut_inside();
+                            }
+                            (r, start)
+                        }
                     }
-                    (r, start)
                 }
             },
         };
@@ -441,6 +491,10 @@ fn prose(answer: &str, out: &mut Vec<Candidate>) {
         budget = budget.saturating_sub(r.end - start);
         let mut cand = Candidate::scanned(0..answer.len(), start, r, String::new());
         cand.prose = true;
+        if let Some(value) = made.take() {
+            cand.made = Some(value);
+            cand.unprinted = true;
+        }
         if !out.iter_mut().any(|c| c.same(&mut cand, answer)) {
             cand.source = format!("line {}", lines.of(start));
             out.push(cand);
@@ -477,7 +531,7 @@ fn known_at(cut: &mut Vec<(usize, loose::Scanned)>, start: usize) -> Option<loos
 /// Linear in the answer, as [`read_answer`] is.
 #[must_use]
 pub fn complete_object(answer: &str) -> Option<Value> {
-    let mut cands = candidates(answer, &Shape::Object(Vec::new()));
+    let mut cands = candidates(answer, &Shape::Object(Vec::new()), false);
     let c = cands
         .iter_mut()
         .find(|c| !c.truncated && c.kind == Kind::Object)?;

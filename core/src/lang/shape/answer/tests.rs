@@ -1,4 +1,5 @@
 use super::*;
+use proptest::prelude::*;
 use serde_json::json;
 
 #[test]
@@ -57,4 +58,48 @@ fn a_list_is_refused_by_an_object_shape_without_being_made() {
     let answer = "{\"items\": [\"x\"]} ".repeat(500);
     let r = read_answer(&answer, &items());
     assert_eq!((r.candidates, r.score), (1, 0));
+}
+
+/// Answers made of the pieces the reader and the candidate search turn on: brackets, keys, the
+/// shape's own field, fences, comments, cut-off ends, nesting too deep.
+fn answers() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        8 => proptest::sample::select(vec![
+            "{", "}", "[", "]", "\"a\"", "\"items\"", "Items", "\"", ",", ":", " ", "a", "\n",
+            "'", "//", "/*", "*/", "true", "1", "\\", "```json\n", "```", "\n```\n",
+            "{\"items\": [\"x\"]}", "{\"a\": 1, \"a\": 2}", "then ",
+        ]).prop_map(str::to_string),
+        1 => (1usize..120).prop_map(|n| "[".repeat(n)),
+        1 => (1usize..120).prop_map(|n| "{\"a\":".repeat(n)),
+    ];
+    proptest::collection::vec(piece, 0..24).prop_map(|p| p.concat())
+}
+
+fn shapes() -> Vec<Shape> {
+    let field = |name: &str, shape| crate::lang::ast::Field {
+        name: name.into(),
+        shape,
+        pos: crate::lang::Pos { line: 1, column: 1 },
+    };
+    vec![
+        items(),
+        Shape::Object(vec![field("a", Shape::Number), field("items", Shape::Json)]),
+        Shape::List(None),
+        Shape::List(Some(Box::new(items()))),
+        Shape::Number,
+        Shape::Json,
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// The first candidate that matters, made as it is read, is what a scan and a later reading
+    /// make of it: the same value, repairs, score, source and number of candidates.
+    #[test]
+    fn making_the_first_candidate_as_it_is_read_changes_no_reading(a in answers()) {
+        for shape in shapes() {
+            prop_assert_eq!(read_making(&a, &shape, true), read_making(&a, &shape, false));
+        }
+    }
 }
