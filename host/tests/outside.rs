@@ -101,6 +101,17 @@ fn the_push_never_runs_an_ssh_the_model_planted_on_path() {
     }
 }
 
+/// `keyless-host run` of one `true` command in the fixture's workspace, with `path` as PATH.
+fn run_true(fx: &Fixture, path: &str) -> std::process::Output {
+    fx.host()
+        .args(["run", "--workspace"])
+        .arg(fx.ws())
+        .args(fx.reply_files(&[&run_cmd("true")]))
+        .env("PATH", path)
+        .output()
+        .expect("run")
+}
+
 /// Attack 2: The version probes at session start: `npm` is `#!/usr/bin/env node`, and a `.venv/bin/node`
 /// of the model's comes first on PATH. The probe runs the trusted node (or none), never the
 /// model's, and the next variant (the probe cache key changing) changes nothing.
@@ -119,14 +130,7 @@ fn version_probes_never_run_a_node_the_model_planted() {
     let path = path_with(&[&fx.ws().join(".venv/bin"), &bin]);
     control(&fx, "npm --version", &path, &canary);
     for round in 0..2 {
-        let out = fx
-            .host()
-            .args(["run", "--workspace"])
-            .arg(fx.ws())
-            .args(fx.reply_files(&[&run_cmd("true")]))
-            .env("PATH", &path)
-            .output()
-            .expect("run");
+        let out = run_true(&fx, &path);
         assert!(
             !fired(&canary),
             "round {round}: a probe ran the model's node:\n{}",
@@ -135,6 +139,47 @@ fn version_probes_never_run_a_node_the_model_planted() {
         // The cache key changes: the probes run again.
         let _ = std::fs::remove_file(fx.ws().join(".agent/snapshot-cache.json"));
     }
+    let _ = std::fs::remove_dir_all(bin);
+}
+
+/// The version probes run once while nothing they depend on changes, even when a probe writes a
+/// file the cache key reads (rustup writes its settings the first time it runs in a fresh home):
+/// the second run does not probe again.
+#[test]
+fn a_probe_that_writes_what_the_cache_key_reads_runs_once() {
+    let fx = Fixture::new();
+    let bin = trusted_bin("probe-once");
+    let count = fx.root.join("probed");
+    std::fs::write(
+        bin.join("jq"),
+        format!(
+            "#!/bin/sh\necho x >> '{}'\necho 'jq 1.0' > '{}'\necho jq-1.7\n",
+            count.display(),
+            fx.home().join(".tool-versions").display()
+        ),
+    )
+    .expect("jq");
+    make_executable(&bin.join("jq"));
+    let path = path_with(&[&bin]);
+    let probes = || {
+        std::fs::read_to_string(&count)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let mut after = Vec::new();
+    for _ in 0..3 {
+        let out = run_true(&fx, &path);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("session "),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        after.push(probes());
+    }
+    assert!(after[0] > 0, "the probe never ran jq: {after:?}");
+    assert_eq!(after[1], after[0], "the second run probed again: {after:?}");
+    assert_eq!(after[2], after[0], "{after:?}");
     let _ = std::fs::remove_dir_all(bin);
 }
 

@@ -205,6 +205,9 @@ fn tool_versions(workspace: &Path) -> Vec<(String, Option<String>)> {
         })
         .collect();
     if workspace.join(".agent").is_dir() {
+        // The key of what the probes left: a probe may write a file the key reads (rustup writes
+        // `~/.rustup/settings.toml` in a fresh home), and the next run reads the key after it.
+        let key = probe_key(workspace, &found, &launcher);
         if let Ok(json) = serde_json::to_vec(&Cached {
             key,
             tools: tools.clone(),
