@@ -257,6 +257,7 @@ fn coerce_at(v: &Value, shape: &Shape, path: &Path, c: &mut Coercions) -> Result
 }
 
 /// Keys that differ only in case, surrounding spaces, or `-`, `_` and spaces inside.
+///
 /// Each key of an object is weighed against a field its exact name missed: the key's length
 /// says no before its characters are looked at (the mapping keeps every character's length).
 fn same_key(k: &str, name: &str) -> bool {
