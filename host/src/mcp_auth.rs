@@ -23,6 +23,20 @@ const TOKENS_FILE: &str = "mcp-tokens.json";
 /// How long `mcp login` waits for the browser to come back.
 pub const LOGIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// Makes ring the process's TLS provider, once, before any HTTP client is built: reqwest (and
+/// rmcp through it) is built without a provider of its own and panics when none is installed.
+/// Every path to a `reqwest::Client` in the host goes through this module, and each calls this
+/// first; a provider already installed (by a caller, or an earlier call) is kept.
+pub fn tls_ready() {
+    static READY: std::sync::Once = std::sync::Once::new();
+    READY.call_once(|| {
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            // Err only when another thread installed one in between: that one is kept.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+    });
+}
+
 /// Where the tokens are: `<config>/keyless/mcp-tokens.json`.
 ///
 /// # Errors
@@ -137,6 +151,7 @@ pub fn challenge_scope(challenge: &str, server_url: &str) -> Option<String> {
 /// # Errors
 /// When the stored tokens cannot be read, or the server's metadata cannot be found again.
 pub async fn authorized_client(url: &str) -> Result<Option<AuthClient<reqwest::Client>>, String> {
+    tls_ready();
     let store = FileStore::new(tokens_path()?, url);
     if !store.has_tokens() {
         return Ok(None);
@@ -159,6 +174,7 @@ pub async fn authorized_client(url: &str) -> Result<Option<AuthClient<reqwest::C
 /// names its resource metadata and the scopes it wants: asked as keyless opens a server, with
 /// `server/discover` (2026-07-28) first, then `initialize` (2025-11-25).
 async fn challenge(url: &str) -> Option<String> {
+    tls_ready();
     let client =
         || serde_json::json!({"name": "keyless-host", "version": env!("CARGO_PKG_VERSION")});
     let discover = serde_json::json!({
@@ -322,6 +338,7 @@ pub fn login(
     out: &mut dyn Write,
     stop: &mut dyn FnMut() -> bool,
 ) -> Result<(), String> {
+    tls_ready();
     let deadline = std::time::Instant::now() + LOGIN_TIMEOUT;
     let url = cfg
         .url

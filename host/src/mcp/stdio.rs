@@ -189,6 +189,7 @@ async fn open(
         }
         (None, Some(url)) => {
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            crate::mcp_auth::tls_ready();
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             for (header, value) in &cfg.headers {
                 let value = keyless_core::mcp::expand_env(value, |n| std::env::var(n).ok())
