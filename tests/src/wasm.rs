@@ -57,15 +57,21 @@ impl WasmCore {
     /// Loads the module (it needs no imports).
     #[must_use]
     pub fn load() -> Self {
-        let engine = Engine::default();
-        let module = Module::from_file(&engine, wasm_file()).expect("module");
-        assert_eq!(
-            module.imports().count(),
-            0,
-            "the core needs no host imports"
-        );
-        let mut store = Store::new(&engine, ());
-        let instance = Instance::new(&mut store, &module, &[]).expect("instance");
+        // Built and compiled once per process; each caller gets its own instance (its own
+        // memory), so tests on several threads share nothing but the compiled code.
+        static COMPILED: std::sync::OnceLock<(Engine, Module)> = std::sync::OnceLock::new();
+        let (engine, module) = COMPILED.get_or_init(|| {
+            let engine = Engine::default();
+            let module = Module::from_file(&engine, wasm_file()).expect("module");
+            assert_eq!(
+                module.imports().count(),
+                0,
+                "the core needs no host imports"
+            );
+            (engine, module)
+        });
+        let mut store = Store::new(engine, ());
+        let instance = Instance::new(&mut store, module, &[]).expect("instance");
         let memory = instance.get_memory(&mut store, "memory").expect("memory");
         let alloc = instance
             .get_typed_func(&mut store, "keyless_alloc")

@@ -1,6 +1,9 @@
 //! The wasm32 build of the core, loaded with wasmtime through its C ABI (no JS glue), must answer
 //! byte for byte like the native build: on the whole conformance corpus, every piece fixture, the
 //! policy table, and 50,000 generated inputs. Any difference is a bug in the core.
+//!
+//! The generated inputs are four tests of 12,500, each from its own seed, so the test harness
+//! runs them on every core; the module is compiled once and each test has its own instance.
 #![allow(clippy::expect_used, clippy::panic)] // fixture helpers fail the test loudly
 
 use keyless_abi::{call_json, op};
@@ -32,18 +35,56 @@ impl Diff {
     }
 }
 
+/// The fixed inputs' texts: the conformance corpus's replies, the `.as` fixtures and the
+/// policy table's command lines.
+struct Fixtures {
+    replies: Vec<String>,
+    programs: Vec<String>,
+    lines: Vec<String>,
+}
+
+fn fixtures() -> Fixtures {
+    let root = workspace_root();
+    let replies = cases()
+        .iter()
+        .map(|c| std::fs::read_to_string(&c.reply).expect("reply"))
+        .collect();
+    let mut programs = Vec::new();
+    for sub in ["tests/as/seed", "tests/as/errors"] {
+        let mut paths: Vec<_> = std::fs::read_dir(root.join(sub))
+            .expect("as fixtures")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "as"))
+            .collect();
+        paths.sort();
+        for p in paths {
+            programs.push(std::fs::read_to_string(&p).expect("as"));
+        }
+    }
+    let table = std::fs::read_to_string(root.join("core/tests/policy_table.txt")).expect("table");
+    let lines = table
+        .lines()
+        .filter_map(|l| {
+            l.split_once(" | ")
+                .map(|(_, c)| c.split("  => ").next().unwrap_or(c).trim().to_string())
+        })
+        .collect();
+    Fixtures {
+        replies,
+        programs,
+        lines,
+    }
+}
+
 #[test]
-fn wasm_answers_exactly_like_native() {
+fn wasm_answers_exactly_like_native_on_every_fixture() {
     let mut d = Diff {
         wasm: WasmCore::load(),
         compared: 0,
     };
+    let f = fixtures();
     // The conformance corpus, full and streaming, in every pace.
-    let replies: Vec<String> = cases()
-        .iter()
-        .map(|c| std::fs::read_to_string(&c.reply).expect("reply"))
-        .collect();
-    for r in &replies {
+    for r in &f.replies {
         for pace in ["Step", "Balanced", "Batch"] {
             d.same(op::CHECK, &input(r, &serde_json::json!({ "pace": pace })));
         }
@@ -83,27 +124,11 @@ fn wasm_answers_exactly_like_native() {
         }
     }
     // Every .as fixture: check and format.
-    let mut programs: Vec<String> = Vec::new();
-    for sub in ["tests/as/seed", "tests/as/errors"] {
-        for e in std::fs::read_dir(root.join(sub)).expect("as fixtures") {
-            let p = e.expect("entry").path();
-            if p.extension().is_some_and(|x| x == "as") {
-                let text = std::fs::read_to_string(&p).expect("as");
-                d.same(op::AS_PROGRAM, &input(&text, &serde_json::json!({})));
-                programs.push(text);
-            }
-        }
+    for text in &f.programs {
+        d.same(op::AS_PROGRAM, &input(text, &serde_json::json!({})));
     }
     // The policy table in every mode.
-    let table = std::fs::read_to_string(root.join("core/tests/policy_table.txt")).expect("table");
-    let lines: Vec<&str> = table
-        .lines()
-        .filter_map(|l| {
-            l.split_once(" | ")
-                .map(|(_, c)| c.split("  => ").next().unwrap_or(c).trim())
-        })
-        .collect();
-    for l in &lines {
+    for l in &f.lines {
         for mode in ["Ask", "AutoSafe", "Auto"] {
             d.same(
                 op::POLICY,
@@ -114,26 +139,36 @@ fn wasm_answers_exactly_like_native() {
             );
         }
     }
-    let fixed = d.compared;
-    // 50,000 generated inputs: mutated replies (full and streaming), mutated command lines and
-    // mutated .as programs.
-    let mut rng = Rng(0x51ED_270B_A11C_E5ED);
-    for i in 0..50_000 {
+    assert!(d.compared > 500, "only {} fixed inputs", d.compared);
+    println!("wasm and native agree on {} fixed inputs", d.compared);
+}
+
+/// 12,500 generated inputs from `seed`: mutated replies (full and streaming), mutated command
+/// lines and mutated .as programs.
+fn generated(seed: u64) {
+    let mut d = Diff {
+        wasm: WasmCore::load(),
+        compared: 0,
+    };
+    let f = fixtures();
+    assert!(!f.replies.is_empty() && !f.programs.is_empty() && !f.lines.is_empty());
+    let mut rng = Rng(seed);
+    for i in 0..GENERATED_PER_TEST {
         if i % 25 == 24 {
-            let k = rng.below(programs.len());
-            let p = mutate(&mut rng, &programs[k]);
+            let k = rng.below(f.programs.len());
+            let p = mutate(&mut rng, &f.programs[k]);
             d.same(op::AS_PROGRAM, &input(&p, &serde_json::json!({})));
             continue;
         }
         match i % 10 {
             0..=6 => {
-                let k = rng.below(replies.len());
-                let r = mutate(&mut rng, &replies[k]);
+                let k = rng.below(f.replies.len());
+                let r = mutate(&mut rng, &f.replies[k]);
                 d.same(op::CHECK, &input(&r, &serde_json::json!({})));
             }
             7 => {
-                let k = rng.below(replies.len());
-                let r = mutate(&mut rng, &replies[k]);
+                let k = rng.below(f.replies.len());
+                let r = mutate(&mut rng, &f.replies[k]);
                 if i % 20 == 7 {
                     d.same(op::PARTIAL, &input(&r, &serde_json::json!({})));
                 } else {
@@ -145,8 +180,8 @@ fn wasm_answers_exactly_like_native() {
                 }
             }
             _ => {
-                let k = rng.below(lines.len());
-                let l = mutate(&mut rng, lines[k]);
+                let k = rng.below(f.lines.len());
+                let l = mutate(&mut rng, &f.lines[k]);
                 d.same(
                     op::POLICY,
                     &input(&l, &serde_json::json!({ "mode": "AutoSafe" })),
@@ -154,10 +189,28 @@ fn wasm_answers_exactly_like_native() {
             }
         }
     }
-    assert!(fixed > 500, "only {fixed} fixed inputs");
-    assert_eq!(d.compared, fixed + 50_000);
-    println!(
-        "wasm and native agree on {} inputs ({fixed} fixed + 50,000 generated)",
-        d.compared
-    );
+    assert_eq!(d.compared, GENERATED_PER_TEST);
+}
+
+/// Four tests of this many make the 50,000 generated inputs.
+const GENERATED_PER_TEST: usize = 12_500;
+
+#[test]
+fn wasm_answers_exactly_like_native_on_generated_inputs_1() {
+    generated(0x51ED_270B_A11C_E5ED);
+}
+
+#[test]
+fn wasm_answers_exactly_like_native_on_generated_inputs_2() {
+    generated(0x51ED_270B_A11C_E5EE);
+}
+
+#[test]
+fn wasm_answers_exactly_like_native_on_generated_inputs_3() {
+    generated(0x51ED_270B_A11C_E5EF);
+}
+
+#[test]
+fn wasm_answers_exactly_like_native_on_generated_inputs_4() {
+    generated(0x51ED_270B_A11C_E5F0);
 }
