@@ -25,7 +25,7 @@ fn main() -> ExitCode {
     let task = args.first().map_or("help", String::as_str);
     let rest = &args[args.len().min(1)..];
     let result = match task {
-        "test" => test(),
+        "test" => test(rest.iter().any(|a| a == "--release-host")),
         "serve" => serve(rest),
         "build" => build().map(|_| ()),
         "bench" => bench(),
@@ -37,7 +37,7 @@ fn main() -> ExitCode {
         }),
         _ => {
             println!(
-                "usage: cargo xtask <task>\n\n  test    install what the tests need, then run every check and test\n  serve   build everything and start keyless-host serve (extra args are passed on)\n  build   build the host (release), the wasm package, the dashboard, the playground and the extension\n  bench   run the benchmarks and print their figures\n  dist    build the release archive (target/dist/keyless-VERSION-linux-x86_64.tar.gz)\n  contract  regenerate the TypeScript of the core's wire types (extension/src/generated/core.ts)\n  conformance  the official MCP conformance suite's client scenarios against keyless-host (debug build)"
+                "usage: cargo xtask <task>\n\n  test    install what the tests need, then run every check and test (--release-host: the archive and\n          the browser tests with the optimized host, as `dist` builds it, not the tests' debug build)\n  serve   build everything and start keyless-host serve (extra args are passed on)\n  build   build the host (release), the wasm package, the dashboard, the playground and the extension\n  bench   run the benchmarks and print their figures\n  dist    build the release archive (target/dist/keyless-VERSION-linux-x86_64.tar.gz)\n  contract  regenerate the TypeScript of the core's wire types (extension/src/generated/core.ts)\n  conformance  the official MCP conformance suite's client scenarios against keyless-host (debug build)"
             );
             return if task == "help" || task == "--help" {
                 ExitCode::SUCCESS
@@ -436,9 +436,9 @@ fn check_wasm_size(wasm: &Path) -> Result {
     Ok(())
 }
 
-/// Builds the wasm package with wasm-bindgen (`--target web`) into `target/wasm-pkg`, and the
-/// release host. Returns the package folder.
-fn build() -> Result<PathBuf> {
+/// Builds the wasm package with wasm-bindgen (`--target web`) into `target/wasm-pkg`, then the
+/// dashboard, the playground and both extensions. Returns the package folder.
+fn build_web() -> Result<PathBuf> {
     ensure_wasm_target()?;
     let bindgen = ensure_wasm_bindgen()?;
     ensure_node_modules()?;
@@ -483,6 +483,12 @@ fn build() -> Result<PathBuf> {
     }
     check_wasm_size(&optimized)?;
     build_www()?;
+    Ok(pkg)
+}
+
+/// Everything: the web parts and the release host.
+fn build() -> Result<PathBuf> {
+    let pkg = build_web()?;
     run(cargo().args(["build", "--release", "-p", "keyless-host"]))?;
     Ok(pkg)
 }
@@ -537,7 +543,7 @@ fn clippy(args: &[&str]) -> Result {
         .args(["--", "-D", "warnings"]))
 }
 
-fn test() -> Result {
+fn test(release_host: bool) -> Result {
     let start = Instant::now();
     ensure_wasm_target()?;
     // Graphviz renders the piece graphs in host/tests/piece_cli.rs; a real sshd on 127.0.0.1
@@ -565,23 +571,27 @@ fn test() -> Result {
         WASM_TARGET,
     ])?;
     clippy(&["-p", "keyless-wasm", "--tests", "--target", WASM_TARGET])?;
-    // cargo-nextest where the machine has it (CI's machines do): it runs the tests of every
-    // binary side by side, where `cargo test` runs one binary after the other and waits for each
-    // binary's slowest test. nextest does not run doc tests: `cargo test --doc` does.
-    if output(cargo().args(["nextest", "--version"])).is_some() {
-        run(cargo().args(["nextest", "run", "--workspace", "--no-fail-fast"]))?;
-        run(cargo().args(["test", "--workspace", "--doc"]))?;
-    } else {
-        run(cargo().args(["test", "--workspace"]))?;
-    }
+    // `cargo test`, not cargo-nextest: on a cold CI run nextest took 504 s to run what cargo
+    // test runs in about 330 s (a process per test, each loading a 100 MB test binary, with the
+    // busy-polling tests starved of a core).
+    run(cargo().args(["test", "--workspace"]))?;
     // The fuzz targets must keep building (cargo-fuzz adds its instrumentation on nightly).
     run(cargo().args(["build", "--manifest-path", "fuzz/Cargo.toml"]))?;
-    // The release archive (it builds everything first): the browser tests install it in a
-    // fresh home and run a first task from the installed copy.
-    let archive = dist()?;
+    // The release archive: the browser tests install it in a fresh home and run a first task
+    // from the installed copy. Around the host `cargo test` built (the same code, unoptimized),
+    // unless asked for the optimized one: building that again from nothing took 441 s of a cold
+    // CI run on two cores, and it is what `cargo xtask dist`, `serve` and `bench` build.
+    let host = if release_host {
+        build()?;
+        root().join("target").join("release").join("keyless-host")
+    } else {
+        build_web()?;
+        root().join("target").join("debug").join("keyless-host")
+    };
+    let archive = dist_of(&host)?;
     let pkg = root().join("target").join("wasm-pkg");
     wasm_smoke_test(&pkg)?;
-    mcp_conformance(&root().join("target").join("release").join("keyless-host"))?;
+    mcp_conformance(&host)?;
     // The editor support: the TextMate grammar through VS Code's own tokenizer.
     run(Command::new("node")
         .args(["--test", "tests/editors/"])
@@ -594,7 +604,6 @@ fn test() -> Result {
             println!("firefox-esr missing: the Firefox tests in tests/browser/ are skipped");
         }
         wasm_browser_tests()?;
-        let host = root().join("target").join("release").join("keyless-host");
         // Two files at a time: node runs one at a time on two cores (its default is one less
         // than the cores), and a browser suite mostly waits (50% of the CPU alone). Each file
         // has its own host, ports, profiles and folders. 492 s alone, 337 s two at a time.
@@ -685,6 +694,11 @@ fn serve(extra: &[String]) -> Result {
 /// `SHA256SUMS` of every file; beside it, the archive's own `.sha256`. Returns the archive.
 fn dist() -> Result<PathBuf> {
     build()?;
+    dist_of(&root().join("target").join("release").join("keyless-host"))
+}
+
+/// The archive around `host` (the web parts built already).
+fn dist_of(host: &Path) -> Result<PathBuf> {
     if env::consts::OS != "linux" || env::consts::ARCH != "x86_64" {
         return Err("cargo xtask dist builds the Linux x86_64 archive; run it there".into());
     }
@@ -696,8 +710,7 @@ fn dist() -> Result<PathBuf> {
         fs::remove_dir_all(&stage).map_err(|e| format!("{}: {e}", stage.display()))?;
     }
     let target = root().join("target");
-    let host = target.join("release").join("keyless-host");
-    copy_file(&host, &stage.join("bin").join("keyless-host"), 0o755)?;
+    copy_file(host, &stage.join("bin").join("keyless-host"), 0o755)?;
     copy_tree(
         &target.join("extension"),
         &stage.join("share/keyless/extension"),
@@ -717,7 +730,7 @@ fn dist() -> Result<PathBuf> {
     }
     // The user's documentation beside the binary (README.md links into docs/).
     copy_tree(&root().join("docs"), &stage.join("docs"))?;
-    let glibc = glibc_needed(&host)?;
+    let glibc = glibc_needed(host)?;
     write(&stage.join("GLIBC"), format!("{glibc}\n").as_bytes())?;
     let zip = stage.join(format!("keyless-extension-{version}.zip"));
     zip_tree(&target.join("extension"), &zip)?;
