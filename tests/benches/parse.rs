@@ -292,6 +292,18 @@ fn as_answer_reader() {
             format!("{{{}", "\"a\": 1, ".repeat(50_000)),
         ),
         (
+            "nine keys, many times",
+            format!(
+                "{{{}",
+                (0..50_000)
+                    .map(|i| format!(
+                        "\"{}\": 1, ",
+                        ["a", "b", "c", "d", "e", "f", "g", "h", "i"][i % 9]
+                    ))
+                    .collect::<String>()
+            ),
+        ),
+        (
             "line breaks after unquoted text",
             format!("{{a: x{}", "\n".repeat(400_000)),
         ),

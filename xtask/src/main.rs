@@ -409,7 +409,7 @@ fn lint_firefox_build() -> Result {
 /// after sizes in the commit that raises it (`git log -S WASM_BUDGET_RAW -- xtask` lists them).
 /// `opt-level = "z"` would fit a smaller budget but makes parsing in wasm three times slower.
 const WASM_BUDGET_RAW: u64 = 1076 * 1024;
-const WASM_BUDGET_GZIP: u64 = 426 * 1024;
+const WASM_BUDGET_GZIP: u64 = 432 * 1024;
 
 /// Fails the build when the wasm module outgrows its budget.
 fn check_wasm_size(wasm: &Path) -> Result {

@@ -7,6 +7,8 @@
 //! twice, which the reading overwrites) has none: only its value can say what it equals.
 
 use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// How a reading keeps what it reads.
 pub(super) trait Sink {
@@ -39,6 +41,82 @@ pub(super) trait Sink {
     fn list_end(&mut self, l: Self::List) -> Self::Val;
 }
 
+/// An object being made: its entries in the order read, a later one with a key already given
+/// replacing it as [`Map::insert`] does. serde_json's map is a B-tree: inserting forty thousand
+/// keys one at a time walked the tree for each, and read "many keys" at half the speed of strict
+/// JSON. A few entries are looked through for the key; past [`Entries::FEW`], a table of the
+/// keys' hashes finds an earlier entry with the key, and the map is built once, at the end, from
+/// the entries sorted.
+#[derive(Debug, Default)]
+pub(super) struct Entries {
+    items: Vec<(String, Value)>,
+    /// The hash of each entry's key past the first few, to the entry.
+    index: HashMap<u64, usize, BuildHasherDefault<Prehashed>>,
+}
+
+impl Entries {
+    const FEW: usize = 8;
+
+    fn insert(&mut self, k: String, v: Value) {
+        let n = self.items.len();
+        if n < Self::FEW {
+            if let Some(e) = self.items.iter_mut().find(|e| e.0 == k) {
+                e.1 = v;
+                return;
+            }
+        } else {
+            if n == Self::FEW {
+                for (i, (key, _)) in self.items.iter().enumerate() {
+                    self.index.insert(StrHash::of(key).finish(), i);
+                }
+            }
+            let h = StrHash::of(&k).finish();
+            if let Some(e) = self.index.get(&h).and_then(|&i| self.items.get_mut(i)) {
+                if e.0 == k {
+                    e.1 = v;
+                    return;
+                }
+            }
+            // A new key (or another key with the same hash: the map keeps the last of equal
+            // keys whatever the table says).
+            self.index.insert(h, n);
+        }
+        self.items.push((k, v));
+    }
+
+    /// The map of the entries, for equal keys the last one read.
+    fn into_map(self) -> Map<String, Value> {
+        if self.items.len() <= Self::FEW {
+            let mut m = Map::new();
+            for (k, v) in self.items {
+                m.insert(k, v);
+            }
+            m
+        } else {
+            // Sorted stably, then built in one pass that keeps the last of equal keys.
+            self.items.into_iter().collect()
+        }
+    }
+}
+
+/// A hasher for keys that are hashes already ([`StrHash::finish`]).
+#[derive(Debug, Default)]
+pub(super) struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = absorb(self.0, u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, h: u64) {
+        self.0 = h;
+    }
+}
+
 /// Makes the values.
 #[derive(Debug, Default)]
 pub(super) struct Build;
@@ -46,7 +124,7 @@ pub(super) struct Build;
 impl Sink for Build {
     type Val = Value;
     type Str = String;
-    type Obj = Map<String, Value>;
+    type Obj = Entries;
     type List = Vec<Value>;
     const NOTES: bool = true;
     const CUT: bool = false;
@@ -69,14 +147,14 @@ impl Sink for Build {
     fn literal(&mut self, v: Value) -> Value {
         v
     }
-    fn object(&mut self) -> Map<String, Value> {
-        Map::new()
+    fn object(&mut self) -> Entries {
+        Entries::default()
     }
-    fn insert(&mut self, o: &mut Map<String, Value>, k: String, v: Value) {
+    fn insert(&mut self, o: &mut Entries, k: String, v: Value) {
         o.insert(k, v);
     }
-    fn object_end(&mut self, o: Map<String, Value>) -> Value {
-        Value::Object(o)
+    fn object_end(&mut self, o: Entries) -> Value {
+        Value::Object(o.into_map())
     }
     fn list(&mut self) -> Vec<Value> {
         Vec::new()
@@ -332,6 +410,23 @@ mod tests {
             }
         }
         assert_ne!(StrHash::of("ab").finish(), StrHash::of("ab\0").finish());
+    }
+
+    #[test]
+    fn a_key_whose_hash_another_key_has_is_still_kept() {
+        let mut e = Entries::default();
+        for i in 0..10 {
+            e.insert(format!("k{i}"), Value::from(i));
+        }
+        // The table sends "new" to the entry of "k2", as a hash both keys had would.
+        let h = StrHash::of("new").finish();
+        e.index.insert(h, 2);
+        e.insert("new".into(), Value::from(100));
+        e.insert("k2".into(), Value::from(200));
+        let m = e.into_map();
+        assert_eq!(m.get("new"), Some(&Value::from(100)));
+        assert_eq!(m.get("k2"), Some(&Value::from(200)));
+        assert_eq!(m.len(), 11);
     }
 
     #[test]

@@ -201,3 +201,53 @@ fn each_look_ahead_marks_how_far_it_looked() {
         }
     }
 }
+
+/// Strict JSON objects whose keys repeat, the keys drawn from a few or from many, nested.
+fn objects_with_repeated_keys() -> impl Strategy<Value = String> {
+    let key = prop_oneof![
+        (0u8..3).prop_map(|i| format!("k{i}")),
+        (0u16..40).prop_map(|i| format!("k{i}")),
+        Just("K1".to_string()),
+    ];
+    let leaf = prop_oneof![
+        (0u32..5).prop_map(|n| n.to_string()),
+        Just("\"x\"".to_string())
+    ];
+    leaf.prop_recursive(3, 200, 60, move |inner| {
+        proptest::collection::vec((key.clone(), inner), 0..60).prop_map(|entries| {
+            let body = entries
+                .iter()
+                .map(|(k, v)| format!("\"{k}\": {v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("{{{body}}}")
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// On strict JSON the reading is serde_json's: a key given again replaces the earlier
+    /// value, whatever the number of keys (the few looked through, the many kept and sorted).
+    #[test]
+    fn a_key_given_again_replaces_the_earlier_value(t in objects_with_repeated_keys()) {
+        let strict: Value = serde_json::from_str(&t).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(read(&t, 0).map(|r| r.value), Some(strict), "{}", t);
+    }
+}
+
+#[test]
+fn the_last_of_a_key_given_past_the_first_few_is_kept() {
+    let keys = (0..12)
+        .map(|i| format!("\"k{i}\": {i}"))
+        .collect::<Vec<_>>();
+    let t = format!(
+        "{{{}, \"k3\": \"again\", \"k11\": \"again\"}}",
+        keys.join(", ")
+    );
+    let v = read(&t, 0).map(|r| r.value).unwrap_or(Value::Null);
+    assert_eq!(v["k3"], json!("again"));
+    assert_eq!(v["k11"], json!("again"));
+    assert_eq!(v.as_object().map(serde_json::Map::len), Some(12));
+}
