@@ -304,6 +304,14 @@ fn slow_idle_and_flooding_connections_cannot_hold_the_server() {
         idle.len(),
         start.elapsed()
     );
+    // A body that never completes is answered with KA_TIMEOUT at the body deadline (started
+    // first: its deadline runs while the slow headers wait for theirs).
+    let mut slow_body = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    let head = format!(
+        "POST /v1/check HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAuthorization: Bearer {}\r\nContent-Length: 100\r\n\r\n{{\"reply\"",
+        srv.port, srv.token
+    );
+    slow_body.write_all(head.as_bytes()).expect("write");
     // A client that never finishes its headers is closed at the header deadline.
     let mut slow = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
     slow.write_all(b"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n")
@@ -318,13 +326,6 @@ fn slow_idle_and_flooding_connections_cannot_hold_the_server() {
         waited < Duration::from_secs(15),
         "a slow-header connection stayed open {waited:?} ({n} bytes)"
     );
-    // A body that never completes is answered with KA_TIMEOUT at the body deadline.
-    let mut slow_body = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
-    let head = format!(
-        "POST /v1/check HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\nAuthorization: Bearer {}\r\nContent-Length: 100\r\n\r\n{{\"reply\"",
-        srv.port, srv.token
-    );
-    slow_body.write_all(head.as_bytes()).expect("write");
     slow_body
         .set_read_timeout(Some(Duration::from_secs(40)))
         .expect("timeout");
