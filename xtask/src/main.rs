@@ -33,7 +33,7 @@ fn main() -> ExitCode {
         "dist" => dist().map(|_| ()),
         "conformance" => ensure_node_modules().and_then(|()| {
             run(cargo().args(["build", "-p", "keyless-host"]))?;
-            mcp_conformance(&root().join("target").join("debug").join("keyless-host"))
+            mcp_conformance(&host_bin("debug"))
         }),
         _ => {
             println!(
@@ -127,7 +127,7 @@ fn tools_dir() -> PathBuf {
 }
 
 /// wasm-bindgen-cli at the exact Cargo.lock version, in the project's `.tools` dir. Built
-/// unoptimized (`--debug`): it builds in 67 s instead of 188 s on the 2-core CI machine, then
+/// unoptimized (`--debug`): it builds in 67 to 94 s instead of 188 s on the 2-core CI machine, then
 /// binds the 1.6 MB module in 0.8 s instead of 0.1 s, byte for byte the same output; it runs a
 /// few times per build, and a fresh machine builds it once.
 fn ensure_wasm_bindgen() -> Result<PathBuf> {
@@ -486,6 +486,11 @@ fn build_web() -> Result<PathBuf> {
     Ok(pkg)
 }
 
+/// The host binary cargo builds under `profile` ("debug" or "release").
+fn host_bin(profile: &str) -> PathBuf {
+    root().join("target").join(profile).join("keyless-host")
+}
+
 /// Everything: the web parts and the release host.
 fn build() -> Result<PathBuf> {
     let pkg = build_web()?;
@@ -579,14 +584,14 @@ fn test(release_host: bool) -> Result {
     run(cargo().args(["build", "--manifest-path", "fuzz/Cargo.toml"]))?;
     // The release archive: the browser tests install it in a fresh home and run a first task
     // from the installed copy. Around the host `cargo test` built (the same code, unoptimized),
-    // unless asked for the optimized one: building that again from nothing took 441 s of a cold
+    // unless asked for the optimized one: building that again from nothing took 347 s of a cold
     // CI run on two cores, and it is what `cargo xtask dist`, `serve` and `bench` build.
     let host = if release_host {
         build()?;
-        root().join("target").join("release").join("keyless-host")
+        host_bin("release")
     } else {
         build_web()?;
-        root().join("target").join("debug").join("keyless-host")
+        host_bin("debug")
     };
     let archive = dist_of(&host)?;
     let pkg = root().join("target").join("wasm-pkg");
@@ -655,7 +660,7 @@ fn bench() -> Result {
     run(cargo().args(["bench", "-p", "keyless-host", "--bench", "tools"]))?;
     run(cargo().args(["bench", "-p", "keyless-host", "--bench", "guard"]))?;
     run(cargo().args(["build", "--release", "-p", "keyless-host"]))?;
-    let host = root().join("target").join("release").join("keyless-host");
+    let host = host_bin("release");
     run(cargo()
         .args(["bench", "-p", "keyless-host", "--bench", "startup"])
         .env("KEYLESS_HOST_BIN", &host))?;
@@ -669,7 +674,7 @@ fn bench() -> Result {
 
 fn serve(extra: &[String]) -> Result {
     build()?;
-    let host = root().join("target").join("release").join("keyless-host");
+    let host = host_bin("release");
     let ext = root().join("target").join("extension");
     println!(
         "\nThe Chrome extension is built in {}.\n\
@@ -694,7 +699,7 @@ fn serve(extra: &[String]) -> Result {
 /// `SHA256SUMS` of every file; beside it, the archive's own `.sha256`. Returns the archive.
 fn dist() -> Result<PathBuf> {
     build()?;
-    dist_of(&root().join("target").join("release").join("keyless-host"))
+    dist_of(&host_bin("release"))
 }
 
 /// The archive around `host` (the web parts built already).
