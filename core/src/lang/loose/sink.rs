@@ -7,8 +7,6 @@
 //! twice, which the reading overwrites) has none: only its value can say what it equals.
 
 use serde_json::{Map, Value};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// How a reading keeps what it reads.
 pub(super) trait Sink {
@@ -41,50 +39,136 @@ pub(super) trait Sink {
     fn list_end(&mut self, l: Self::List) -> Self::Val;
 }
 
-/// An object being made: its entries in the order read, a later one with a key already given
-/// replacing it as [`Map::insert`] does. serde_json's map is a B-tree: inserting forty thousand
-/// keys one at a time walked the tree for each, and read "many keys" at half the speed of strict
-/// JSON. A few entries are looked through for the key; past [`Entries::FEW`], a table of the
-/// keys' hashes finds an earlier entry with the key, and the map is built once, at the end, from
-/// the entries sorted.
+/// An object being made: its members in the order read, each key once, a later member with a
+/// key already given replacing the earlier one's value as [`Map::insert`] does. serde_json's map
+/// is a B-tree of keys and values: inserting forty thousand members one at a time compared keys
+/// all the way down for each, and read "many keys" at half the speed of strict JSON. Here the
+/// first few are looked through for the key; past [`Entries::FEW`] a table of the keys' 64-bit
+/// hashes finds an earlier member, and the map is built once, at the end, from the members
+/// sorted. The hash is no secret, so an answer can be made whose keys' hashes crowd one part of
+/// the table: a look that has to pass [`Entries::MAX_PROBE`] members stops using the table, and
+/// the object's keys are then found by name in a tree (what inserting into the map cost before).
 #[derive(Debug, Default)]
 pub(super) struct Entries {
     items: Vec<(String, Value)>,
-    /// The hash of each entry's key past the first few, to the entry.
-    index: HashMap<u64, usize, BuildHasherDefault<Prehashed>>,
+    /// Each member's key's hash, past the first few.
+    hashes: Vec<u64>,
+    /// Open addressing over the hashes: 0 for an empty slot, else a member's place + 1. Its
+    /// length is a power of two, at least twice the members.
+    slots: Vec<u32>,
+    /// Once a look ran too long: each key to its member's place (serde_json's own map, whose
+    /// code the package holds already).
+    named: Option<Map<String, Value>>,
 }
 
 impl Entries {
     const FEW: usize = 8;
+    /// The most members a look passes: a bound on each insert's cost whatever the hashes. At
+    /// half load the ordinary clusters of 40,000 keys passed 32, so it is well above that.
+    const MAX_PROBE: usize = 128;
 
     fn insert(&mut self, k: String, v: Value) {
         let n = self.items.len();
-        if n < Self::FEW {
-            if let Some(e) = self.items.iter_mut().find(|e| e.0 == k) {
-                e.1 = v;
-                return;
-            }
+        let found = if n < Self::FEW {
+            self.items.iter().position(|e| e.0 == k)
         } else {
-            if n == Self::FEW {
-                for (i, (key, _)) in self.items.iter().enumerate() {
-                    self.index.insert(StrHash::of(key).finish(), i);
-                }
+            if self.hashes.len() < n {
+                // The first few, into the table.
+                self.hashes = self
+                    .items
+                    .iter()
+                    .map(|e| StrHash::of(&e.0).finish())
+                    .collect();
+                self.rebuild((Self::FEW * 4).next_power_of_two());
             }
-            let h = StrHash::of(&k).finish();
-            if let Some(e) = self.index.get(&h).and_then(|&i| self.items.get_mut(i)) {
-                if e.0 == k {
-                    e.1 = v;
-                    return;
-                }
-            }
-            // A new key (or another key with the same hash: the map keeps the last of equal
-            // keys whatever the table says).
-            self.index.insert(h, n);
+            self.find_or_note(&k, n)
+        };
+        match found.and_then(|i| self.items.get_mut(i)) {
+            Some(e) => e.1 = v,
+            None => self.items.push((k, v)),
         }
-        self.items.push((k, v));
     }
 
-    /// The map of the entries, for equal keys the last one read.
+    /// The member whose key is `k`; or `None`, having noted that member `n` will have it.
+    fn find_or_note(&mut self, k: &str, n: usize) -> Option<usize> {
+        let h = StrHash::of(k).finish();
+        if self.named.is_none() && (self.hashes.len() + 1) * 2 > self.slots.len() {
+            self.rebuild(self.slots.len() * 2);
+        }
+        if self.named.is_none() {
+            match self.probe(k, h) {
+                Ok(found) => {
+                    if found.is_none() {
+                        self.hashes.push(h);
+                    }
+                    return found;
+                }
+                Err(()) => self.name_all(),
+            }
+        }
+        let named = self.named.get_or_insert_with(Map::new);
+        if let Some(j) = named.get(k).and_then(Value::as_u64) {
+            return usize::try_from(j).ok();
+        }
+        named.insert(k.to_string(), Value::from(n));
+        self.hashes.push(h);
+        None
+    }
+
+    /// Looks for `k` (hash `h`) in the table; when it is not there, takes the empty slot found
+    /// for the member about to be added. `Err` when the look passed too many members.
+    fn probe(&mut self, k: &str, h: u64) -> Result<Option<usize>, ()> {
+        let mask = self.slots.len() - 1;
+        #[allow(clippy::cast_possible_truncation)]
+        let mut at = (h as usize) & mask;
+        for _ in 0..Self::MAX_PROBE {
+            let slot = self.slots[at];
+            if slot == 0 {
+                self.slots[at] = u32::try_from(self.items.len() + 1).map_err(|_| ())?;
+                return Ok(None);
+            }
+            let i = slot as usize - 1;
+            if self.hashes.get(i) == Some(&h) && self.items.get(i).is_some_and(|e| e.0 == k) {
+                return Ok(Some(i));
+            }
+            at = (at + 1) & mask;
+        }
+        Err(())
+    }
+
+    /// A table of `len` slots (a power of two) for the members so far; past a look too long,
+    /// the keys are named instead.
+    fn rebuild(&mut self, len: usize) {
+        let len = len.max((Self::FEW * 4).next_power_of_two());
+        self.slots = vec![0; len];
+        let mask = len - 1;
+        for (i, &h) in self.hashes.iter().enumerate() {
+            #[allow(clippy::cast_possible_truncation)]
+            let mut at = (h as usize) & mask;
+            let mut steps = 0;
+            while self.slots[at] != 0 {
+                steps += 1;
+                if steps >= Self::MAX_PROBE {
+                    self.name_all();
+                    return;
+                }
+                at = (at + 1) & mask;
+            }
+            self.slots[at] = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        }
+    }
+
+    /// Stops using the table: every key so far, to its member's place.
+    fn name_all(&mut self) {
+        let mut named = Map::new();
+        for (i, (k, _)) in self.items.iter().enumerate() {
+            named.insert(k.clone(), Value::from(i));
+        }
+        self.named = Some(named);
+        self.slots = Vec::new();
+    }
+
+    /// The map of the members.
     fn into_map(self) -> Map<String, Value> {
         if self.items.len() <= Self::FEW {
             let mut m = Map::new();
@@ -93,27 +177,9 @@ impl Entries {
             }
             m
         } else {
-            // Sorted stably, then built in one pass that keeps the last of equal keys.
+            // Sorted, then built in one pass (each key is there once).
             self.items.into_iter().collect()
         }
-    }
-}
-
-/// A hasher for keys that are hashes already ([`StrHash::finish`]).
-#[derive(Debug, Default)]
-pub(super) struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = absorb(self.0, u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, h: u64) {
-        self.0 = h;
     }
 }
 
@@ -412,21 +478,122 @@ mod tests {
         assert_ne!(StrHash::of("ab").finish(), StrHash::of("ab\0").finish());
     }
 
-    #[test]
-    fn a_key_whose_hash_another_key_has_is_still_kept() {
-        let mut e = Entries::default();
-        for i in 0..10 {
-            e.insert(format!("k{i}"), Value::from(i));
+    /// The inverse of `K` modulo 2^64 (Newton's iteration).
+    fn k_inverse() -> u64 {
+        let mut x = K;
+        for _ in 0..6 {
+            x = x.wrapping_mul(2u64.wrapping_sub(K.wrapping_mul(x)));
         }
-        // The table sends "new" to the entry of "k2", as a hash both keys had would.
-        let h = StrHash::of("new").finish();
-        e.index.insert(h, 2);
-        e.insert("new".into(), Value::from(100));
-        e.insert("k2".into(), Value::from(200));
-        let m = e.into_map();
-        assert_eq!(m.get("new"), Some(&Value::from(100)));
-        assert_eq!(m.get("k2"), Some(&Value::from(200)));
-        assert_eq!(m.len(), 11);
+        x
+    }
+
+    fn unshift(x: u64, s: u32) -> u64 {
+        let mut y = x;
+        for _ in 0..(64 / s + 1) {
+            y = x ^ (y >> s);
+        }
+        y
+    }
+
+    /// The inverse of [`mix`].
+    fn unmix(x: u64) -> u64 {
+        let inv = |m: u64| {
+            let mut y = m;
+            for _ in 0..6 {
+                y = y.wrapping_mul(2u64.wrapping_sub(m.wrapping_mul(y)));
+            }
+            y
+        };
+        let x = unshift(x, 31).wrapping_mul(inv(0x94D0_49BB_1331_11EB));
+        let x = unshift(x, 27).wrapping_mul(inv(0xBF58_476D_1CE4_E5B9));
+        unshift(x, 30)
+    }
+
+    /// `count` keys of 16 printable bytes whose hash is `target`, as an answer can be made to
+    /// hold (the hash has no secret).
+    fn keys_hashing_to(target: u64, count: usize) -> Vec<String> {
+        let ki = k_inverse();
+        let raw = unmix(target);
+        let x = ((raw.wrapping_mul(ki)) ^ 16).rotate_right(23);
+        let h2 = x.wrapping_mul(ki).rotate_right(23);
+        let mut out = Vec::new();
+        let mut seed = 0u64;
+        while out.len() < count {
+            seed += 1;
+            let mut w1 = [0u8; 8];
+            let mut s = seed;
+            for b in &mut w1 {
+                *b = b'a' + u8::try_from(s % 26).unwrap_or(0);
+                s /= 26;
+            }
+            let h1 = absorb(0, u64::from_le_bytes(w1));
+            let w2 = (h2.wrapping_mul(ki) ^ h1.rotate_left(23)).to_le_bytes();
+            if w2
+                .iter()
+                .all(|&c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\')
+            {
+                let key: Vec<u8> = w1.iter().chain(w2.iter()).copied().collect();
+                out.push(String::from_utf8(key).unwrap_or_default());
+            }
+        }
+        out
+    }
+
+    /// Keys made to share one hash, each given five times after eight others: each is held
+    /// once, found through the table while they are few and by name once they crowd it, and the
+    /// reading is serde_json's.
+    #[test]
+    fn keys_made_to_share_one_hash_are_each_held_once() {
+        let target = StrHash::of("k0").finish();
+        for (count, named) in [(10, false), (Entries::MAX_PROBE + 50, true)] {
+            let keys = keys_hashing_to(target, count);
+            assert!(keys.iter().all(|k| StrHash::of(k).finish() == target));
+            let mut e = Entries::default();
+            for i in 0..8 {
+                e.insert(format!("f{i}"), Value::from(i));
+            }
+            e.insert("k0".into(), Value::from(0));
+            for round in 0..5 {
+                for (i, k) in keys.iter().enumerate() {
+                    e.insert(k.clone(), Value::from(round * 1000 + i));
+                }
+            }
+            assert_eq!(e.items.len(), 9 + count, "each key is held once");
+            assert_eq!(e.named.is_some(), named, "{count} keys");
+            let m = e.into_map();
+            assert_eq!(
+                m.get(&keys[count - 1]),
+                Some(&Value::from(4000 + count - 1))
+            );
+            let members: Vec<String> = (0..2)
+                .flat_map(|round| {
+                    keys.iter()
+                        .enumerate()
+                        .map(move |(i, k)| format!("\"{k}\": {}", round * 1000 + i))
+                })
+                .collect();
+            let text = format!("{{\"k0\": 0, {}}}", members.join(", "));
+            let strict: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            assert_eq!(super::super::read(&text, 0).map(|r| r.value), Some(strict));
+        }
+    }
+
+    /// A table made again whose members crowd one part of it stops being used, and every key
+    /// so far is found by name.
+    #[test]
+    fn a_crowded_table_made_again_names_every_key() {
+        let mut e = Entries::default();
+        let n = Entries::MAX_PROBE + 10;
+        for i in 0..n {
+            e.items.push((format!("k{i}"), Value::from(i)));
+            e.hashes.push(7);
+        }
+        e.rebuild(n.next_power_of_two() * 2);
+        assert!(e.named.is_some());
+        e.insert("k3".into(), Value::from(-1));
+        e.insert("new".into(), Value::from(1));
+        assert_eq!(e.items.len(), n + 1);
+        assert_eq!(e.into_map().get("k3"), Some(&Value::from(-1)));
     }
 
     #[test]
