@@ -514,9 +514,15 @@ const handlers: Handlers = {
       threadChars: chars,
       ...(suggest ? { suggestedAt: chars } : {}),
     };
-    await saveRun(tabId, next);
+    // A Stop, Pause or Resume made since the run was read above is kept.
+    const saved =
+      (await updateRun(tabId, (latest) => {
+        // A run that ended meanwhile (continued in another chat) stays as it is.
+        if (!ended && latest?.state === "ended") return undefined;
+        return { ...next, state: ended || !latest ? next.state : latest.state };
+      })) ?? next;
     const delivery = site ? deliveryFor(answer.text, site, answer.turn, answer.batch) : { kind: "paste" as const };
-    return { answer, send: !ended && s.autoSend && next.state === "running", delivery, run: next, ...(suggest ? { longThread: { chars, limit } } : {}) };
+    return { answer, send: !ended && s.autoSend && saved.state === "running", delivery, run: saved, ...(suggest ? { longThread: { chars, limit } } : {}) };
   },
   async answer(req) {
     const { id, ...body } = req;
@@ -810,9 +816,12 @@ const handlers: Handlers = {
     return { run: await setState(req.tabId, "running") };
   },
   async stop(req) {
+    // Stopped first, then the batch cancelled: the batch's end reads the stopped run, so its
+    // results are not sent.
     const run = await runOf(req.tabId);
+    const stopped = await setState(req.tabId, "stopped");
     if (run && run.state !== "ended") await api(v1.cancel(run.session)).catch(() => undefined);
-    return { run: await setState(req.tabId, "stopped") };
+    return { run: stopped };
   },
   async doctor(req) {
     const tab = await chrome.tabs.get(req.tabId);
@@ -841,11 +850,34 @@ const handlers: Handlers = {
 };
 
 async function setState(tabId: number, state: TabRun["state"]): Promise<TabRun | null> {
-  const run = await runOf(tabId);
-  if (!run || run.state === "ended") return run;
-  const next = { ...run, state };
-  await saveRun(tabId, next);
-  return next;
+  return updateRun(tabId, (run) => (!run || run.state === "ended" ? undefined : { ...run, state }));
+}
+
+/** Each tab's last read-modify-write of its run, so the next one waits for it. */
+const runUpdates = new Map<number, Promise<unknown>>();
+
+/**
+ * Reads a tab's run, makes the next one with `f` and saves it (`undefined`: keeps it as it is),
+ * one update at a time per tab: a Stop and the end of the batch it stopped never write over
+ * each other.
+ */
+async function updateRun(tabId: number, f: (run: TabRun | null) => TabRun | undefined): Promise<TabRun | null> {
+  const before = runUpdates.get(tabId) ?? Promise.resolve();
+  const task = before
+    .catch(() => undefined)
+    .then(async () => {
+      const run = await runOf(tabId);
+      const next = f(run);
+      if (next === undefined) return run;
+      await saveRun(tabId, next);
+      return next;
+    });
+  runUpdates.set(tabId, task);
+  try {
+    return await task;
+  } finally {
+    if (runUpdates.get(tabId) === task) runUpdates.delete(tabId);
+  }
 }
 
 function message(e: unknown): string {

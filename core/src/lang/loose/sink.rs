@@ -556,6 +556,9 @@ mod tests {
             for round in 0..5 {
                 for (i, k) in keys.iter().enumerate() {
                     e.insert(k.clone(), Value::from(round * 1000 + i));
+                    // Every member's hash is kept, in the table or by name: a member without
+                    // one would make the next insert hash every key again.
+                    assert_eq!(e.hashes.len(), e.items.len());
                 }
             }
             assert_eq!(e.items.len(), 9 + count, "each key is held once");
