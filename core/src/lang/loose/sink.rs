@@ -66,6 +66,8 @@ impl Entries {
     /// The most members a look passes: a bound on each insert's cost whatever the hashes. At
     /// half load the ordinary clusters of 40,000 keys passed 32, so it is well above that.
     const MAX_PROBE: usize = 128;
+    /// The table's first length (a power of two), when the first few are put in it.
+    const FIRST_SLOTS: usize = (Self::FEW * 4).next_power_of_two();
 
     fn insert(&mut self, k: String, v: Value) {
         let n = self.items.len();
@@ -79,7 +81,7 @@ impl Entries {
                     .iter()
                     .map(|e| StrHash::of(&e.0).finish())
                     .collect();
-                self.rebuild((Self::FEW * 4).next_power_of_two());
+                self.rebuild(Self::FIRST_SLOTS);
             }
             self.find_or_note(&k, n)
         };
@@ -139,7 +141,7 @@ impl Entries {
     /// A table of `len` slots (a power of two) for the members so far; past a look too long,
     /// the keys are named instead.
     fn rebuild(&mut self, len: usize) {
-        let len = len.max((Self::FEW * 4).next_power_of_two());
+        let len = len.max(Self::FIRST_SLOTS);
         self.slots = vec![0; len];
         let mask = len - 1;
         for (i, &h) in self.hashes.iter().enumerate() {
@@ -478,11 +480,11 @@ mod tests {
         assert_ne!(StrHash::of("ab").finish(), StrHash::of("ab\0").finish());
     }
 
-    /// The inverse of `K` modulo 2^64 (Newton's iteration).
-    fn k_inverse() -> u64 {
-        let mut x = K;
+    /// The inverse of an odd `m` modulo 2^64 (Newton's iteration).
+    fn inverse(m: u64) -> u64 {
+        let mut x = m;
         for _ in 0..6 {
-            x = x.wrapping_mul(2u64.wrapping_sub(K.wrapping_mul(x)));
+            x = x.wrapping_mul(2u64.wrapping_sub(m.wrapping_mul(x)));
         }
         x
     }
@@ -497,22 +499,15 @@ mod tests {
 
     /// The inverse of [`mix`].
     fn unmix(x: u64) -> u64 {
-        let inv = |m: u64| {
-            let mut y = m;
-            for _ in 0..6 {
-                y = y.wrapping_mul(2u64.wrapping_sub(m.wrapping_mul(y)));
-            }
-            y
-        };
-        let x = unshift(x, 31).wrapping_mul(inv(0x94D0_49BB_1331_11EB));
-        let x = unshift(x, 27).wrapping_mul(inv(0xBF58_476D_1CE4_E5B9));
+        let x = unshift(x, 31).wrapping_mul(inverse(0x94D0_49BB_1331_11EB));
+        let x = unshift(x, 27).wrapping_mul(inverse(0xBF58_476D_1CE4_E5B9));
         unshift(x, 30)
     }
 
     /// `count` keys of 16 printable bytes whose hash is `target`, as an answer can be made to
     /// hold (the hash has no secret).
     fn keys_hashing_to(target: u64, count: usize) -> Vec<String> {
-        let ki = k_inverse();
+        let ki = inverse(K);
         let raw = unmix(target);
         let x = ((raw.wrapping_mul(ki)) ^ 16).rotate_right(23);
         let h2 = x.wrapping_mul(ki).rotate_right(23);
